@@ -1,0 +1,25 @@
+"""Symbolic derivations (SymPy) of the theory of linear transformers as in-context learners.
+
+Vladymyrov, von Oswald, Sandler, Ge, *Linear Transformers are Versatile In-Context Learners*,
+NeurIPS 2024.  The public API is what this module re-exports.
+"""
+
+from ._bridge import State as State
+from ._bridge import check_parameters as check_parameters
+from ._bridge import export as export
+from ._bridge import gram_rule as gram_rule
+from ._bridge import gram_update as gram_update
+from ._bridge import initial_state as initial_state
+from ._bridge import recursion_rule as recursion_rule
+from ._bridge import recursion_step as recursion_step
+from ._bridge import run_recursion as run_recursion
+from ._bridge import split_blocks as split_blocks
+from ._layer import apply_layer_block as apply_layer_block
+from ._layer import layer_forward as layer_forward
+from ._recursion import closure_residuals as closure_residuals
+from ._recursion import derive_gram_update as derive_gram_update
+from ._recursion import derive_recursion as derive_recursion
+from ._recursion import token_form_is_closed as token_form_is_closed
+from ._render import Statement as Statement
+from ._render import render_markdown as render_markdown
+from ._render import statements as statements

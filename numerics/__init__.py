@@ -1,0 +1,1 @@
+"""JAX numerics: data, models, constructions, baselines, training, evaluation and figures."""

@@ -1,0 +1,88 @@
+r"""Atomic file writes and the universal model format.
+
+A saved model is an ``.npz`` that always holds ``P`` and ``Q`` of shape ``(L, H, d+1, d+1)``:
+they define the model exactly under the layer rule of PAPER.md §1.  Native parameters may be
+stored beside them under other names, plus a JSON string ``meta``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import LintfError
+
+
+def _atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise LintfError(f"cannot write to {str(parent)!r}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file and ``os.replace`` (never a half-written file)."""
+    _atomic_write_bytes(path, text.encode())
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def atomic_savez(path: str | os.PathLike[str], **arrays: Any) -> None:
+    """``np.savez`` to ``path`` atomically."""
+    buf = io.BytesIO()
+    np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    _atomic_write_bytes(path, buf.getvalue())
+
+
+def save_model(path: str | os.PathLike[str], P: Any, Q: Any, meta: dict[str, Any] | None = None,
+               **native: Any) -> None:
+    """Save a model in the universal format (``P``, ``Q`` float64) with optional native parameters."""
+    P = np.asarray(P, dtype=np.float64)
+    Q = np.asarray(Q, dtype=np.float64)
+    if not (np.all(np.isfinite(P)) and np.all(np.isfinite(Q))):
+        raise LintfError("refusing to save a model with non-finite P or Q")
+    from lintf_theory import check_parameters
+
+    check_parameters(P, Q)
+    atomic_savez(path, P=P, Q=Q, meta=np.asarray(json.dumps(meta or {})), **native)
+
+
+def load_model(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Load ``(P, Q, meta)`` from a universal ``.npz``; a clear error if it is not one."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if "P" not in z or "Q" not in z:
+                raise LintfError(f"model file {str(path)!r} must hold arrays 'P' and 'Q'")
+            P, Q = np.array(z["P"]), np.array(z["Q"])
+            meta = json.loads(str(z["meta"])) if "meta" in z else {}
+    except FileNotFoundError:
+        raise LintfError(f"model file {str(path)!r} does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise LintfError(f"model file {str(path)!r} is not a readable .npz: {exc}") from None
+    from lintf_theory import check_parameters
+
+    check_parameters(P, Q)
+    return P, Q, meta

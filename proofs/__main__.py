@@ -1,0 +1,5 @@
+import sys
+
+from ._runner import main
+
+sys.exit(main())

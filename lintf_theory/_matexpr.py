@@ -11,9 +11,17 @@ from collections.abc import Mapping
 import sympy as sp
 
 
+def _scalar_transposes(expr: sp.Basic) -> sp.Basic:
+    """A ``1×1`` matrix symbol equals its transpose (``a``, ``δ``, ``λ`` are scalars in disguise)."""
+    return expr.replace(
+        lambda e: isinstance(e, sp.Transpose) and isinstance(e.arg, sp.MatrixSymbol) and e.arg.shape == (1, 1),
+        lambda e: e.arg,
+    )
+
+
 def simplify_matexpr(expr: sp.MatrixExpr) -> sp.MatrixExpr:
     """Expand and evaluate a matrix expression into a canonical sum of products."""
-    return sp.expand(expr.doit()).doit()
+    return _scalar_transposes(sp.expand(_scalar_transposes(expr.doit())).doit())
 
 
 def is_zero(expr: sp.MatrixExpr) -> bool:

@@ -55,7 +55,8 @@ def print_table(results: list[Result]) -> None:
             console.print(f"  - {r.ref}: {f}", markup=False)
     for r in results:
         if r.error:
-            console.print(f"[red]FAIL[/] {r.module}: {r.error}", markup=False)
+            console.print("[red]FAIL[/]", end=" ")
+            console.print(f"{r.module}: {r.error}", markup=False)
     n_fail = sum(r.status != "pass" for r in results)
     console.print(f"{len(results) - n_fail} passed, {n_fail} failed")
 

@@ -1,0 +1,46 @@
+"""``lintf verify`` / ``python -m proofs``: table, JSON, exit status, --only, --latex."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from numerics.cli import main
+from proofs import _check
+
+
+def test_json_lists_claims_with_status_and_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--only", "lemma_4_3,gram_map", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["module"] for r in rows} == {"proofs.lemma_4_3", "proofs.gram_map"}
+    for r in rows:
+        assert r["status"] == "pass" and r["seconds"] > 0 and r["claim"] and r["ref"] and r["routes"]
+
+
+def test_a_failing_claim_makes_verify_exit_nonzero(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    def broken(report: _check.Report) -> None:
+        report.require(1 == 2, "an identity that does not hold")
+
+    fake = _check.Claim("deliberately false", "Test", ("none",), broken, "proofs.gram_map")
+    monkeypatch.setattr(_check, "REGISTRY", [*_check.REGISTRY, fake])
+    from proofs import _runner
+
+    monkeypatch.setattr(_runner, "REGISTRY", _check.REGISTRY)
+    assert main(["verify", "--only", "gram_map"]) == 1
+    out = capsys.readouterr().out
+    assert "deliberately false" in out and "1 failed" in out
+
+
+def test_unknown_only_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--only", "no_such_claim"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("lintf verify: error:") and "\n" not in err
+
+
+def test_latex_output_is_written(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
+    out = tmp_path / "derived.md"
+    assert main(["verify", "--only", "gram_map", "--latex", str(out)]) == 0
+    text = out.read_text()
+    assert "M^{l+1}" in text and "w^{l+1}" in text and "$$" in text

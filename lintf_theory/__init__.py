@@ -29,3 +29,6 @@ from ._second_order import gdpp_eigenvalue_map as gdpp_eigenvalue_map
 from ._second_order import kappa_next_rule as kappa_next_rule
 from ._second_order import layer_count as layer_count
 from ._second_order import layer_count_exact as layer_count_exact
+from ._closed_forms import derive_one_step_gd as derive_one_step_gd
+from ._closed_forms import one_step_rule as one_step_rule
+from ._closed_forms import wishart_moments as wishart_moments

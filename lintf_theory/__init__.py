@@ -32,3 +32,5 @@ from ._second_order import layer_count_exact as layer_count_exact
 from ._closed_forms import derive_one_step_gd as derive_one_step_gd
 from ._closed_forms import one_step_rule as one_step_rule
 from ._closed_forms import wishart_moments as wishart_moments
+from ._rescaling import derive_theorem_5_2 as derive_theorem_5_2
+from ._rescaling import theorem_5_2_parameters as theorem_5_2_parameters

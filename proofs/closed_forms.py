@@ -9,20 +9,27 @@ from proofs._check import Report, claim
 
 
 def _mc_losses(key, noise: str, etas, n: int, d: int, batch: int) -> list[tuple[float, float]]:
-    """Monte Carlo ½E(y_t - ŷ)² of the one-layer GD construction (literal token pass), with standard errors."""
+    """Monte Carlo ½E(y_t - ŷ)² of the one-layer GD construction (literal token pass), with standard errors.
+
+    Data as in :mod:`numerics.data` (w, x_i, x_t ~ N(0, I), per-sequence sigma from ``Noise``), drawn with NumPy
+    to avoid compiling the JAX sampler inside ``lintf verify`` (tests/test_closed_forms.py uses ``sample``)."""
     import jax
 
     from numerics.constructions import gd
-    from numerics.data import sample
+    from numerics.data import Noise
     from numerics.models import forward_tokens, universal
 
     out = []
+    rng = np.random.default_rng(int(key))
+    sigma = Noise.parse(noise).sample_sigma(jax.random.PRNGKey(int(key)), batch)  # the data module's noise draw
+    w = rng.standard_normal((batch, d))
+    X, xq = rng.standard_normal((batch, n, d)), rng.standard_normal((batch, d))
+    y = np.einsum("bnd,bd->bn", X, w) + np.asarray(sigma, dtype=np.float64)[:, None] * rng.standard_normal((batch, n))
     with jax.enable_x64(True):
-        b = sample(key, noise, batch, n, d, dtype=jax.numpy.float64)
         for eta in etas:
             P, Q = universal(gd(float(eta), 1), d)
-            y_hat = -forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1]  # ŷ = -y_{n+1}^L
-            sq = 0.5 * np.asarray((b.y_query - y_hat) ** 2)
+            y_hat = -np.asarray(forward_tokens(P, Q, X, y, xq)[-1, :, -1, -1])  # ŷ = -y_{n+1}^L, literal layer
+            sq = 0.5 * (np.einsum("bd,bd->b", xq, w) - y_hat) ** 2
             out.append((float(sq.mean()), float(sq.std() / np.sqrt(batch))))
     return out
 
@@ -51,7 +58,7 @@ def check(report: Report) -> None:
         s2 = Noise.parse(noise).mean_sigma2
         eta_star, loss_star = opt_f(n_, d_, s2)
         etas = (float(eta_star), 0.5 * float(eta_star))
-        for eta, (mc, se) in zip(etas, _mc_losses(jax.random.fold_in(key, i), noise, etas, n_, d_, batch)):
+        for eta, (mc, se) in zip(etas, _mc_losses(i + 1, noise, etas, n_, d_, batch)):
             cf = float(loss_f(n_, d_, eta, s2))
             worst = max(worst, abs(mc - cf) / se)
             lines.append(f"{noise} eta={eta:.4f}: MC {mc:.4f} +- {se:.4f} vs {cf:.4f}")

@@ -23,3 +23,14 @@ from ._recursion import token_form_is_closed as token_form_is_closed
 from ._render import Statement as Statement
 from ._render import render_markdown as render_markdown
 from ._render import statements as statements
+from ._second_order import derive_lemma_a2 as derive_lemma_a2
+from ._second_order import derive_lemma_a3 as derive_lemma_a3
+from ._second_order import gdpp_eigenvalue_map as gdpp_eigenvalue_map
+from ._second_order import kappa_next_rule as kappa_next_rule
+from ._second_order import layer_count as layer_count
+from ._second_order import layer_count_exact as layer_count_exact
+from ._closed_forms import derive_one_step_gd as derive_one_step_gd
+from ._closed_forms import one_step_rule as one_step_rule
+from ._closed_forms import wishart_moments as wishart_moments
+from ._rescaling import derive_theorem_5_2 as derive_theorem_5_2
+from ._rescaling import theorem_5_2_parameters as theorem_5_2_parameters

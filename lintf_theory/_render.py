@@ -30,6 +30,9 @@ class Statement:
 
 PROVIDERS: list[tuple[str, str]] = [
     ("lintf_theory._recursion_statements", "recursion_statements"),
+    ("lintf_theory._second_order", "second_order_statements"),
+    ("lintf_theory._closed_forms", "closed_form_statements"),
+    ("lintf_theory._rescaling", "rescaling_statements"),
 ]
 
 

@@ -30,6 +30,10 @@ class Statement:
 
 PROVIDERS: list[tuple[str, str]] = [
     ("lintf_theory._recursion_statements", "recursion_statements"),
+    ("lintf_theory._diag_statements", "diagonal_statements"),
+    ("lintf_theory._diag_statements", "lemma44_statements"),
+    ("lintf_theory._diag_statements", "gdpp_statements"),
+    ("lintf_theory._diag_statements", "step_size_statements"),
 ]
 
 

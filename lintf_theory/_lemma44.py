@@ -136,4 +136,4 @@ def lemma44_rule() -> Exported:
     """
     r = derive_lemma44()
     return export("lemma_4_4", LEMMA44_ARGS,
-                  (simplify_matexpr(r.Lambda * u), r.Gamma, r.s * sp.Identity(1), r.Pi, r.Phi))
+                  (simplify_matexpr(r.Lambda * u), r.Gamma, r.s, r.Pi, r.Phi))

@@ -13,12 +13,15 @@ from typing import Any
 import numpy as np
 
 
-def rational_array(rng: np.random.Generator, shape: tuple[int, ...], num: int = 5, den: int = 4) -> Any:
-    r"""Entries ``p/q`` with ``p ∈ [-num, num]``, ``q ∈ [1, den]`` (object array of Fraction)."""
+def rational_array(rng: np.random.Generator, shape: tuple[int, ...], num: int = 5, den: int = 4,
+                   nonzero: bool = False) -> Any:
+    r"""Entries ``p/q`` with ``p ∈ [-num, num]`` (``p ≠ 0`` if ``nonzero``), ``q ∈ [1, den]`` (object array of Fraction)."""
     if num < 1 or den < 1:
         raise ValueError(f"num and den must be >= 1, got num={num}, den={den}")
-    flat = [Fraction(int(rng.integers(-num, num + 1)), int(rng.integers(1, den + 1)))
-            for _ in range(int(np.prod(shape, dtype=int)))]
+    flat = []
+    for _ in range(int(np.prod(shape, dtype=int))):
+        p = int(rng.integers(1, num + 1)) * (1 if rng.integers(2) else -1) if nonzero else int(rng.integers(-num, num + 1))
+        flat.append(Fraction(p, int(rng.integers(1, den + 1))))
     return np.array(flat, dtype=object).reshape(shape)
 
 

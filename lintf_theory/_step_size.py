@@ -109,7 +109,7 @@ STEP_ARGS = (alpha, Sigma, w_star, rho, x_t, omega_xy, omega_yx)
 def step_size_rule() -> Exported:
     r"""Bridge export ``(α, Σ, w*, ρ, x_t, ω_xy, ω_yx) ↦ (ŷ, ŷ_approx, neglected, η)``; vectors ``(d,1)``."""
     s = derive_step_size()
-    return export("step_size_5_3", STEP_ARGS, (s.exact, s.approx, s.neglected, s.step * sp.Identity(1)))
+    return export("step_size_5_3", STEP_ARGS, (s.exact, s.approx, s.neglected, s.step))
 
 
 @cache

@@ -40,3 +40,4 @@ from ._lemma44 import lemma44_rule as lemma44_rule
 from ._step_size import derive_step_size as derive_step_size
 from ._step_size import exact_prediction_rule as exact_prediction_rule
 from ._step_size import step_size_rule as step_size_rule
+from ._lemma44 import alpha_l_rule as alpha_l_rule

@@ -124,6 +124,12 @@ def lemma44_residual(u_next: sp.MatrixExpr, w_next: sp.MatrixExpr) -> dict[str, 
     return {"u": is_zero(u_next - r.u_next), "w": is_zero(w_next - r.w_next)}
 
 
+@cache
+def alpha_l_rule() -> Exported:
+    r"""Bridge export ``(M, u, a, w, w*, ρ, Σ) ↦ α^l`` (``M (d,d)``, vectors ``(d,1)``, ``a, ρ`` scalars)."""
+    return export("alpha_l", (M, u, a_s, w, w_star, rho, Sigma), (derive_alpha_l(),))
+
+
 LEMMA44_ARGS = (M, u, a_s, w_star, rho, Sigma_l, lam_l, *OMEGAS)
 
 

@@ -26,11 +26,11 @@ from functools import cache
 import sympy as sp
 
 from ._bridge import Exported, export
-from ._context_symbols import OMEGAS, Sigma, a_s, lam, lam_l, omega_xx, omega_xy, omega_yx, omega_yy, symmetric
+from ._context_symbols import OMEGAS, Sigma, a_s, lam, lam_l, omega_xx, omega_yx, omega_yy, symmetric
 from ._diagonal import derive_diagonal
 from ._matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr
 from ._recursion import derive_recursion
-from ._symbols import A, M, a, b, c, d, delta, u, w, x, y
+from ._symbols import A, a, b, c, d, delta, x, y
 
 mu = sp.Symbol("mu")
 v = sp.MatrixSymbol("v", d, 1)
@@ -124,6 +124,3 @@ def rescaling_rule() -> Exported:
     yy = sp.Symbol("y")
     return export("rescaling_5_2", (sp.Symbol("lam"), omega_yy, yy), (fac * yy,))
 
-
-__all__ = ["GdppLayer", "Rescaling", "derive_gdpp", "derive_rescaling", "gdpp_covariance_rule",
-           "gdpp_eigen_rule", "mu", "omega_xy", "omega_yx", "only", "rescaling_rule", "v"]

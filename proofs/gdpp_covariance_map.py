@@ -17,7 +17,7 @@ from lintf_theory._context_symbols import Sigma, alpha, omega_xx, omega_yx
 from lintf_theory._diagonal import diagonal_rule
 from lintf_theory._gdpp import derive_gdpp, gdpp_covariance_rule, gdpp_eigen_rule, mu
 from lintf_theory._matexpr import is_zero
-from lintf_theory._rational import diag_universal, rational_array
+from lintf_theory._rational import diag_universal
 from lintf_theory._symbols import d, x, y
 from proofs._check import Report, claim
 from proofs._diag_data import col, context, forward_all, one, stats

@@ -10,8 +10,6 @@ the corrected (derived) form and a counterexample computed by the recursion.
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 import sympy as sp
 

@@ -23,7 +23,7 @@ from lintf_theory._layer import layer_forward
 from lintf_theory._matexpr import is_zero, replace_adjacent, simplify_matexpr
 from lintf_theory._rational import diag_universal, solve
 from lintf_theory._step_size import OLS_SUMS, derive_step_size, exact_prediction_rule, r_tok, step_size_rule
-from lintf_theory._symbols import x, y
+from lintf_theory._symbols import x
 from proofs._check import Report, claim
 from proofs._diag_data import col, context, forward_all, stats
 

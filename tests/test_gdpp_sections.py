@@ -10,7 +10,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from diag_strategies import fraction_arrays, rationals
-from lintf_theory import derive_gdpp, derive_step_size, exact_prediction_rule, gdpp_covariance_rule
+from lintf_theory import derive_gdpp, exact_prediction_rule, gdpp_covariance_rule
 from lintf_theory import gdpp_eigen_rule, layer_forward, rescaling_rule, step_size_rule
 from lintf_theory._rational import diag_universal, solve, tokens
 

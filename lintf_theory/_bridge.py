@@ -53,7 +53,16 @@ def _lambdify(rule: Exported, backend: str) -> Callable[..., Any]:
 
 
 def export(name: str, args: Sequence[sp.Basic], outputs: Sequence[sp.Basic]) -> Exported:
-    """Register a derived rule for lambdification (the one door from SymPy to numbers)."""
+    """Register a derived rule for lambdification (the one door from SymPy to numbers).
+
+    Every argument must be named by a Python identifier: ``lambdify`` silently replaces a
+    ``MatrixSymbol`` with another name (``"Sigma^l"``) by a *commutative* dummy, which reorders
+    matrix products.
+    """
+    for arg in args:
+        label = str(getattr(arg, "name", arg))
+        if not label.isidentifier():
+            raise ValueError(f"export {name!r}: argument name {label!r} must be a Python identifier")
     return Exported(name, tuple(args), tuple(outputs))
 
 

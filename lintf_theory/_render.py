@@ -33,6 +33,10 @@ PROVIDERS: list[tuple[str, str]] = [
     ("lintf_theory._second_order", "second_order_statements"),
     ("lintf_theory._closed_forms", "closed_form_statements"),
     ("lintf_theory._rescaling", "rescaling_statements"),
+    ("lintf_theory._diag_statements", "diagonal_statements"),
+    ("lintf_theory._diag_statements", "lemma44_statements"),
+    ("lintf_theory._diag_statements", "gdpp_statements"),
+    ("lintf_theory._diag_statements", "step_size_statements"),
 ]
 
 

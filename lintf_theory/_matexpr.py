@@ -11,17 +11,9 @@ from collections.abc import Mapping
 import sympy as sp
 
 
-def _scalar_transposes(expr: sp.Basic) -> sp.Basic:
-    """A ``1×1`` matrix symbol equals its transpose (``a``, ``δ``, ``λ`` are scalars in disguise)."""
-    return expr.replace(
-        lambda e: isinstance(e, sp.Transpose) and isinstance(e.arg, sp.MatrixSymbol) and e.arg.shape == (1, 1),
-        lambda e: e.arg,
-    )
-
-
 def simplify_matexpr(expr: sp.MatrixExpr) -> sp.MatrixExpr:
     """Expand and evaluate a matrix expression into a canonical sum of products."""
-    return _scalar_transposes(sp.expand(_scalar_transposes(expr.doit())).doit())
+    return sp.expand(expr.doit()).doit()
 
 
 def is_zero(expr: sp.MatrixExpr) -> bool:
@@ -121,6 +113,7 @@ def scalar_coefficient(expr: sp.MatrixExpr, mat: sp.MatrixExpr) -> sp.Expr:
     Every term of the expanded ``expr`` must be ``mat`` times scalars; the scalars are summed.
     """
     e = simplify_matexpr(expr)
+    mat = simplify_matexpr(mat)
     terms = e.args if isinstance(e, sp.MatAdd) else (e,)
     total = sp.Integer(0)
     for t in terms:
@@ -130,7 +123,7 @@ def scalar_coefficient(expr: sp.MatrixExpr, mat: sp.MatrixExpr) -> sp.Expr:
         if isinstance(t, sp.MatMul):
             scalars = [f for f in t.args if not getattr(f, "is_Matrix", False)]
             mats = [f for f in t.args if getattr(f, "is_Matrix", False)]
-            if len(mats) == 1 and mats[0] == mat:
+            if mats and (mats[0] if len(mats) == 1 else sp.MatMul(*mats)) == mat:
                 total += sp.Mul(*scalars)
                 continue
         raise ValueError(f"scalar_coefficient: term {t} is not a scalar multiple of {mat}")

@@ -10,7 +10,14 @@ Every parametrisation converts to universal arrays ``P, Q`` of shape ``(L, H, d+
   ``omega_xx, omega_yx`` of shape ``(L,)``.  Universal form: ``P = diag(ω_xx I, ω_yx)``,
   ``Q = diag(I, 0)`` (a choice; any factorisation with the same products is the same model).
 
-Forward passes (batched over the leading axis ``B``):
+Conversions back (:func:`from_universal`): FULL always; DIAG when every ``P_k, Q_k`` is
+``diag(s I_d, t)`` (:func:`diag_from_universal`); GD++ when, in addition, every layer has
+``ω_xy = ω_yy = 0`` (:func:`gdpp_from_universal`).  Otherwise a one-line ``ValueError``.
+
+Precision: every function keeps the dtype of its inputs (float32 for training, float64 for
+verification); mixed inputs follow JAX type promotion.
+
+Forward passes (batched over the leading axis ``B``; shapes checked by :func:`check_data`):
 
 * :func:`forward_tokens` writes the layer rule literally on all ``n+1`` tokens and can return
   every layer's tokens.  It is the reference.
@@ -95,6 +102,34 @@ def diag_from_universal(P: Any, Q: Any, atol: float = 0.0) -> Diag:
     return Diag(px, py, qx, qy)
 
 
+def gdpp_from_universal(P: Any, Q: Any, atol: float = 0.0) -> Gdpp:
+    r"""Inverse of :func:`universal` for GD++ models: ``ω_xx = Σ_k p_{x,k} q_{x,k}``, ``ω_yx = Σ_k p_{y,k} q_{x,k}``.
+
+    The conversion exists when ``P, Q`` are of DIAG form (see :func:`diag_from_universal`) and every
+    layer has ``ω_xy = ω_yy = 0`` within ``atol`` (for example ``q_y = 0`` in every head, the paper's
+    definition of GD++).  A DIAG layer depends on its parameters only through the four ``ω``
+    (PAPER.md §3, diagonal reparametrisation), so the result is the same function of the data
+    whatever the number of heads ``H``.  Otherwise a one-line :class:`ValueError`.
+    """
+    dg = diag_from_universal(P, Q, atol)
+    wxx, wxy, wyx, wyy = omegas(dg)
+    for name, om in (("omega_xy", wxy), ("omega_yy", wyy)):
+        if float(jnp.max(jnp.abs(om))) > atol:
+            raise ValueError(f"not a GD++ model: {name} = sum_k p q must be 0 in every layer (within "
+                             f"atol={atol}), got max |{name}| = {float(jnp.max(jnp.abs(om))):.3g}")
+    return Gdpp(wxx, wyx)
+
+
+def from_universal(kind: str, P: Any, Q: Any, atol: float = 0.0) -> Params:
+    """Native parameters of ``kind`` (``full``, ``diag``, ``gdpp``) from universal ``P, Q``; the inverse of :func:`universal`."""
+    check_kind(kind)
+    if kind == "full":
+        P, Q = jnp.asarray(P), jnp.asarray(Q)
+        check_parameters(P, Q)
+        return Full(P, Q)
+    return diag_from_universal(P, Q, atol) if kind == "diag" else gdpp_from_universal(P, Q, atol)
+
+
 def omegas(params: Diag | Gdpp) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     r"""Per-layer ``(ω_xx, ω_xy, ω_yx, ω_yy)``, each ``(L,)``: sums over heads of ``p·q`` (PAPER.md §3)."""
     if isinstance(params, Gdpp):
@@ -113,6 +148,8 @@ def init(kind: str, key: jax.Array, layers: int, d: int, heads: int = 1, scale: 
         raise ValueError(f"layers L must be >= 1, got {layers}")
     if int(heads) < 1:
         raise ValueError(f"heads H must be >= 1, got {heads}")
+    if int(d) < 1:
+        raise ValueError(f"input dimension d must be >= 1, got {d}")
     if kind == "gdpp" and heads != 1:
         raise ValueError(f"GD++ has one head per layer; heads must be 1, got {heads}")
     D = d + 1
@@ -127,6 +164,32 @@ def init(kind: str, key: jax.Array, layers: int, d: int, heads: int = 1, scale: 
     return Gdpp(scale * jax.random.normal(k1, (layers,), dtype), scale * jax.random.normal(k2, (layers,), dtype))
 
 
+def check_data(P: Any, Q: Any, X: Any, y: Any, x_query: Any) -> tuple[int, int, int]:
+    r"""Validate a batch against universal parameters; return ``(B, n, d)``.
+
+    ``P, Q``: ``(L, H, d+1, d+1)``; ``X``: ``(B, n, d)``; ``y``: ``(B, n)``; ``x_query``: ``(B, d)``.
+    Shapes are static, so this also runs under ``jax.jit``.  One-line :class:`ValueError` otherwise.
+    """
+    xs = getattr(X, "shape", None)
+    if xs is None or len(xs) != 3:
+        raise ValueError(f"X must have shape (B, n, d), got shape {xs}")
+    B, n, d = (int(s) for s in xs)
+    if n < 1 or d < 1:
+        raise ValueError(f"X must have n >= 1 context points and d >= 1 inputs, got shape {tuple(xs)}")
+    check_parameters(P, Q, d)
+    if tuple(getattr(y, "shape", ())) != (B, n):
+        raise ValueError(f"y must have shape (B, n) = ({B}, {n}) to match X, got shape {getattr(y, 'shape', None)}")
+    if tuple(getattr(x_query, "shape", ())) != (B, d):
+        raise ValueError(f"x_query must have shape (B, d) = ({B}, {d}) to match X, "
+                         f"got shape {getattr(x_query, 'shape', None)}")
+    return B, n, d
+
+
+def readout(tokens: jax.Array) -> jax.Array:
+    r"""Prediction ``ŷ = −y_{n+1}`` from token arrays ``(..., n+1, d+1)`` (e.g. :func:`forward_tokens`)."""
+    return -tokens[..., -1, -1]
+
+
 def _tokens(X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
     """Token matrix ``(B, n+1, d+1)``: context ``(x_i, y_i)`` then the query ``(x_t, 0)``."""
     ctx = jnp.concatenate([X, y[..., None]], axis=-1)
@@ -139,7 +202,7 @@ def forward_tokens(P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_que
 
     ``e_i^{l+1} = e_i^l + Σ_k P_k^l (Σ_{j≤n} e_j^l e_j^{lᵀ}) Q_k^l e_i^l`` for all ``n+1`` tokens.
     """
-    n = X.shape[-2]
+    n = check_data(P, Q, X, y, x_query)[1]
     Z = _tokens(X, y, x_query)
     out = [Z]
     for l in range(P.shape[0]):
@@ -157,6 +220,7 @@ def predict(P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_query: jax
 
     The read-out after layer ``l`` is ``−y_{n+1}^l`` (``0`` at ``l = 0``).
     """
+    check_data(P, Q, X, y, x_query)
     ctx = jnp.concatenate([X, y[..., None]], axis=-1)
     E = jnp.einsum("bja,bjc->bac", ctx, ctx)
     q = jnp.concatenate([x_query, jnp.zeros_like(x_query[..., :1])], axis=-1)

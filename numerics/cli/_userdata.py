@@ -1,0 +1,87 @@
+r"""Reading user data files for ``lintf predict`` and ``lintf inspect`` (one-line errors, never a traceback).
+
+A data file is an ``.npz`` holding
+
+=============  ===========  =====================================================
+array          shape        meaning (PAPER.md §2)
+=============  ===========  =====================================================
+``X``          ``(B,n,d)``  context inputs ``x_i``
+``y``          ``(B,n)``    context targets ``y_i``
+``x_query``    ``(B,d)``    query ``x_t``
+``y_query``    ``(B,)``     optional: target ``y_t`` (then the loss is reported)
+``sigma``      ``(B,)``     optional: noise level ``σ_τ`` (ridge reference of ``inspect``)
+=============  ===========  =====================================================
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+from typing import Any
+
+import numpy as np
+
+from numerics.errors import LintfError
+from numerics.io import _atomic_write_bytes
+
+REQUIRED = ("X", "y", "x_query")
+OPTIONAL = ("y_query", "sigma")
+
+
+def load_data(path: str, d: int | None = None) -> dict[str, np.ndarray]:
+    """Load and validate a data file; ``d`` is the model's input dimension (checked if given)."""
+    name = repr(str(path))
+    if os.path.exists(path) and not (os.path.isfile(path) and zipfile.is_zipfile(path)):
+        raise LintfError(f"data file {name} is not an .npz archive (write it with numpy.savez)")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = [k for k in REQUIRED if k not in z]
+            if missing:
+                raise LintfError(f"data file {name} must hold arrays X (B,n,d), y (B,n), x_query (B,d); "
+                                 f"missing: {', '.join(missing)}")
+            raw = {k: np.array(z[k]) for k in (*REQUIRED, *OPTIONAL) if k in z}
+    except FileNotFoundError:
+        raise LintfError(f"data file {name} does not exist") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise LintfError(f"data file {name} is not a readable .npz: {exc}") from None
+    data: dict[str, np.ndarray] = {}
+    for k, v in raw.items():
+        if v.dtype.kind not in "fiu":
+            raise LintfError(f"data file {name}: array {k} must be numeric, got dtype {v.dtype}")
+        v = v.astype(np.float64)
+        if not np.all(np.isfinite(v)):
+            raise LintfError(f"data file {name}: array {k} holds non-finite values")
+        data[k] = v
+    X = data["X"]
+    if X.ndim != 3 or min(X.shape) < 1:
+        raise LintfError(f"data file {name}: X must have shape (B, n, d) with B, n, d >= 1, got {X.shape}")
+    B, n, dx = X.shape
+    want = {"y": (B, n), "x_query": (B, dx), "y_query": (B,), "sigma": (B,)}
+    for k, shape in want.items():
+        if k in data and data[k].shape != shape:
+            raise LintfError(f"data file {name}: {k} must have shape {shape} to match X {X.shape}, "
+                             f"got {data[k].shape}")
+    if "sigma" in data and np.any(data["sigma"] < 0):
+        raise LintfError(f"data file {name}: sigma must be >= 0")
+    if d is not None and dx != d:
+        raise LintfError(f"model has input dimension d={d} (P is (L, H, {d + 1}, {d + 1})) "
+                         f"but data file {name} has d={dx} (X is {X.shape})")
+    return data
+
+
+def save_array(path: str, arr: Any) -> None:
+    """``np.save`` to exactly ``path``, atomically (a temporary file then ``os.replace``)."""
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(arr))
+    save_bytes(path, buf.getvalue())
+
+
+def save_bytes(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically; one-line error if it cannot."""
+    if os.path.isdir(path):
+        raise LintfError(f"output path {str(path)!r} is a directory; give a file name")
+    try:
+        _atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise LintfError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None

@@ -1,0 +1,136 @@
+r"""``lintf inspect MODEL.npz [DATA.npz]``: per-layer implicit weights ``(M^l, u^l, a^l, w^l)`` of a saved model.
+
+Theorem 4.1 / Lemma 4.3 (PAPER.md §3): every layer keeps an implicit linear-regression weight
+``w^l`` with read-out ``ŷ^l = ⟨w^l, x_t⟩``.  This command computes the states by the derived
+recursion (through the lintf_theory bridge), checks ``w^l`` against autodiff ``∂ŷ^l/∂x_t`` of the
+model's forward pass, and compares ``w^l`` with OLS ``w*`` and ridge ``w*_{σ²}`` layer by layer
+(batch means).  See :mod:`numerics.inspector`.
+
+Data: ``DATA.npz`` (as for ``lintf predict``; ``sigma`` and ``y_query`` are used if present), or
+without it ``--sequences`` fresh sequences drawn with ``--noise``, ``--n`` and ``--seed``.
+Exit status 1 if the two routes disagree (relative difference above ``--tol``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL.npz", help="saved model (universal P, Q)")
+    p.add_argument("data", metavar="DATA.npz", nargs="?", help="optional data file (else sampled)")
+    p.add_argument("--noise", default=None, help="noise spec for sampled data (default: the model's meta "
+                   "'noise' if present, else uniform:5)")
+    p.add_argument("--n", type=int, default=20, help="context length for sampled data (default 20)")
+    p.add_argument("--sequences", type=int, default=256, help="number of sampled sequences (default 256)")
+    p.add_argument("--seed", type=int, default=0, help="PRNG seed for sampled data (default 0)")
+    p.add_argument("--sigma", type=float, default=None,
+                   help="noise level for the ridge reference (default: the data's sigma)")
+    p.add_argument("--tol", type=float, default=1e-9,
+                   help="relative tolerance of the recursion-vs-autodiff check (default 1e-9)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--plot", metavar="FILE.png", help="plot w^l components vs w* and ridge (sequence 0)")
+
+
+def _get_data(args: argparse.Namespace, d: int, meta: dict) -> tuple[dict, str]:
+    import jax
+    import numpy as np
+
+    from numerics.cli._userdata import load_data
+    from numerics.data import sample
+
+    if args.data:
+        return load_data(args.data, d), f"data file {args.data}"
+    noise = args.noise or (meta.get("noise") if isinstance(meta.get("noise"), str) else None) or "uniform:5"
+    b = sample(jax.random.key(args.seed), noise, args.sequences, args.n, d, jax.numpy.float64)
+    data = {k: np.asarray(getattr(b, k)) for k in ("X", "y", "x_query", "y_query", "sigma")}
+    return data, f"{args.sequences} sampled sequences, noise {noise}, n={args.n}, seed {args.seed}"
+
+
+def _plot(path: str, ins, rows: list[dict]) -> None:  # noqa: ANN001
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from numerics.cli._userdata import save_bytes
+
+    w = np.asarray(ins.states.w[:, 0])  # (L+1, d), sequence 0
+    L, d = w.shape[0] - 1, w.shape[1]
+    idx = np.arange(d)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    colors = plt.cm.viridis(np.linspace(0, 1, L))
+    for l in range(1, L + 1):
+        ax1.plot(idx, w[l], "-o", ms=3, color=colors[l - 1], label=f"$w^{{{l}}}$")
+    if ins.w_ols is not None:
+        ax1.plot(idx, np.asarray(ins.w_ols[0]), "ks", mfc="none", ms=8, label="OLS $w^*$")
+    if ins.w_ridge is not None:
+        ax1.plot(idx, np.asarray(ins.w_ridge[0]), "rx", ms=8, label=r"ridge $w^*_{\sigma^2}$")
+    ax1.set_xticks(idx)
+    ax1.set(xlabel="component i", ylabel="value", title="implicit weights, sequence 0")
+    ax1.legend(fontsize=7, ncol=2)
+    layers = [r["layer"] for r in rows]
+    for key, label, style in (("dist_ols", "to OLS $w^*$", "k-s"), ("dist_ridge", "to ridge", "r-x")):
+        if key in rows[0]:
+            ax2.semilogy(layers, [r[key] for r in rows], style, label=label)
+    ax2.set(xlabel="layer l", ylabel=r"mean $\|w^l - w_{ref}\| / \|w_{ref}\|$", title="relative distance")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    plt.close(fig)
+    save_bytes(path, buf.getvalue())
+
+
+def run(args: argparse.Namespace) -> int:
+    import jax
+
+    from numerics.data import check_sizes
+    from numerics.inspector import inspect, summary
+    from numerics.io import load_model
+
+    if args.sigma is not None and not args.sigma >= 0:
+        raise ValueError(f"--sigma must be >= 0, got {args.sigma}")
+    if not args.tol > 0:
+        raise ValueError(f"--tol must be > 0, got {args.tol}")
+    P, Q, meta = load_model(args.model)
+    L, H, d = P.shape[0], P.shape[1], P.shape[2] - 1
+    if not args.data:
+        check_sizes(args.n, d, args.sequences)
+    with jax.enable_x64(True):
+        data, source = _get_data(args, d, meta)
+        B = data["X"].shape[0]
+        sigma = jax.numpy.full((B,), args.sigma) if args.sigma is not None else data.get("sigma")
+        ins = inspect(P, Q, data["X"], data["y"], data["x_query"], sigma, data.get("y_query"))
+        rows = summary(ins)
+    agree = ins.max_rel_diff <= args.tol
+    if args.plot:
+        _plot(args.plot, ins, rows)
+    if args.json:
+        print(json.dumps({"model": args.model, "source": source, "L": L, "H": H, "d": d, "B": B,
+                          "autodiff_max_abs_diff": ins.max_abs_diff, "autodiff_max_rel_diff": ins.max_rel_diff,
+                          "agree": agree, "layers": rows, "plot": args.plot}))
+        return 0 if agree else 1
+    print(f"model {args.model}: L={L} layers, H={H} heads, d={d}; {source} (B={B})")
+    cols = [("layer", "l", "{:d}"), ("w_norm", "|w^l|", "{:.4g}"), ("cos_ols", "cos(w,w*)", "{:.4f}"),
+            ("dist_ols", "|w-w*|/|w*|", "{:.4g}"), ("cos_ridge", "cos(w,ridge)", "{:.4f}"),
+            ("dist_ridge", "|w-rr|/|rr|", "{:.4g}"), ("a", "a^l", "{:.4g}"), ("u_norm", "|u^l|", "{:.4g}"),
+            ("M_minus_I", "|M^l-I|_F", "{:.4g}"), ("loss", "loss", "{:.4g}")]
+    cols = [c for c in cols if c[0] in rows[0]]
+    print("  ".join(f"{h:>12}" for _, h, _ in cols))
+    for r in rows:
+        print("  ".join(f"{f.format(r[k]):>12}" for k, _, f in cols))
+    print("(batch means; w* = OLS, ridge uses the true sigma; loss = 1/2 mean (y_t - <w^l, x_t>)^2)")
+    if ins.w_ols is None:
+        print(f"no OLS reference: n={data['X'].shape[1]} < d={d}")
+    if sigma is None:
+        print("no ridge reference: the data has no sigma; give --sigma S")
+    verdict = "agree" if agree else f"DISAGREE (tolerance {args.tol:g})"
+    print(f"autodiff check: max_l,b |w^l(recursion) - d y_hat^l / d x_t (autodiff)| = {ins.max_abs_diff:.3g} "
+          f"(relative {ins.max_rel_diff:.3g}): {verdict}")
+    if args.plot:
+        print(f"plot written to {args.plot}")
+    return 0 if agree else 1

@@ -1,0 +1,68 @@
+r"""``lintf predict MODEL.npz DATA.npz [--out preds.npy] [--json]``: evaluate a saved model on user data.
+
+The model is the universal ``.npz`` of :mod:`numerics.io` (``P, Q`` of shape ``(L, H, d+1, d+1)``);
+the data file holds ``X (B,n,d)``, ``y (B,n)``, ``x_query (B,d)`` and optionally ``y_query (B,)``
+(see :mod:`numerics.cli._userdata`).  The prediction is ``ŷ = −y_{n+1}^L`` (PAPER.md §1), computed
+in float64 by :func:`numerics.models.predict`.  With ``y_query`` the loss
+``½ mean_τ (y_t − ŷ)²`` (PAPER.md §2) is printed with its standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL.npz", help="saved model (universal P, Q)")
+    p.add_argument("data", metavar="DATA.npz", help="arrays X (B,n,d), y (B,n), x_query (B,d) [, y_query (B,)]")
+    p.add_argument("--out", metavar="FILE.npy", help="write the B predictions here (atomically)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def loss_with_se(pred: np.ndarray, target: np.ndarray) -> tuple[float, float]:
+    r"""``½ mean (y_t − ŷ)²`` and its standard error ``std/√B`` (``0`` for ``B = 1``)."""
+    sq = 0.5 * (np.asarray(target) - np.asarray(pred)) ** 2
+    se = float(np.std(sq, ddof=1) / np.sqrt(sq.size)) if sq.size > 1 else 0.0
+    return float(np.mean(sq)), se
+
+
+def run(args: argparse.Namespace) -> int:
+    import jax
+
+    from numerics.cli._userdata import load_data, save_array
+    from numerics.io import load_model
+    from numerics.models import predict
+
+    P, Q, _meta = load_model(args.model)
+    L, H, d = P.shape[0], P.shape[1], P.shape[2] - 1
+    data = load_data(args.data, d)
+    B, n, _ = data["X"].shape
+    with jax.enable_x64(True):
+        pred = np.asarray(predict(P, Q, data["X"], data["y"], data["x_query"]), dtype=np.float64)
+    if not np.all(np.isfinite(pred)):
+        print(f"lintf predict: warning: {int(np.sum(~np.isfinite(pred)))} of {B} predictions are not finite",
+              file=sys.stderr)
+    if args.out:
+        save_array(args.out, pred)
+    loss = loss_with_se(pred, data["y_query"]) if "y_query" in data else None
+    if args.json:
+        out = {"model": args.model, "data": args.data, "L": L, "H": H, "d": d, "B": B, "n": n,
+               "predictions": pred.tolist(), "out": args.out}
+        if loss is not None:
+            out["loss"], out["loss_se"] = loss
+        print(json.dumps(out))
+        return 0
+    print(f"model {args.model}: L={L} layers, H={H} heads, d={d}; data {args.data}: B={B} sequences, n={n}")
+    if loss is not None:
+        print(f"loss 1/2 mean (y_query - y_hat)^2 = {loss[0]:.6g} +- {loss[1]:.2g} (standard error)")
+    if args.out:
+        print(f"{B} predictions written to {args.out}")
+    else:
+        shown = min(B, 20)
+        print("predictions: " + " ".join(f"{v:.6g}" for v in pred[:shown])
+              + (f" ... ({B - shown} more; use --out FILE.npy)" if B > shown else ""))
+    return 0

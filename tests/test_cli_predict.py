@@ -1,0 +1,106 @@
+"""``lintf predict`` and ``lintf inspect`` end to end through ``numerics.cli.main`` (tmp files only)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from model_helpers import RTOL64, max_rel_err, scaled_model, toy_batch
+
+from numerics import models
+from numerics.cli import main
+from numerics.io import save_model
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cli")
+    data = toy_batch(70)
+    P, Q = scaled_model("diag", 71, 3, 1, data)
+    save_model(tmp / "model.npz", P, Q, {"kind": "diag"})
+    arrays = {k: np.asarray(getattr(data, k)) for k in ("X", "y", "x_query", "y_query", "sigma")}
+    np.savez(tmp / "data.npz", **arrays)
+    expected = np.asarray(models.predict(P, Q, data.X, data.y, data.x_query))
+    return tmp, arrays, expected
+
+
+def test_predict_round_trip_json_and_out(files, capsys):
+    tmp, arrays, expected = files
+    out = tmp / "preds.npy"
+    rc = main(["predict", str(tmp / "model.npz"), str(tmp / "data.npz"), "--out", str(out), "--json"])
+    assert rc == 0
+    got = np.load(out)
+    assert got.shape == expected.shape and max_rel_err(got, expected) < RTOL64
+    assert float(np.max(np.abs(expected))) > 1e-3
+    res = json.loads(capsys.readouterr().out)
+    assert max_rel_err(np.asarray(res["predictions"]), expected) < RTOL64
+    np.testing.assert_allclose(res["loss"], 0.5 * np.mean((arrays["y_query"] - expected) ** 2), rtol=1e-12)
+    assert (res["L"], res["H"], res["d"], res["B"]) == (3, 1, 3, expected.shape[0])
+
+
+def test_predict_text_without_y_query(files, capsys):
+    tmp, arrays, expected = files
+    np.savez(tmp / "noy.npz", X=arrays["X"], y=arrays["y"], x_query=arrays["x_query"])
+    assert main(["predict", str(tmp / "model.npz"), str(tmp / "noy.npz")]) == 0
+    text = capsys.readouterr().out
+    assert "loss" not in text
+    shown = [float(v) for v in text.splitlines()[-1].removeprefix("predictions: ").split()]
+    assert max_rel_err(np.asarray(shown), expected) < 1e-5  # printed with 6 significant digits
+
+
+def _bad_data(arrays):
+    """Malformed data files by case name: (arrays to save, expected message pattern)."""
+    X, y, xq = arrays["X"], arrays["y"], arrays["x_query"]
+    return {
+        "missing": (dict(X=X, y=y), "missing: x_query"),
+        "d_mismatch": (dict(X=X[..., :2], y=y, x_query=xq[:, :2]), "model has input dimension d=3"),
+        "B_mismatch": (dict(X=X, y=y[:-1], x_query=xq), "y must have shape"),
+        "X_2d": (dict(X=X[0], y=y, x_query=xq), "X must have shape \\(B, n, d\\)"),
+        "nonfinite": (dict(X=X, y=np.where(y > 0, np.nan, y), x_query=xq), "non-finite"),
+        "y_query": (dict(X=X, y=y, x_query=xq, y_query=arrays["y_query"][:1]), "y_query must have shape"),
+        "strings": (dict(X=X, y=y, x_query=np.array(["a"])), "must be numeric"),
+    }
+
+
+@pytest.mark.parametrize("case", ["missing", "d_mismatch", "B_mismatch", "X_2d", "nonfinite", "y_query",
+                                  "strings", "no_file", "not_npz", "no_model", "out_is_dir"])
+def test_predict_errors_are_one_line_exit_2(files, capsys, case):
+    tmp, arrays, _ = files
+    model, data, extra = str(tmp / "model.npz"), str(tmp / f"{case}.npz"), []
+    bad = _bad_data(arrays)
+    if case in bad:
+        arrs, match = bad[case]
+        np.savez(data, **arrs)
+    elif case == "no_file":
+        match = "does not exist"
+    elif case == "not_npz":
+        (tmp / "not_npz.npz").write_text("X,y\n1,2\n")
+        match = "is not an .npz archive"
+    elif case == "no_model":
+        model, data, match = str(tmp / "absent.npz"), str(tmp / "data.npz"), "model file .* does not exist"
+    else:
+        data, extra, match = str(tmp / "data.npz"), ["--out", str(tmp)], "is a directory"
+    rc = main(["predict", model, data, *extra])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and err.startswith("lintf predict: error: ")
+    assert re.search(match, err), err
+
+
+def test_inspect_json_plot_and_errors(files, capsys):
+    tmp, _, _ = files
+    png = tmp / "w.png"
+    rc = main(["inspect", str(tmp / "model.npz"), str(tmp / "data.npz"), "--json", "--plot", str(png)])
+    res = json.loads(capsys.readouterr().out)
+    assert rc == 0 and res["agree"] and res["autodiff_max_rel_diff"] < RTOL64
+    assert [r["layer"] for r in res["layers"]] == [0, 1, 2, 3]
+    assert {"cos_ols", "dist_ols", "cos_ridge", "dist_ridge", "a", "u_norm", "M_minus_I", "loss"} <= set(res["layers"][1])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["inspect", str(tmp / "model.npz"), str(tmp / "data.npz")]) == 0
+    text = capsys.readouterr().out
+    assert "autodiff check" in text and ": agree" in text and "cos(w,ridge)" in text
+    assert main(["inspect", str(tmp / "model.npz"), "--sigma", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--sigma must be >= 0" in err

@@ -1,0 +1,109 @@
+"""Implicit-weight inspector (Theorem 4.1, Lemma 4.3): derived recursion vs autodiff vs literal tokens."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from model_helpers import RTOL64, max_rel_err, scaled_model, toy_batch
+
+from numerics import inspector, models
+
+# (kind, L, H): FULL and DIAG up to 7 layers; FULL/DIAG share universal shapes, so jit caches are reused.
+CASES = [("full", 1, 1), ("full", 3, 2), ("full", 7, 1), ("diag", 1, 1), ("diag", 3, 2), ("diag", 7, 1)]
+
+
+@pytest.mark.parametrize(("kind", "layers", "heads"), CASES)
+def test_recursion_equals_autodiff_every_layer(kind, layers, heads):
+    """``w^l`` from the bridge's derived recursion equals ``∂ŷ^l/∂x_t`` by jax.jacrev of models.predict."""
+    data = toy_batch(10 + layers)
+    P, Q = scaled_model(kind, 100 + layers, layers, heads, data)
+    st = inspector.implicit_states(P, Q, data.X, data.y)
+    w_ad = inspector.autodiff_weights(P, Q, data.X, data.y, data.x_query)
+    assert st.w.shape == w_ad.shape == (layers + 1, *data.x_query.shape)
+    assert max_rel_err(st.w, w_ad) < RTOL64
+    assert float(jnp.min(jnp.max(jnp.abs(st.w[1:]), axis=(-2, -1)))) > 1e-3  # every layer non-trivial
+    # the read-out <w^l, x_t> is the model's prediction after layer l
+    reads = models.predict(P, Q, data.X, data.y, data.x_query, all_layers=True)
+    assert max_rel_err(jnp.einsum("lbd,bd->lb", st.w, data.x_query), reads) < RTOL64
+
+
+def test_numpy_backend_equals_jax_backend():
+    data = toy_batch(20)
+    P, Q = scaled_model("full", 21, 3, 2, data)
+    a = inspector.implicit_states(P, Q, data.X, data.y, backend="numpy")
+    b = inspector.implicit_states(P, Q, data.X, data.y, backend="jax")
+    for f in inspector.States._fields:
+        assert max_rel_err(getattr(a, f), getattr(b, f)) < RTOL64, f
+    with pytest.raises(ValueError, match="backend must be 'jax' or 'numpy'"):
+        inspector.implicit_states(P, Q, data.X, data.y, backend="torch")
+
+
+@pytest.mark.parametrize("kind", ["full", "diag"])
+def test_tokens_are_transfer_matrix_times_original_tokens(kind):
+    r"""Theorem 4.1: ``e_i^l = T^l e_i`` with ``T^l = [[M^l, u^l], [−w^{lᵀ}, a^l]]`` for every context
+    token and for the query, ``T^l`` from the bridge, ``e_i^l`` from the literal forward pass."""
+    data = toy_batch(30)
+    P, Q = scaled_model(kind, 31, 7, 1, data)
+    Z = models.forward_tokens(P, Q, data.X, data.y, data.x_query)  # (L+1, B, n+1, d+1)
+    T = inspector.transfer_matrices(inspector.implicit_states(P, Q, data.X, data.y))
+    TZ = jnp.einsum("lbij,bkj->lbki", T, Z[0])
+    assert max_rel_err(TZ[:, :, :-1], Z[:, :, :-1]) < RTOL64  # context tokens
+    assert max_rel_err(TZ[:, :, -1], Z[:, :, -1]) < RTOL64    # query
+    assert float(jnp.max(jnp.abs(Z[-1] - Z[0]))) > 0.1         # the layers did move the tokens
+
+
+def test_one_layer_gd_model_has_w1_equal_eta_alpha():
+    r"""One layer with ``P = p e_y e_yᵀ``, ``Q = q diag(I_d, 0)`` gives ``c = p q α`` so ``w^1 = −p q α``:
+    one GD step from ``0`` with step ``η = −p q`` (an independent, hand-derived route)."""
+    data = toy_batch(40)
+    d = data.X.shape[-1]
+    p, q = 0.5, -0.2
+    P = jnp.zeros((1, 1, d + 1, d + 1)).at[0, 0, d, d].set(p)
+    Q = jnp.zeros((1, 1, d + 1, d + 1)).at[0, 0, :d, :d].set(q * jnp.eye(d))
+    alpha = jnp.einsum("bn,bni->bi", data.y, data.X)
+    st = inspector.implicit_states(P, Q, data.X, data.y)
+    assert max_rel_err(st.w[1], -p * q * alpha) < RTOL64
+
+
+def test_ols_and_ridge_reference_solutions():
+    data = toy_batch(50)
+    w_ols = inspector.ols(data.X, data.y)
+    resid = data.y - jnp.einsum("bnd,bd->bn", data.X, w_ols)
+    assert float(jnp.max(jnp.abs(jnp.einsum("bn,bnd->bd", resid, data.X)))) < 1e-12  # Σ_i r_i x_i = 0
+    w_r = inspector.ridge(data.X, data.y, data.sigma)
+    for b in range(data.X.shape[0]):  # ridge = least squares on [X; σ I], [y; 0]
+        d = data.X.shape[-1]
+        A = np.vstack([np.asarray(data.X[b]), float(data.sigma[b]) * np.eye(d)])
+        rhs = np.concatenate([np.asarray(data.y[b]), np.zeros(d)])
+        np.testing.assert_allclose(np.asarray(w_r[b]), np.linalg.lstsq(A, rhs, rcond=None)[0], rtol=1e-10, atol=1e-12)
+    assert float(jnp.max(jnp.abs(w_r - w_ols))) > 1e-3  # σ > 0 does shrink
+
+
+def test_compare_cosine_and_distance():
+    w = jnp.array([[1.0, 2.0, -2.0], [0.0, 0.0, 0.0]])
+    ref = jnp.array([[1.0, 2.0, -2.0], [3.0, 0.0, 4.0]])
+    cos, dist = inspector.compare(w, ref)
+    np.testing.assert_allclose(np.asarray(cos), [1.0, 0.0])
+    np.testing.assert_allclose(np.asarray(dist), [0.0, 1.0])
+    cos, dist = inspector.compare(-2 * ref, ref)
+    np.testing.assert_allclose(np.asarray(cos), [-1.0, -1.0])
+    np.testing.assert_allclose(np.asarray(dist), [3.0, 3.0])
+
+
+def test_inspect_summary_base_case_and_errors():
+    data = toy_batch(60)
+    P, Q = scaled_model("diag", 61, 3, 2, data)
+    ins = inspector.inspect(P, Q, data.X, data.y, data.x_query, data.sigma, data.y_query)
+    assert ins.max_rel_diff < RTOL64
+    rows = inspector.summary(ins)
+    assert [r["layer"] for r in rows] == [0, 1, 2, 3]
+    base = rows[0]  # M^0 = I, u^0 = 0, a^0 = 1, w^0 = 0 (Theorem 4.1 base case)
+    assert (base["w_norm"], base["u_norm"], base["M_minus_I"], base["a"]) == (0.0, 0.0, 0.0, 1.0)
+    assert base["dist_ols"] == 1.0 and base["dist_ridge"] == 1.0
+    np.testing.assert_allclose(base["loss"], float(0.5 * jnp.mean(data.y_query**2)), rtol=1e-12)
+    with pytest.raises(ValueError, match="sigma must have shape \\(B,\\)"):
+        inspector.inspect(P, Q, data.X, data.y, data.x_query, data.sigma[:-1])
+    few = toy_batch(61, n=2)  # n < d: no OLS reference
+    ins = inspector.inspect(P, Q, few.X, few.y, few.x_query)
+    assert ins.w_ols is None and "dist_ols" not in inspector.summary(ins)[1]

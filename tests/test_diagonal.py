@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from diag_strategies import diag_problems, fraction_arrays, nonzero_rationals
+from tests.diag_strategies import diag_problems, fraction_arrays, nonzero_rationals
 from lintf_theory import derive_diagonal, diagonal_rule, layer_forward, layer_omegas, one_head_residual
 from lintf_theory import two_head_counterexample
 from lintf_theory._diagonal import head_symbols

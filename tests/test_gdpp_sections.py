@@ -9,7 +9,7 @@ import sympy as sp
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from diag_strategies import fraction_arrays, rationals
+from tests.diag_strategies import fraction_arrays, rationals
 from lintf_theory import derive_gdpp, exact_prediction_rule, gdpp_covariance_rule
 from lintf_theory import gdpp_eigen_rule, layer_forward, rescaling_rule, step_size_rule
 from lintf_theory._rational import diag_universal, solve, tokens

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from model_helpers import RTOL32, RTOL64, draw_params, max_rel_err, scaled_model, toy_batch
+from tests.model_helpers import RTOL32, RTOL64, draw_params, max_rel_err, scaled_model, toy_batch
 
 from numerics import models
 

@@ -19,4 +19,5 @@ _common = dict(deadline=None, print_blob=True, suppress_health_check=[HealthChec
 settings.register_profile("dev", max_examples=25, **_common)
 settings.register_profile("ci", max_examples=25, derandomize=True, **_common)
 settings.register_profile("slow", max_examples=400, **_common)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
+settings.load_profile(PROFILE)

@@ -43,23 +43,38 @@ def draw_params(kind: str, seed: int, layers: int, d: int, heads: int = 1, dtype
     return models.Gdpp(draw(layers), draw(layers))
 
 
+def _np_universal(kind: str, rng: np.random.Generator, layers: int, heads: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Standard-normal native parameters as universal NumPy ``(P, Q)`` (same layout as ``models.universal``)."""
+    D = d + 1
+    if kind == "full":
+        return rng.standard_normal((layers, heads, D, D)), rng.standard_normal((layers, heads, D, D))
+    if kind not in ("diag", "gdpp"):
+        raise ValueError(f"unknown kind {kind!r}")
+    px, py, qx, qy = (rng.standard_normal((layers, heads)) for _ in range(4))
+    if kind == "gdpp":
+        qx, qy = np.ones_like(qx), np.zeros_like(qy)
+    diag = lambda xp, yp: np.concatenate([np.repeat(xp[..., None], d, -1), yp[..., None]], -1)[..., None] * np.eye(D)  # noqa: E731
+    return diag(px, py), diag(qx, qy)
+
+
 def scaled_model(kind: str, seed: int, layers: int, heads: int, data: Batch, g: float = 0.3,
                  ) -> tuple[jax.Array, jax.Array]:
-    """Universal ``(P, Q)`` of a random ``kind`` model, rescaled layer by layer to ``‖G^l‖_F ≤ g`` on ``data``."""
+    """Universal ``(P, Q)`` of a random ``kind`` model, rescaled layer by layer to ``‖G^l‖_F ≤ g`` on ``data``.
+
+    Scaffolding only (NumPy, no per-shape compile): the layer rule here is the literal one, and
+    the models under test never call it.
+    """
     d = data.X.shape[-1]
-    P, Q = models.universal(draw_params(kind, seed, layers, d, heads, data.X.dtype), d)
-    Ps, Qs = [], []
+    P, Q = _np_universal(kind, np.random.default_rng(seed), layers, heads, d)
+    C = np.concatenate([np.asarray(data.X), np.asarray(data.y)[..., None]], axis=-1)
     for l in range(layers):
-        if l == 0:
-            C = jnp.concatenate([data.X, data.y[..., None]], axis=-1)
-        else:  # context tokens after the already rescaled layers 0..l-1
-            C = models.forward_tokens(jnp.stack(Ps), jnp.stack(Qs), data.X, data.y, data.x_query)[-1, :, :-1]
-        E = jnp.einsum("bja,bjc->bac", C, C)
-        G = jnp.einsum("hac,bce,hef->baf", P[l], E, Q[l])
-        t = jnp.sqrt(g / jnp.max(jnp.linalg.norm(G, axis=(-2, -1))))
-        Ps.append(P[l] * t)
-        Qs.append(Q[l] * t)
-    return jnp.stack(Ps), jnp.stack(Qs)
+        E = np.einsum("bja,bjc->bac", C, C)
+        G = np.einsum("hac,bce,hef->baf", P[l], E, Q[l])
+        t = np.sqrt(g / max(np.max(np.linalg.norm(G, axis=(-2, -1))), 1e-300))
+        P[l] *= t
+        Q[l] *= t
+        C = C + np.einsum("baf,bif->bia", G * t * t, C)
+    return jnp.asarray(P, dtype=data.X.dtype), jnp.asarray(Q, dtype=data.X.dtype)
 
 
 # Tolerance of "agree to float64 precision" for two routes through <= 7 layers of O(1) products:

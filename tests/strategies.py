@@ -68,3 +68,68 @@ def exact_problems(draw: st.DrawFn, cfg_strategy: st.SearchStrategy[Config] = co
         draw(exact_array((cfg.n,))),
         draw(exact_array((cfg.d,))),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Float64 configurations for the layer-by-layer properties (issue 5).
+# ---------------------------------------------------------------------------------------------
+KINDS = ("full", "diag", "gdpp")
+#: Degenerate but legal data: repeated context points, all-zero targets, rank-one inputs.
+DEGENERACIES = ("none", "repeated", "zero_targets", "rank_one")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A model kind and sizes, a data seed and a degeneracy of the context."""
+
+    kind: str
+    d: int  # 1..5
+    n: int  # 1..10 (n < d happens: degenerate but legal)
+    H: int  # 1..3 (1 for gdpp)
+    L: int  # 1..7 (the paper's depths)
+    seed: int
+    degeneracy: str
+
+
+@st.composite
+def model_configs(draw: st.DrawFn, kinds: tuple[str, ...] = KINDS, max_L: int = 7) -> ModelConfig:
+    kind = draw(st.sampled_from(kinds))
+    return ModelConfig(
+        kind=kind,
+        d=draw(st.integers(1, 5)),
+        n=draw(st.integers(1, 10)),
+        H=1 if kind == "gdpp" else draw(st.integers(1, 3)),
+        L=draw(st.integers(1, max_L)),
+        seed=draw(st.integers(0, 2**16)),
+        degeneracy=draw(st.sampled_from(DEGENERACIES)),
+    )
+
+
+def config_batch(cfg: ModelConfig, batch: int = 3):  # noqa: ANN201
+    """A float64 batch for ``cfg`` (NumPy-drawn: no per-shape compile), with its degeneracy applied."""
+    import jax.numpy as jnp
+
+    from numerics.data import Batch
+    from tests.model_helpers import toy_batch
+
+    b = toy_batch(cfg.seed, n=cfg.n, d=cfg.d, batch=batch)
+    X, y = np.array(b.X), np.array(b.y)
+    if cfg.degeneracy == "repeated":
+        X[:, 1::2] = X[:, :1]
+        y[:, 1::2] = y[:, :1]
+    elif cfg.degeneracy == "zero_targets":
+        y[:] = 0
+    elif cfg.degeneracy == "rank_one":
+        X = X[:, :, :1] * np.ones((1, 1, cfg.d))
+    return Batch(jnp.asarray(X), jnp.asarray(y), b.x_query, b.y_query, b.sigma, b.w)
+
+
+def property_settings(default_examples: int = 8):  # noqa: ANN201
+    """Settings for the float64 layer-by-layer properties: few examples by default (each draws new
+    shapes, so JAX compiles), the ``slow`` profile's count when it is loaded."""
+    import os
+
+    from hypothesis import settings
+
+    slow = os.environ.get("HYPOTHESIS_PROFILE") == "slow"
+    return settings(max_examples=settings.default.max_examples if slow else default_examples)

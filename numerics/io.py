@@ -19,7 +19,7 @@ import numpy as np
 from .errors import LintfError
 
 
-def _atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     try:
@@ -43,7 +43,7 @@ def _atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file and ``os.replace`` (never a half-written file)."""
-    _atomic_write_bytes(path, text.encode())
+    atomic_write_bytes(path, text.encode())
 
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
@@ -54,7 +54,7 @@ def atomic_savez(path: str | os.PathLike[str], **arrays: Any) -> None:
     """``np.savez`` to ``path`` atomically."""
     buf = io.BytesIO()
     np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
-    _atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def save_model(path: str | os.PathLike[str], P: Any, Q: Any, meta: dict[str, Any] | None = None,
@@ -72,6 +72,10 @@ def save_model(path: str | os.PathLike[str], P: Any, Q: Any, meta: dict[str, Any
 
 def load_model(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Load ``(P, Q, meta)`` from a universal ``.npz``; a clear error if it is not one."""
+    import zipfile
+
+    if Path(path).exists() and not zipfile.is_zipfile(path):
+        raise LintfError(f"model file {str(path)!r} is not an .npz archive")
     try:
         with np.load(path, allow_pickle=False) as z:
             if "P" not in z or "Q" not in z:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from numerics.errors import LintfError
-from numerics.io import _atomic_write_bytes
+from numerics.io import atomic_write_bytes
 
 REQUIRED = ("X", "y", "x_query")
 OPTIONAL = ("y_query", "sigma")
@@ -82,6 +82,6 @@ def save_bytes(path: str, data: bytes) -> None:
     if os.path.isdir(path):
         raise LintfError(f"output path {str(path)!r} is a directory; give a file name")
     try:
-        _atomic_write_bytes(path, data)
+        atomic_write_bytes(path, data)
     except OSError as exc:
         raise LintfError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None

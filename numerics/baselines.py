@@ -185,7 +185,8 @@ def table(noise: Noise | str, n: int = 20, d: int = 10, sequences: int = 100_000
     """Adjusted loss of every baseline on ``sequences`` evaluation sequences (float64, chunked).
 
     Returns ``{name: {"loss", "se", "raw", "raw_se", "count", ...tuned parameters}}``; ``loss`` is
-    the mean of ``½(y_t−ŷ)² − ½(y_t−ŷ_oracle)²`` and ``se`` its paired standard error. The tuning set
+    the mean of ``½(y_t−ŷ)² − ½(y_t−ŷ_oracle)²`` and ``se`` its paired standard error; with Bayes
+    among the methods also ``minus_Bayes`` ± ``minus_Bayes_se`` (paired ``ℓ_m − ℓ_Bayes``). The tuning set
     uses ``split(PRNGKey(seed))[0]``, the evaluation set ``[1]``.
     """
     noise = Noise.parse(noise)
@@ -196,7 +197,8 @@ def table(noise: Noise | str, n: int = 20, d: int = 10, sequences: int = 100_000
     k_tune, k_eval = jax.random.split(jax.random.PRNGKey(int(seed)))
     tuned = tune(k_tune, noise, tune_sequences, n, d, methods, chunk)
     with jax.enable_x64(True):
-        res = evaluation.evaluate(predictor(tuned, noise, methods, nodes), noise, sequences, n, d, k_eval, chunk)
+        res = evaluation.evaluate(predictor(tuned, noise, methods, nodes), noise, sequences, n, d, k_eval, chunk,
+                                  against="Bayes" if "Bayes" in methods else None)
     params = {"ConstRR": {"lam_const": tuned.lam_const}, "TunedRR": {"cap": tuned.cap, "mult": tuned.mult},
               "GD": {"eta": tuned.eta}, "Bayes": {"nodes": len(bayes.quadrature(noise, nodes).s)}}
     return {m: res[m] | params.get(m, {}) for m in methods}

@@ -73,23 +73,31 @@ class _Moments:
 class LossAccumulator:
     """Accumulates raw and oracle-adjusted losses of several methods over chunks."""
 
+    against: str | None = None  # optional second reference: also accumulate ℓ_m − ℓ_against, paired
     raw: dict[str, _Moments] = field(default_factory=dict)
     adj: dict[str, _Moments] = field(default_factory=dict)
+    rel: dict[str, _Moments] = field(default_factory=dict)
 
     def add(self, preds: Mapping[str, jax.Array], y_query: jax.Array, oracle_pred: jax.Array) -> None:
         lo = np.asarray(per_sequence_loss(oracle_pred, y_query))
-        for name, p in preds.items():
-            lm = np.asarray(per_sequence_loss(p, y_query))
+        losses = {name: np.asarray(per_sequence_loss(p, y_query)) for name, p in preds.items()}
+        for name, lm in losses.items():
             self.raw.setdefault(name, _Moments()).add(lm)
             self.adj.setdefault(name, _Moments()).add(lm - lo)
+            if self.against is not None:
+                self.rel.setdefault(name, _Moments()).add(lm - losses[self.against])
 
     def result(self) -> dict[str, dict]:
-        """``{name: {"loss", "se", "raw", "raw_se", "count"}}``; arrays for multi-axis predictions."""
+        """``{name: {"loss", "se", "raw", "raw_se", "count"[, "minus_<against>", "minus_<against>_se"]}}``;
+        arrays for multi-axis predictions."""
         out = {}
         for name in self.raw:
             a, r = self.adj[name], self.raw[name]
             out[name] = {"loss": _py(a.mean), "se": _py(a.se()), "raw": _py(r.mean), "raw_se": _py(r.se()),
                          "count": r.count}
+            if self.against is not None:
+                out[name] |= {f"minus_{self.against}": _py(self.rel[name].mean),
+                              f"minus_{self.against}_se": _py(self.rel[name].se())}
         return out
 
 
@@ -121,9 +129,11 @@ def batches(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, 
 
 
 def evaluate(predict: PredictFn, noise: Noise | str, sequences: int, n: int, d: int, key: jax.Array,
-             chunk: int = CHUNK) -> dict[str, dict]:
-    """Adjusted loss ± SE of every prediction ``predict(batch, spectra)`` returns (call under float64)."""
-    acc = LossAccumulator()
+             chunk: int = CHUNK, against: str | None = None) -> dict[str, dict]:
+    """Adjusted loss ± SE of every prediction ``predict(batch, spectra)`` returns (call under float64).
+
+    With ``against`` (one of the returned names) also the paired difference to that method."""
+    acc = LossAccumulator(against=against)
     for batch, sp in batches(key, noise, sequences, n, d, chunk):
         acc.add(predict(batch, sp), batch.y_query, oracle_predict(sp, batch.sigma))
     return acc.result()

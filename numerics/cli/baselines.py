@@ -1,0 +1,117 @@
+r"""``lintf baselines --noise SPEC [--n 20 --d 10 --sequences 100000 --seed S] [--json]``.
+
+Prints the adjusted loss (method minus oracle ridge on the same sequences, PAPER.md §2) ± its
+paired standard error for OLS, ConstRR, AdaRR, TunedRR, GD and the Bayes-optimal floor
+(:mod:`numerics.baselines`). ``--noise paper`` (or ``all``) runs the paper's 10 settings
+(``uniform:0..7``, ``categorical:1,3``, ``categorical:1,3,5``) in one table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+
+from numerics.data import PAPER_NOISES, Noise
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--noise", required=True, action="append",
+                   help="fixed:S, uniform:SMAX, categorical:S1,S2,... or 'paper'/'all' for the 10 paper settings; "
+                        "repeat for several")
+    p.add_argument("--n", type=int, default=20, help="context length (default 20)")
+    p.add_argument("--d", type=int, default=10, help="input dimension (default 10)")
+    p.add_argument("--sequences", type=int, default=100_000, help="evaluation sequences per setting (default 100000)")
+    p.add_argument("--tune-sequences", type=int, default=50_000,
+                   help="tuning sequences for ConstRR/TunedRR/GD, drawn separately (default 50000)")
+    p.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
+    p.add_argument("--chunk", type=int, default=20_000,
+                   help="sequences drawn and evaluated at once; bounds memory and fixes the data for a seed (default 20000)")
+    p.add_argument("--methods", default=None,
+                   help="comma list out of OLS,ConstRR,AdaRR,TunedRR,GD,Bayes,Oracle (default: all; "
+                        "n <= d allows only ConstRR,GD,Bayes,Oracle)")
+    p.add_argument("--nodes", type=int, default=None, help="Bayes quadrature nodes in log sigma (default 256)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table (for the README)")
+
+
+def _noises(specs: list[str]) -> list[Noise]:
+    out: list[Noise] = []
+    for s in specs:
+        out += [Noise.parse(p) for p in PAPER_NOISES] if s.strip().lower() in ("paper", "all") else [Noise.parse(s)]
+    return out
+
+
+def _json_safe(v):  # noqa: ANN001, ANN202
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def run(args: argparse.Namespace) -> int:
+    from numerics import baselines, bayes
+
+    noises = _noises(args.noise)
+    methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods else baselines.NAMES
+    methods = baselines.check_methods(methods, args.n, args.d)
+    nodes = bayes.DEFAULT_NODES if args.nodes is None else args.nodes
+    bayes.quadrature("uniform:1", nodes)  # validates --nodes before any work
+    results, seconds = {}, {}
+    for nz in noises:
+        t0 = time.perf_counter()
+        results[str(nz)] = baselines.table(nz, n=args.n, d=args.d, sequences=args.sequences, seed=args.seed,
+                                           tune_sequences=args.tune_sequences, methods=methods, nodes=nodes,
+                                           chunk=args.chunk)
+        seconds[str(nz)] = time.perf_counter() - t0
+    if args.json:
+        out = {"n": args.n, "d": args.d, "sequences": args.sequences, "tune_sequences": args.tune_sequences,
+               "seed": args.seed, "chunk": args.chunk, "seconds": seconds,
+               "results": {k: {m: {a: _json_safe(b) for a, b in v.items()} for m, v in r.items()}
+                           for k, r in results.items()}}
+        print(json.dumps(out))
+        return 0
+    header, rows = _rows(results, methods)
+    total = f"{sum(seconds.values()):.1f} s for {len(noises)} setting(s)"
+    if args.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "|".join("---" if j == 0 else "--:" for j in range(len(header))) + "|")
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+        print(f"\n{_caption(args)}; {total}.")
+        return 0
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    tab = Table(title=_caption(args))
+    for j, h in enumerate(header):
+        tab.add_column(h, justify="left" if j == 0 else "right")
+    for r in rows:
+        tab.add_row(*r)
+    console = Console() if sys.stdout.isatty() else Console(width=200)
+    console.print(tab)
+    console.print(f"{total}; --json adds raw losses and the tuned parameters")
+    return 0
+
+
+def _caption(args: argparse.Namespace) -> str:
+    return (f"Adjusted loss ± SE (method − oracle ridge, paired), n={args.n}, d={args.d}, {args.sequences} "
+            f"sequences, {args.tune_sequences} tuning sequences, seed {args.seed}")
+
+
+def _rows(results: dict, methods: tuple[str, ...]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows: one row per noise setting; the last column is the smallest paired gap
+    ``ℓ_m − ℓ_Bayes`` over the other baselines (positive: Bayes is lower)."""
+    shown = [m for m in methods if m != "Oracle"]
+    gap = "Bayes" in methods and len(shown) > 1
+    header = ["noise"] + shown + (["Oracle raw"] if "Oracle" in methods else []) + (["min gap to Bayes"] if gap else [])
+    rows = []
+    for k, r in results.items():
+        row = [k] + [f"{r[m]['loss']:.4f} ± {r[m]['se']:.4f}" for m in shown]
+        if "Oracle" in methods:
+            row.append(f"{r['Oracle']['raw']:.4f}")
+        if gap:
+            m = min((x for x in shown if x != "Bayes"), key=lambda x: r[x]["minus_Bayes"])
+            row.append(f"{r[m]['minus_Bayes']:.2g} ± {r[m]['minus_Bayes_se']:.1g} ({m})")
+        rows.append(row)
+    return header, rows

@@ -1,0 +1,183 @@
+r"""Adjusted evaluation loss with paired standard errors, per-variance profiles and per-layer read-outs.
+
+The paper's metric (PAPER.md §2, §4) is a method's loss minus the loss of ridge with the true
+noise level (the *oracle*) on the same sequences:
+
+.. math::
+
+    \ell_\tau = \tfrac12 (y_{t,\tau} - \hat y_\tau)^2, \qquad
+    \ell^{\rm or}_\tau = \tfrac12 \bigl(y_{t,\tau} - x_{t,\tau}^\top(\Sigma_\tau + \sigma_\tau^2 I)^{+}\alpha_\tau\bigr)^2,
+    \qquad \text{adjusted} = \frac1N \sum_\tau (\ell_\tau - \ell^{\rm or}_\tau),
+
+with standard error ``std(ℓ − ℓ^or)/√N`` of the *paired* difference (the oracle's own sampling
+noise cancels). Sequences are drawn in chunks of ``chunk`` with key ``fold_in(key, i)`` for chunk
+``i`` (a short chunk keeps the first sequences of a full draw, so a smaller run
+evaluates a prefix of a larger one), so the data depend on
+``(key, chunk)``, memory stays ``O(chunk · n · d)``, and the sampler compiles once per ``(chunk, n, d)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from numerics import data
+from numerics.data import Batch, Noise
+from numerics.spectral import Spectral, ridge_predict, spectral
+
+#: Sequences per chunk: bounds memory (X is ``chunk·n·d`` floats) and fixes the data for a seed.
+CHUNK = 20_000
+
+PredictFn = Callable[[Batch, Spectral], Mapping[str, jax.Array]]
+
+
+def per_sequence_loss(pred: jax.Array, y_query: jax.Array) -> jax.Array:
+    """``½ (y_t − ŷ)²``; ``pred`` may carry leading axes, e.g. ``(L+1, B)``."""
+    return 0.5 * (y_query - pred) ** 2
+
+
+@jax.jit
+def oracle_predict(sp: Spectral, sigma: jax.Array) -> jax.Array:
+    """Ridge with the true ``σ_τ``: ``x_tᵀ (Σ + σ_τ² I)⁺ α`` ``(B,)``."""
+    return ridge_predict(sp, sigma**2)
+
+
+@dataclass
+class _Moments:
+    """Running count, mean and centred sum of squares (Chan et al. merge), per leading index."""
+
+    count: int = 0
+    mean: np.ndarray | float = 0.0
+    m2: np.ndarray | float = 0.0
+
+    def add(self, x: np.ndarray) -> None:
+        x = np.asarray(x, dtype=np.float64)
+        nb = x.shape[-1]
+        mb = x.mean(-1)
+        m2b = ((x - mb[..., None]) ** 2).sum(-1)
+        tot = self.count + nb
+        delta = mb - self.mean
+        self.mean = self.mean + delta * nb / tot
+        self.m2 = self.m2 + m2b + delta**2 * self.count * nb / tot
+        self.count = tot
+
+    def se(self) -> np.ndarray:
+        return np.sqrt(self.m2 / max(self.count - 1, 1) / self.count)
+
+
+@dataclass
+class LossAccumulator:
+    """Accumulates raw and oracle-adjusted losses of several methods over chunks."""
+
+    against: str | None = None  # optional second reference: also accumulate ℓ_m − ℓ_against, paired
+    raw: dict[str, _Moments] = field(default_factory=dict)
+    adj: dict[str, _Moments] = field(default_factory=dict)
+    rel: dict[str, _Moments] = field(default_factory=dict)
+
+    def add(self, preds: Mapping[str, jax.Array], y_query: jax.Array, oracle_pred: jax.Array) -> None:
+        lo = np.asarray(per_sequence_loss(oracle_pred, y_query))
+        losses = {name: np.asarray(per_sequence_loss(p, y_query)) for name, p in preds.items()}
+        for name, lm in losses.items():
+            self.raw.setdefault(name, _Moments()).add(lm)
+            self.adj.setdefault(name, _Moments()).add(lm - lo)
+            if self.against is not None:
+                self.rel.setdefault(name, _Moments()).add(lm - losses[self.against])
+
+    def result(self) -> dict[str, dict]:
+        """``{name: {"loss", "se", "raw", "raw_se", "count"[, "minus_<against>", "minus_<against>_se"]}}``;
+        arrays for multi-axis predictions."""
+        out = {}
+        for name in self.raw:
+            a, r = self.adj[name], self.raw[name]
+            out[name] = {"loss": _py(a.mean), "se": _py(a.se()), "raw": _py(r.mean), "raw_se": _py(r.se()),
+                         "count": r.count}
+            if self.against is not None:
+                out[name] |= {f"minus_{self.against}": _py(self.rel[name].mean),
+                              f"minus_{self.against}_se": _py(self.rel[name].se())}
+        return out
+
+
+def _py(x):  # noqa: ANN001, ANN202
+    x = np.asarray(x)
+    return float(x) if x.ndim == 0 else x
+
+
+def chunks(sequences: int, chunk: int = CHUNK) -> list[int]:
+    """Chunk sizes covering ``sequences``."""
+    if int(sequences) < 1:
+        raise ValueError(f"sequences must be >= 1, got {sequences}")
+    if int(chunk) < 1:
+        raise ValueError(f"chunk must be >= 1, got {chunk}")
+    full, rest = divmod(int(sequences), int(chunk))
+    return [int(chunk)] * full + ([rest] if rest else [])
+
+
+def batches(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, chunk: int = CHUNK):
+    """Yield float64 ``(Batch, Spectral)`` chunks; deterministic in ``(key, chunk)``."""
+    noise = Noise.parse(noise)
+    data.check_sizes(n, d, sequences)
+    sizes = chunks(sequences, chunk)
+    for i, b in enumerate(sizes):
+        # Always draw a full chunk (one compiled sampler per (chunk, n, d)), keep the first b.
+        batch = data.sample(jax.random.fold_in(key, i), noise, int(chunk), n, d, jnp.float64)
+        batch = Batch(*(a[:b] for a in batch)) if b < int(chunk) else batch
+        yield batch, spectral(batch.X, batch.y, batch.x_query)
+
+
+def evaluate(predict: PredictFn, noise: Noise | str, sequences: int, n: int, d: int, key: jax.Array,
+             chunk: int = CHUNK, against: str | None = None) -> dict[str, dict]:
+    """Adjusted loss ± SE of every prediction ``predict(batch, spectra)`` returns (call under float64).
+
+    With ``against`` (one of the returned names) also the paired difference to that method."""
+    acc = LossAccumulator(against=against)
+    for batch, sp in batches(key, noise, sequences, n, d, chunk):
+        acc.add(predict(batch, sp), batch.y_query, oracle_predict(sp, batch.sigma))
+    return acc.result()
+
+
+def sigma_grid(noise: Noise | str, points: int = 17, beyond: float = 1.0) -> np.ndarray:
+    """``σ`` grid ``[0, σ_max + beyond]`` for per-variance profiles (past the training range, as Fig. 2)."""
+    noise = Noise.parse(noise)
+    if int(points) < 2:
+        raise ValueError(f"points must be >= 2, got {points}")
+    if not np.isfinite(beyond) or beyond < 0:
+        raise ValueError(f"beyond must be finite and >= 0, got {beyond}")
+    return np.linspace(0.0, noise.sigma_max + beyond, int(points))
+
+
+def profile(predict: PredictFn, sigmas, n: int, d: int, sequences: int, key: jax.Array,
+            chunk: int = CHUNK) -> dict[str, dict]:
+    """Per-variance profile: for each ``σ`` of ``sigmas``, the adjusted loss ± SE on ``sequences``
+    sequences drawn with exactly that ``σ`` (``data.sample_with_sigma``). Values are arrays over ``σ``
+    (leading axes of multi-axis predictions come first)."""
+    sig = np.asarray(sigmas, dtype=np.float64)
+    if sig.ndim != 1 or not np.all(np.isfinite(sig)) or np.any(sig < 0):
+        raise ValueError("sigmas must be a 1-D array of finite values >= 0")
+    data.check_sizes(n, d, sequences)
+    per, sizes = [], chunks(sequences, chunk)
+    for j, s in enumerate(sig):
+        acc = LossAccumulator()
+        for i, b in enumerate(sizes):
+            k = jax.random.fold_in(jax.random.fold_in(key, j), i)
+            batch = data.sample_with_sigma(k, jnp.full((int(chunk),), s, jnp.float64), n, d, jnp.float64)
+            batch = Batch(*(a[:b] for a in batch)) if b < int(chunk) else batch
+            sp = spectral(batch.X, batch.y, batch.x_query)
+            acc.add(predict(batch, sp), batch.y_query, oracle_predict(sp, batch.sigma))
+        per.append(acc.result())
+    keys = ("loss", "se", "raw", "raw_se")
+    return {name: {k: np.stack([np.asarray(p[name][k]) for p in per], -1) for k in keys} | {"sigma": sig}
+            for name in per[0]}
+
+
+def layer_losses(reads: jax.Array, batch: Batch) -> dict[str, np.ndarray]:
+    """Adjusted loss ± SE of per-layer read-outs ``reads (L+1, B)`` (``models.predict(..., all_layers=True)``)."""
+    if reads.ndim != 2 or reads.shape[1] != batch.y_query.shape[0]:
+        raise ValueError(f"reads must have shape (L+1, B) with B={batch.y_query.shape[0]}, got {tuple(reads.shape)}")
+    acc = LossAccumulator()
+    sp = spectral(batch.X, batch.y, batch.x_query)
+    acc.add({"layers": reads}, batch.y_query, oracle_predict(sp, batch.sigma))
+    return acc.result()["layers"]

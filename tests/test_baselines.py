@@ -1,0 +1,163 @@
+"""Baselines (numerics.baselines, numerics.spectral) and evaluation helpers (numerics.evaluation)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numerics import baselines, evaluation
+from numerics.cli import main as lintf
+from numerics.data import Batch
+from numerics.spectral import ridge, ridge_weights, spectral
+
+# Per-instance float64 linear algebra on well-conditioned 10×10 systems: agreement to 1e-9.
+LINALG_RTOL = 1e-9
+# Sampling checks: |estimate − closed form| <= Z_SE standard errors.
+Z_SE = 4.0
+# Every test draws data in chunks of this size, so the sampler and the batched kernels compile once.
+TCHUNK = 10_000
+# A few shapes covering n < d, n = d and n > d (each new shape recompiles the kernels).
+SHAPES = [(1, 3), (4, 6), (6, 6), (12, 5), (20, 10)]
+
+
+def _rand(seed: int, B: int, n: int, d: int, noise: float = 0.5):
+    rng = np.random.default_rng(seed)
+    X, xq, w = rng.standard_normal((B, n, d)), rng.standard_normal((B, d)), rng.standard_normal((B, d))
+    return X, np.einsum("bnd,bd->bn", X, w) + noise * rng.standard_normal((B, n)), xq
+
+
+@settings(max_examples=15)
+@given(shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**16), s=st.one_of(st.just(0.0), st.floats(1e-2, 50.0)))
+def test_ridge_matches_numpy_per_instance(shape: tuple[int, int], seed: int, s: float) -> None:
+    """Eigen route vs numpy.linalg.solve (s > 0) / lstsq minimum-norm (s = 0), one instance at a time."""
+    n, d = shape
+    X, y, xq = _rand(seed, 3, n, d)
+    w = np.asarray(ridge_weights(jnp.asarray(X), jnp.asarray(y), s))
+    pred = np.asarray(ridge(jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq), s))
+    for b in range(3):
+        if s > 0:
+            ref = np.linalg.solve(X[b].T @ X[b] + s * np.eye(d), X[b].T @ y[b])
+        else:
+            ref = np.linalg.lstsq(X[b], y[b], rcond=None)[0]
+        np.testing.assert_allclose(w[b], ref, rtol=1e-7, atol=1e-7)
+        assert np.isclose(pred[b], xq[b] @ ref, rtol=1e-7, atol=1e-7)
+
+
+def test_ols_residual_and_ada_sigma() -> None:
+    X, y, xq = _rand(1, 5, 20, 10)
+    sp = spectral(jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq))
+    for b in range(5):
+        w = np.linalg.solve(X[b].T @ X[b], X[b].T @ y[b])
+        rho = np.sum((y[b] - X[b] @ w) ** 2)
+        assert np.isclose(float(sp.rho[b]), rho, rtol=LINALG_RTOL)
+        assert np.isclose(float(baselines.sigma2_hat(sp)[b]), rho / 10, rtol=LINALG_RTOL)
+        assert np.isclose(float(baselines.gd_direction(sp)[b]), xq[b] @ X[b].T @ y[b], rtol=LINALG_RTOL)
+
+
+@pytest.mark.parametrize("n,d", [(20, 10), pytest.param(8, 5, marks=pytest.mark.slow)])
+def test_one_layer_optimum_sigma0(n: int, d: int) -> None:
+    r"""σ = 0: the tuned GD step is 1/(n+d+1) and its loss is d(d+1)/(2(n+d+1)) (PAPER.md §2, the claim)."""
+    r = baselines.table("fixed:0", n=n, d=d, sequences=20_000, tune_sequences=20_000, seed=1,
+                        methods=("GD", "Oracle"), chunk=TCHUNK)
+    eta_star, loss_star = 1 / (n + d + 1), d * (d + 1) / (2 * (n + d + 1))
+    key = jax.random.split(jax.random.PRNGKey(1))[0]
+    parts = list(evaluation.batches(key, "fixed:0", 20_000, n, d, TCHUNK))
+    g = np.concatenate([np.asarray(baselines.gd_direction(sp)) for _, sp in parts])
+    yq = np.concatenate([np.asarray(b.y_query) for b, _ in parts])
+    eta_se = np.sqrt(np.sum(g**2 * (yq - r["GD"]["eta"] * g) ** 2)) / np.sum(g**2)  # sandwich SE of the slope
+    assert abs(r["GD"]["eta"] - eta_star) < Z_SE * eta_se, (r["GD"]["eta"], eta_star, eta_se)
+    assert abs(r["GD"]["raw"] - loss_star) < Z_SE * r["GD"]["raw_se"], (r["GD"], loss_star)
+    assert r["Oracle"]["raw"] < 1e-20  # noiseless, n > d: the oracle (= OLS) interpolates
+
+
+def test_const_rr_recovers_fixed_sigma() -> None:
+    """For fixed σ the Bayes rule is ridge with λ = σ², so ConstRR must tune to ≈ σ² = 4."""
+    key = jax.random.PRNGKey(2)
+    with jax.enable_x64(True):
+        parts = list(evaluation.batches(key, "fixed:2", 20_000, 20, 10, TCHUNK))
+        sp = baselines.Spectral(*(jnp.concatenate(f) for f in zip(*(p[1] for p in parts))))
+        yq = jnp.concatenate([p[0].y_query for p in parts])
+        lam = baselines.tune_const(sp, yq)
+        cap, mult = baselines.tune_tuned(sp, yq)
+        grid = np.asarray(baselines._mean_loss_grid(sp, yq, jnp.asarray(baselines.CONST_GRID)))
+        best = float(baselines._mean_loss_grid(sp, yq, jnp.asarray([lam]))[0])
+        ada = float(np.asarray(baselines._tuned_loss_grid(sp, yq, jnp.asarray([np.inf]), jnp.asarray([1.0])))[0])
+        tuned = float(np.asarray(baselines._tuned_loss_grid(sp, yq, jnp.asarray([cap]), jnp.asarray([mult])))[0])
+    assert 3.0 < lam < 5.3, lam
+    assert best <= grid.min() and tuned <= ada  # refinement never loses; TunedRR contains AdaRR
+
+
+def test_adjusted_loss_and_paired_se() -> None:
+    """Chunked Chan merge vs numpy on the concatenated per-sequence differences."""
+    rng = np.random.default_rng(0)
+    yq, pred, orc = rng.standard_normal(1000), rng.standard_normal(1000), rng.standard_normal(1000)
+    acc = evaluation.LossAccumulator()
+    for sl in (slice(0, 300), slice(300, 301), slice(301, 1000)):
+        acc.add({"m": jnp.asarray(pred[sl])}, jnp.asarray(yq[sl]), jnp.asarray(orc[sl]))
+    diff = 0.5 * (yq - pred) ** 2 - 0.5 * (yq - orc) ** 2
+    res = acc.result()["m"]
+    assert np.isclose(res["loss"], diff.mean(), rtol=1e-12)
+    assert np.isclose(res["se"], diff.std(ddof=1) / np.sqrt(1000), rtol=1e-12)
+
+
+def test_layer_losses_and_profile() -> None:
+    X, y, xq = _rand(2, 400, 20, 10)
+    w_true = np.random.default_rng(3).standard_normal((400, 10))
+    sig = np.full(400, 0.5)
+    batch = Batch(*(jnp.asarray(a) for a in (X, y, xq, np.einsum("bd,bd->b", xq, w_true), sig, w_true)))
+    sp = spectral(batch.X, batch.y, batch.x_query)
+    orc = np.asarray(evaluation.oracle_predict(sp, batch.sigma))
+    reads = jnp.stack([jnp.zeros(400), jnp.asarray(orc), jnp.asarray(orc) + 1.0])
+    res = evaluation.layer_losses(reads, batch)
+    yq = np.asarray(batch.y_query)
+    np.testing.assert_allclose(res["loss"], [np.mean(0.5 * yq**2 - 0.5 * (yq - orc) ** 2), 0.0,
+                                             np.mean(0.5 * (yq - orc - 1) ** 2 - 0.5 * (yq - orc) ** 2)], rtol=1e-12)
+    with pytest.raises(ValueError, match="reads"):
+        evaluation.layer_losses(reads[:, :10], batch)
+    grid = evaluation.sigma_grid("uniform:2", points=4)
+    assert grid[-1] == 3.0 and grid[0] == 0.0
+    with jax.enable_x64(True):
+        prof = evaluation.profile(baselines.predictor(baselines.Tuned(lam_const=1.0), "uniform:2",
+                                                      methods=("ConstRR", "Oracle")), grid, 20, 10, 400,
+                                  jax.random.PRNGKey(0), chunk=TCHUNK)
+    assert prof["Oracle"]["loss"].shape == (4,) and np.all(prof["Oracle"]["loss"] == 0)
+    assert prof["ConstRR"]["loss"][1] < prof["ConstRR"]["loss"][-1]  # λ=1 is right at σ=1, wrong at σ=3
+
+
+def test_bad_inputs() -> None:
+    for m in baselines.OLS_BASED:
+        with pytest.raises(ValueError, match="n > d"):
+            baselines.table("uniform:1", n=10, d=10, sequences=10, tune_sequences=10, methods=(m,))
+    with pytest.raises(ValueError, match=">= 0"):
+        baselines.table("uniform:-1", sequences=10)
+    with pytest.raises(ValueError, match="methods"):
+        baselines.table("uniform:1", sequences=10, methods=("Ridge",))
+    X, y, xq = (jnp.asarray(a) for a in _rand(0, 2, 20, 10))
+    with pytest.raises(ValueError, match="ridge parameter"):
+        ridge(X, y, xq, -1.0)
+    with pytest.raises(ValueError, match="x_query"):
+        ridge(X, y, xq[:, :3], 1.0)
+    with pytest.raises(ValueError, match="cap"):
+        baselines.Tuned(cap=-1.0)
+
+
+@pytest.mark.parametrize("argv", [["--noise", "uniform:-1"], ["--noise", "bogus:1"], ["--noise", "uniform:1", "--n", "5"],
+                                  ["--noise", "uniform:1", "--methods", "OLS,Foo"], ["--noise", "uniform:1", "--nodes", "7"]])
+def test_cli_bad_input_is_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert lintf(["baselines", *argv, "--sequences", "10"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("lintf baselines: error:") and "\n" not in err
+
+
+def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert lintf(["baselines", "--noise", "categorical:1,3", "--sequences", "10000", "--tune-sequences", "20000",
+                  "--chunk", str(TCHUNK), "--seed", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    res = out["results"]["categorical:1,3"]
+    assert set(res) == set(baselines.NAMES) and res["Oracle"]["loss"] == 0.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 import jax
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 # Verification runs in float64; training code states float32 explicitly where it wants it.
 jax.config.update("jax_enable_x64", True)
@@ -19,5 +19,7 @@ _common = dict(deadline=None, print_blob=True, suppress_health_check=[HealthChec
 settings.register_profile("dev", max_examples=25, **_common)
 settings.register_profile("ci", max_examples=25, derandomize=True, **_common)
 settings.register_profile("slow", max_examples=400, **_common)
+# For checking that a deliberately broken build fails: report the first failure without shrinking.
+settings.register_profile("noshrink", max_examples=25, phases=[Phase.explicit, Phase.reuse, Phase.generate], **_common)
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
 settings.load_profile(PROFILE)

@@ -44,17 +44,18 @@ def draw_params(kind: str, seed: int, layers: int, d: int, heads: int = 1, dtype
 
 
 def _np_universal(kind: str, rng: np.random.Generator, layers: int, heads: int, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """Standard-normal native parameters as universal NumPy ``(P, Q)`` (same layout as ``models.universal``)."""
-    D = d + 1
+    """Standard-normal native parameters, converted by the code under test (``models.universal``)."""
+    draw = lambda *shape: jnp.asarray(rng.standard_normal(shape), dtype=jnp.float64)  # noqa: E731
     if kind == "full":
-        return rng.standard_normal((layers, heads, D, D)), rng.standard_normal((layers, heads, D, D))
-    if kind not in ("diag", "gdpp"):
+        params: models.Params = models.Full(draw(layers, heads, d + 1, d + 1), draw(layers, heads, d + 1, d + 1))
+    elif kind == "diag":
+        params = models.Diag(*(draw(layers, heads) for _ in range(4)))
+    elif kind == "gdpp":
+        params = models.Gdpp(draw(layers), draw(layers))
+    else:
         raise ValueError(f"unknown kind {kind!r}")
-    px, py, qx, qy = (rng.standard_normal((layers, heads)) for _ in range(4))
-    if kind == "gdpp":
-        qx, qy = np.ones_like(qx), np.zeros_like(qy)
-    diag = lambda xp, yp: np.concatenate([np.repeat(xp[..., None], d, -1), yp[..., None]], -1)[..., None] * np.eye(D)  # noqa: E731
-    return diag(px, py), diag(qx, qy)
+    P, Q = models.universal(params, d)
+    return np.array(P), np.array(Q)
 
 
 def scaled_model(kind: str, seed: int, layers: int, heads: int, data: Batch, g: float = 0.3,

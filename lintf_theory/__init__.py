@@ -34,3 +34,12 @@ from ._closed_forms import one_step_rule as one_step_rule
 from ._closed_forms import wishart_moments as wishart_moments
 from ._rescaling import derive_theorem_5_2 as derive_theorem_5_2
 from ._rescaling import theorem_5_2_parameters as theorem_5_2_parameters
+from ._no_quadratics import derive_theorem_4_2 as derive_theorem_4_2
+from ._no_quadratics import noiseless_weight as noiseless_weight
+from ._variants import attention_weights as attention_weights
+from ._variants import derive_ffn_break as derive_ffn_break
+from ._variants import derive_query_recursion as derive_query_recursion
+from ._variants import quadratic_ffn as quadratic_ffn
+from ._variants import query_step as query_step
+from ._variants import shared_tuple as shared_tuple
+from ._variants import weighted_layer_forward as weighted_layer_forward

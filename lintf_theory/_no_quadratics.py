@@ -127,12 +127,12 @@ def no_quadratics_statements() -> list:
     t = derive_theorem_4_2()
     ref = "Theorem 4.2 (no quadratics)"
     return [
-        Statement(ref, "Noiseless targets at layer l are a linear form in x_i", "y_i^l", sp.MatMul(t.weight.T, x)),
+        Statement(ref, "Noiseless targets at layer l are a linear form in x_i: y_i^l = <v^l, x_i>", "v^l", t.weight),
         Statement(ref, "One layer later (Lemma 4.3)", "v^{l+1}", t.weight_next,
                   "So $(y_1^l,\\dots,y_n^l) = X v^l \\in \\mathrm{col}(X)$ for every model and layer."),
-        Statement(ref, "Model-free bound", "|\\cos(y^l, q)|", "\\le \\|P_X q\\| / \\|q\\|",
+        Statement(ref, "Model-free bound: |cos(y^l, q)| <= B", "B", "\\|P_X q\\| / \\|q\\|",
                   "$q = (x_1(1)^2,\\dots,x_n(1)^2)$, $P_X = X(X^TX)^{-1}X^T$ ($P_X X = X$, $P_X^T = P_X$ derived)."),
-        Statement(ref, "Leading order for x ~ N(0, I_d)", "\\|P_X q\\|^2/\\|q\\|^2", t.bound_sq_leading),
-        Statement(ref, "Limit law (CLT)", "n\\|P_X q\\|^2/\\|q\\|^2",
+        Statement(ref, "Leading order for x ~ N(0, I_d), n -> oo (ratio of expectations)", "\\|P_X q\\|^2/\\|q\\|^2", t.bound_sq_leading),
+        Statement(ref, "Limit law (CLT, in distribution)", "\\lim_{n\\to\\infty} n\\|P_X q\\|^2/\\|q\\|^2",
                   sp.Symbol(f"{t.limit_weights[0]}\\chi^2_1 + {t.limit_weights[1]}\\chi^2_{{d-1}}")),
     ]

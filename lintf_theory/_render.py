@@ -33,6 +33,8 @@ PROVIDERS: list[tuple[str, str]] = [
     ("lintf_theory._second_order", "second_order_statements"),
     ("lintf_theory._closed_forms", "closed_form_statements"),
     ("lintf_theory._rescaling", "rescaling_statements"),
+    ("lintf_theory._no_quadratics", "no_quadratics_statements"),
+    ("lintf_theory._variants", "variants_statements"),
 ]
 
 

@@ -36,7 +36,7 @@ def _route_agreement(report: Report) -> None:
     rng = np.random.default_rng(7)
     worst_v, worst_ls = 0.0, 0.0
     n, B = 10, SEQS  # shapes of a table row: the jitted forward pass is compiled once for both
-    for k, H in zip(jax.random.split(jax.random.PRNGKey(7), 2), (1, 1), strict=True):
+    for k, H in zip(jax.random.split(jax.random.PRNGKey(7), 2), (1, 2), strict=True):
         X, w_task, xq = rng.standard_normal((B, n, D)), rng.standard_normal((B, D)), rng.standard_normal((B, D))
         y = np.einsum("bnd,bd->bn", X, w_task)
         with jax.enable_x64(True):

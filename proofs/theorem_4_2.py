@@ -102,7 +102,7 @@ def check(report: Report) -> None:
                    f"P(bound > 0.1) at n={n_big}, d={D}: observed {p_obs:.3f} (400 sequences) vs limit law {p_lim:.3f}")
     n_hp = n_for_tail(0.1, 0.01, D, t.limit_weights)
     report.ok(f"'with high probability' made explicit: P(bound > 0.1) < 1% needs n >= {n_hp} at d={D} (limit law); "
-              f"at the paper's n=20, d=10 the leading bound is sqrt(14/20) = {np.sqrt(14 / 20):.2f}: the theorem says nothing there")
+              f"at the paper's n=20, d=10 the leading bound is sqrt((d+4)/n) = {np.sqrt(lead(10, 20)):.2f}: the theorem says nothing there")
 
 
 if __name__ == "__main__":

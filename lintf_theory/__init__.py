@@ -52,3 +52,12 @@ from ._step_size import derive_step_size as derive_step_size
 from ._step_size import exact_prediction_rule as exact_prediction_rule
 from ._step_size import step_size_rule as step_size_rule
 from ._lemma44 import alpha_l_rule as alpha_l_rule
+from ._no_quadratics import derive_theorem_4_2 as derive_theorem_4_2
+from ._no_quadratics import noiseless_weight as noiseless_weight
+from ._variants import attention_weights as attention_weights
+from ._variants import derive_ffn_break as derive_ffn_break
+from ._variants import derive_query_recursion as derive_query_recursion
+from ._variants import quadratic_ffn as quadratic_ffn
+from ._variants import query_step as query_step
+from ._variants import shared_tuple as shared_tuple
+from ._variants import weighted_layer_forward as weighted_layer_forward

@@ -37,6 +37,8 @@ PROVIDERS: list[tuple[str, str]] = [
     ("lintf_theory._diag_statements", "lemma44_statements"),
     ("lintf_theory._diag_statements", "gdpp_statements"),
     ("lintf_theory._diag_statements", "step_size_statements"),
+    ("lintf_theory._no_quadratics", "no_quadratics_statements"),
+    ("lintf_theory._variants", "variants_statements"),
 ]
 
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
 
 import jax
@@ -155,9 +155,14 @@ def init_state(cfg: TrainConfig) -> TrainState:
     return TrainState(params, opt_state, jnp.ones((cfg.seeds,), cfg.jdtype), jnp.zeros((), jnp.int32))
 
 
-def data_key(cfg: TrainConfig, stream: int, index: jax.Array | int) -> jax.Array:
-    """Key of batch ``index`` in stream ``stream`` (1 training, 2 selection, 3 final eval)."""
-    return jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(cfg.seed), stream), index)
+def data_key(seed: jax.Array | int, stream: int, index: jax.Array | int) -> jax.Array:
+    """Key of batch ``index`` in stream ``stream`` (1 training, 2 selection, 3 final eval) of master ``seed``."""
+    return jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(seed), stream), index)
+
+
+def _static(cfg: TrainConfig) -> TrainConfig:
+    """The config with the seed zeroed: compiled programs are cached on it and take the seed as an argument."""
+    return replace(cfg, seed=0)
 
 
 def draw(cfg: TrainConfig, key: jax.Array, batch: int, sharding: Any = None) -> Any:
@@ -190,27 +195,38 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         loss, grads = jax.value_and_grad(loss_fn)(params, b)
         updates, new_opt = opt.update(grads, opt_state, params)
         new_params = jax.tree_util.tree_map(lambda p, u: p - (lr * rho).astype(p.dtype) * u, params, updates)
-        finite = jnp.isfinite(loss) & jnp.isfinite(optax.global_norm(grads))
+        finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
         finite &= jnp.all(jnp.asarray([jnp.all(jnp.isfinite(p)) for p in jax.tree_util.tree_leaves(new_params)]))
         good = ok & finite & (loss < limit)
         keep = lambda new, old: jax.tree_util.tree_map(lambda a, c: jnp.where(good, a, c), new, old)  # noqa: E731
         return keep(new_params, params), keep(new_opt, opt_state), good, loss
 
-    def body(carry, _):
+    def body(carry, seed):
         state, ok = carry
-        b = draw(cfg, data_key(cfg, 1, state.step), cfg.batch, sharding)
+        b = draw(cfg, data_key(seed, 1, state.step), cfg.batch, sharding)
         lr = lr_at(cfg, state.step)
         params, opt_state, ok, loss = jax.vmap(seed_step, in_axes=(0, 0, 0, 0, None, None))(
             state.params, state.opt_state, state.rho, ok, lr, b)
         return (TrainState(params, opt_state, state.rho, state.step + 1), ok), loss
 
     @jax.jit
-    def run(state: TrainState):
+    def run(state: TrainState, seed: jax.Array):
         ok0 = jnp.ones(state.rho.shape, bool)
-        (state, ok), losses = jax.lax.scan(body, (state, ok0), None, length=length)
+        seeds = jnp.broadcast_to(seed, (length,))
+        (state, ok), losses = jax.lax.scan(body, (state, ok0), seeds)
         return state, ok, losses
 
     return run
+
+
+_CHUNK_CACHE: dict = {}
+
+
+def _chunk_fn(cfg: TrainConfig, length: int, devices: tuple) -> Callable:
+    key = (_static(cfg), length, devices)
+    if key not in _CHUNK_CACHE:
+        _CHUNK_CACHE[key] = _make_chunk(_static(cfg), length, batch_sharding(list(devices)))
+    return _CHUNK_CACHE[key]
 
 
 def adjusted_losses(cfg: TrainConfig, params: Any, stream: int, sequences: int,
@@ -221,7 +237,7 @@ def adjusted_losses(cfg: TrainConfig, params: Any, stream: int, sequences: int,
     model, oracle = [], []
     for i in range(0, sequences, chunk):
         m = min(chunk, sequences - i)
-        a, o = _eval_jit(cfg, m)(params, data_key(cfg, stream, i // chunk))
+        a, o = _eval_jit(_static(cfg), m)(params, data_key(cfg.seed, stream, i // chunk))
         model.append(np.asarray(a, np.float64))
         oracle.append(np.asarray(o, np.float64))
     return np.concatenate(model, axis=1), np.concatenate(oracle)
@@ -268,8 +284,8 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
     ``checkpoint(state, result)`` is called after every good chunk (the CLI writes it atomically);
     ``on_chunk`` may return ``True`` to stop early (time-to-quality benchmark).
     """
-    sharding = batch_sharding(devices)
-    ndev = len(devices if devices is not None else jax.devices())
+    devices = tuple(devices if devices is not None else jax.devices())
+    ndev = len(devices)
     if cfg.batch % ndev:
         raise ValueError(f"batch must be a multiple of the number of devices ({ndev}), got {cfg.batch}")
     res = Result(init_state(cfg))
@@ -279,14 +295,11 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
         res.state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), leaves)
         res.curve, res.rollbacks = list(resume["curve"]), list(resume["rollbacks"])
     end = cfg.steps if stop_at is None else min(stop_at, cfg.steps)
-    fns: dict[int, Callable] = {}
     t0, s0 = time.perf_counter(), int(res.state.step)
     while int(res.state.step) < end:
         step = int(res.state.step)
         length = min(cfg.chunk, end - step)
-        if length not in fns:
-            fns[length] = _make_chunk(cfg, length, sharding)
-        new, ok, losses = fns[length](res.state)
+        new, ok, losses = _chunk_fn(cfg, length, devices)(res.state, jnp.asarray(cfg.seed, jnp.int32))
         ok = np.asarray(ok)
         if not ok.all():
             bad = np.flatnonzero(~ok)

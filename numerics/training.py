@@ -34,7 +34,8 @@ Choices, each a departure from the paper's recipe (Adam, constant ``1e-4``, 200 
 * **Clipping** of the global gradient norm at ``clip`` bounds a single bad batch's damage.
 * **Divergence guard** (:func:`train`): a step whose loss or gradient is non-finite, or whose
   loss exceeds ``explode × d/2`` (``d/2`` is the loss of ``ŷ = 0``), is not applied and freezes
-  that seed for the rest of the chunk.  The host then rolls every seed back to the chunk's
+  that seed for the rest of the chunk; the chunk's final parameters are checked the same way on
+  the last batch, so every accepted (checkpointed) state has a verified finite, bounded loss.  The host then rolls every seed back to the chunk's
   start, halves ``ρ_s`` of each diverged seed and re-runs the chunk; deterministic, since the
   retry is a function of the same data.  Nothing non-finite is checkpointed or saved.
 * **Seeds** share the data stream and differ in initialisation; the best is chosen by the
@@ -214,7 +215,10 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         ok0 = jnp.ones(state.rho.shape, bool)
         seeds = jnp.broadcast_to(seed, (length,))
         (state, ok), losses = jax.lax.scan(body, (state, ok0), seeds)
-        return state, ok, losses
+        # verify the chunk's last update too: its loss on the last batch must be finite and below the limit
+        b = draw(cfg, data_key(seed, 1, state.step - 1), cfg.batch, sharding)
+        final = jax.vmap(loss_fn, in_axes=(0, None))(state.params, b)
+        return state, ok & jnp.isfinite(final) & (final < limit), losses
 
     return run
 

@@ -60,7 +60,7 @@ import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .data import Noise, check_sizes, sample_with_sigma
-from .fastforward import predict_fast
+from .fastforward import predict_fast, predict_plain
 from .models import check_kind, init
 
 #: Peak learning rates (chosen by short sweeps at ``uniform:5``, ``L = 7``; see the report).
@@ -92,6 +92,7 @@ class TrainConfig:
     eval_sequences: int = 100_000
     dtype: str = "float32"
     max_rollbacks: int = 30
+    forward: str = "fast"
 
     def __post_init__(self) -> None:
         check_kind(self.model)
@@ -109,6 +110,8 @@ class TrainConfig:
             raise ValueError(f"warmup must be in [0, steps={self.steps}], got {self.warmup}")
         if not (self.clip > 0 and self.init_scale > 0 and self.explode > 1):
             raise ValueError("clip and init_scale must be > 0 and explode > 1")
+        if self.forward not in ("fast", "plain"):
+            raise ValueError(f"forward must be fast or plain, got {self.forward!r}")
         if self.dtype not in _DTYPES:
             raise ValueError(f"dtype must be float32 or float64, got {self.dtype!r}")
         if self.dtype == "float64" and not jax.config.jax_enable_x64:
@@ -182,9 +185,10 @@ def batch_sharding(devices: list | None = None) -> Callable[[int], NamedSharding
     return lambda ndim: NamedSharding(mesh, PartitionSpec("batch", *([None] * (ndim - 1))))
 
 
-def loss_fn(params: Any, b: Any) -> jax.Array:
-    """``½ mean (y_t − ŷ)²`` over the batch."""
-    return 0.5 * jnp.mean((predict_fast(params, b.X, b.y, b.x_query) - b.y_query) ** 2)
+def loss_fn(params: Any, b: Any, forward: str = "fast") -> jax.Array:
+    """``½ mean (y_t − ŷ)²`` over the batch (``forward="plain"``: the literal token pass, for benchmarks)."""
+    f = predict_fast if forward == "fast" else predict_plain
+    return 0.5 * jnp.mean((f(params, b.X, b.y, b.x_query) - b.y_query) ** 2)
 
 
 def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
@@ -193,7 +197,7 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
     limit = cfg.explode * cfg.d / 2.0
 
     def seed_step(params, opt_state, rho, ok, lr, b):
-        loss, grads = jax.value_and_grad(loss_fn)(params, b)
+        loss, grads = jax.value_and_grad(loss_fn)(params, b, cfg.forward)
         updates, new_opt = opt.update(grads, opt_state, params)
         new_params = jax.tree_util.tree_map(lambda p, u: p - (lr * rho).astype(p.dtype) * u, params, updates)
         finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
@@ -217,7 +221,7 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         (state, ok), losses = jax.lax.scan(body, (state, ok0), seeds)
         # verify the chunk's last update too: its loss on the last batch must be finite and below the limit
         b = draw(cfg, data_key(seed, 1, state.step - 1), cfg.batch, sharding)
-        final = jax.vmap(loss_fn, in_axes=(0, None))(state.params, b)
+        final = jax.vmap(loss_fn, in_axes=(0, None, None))(state.params, b, cfg.forward)
         return state, ok & jnp.isfinite(final) & (final < limit), losses
 
     return run

@@ -58,7 +58,8 @@ def prepare(out: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
     with np.load(ck, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
         leaves = [np.array(z[f"leaf_{i}"]) for i in range(meta["leaves"])]
-    return {"leaves": leaves, "step": meta["step"], "curve": meta["curve"], "rollbacks": meta["rollbacks"]}
+    return {"leaves": leaves, "step": meta["step"], "curve": meta["curve"], "rollbacks": meta["rollbacks"],
+            "skipped": meta.get("skipped", 0)}
 
 
 def save_checkpoint(out: str | Path, state: TrainState, res: Result) -> None:
@@ -66,7 +67,8 @@ def save_checkpoint(out: str | Path, state: TrainState, res: Result) -> None:
     leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(state)]
     if not all(np.all(np.isfinite(x)) for x in leaves if np.issubdtype(x.dtype, np.floating)):
         raise LintfError("refusing to checkpoint a non-finite training state")
-    meta = {"leaves": len(leaves), "step": int(state.step), "curve": res.curve, "rollbacks": res.rollbacks}
+    meta = {"leaves": len(leaves), "step": int(state.step), "curve": res.curve, "rollbacks": res.rollbacks,
+            "skipped": res.skipped}
     atomic_savez(Path(out) / "checkpoint.npz", meta=np.asarray(json.dumps(meta)),
                  **{f"leaf_{i}": x for i, x in enumerate(leaves)})
 
@@ -84,20 +86,24 @@ def finalize(out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = T
     out = Path(out)
     params = res.state.params
     sel_model, sel_oracle = adjusted_losses(cfg, params, stream=2, sequences=cfg.select_sequences)
-    select = (sel_model - sel_oracle[None]).mean(axis=1)
+    select = np.nanmean(np.where(np.isfinite(sel_model), sel_model - sel_oracle[None], np.nan), axis=1)
     if not np.all(np.isfinite(select)):
         raise LintfError(f"non-finite selection loss {select.tolist()}; refusing to save")
     best = int(np.argmin(select))
     best_params = jax.tree_util.tree_map(lambda a: a[best], params)
     # every seed is evaluated (one compiled program for selection and eval); the best one is reported
     ev_model, ev_oracle = adjusted_losses(cfg, params, stream=3, sequences=cfg.eval_sequences)
-    diff = ev_model[best] - ev_oracle
-    per_seed = (ev_model - ev_oracle[None]).mean(axis=1)
+    # A deep model is a high-degree polynomial of the data: a rare sequence can overflow (inf).  The
+    # adjusted loss is reported over finite sequences, with the count of the others beside it.
+    fin = np.isfinite(ev_model[best])
+    diff = ev_model[best][fin] - ev_oracle[fin]
+    per_seed = np.nanmean(np.where(np.isfinite(ev_model), ev_model - ev_oracle[None], np.nan), axis=1)
     m = len(diff)
     metrics = {
         "model": cfg.model, "layers": cfg.layers, "heads": cfg.heads, "noise": cfg.noise,
         "adjusted_loss": float(diff.mean()), "se": float(diff.std(ddof=1) / math.sqrt(m)) if m > 1 else None,
-        "loss": float(ev_model[best].mean()), "oracle_loss": float(ev_oracle.mean()),
+        "loss": float(ev_model[best][fin].mean()), "oracle_loss": float(ev_oracle[fin].mean()),
+        "nonfinite_sequences": int((~fin).sum()), "skipped_steps": res.skipped,
         "eval_sequences": m, "best_seed": best, "selection_adjusted": select.tolist(), "eval_adjusted_per_seed": per_seed.tolist(),
         "steps": int(res.state.step), "steps_per_s": res.steps_per_s,
         "baselines": _baselines(cfg) if baselines else None,

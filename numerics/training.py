@@ -33,11 +33,13 @@ Choices, each a departure from the paper's recipe (Adam, constant ``1e-4``, 200 
   small start quickly.)
 * **Clipping** of the global gradient norm at ``clip`` bounds a single bad batch's damage.
 * **Divergence guard** (:func:`train`): a step whose loss or gradient is non-finite, or whose
-  loss exceeds ``explode × d/2`` (``d/2`` is the loss of ``ŷ = 0``), is not applied and freezes
-  that seed for the rest of the chunk; the chunk's final parameters are checked the same way on
-  the last batch, so every accepted (checkpointed) state has a verified finite, bounded loss.  The host then rolls every seed back to the chunk's
-  start, halves ``ρ_s`` of each diverged seed and re-runs the chunk; deterministic, since the
-  retry is a function of the same data.  Nothing non-finite is checkpointed or saved.
+  batch-median per-sequence loss exceeds ``explode × d/2`` (``d/2`` is the mean loss of ``ŷ = 0``;
+  the median, so that one heavy-tailed sequence of a healthy deep model does not count, while
+  exploding parameters move every sequence), is skipped.  ``MAX_SKIPS`` consecutive skips, or
+  non-finite / exploding parameters at the chunk's end (checked on its last batch), mark the seed
+  as diverged: the host rolls every seed back to the chunk's start, halves ``ρ_s`` of each
+  diverged seed and re-runs the chunk; deterministic, since the retry sees the same data.
+  Nothing non-finite is checkpointed or saved.
 * **Seeds** share the data stream and differ in initialisation; the best is chosen by the
   adjusted loss on a held-out selection set (a key stream disjoint from training and final eval).
 * **Forward pass**: :func:`numerics.fastforward.predict_fast` (Gram form).
@@ -66,6 +68,9 @@ from .models import check_kind, init
 #: Peak learning rates (chosen by short sweeps at ``uniform:5``, ``L = 7``; see the report).
 DEFAULT_LR = {"full": 2e-3, "diag": 1e-2, "gdpp": 1e-2}
 _DTYPES = {"float32": jnp.float32, "float64": jnp.float64}
+#: A seed is declared diverged when this many consecutive steps are skipped (isolated skips are rare
+#: heavy-tailed batches: a deep model is a degree-3^L polynomial of the data, and one sequence can overflow).
+MAX_SKIPS = 3
 
 
 @dataclass(frozen=True)
@@ -185,10 +190,12 @@ def batch_sharding(devices: list | None = None) -> Callable[[int], NamedSharding
     return lambda ndim: NamedSharding(mesh, PartitionSpec("batch", *([None] * (ndim - 1))))
 
 
-def loss_fn(params: Any, b: Any, forward: str = "fast") -> jax.Array:
-    """``½ mean (y_t − ŷ)²`` over the batch (``forward="plain"``: the literal token pass, for benchmarks)."""
+def loss_fn(params: Any, b: Any, forward: str = "fast") -> tuple[jax.Array, jax.Array]:
+    """``½ mean (y_t − ŷ)²`` over the batch and, as auxiliary output, the batch *median* of
+    ``½ (y_t − ŷ)²`` (the divergence guard's statistic).  ``forward="plain"``: the literal token pass."""
     f = predict_fast if forward == "fast" else predict_plain
-    return 0.5 * jnp.mean((f(params, b.X, b.y, b.x_query) - b.y_query) ** 2)
+    sq = 0.5 * (f(params, b.X, b.y, b.x_query) - b.y_query) ** 2
+    return jnp.mean(sq), jnp.nanmedian(sq)
 
 
 def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
@@ -196,33 +203,36 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
     opt = optimizer(cfg)
     limit = cfg.explode * cfg.d / 2.0
 
-    def seed_step(params, opt_state, rho, ok, lr, b):
-        loss, grads = jax.value_and_grad(loss_fn)(params, b, cfg.forward)
+    def seed_step(params, opt_state, rho, lr, b):
+        (loss, med), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, b, cfg.forward)
         updates, new_opt = opt.update(grads, opt_state, params)
         new_params = jax.tree_util.tree_map(lambda p, u: p - (lr * rho).astype(p.dtype) * u, params, updates)
         finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
         finite &= jnp.all(jnp.asarray([jnp.all(jnp.isfinite(p)) for p in jax.tree_util.tree_leaves(new_params)]))
-        good = ok & finite & (loss < limit)
+        good = finite & (med < limit)
         keep = lambda new, old: jax.tree_util.tree_map(lambda a, c: jnp.where(good, a, c), new, old)  # noqa: E731
-        return keep(new_params, params), keep(new_opt, opt_state), good, loss
+        return keep(new_params, params), keep(new_opt, opt_state), good, jnp.where(good, loss, jnp.nan)
 
     def body(carry, seed):
-        state, ok = carry
+        state, run_bad, worst = carry
         b = draw(cfg, data_key(seed, 1, state.step), cfg.batch, sharding)
         lr = lr_at(cfg, state.step)
-        params, opt_state, ok, loss = jax.vmap(seed_step, in_axes=(0, 0, 0, 0, None, None))(
-            state.params, state.opt_state, state.rho, ok, lr, b)
-        return (TrainState(params, opt_state, state.rho, state.step + 1), ok), loss
+        params, opt_state, good, loss = jax.vmap(seed_step, in_axes=(0, 0, 0, None, None))(
+            state.params, state.opt_state, state.rho, lr, b)
+        run_bad = jnp.where(good, 0, run_bad + 1)
+        return (TrainState(params, opt_state, state.rho, state.step + 1), run_bad, jnp.maximum(worst, run_bad)), loss
 
     @jax.jit
     def run(state: TrainState, seed: jax.Array):
-        ok0 = jnp.ones(state.rho.shape, bool)
+        zero = jnp.zeros(state.rho.shape, jnp.int32)
         seeds = jnp.broadcast_to(seed, (length,))
-        (state, ok), losses = jax.lax.scan(body, (state, ok0), seeds)
-        # verify the chunk's last update too: its loss on the last batch must be finite and below the limit
+        (state, _, worst), losses = jax.lax.scan(body, (state, zero, zero), seeds)
+        # the chunk's last update is verified too (finite parameters, bounded median loss on the last batch)
         b = draw(cfg, data_key(seed, 1, state.step - 1), cfg.batch, sharding)
-        final = jax.vmap(loss_fn, in_axes=(0, None, None))(state.params, b, cfg.forward)
-        return state, ok & jnp.isfinite(final) & (final < limit), losses
+        _, med = jax.vmap(loss_fn, in_axes=(0, None, None))(state.params, b, cfg.forward)
+        finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(p).reshape(p.shape[0], -1), axis=1)
+                                    for p in jax.tree_util.tree_leaves(state.params)]), axis=0)
+        return state, (worst < MAX_SKIPS) & finite & (med < limit), losses
 
     return run
 
@@ -277,6 +287,7 @@ class Result:
     curve: list[list[float]] = field(default_factory=list)
     rollbacks: list[dict[str, Any]] = field(default_factory=list)
     steps_per_s: float = float("nan")
+    skipped: int = 0
 
 
 def _to_host(state: TrainState) -> TrainState:
@@ -302,6 +313,7 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
         leaves = [jnp.asarray(x) for x in resume["leaves"]]
         res.state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), leaves)
         res.curve, res.rollbacks = list(resume["curve"]), list(resume["rollbacks"])
+        res.skipped = int(resume.get("skipped", 0))
     end = cfg.steps if stop_at is None else min(stop_at, cfg.steps)
     t0, s0 = time.perf_counter(), int(res.state.step)
     while int(res.state.step) < end:
@@ -317,11 +329,14 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
             if len(res.rollbacks) > cfg.max_rollbacks:
                 from .errors import LintfError
 
-                raise LintfError(f"training diverged {len(res.rollbacks)} times; lower --lr (now {cfg.peak_lr:g})")
+                raise LintfError(f"training diverged {len(res.rollbacks)} times (last at step {step}, seeds "
+                                 f"{bad.tolist()}); lower --lr (now {cfg.peak_lr:g})")
             res.state = res.state._replace(rho=jnp.asarray(rho, res.state.rho.dtype))
             continue
         res.state = new
-        res.curve.append([int(new.step), *np.asarray(losses, np.float64).mean(axis=0).tolist()])
+        losses = np.asarray(losses, np.float64)
+        res.skipped += int(np.isnan(losses).sum())
+        res.curve.append([int(new.step), *np.nanmean(losses, axis=0).tolist()])
         if checkpoint is not None:
             checkpoint(res.state, res)
         if on_chunk is not None and on_chunk(res.state, res):

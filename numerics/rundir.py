@@ -29,7 +29,7 @@ import numpy as np
 from .errors import LintfError
 from .io import _atomic_write_bytes, atomic_savez, atomic_write_json, save_model
 from .models import universal
-from .training import Result, TrainConfig, TrainState, adjusted_losses, config_dict, train
+from .training import Result, TrainConfig, TrainState, adjusted_losses, config_dict, nanmean, train
 
 
 def prepare(out: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
@@ -86,7 +86,7 @@ def finalize(out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = T
     out = Path(out)
     params = res.state.params
     sel_model, sel_oracle = adjusted_losses(cfg, params, stream=2, sequences=cfg.select_sequences)
-    select = np.nanmean(np.where(np.isfinite(sel_model), sel_model - sel_oracle[None], np.nan), axis=1)
+    select = nanmean(np.where(np.isfinite(sel_model), sel_model - sel_oracle[None], np.nan), axis=1)
     if not np.all(np.isfinite(select)):
         raise LintfError(f"non-finite selection loss {select.tolist()}; refusing to save")
     best = int(np.argmin(select))
@@ -97,7 +97,7 @@ def finalize(out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = T
     # adjusted loss is reported over finite sequences, with the count of the others beside it.
     fin = np.isfinite(ev_model[best])
     diff = ev_model[best][fin] - ev_oracle[fin]
-    per_seed = np.nanmean(np.where(np.isfinite(ev_model), ev_model - ev_oracle[None], np.nan), axis=1)
+    per_seed = nanmean(np.where(np.isfinite(ev_model), ev_model - ev_oracle[None], np.nan), axis=1)
     m = len(diff)
     metrics = {
         "model": cfg.model, "layers": cfg.layers, "heads": cfg.heads, "noise": cfg.noise,

@@ -336,7 +336,7 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
         res.state = new
         losses = np.asarray(losses, np.float64)
         res.skipped += int(np.isnan(losses).sum())
-        res.curve.append([int(new.step), *np.nanmean(losses, axis=0).tolist()])
+        res.curve.append([int(new.step), *nanmean(losses, axis=0).tolist()])
         if checkpoint is not None:
             checkpoint(res.state, res)
         if on_chunk is not None and on_chunk(res.state, res):
@@ -344,6 +344,13 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
     done = int(res.state.step) - s0
     res.steps_per_s = done / max(time.perf_counter() - t0, 1e-9) if done else float("nan")
     return res
+
+
+def nanmean(a: np.ndarray, axis: int) -> np.ndarray:
+    """Mean over the non-NaN entries (NaN where there are none), without numpy's empty-slice warning."""
+    a = np.asarray(a, np.float64)
+    cnt = (~np.isnan(a)).sum(axis=axis)
+    return np.where(cnt > 0, np.nansum(a, axis=axis) / np.maximum(cnt, 1), np.nan)
 
 
 def config_dict(cfg: TrainConfig) -> dict[str, Any]:

@@ -1,0 +1,141 @@
+r"""``lintf bench``: training throughput, achieved GFLOP/s, the machine's matmul GFLOP/s, time-to-quality.
+
+Throughput is measured on the real training program (scanned chunk of Adam steps, data drawn
+on device) after one warm-up chunk, for the fast Gram pass and for the plain token pass (the
+issue's "plain jitted implementation").  FLOPs per step come from XLA's ``cost_analysis`` of one
+compiled step (forward + backward + data + Adam).  Time-to-quality trains a model with the
+default recipe and evaluates the adjusted loss on 16 384 held-out sequences after every chunk
+until it reaches the target: TunedRR's adjusted loss from :mod:`numerics.baselines` when that
+module is available, else ``--target``.  Evaluation time is excluded from the reported
+training time and shown separately.  Nothing here is a test: numbers depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--models", default="full,diag", help="comma-separated kinds (default full,diag)")
+    p.add_argument("--layers", type=int, default=7, help="depth (default 7)")
+    p.add_argument("--batch", type=int, default=2048, help="batch (default 2048)")
+    p.add_argument("--steps", type=int, default=20, help="timed steps per measurement (default 20)")
+    p.add_argument("--no-plain", action="store_true", help="skip the plain token-pass reference")
+    p.add_argument("--ttq", action="store_true", help="also measure time-to-quality (minutes per model)")
+    p.add_argument("--noise", default="uniform:5", help="noise for time-to-quality (default uniform:5)")
+    p.add_argument("--target", type=float, default=None, help="adjusted-loss target if numerics.baselines is absent")
+    p.add_argument("--max-steps", type=int, default=6000, help="step budget of a time-to-quality run")
+
+
+def matmul_gflops(size: int = 1024, reps: int = 20) -> float:
+    """Dense float32 ``size×size`` matmul rate of this machine, GFLOP/s (best of ``reps``)."""
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.PRNGKey(0), (size, size), jnp.float32)
+    f = jax.jit(lambda x: x @ x)
+    f(a).block_until_ready()
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        f(a).block_until_ready()
+        best = min(best, time.perf_counter() - t)
+    return 2 * size**3 / best / 1e9
+
+
+def step_flops(cfg) -> float | None:  # noqa: ANN001
+    """XLA's flop count of one training step (one-step chunk, all seeds)."""
+    from numerics.training import _chunk_fn, init_state
+
+    import jax
+    import jax.numpy as jnp
+
+    fn = _chunk_fn(cfg, 1, tuple(jax.devices()))
+    try:
+        ca = fn.lower(init_state(cfg), jnp.asarray(0, jnp.int32)).compile().cost_analysis()
+    except Exception:  # noqa: BLE001 - cost analysis is optional in XLA backends
+        return None
+    ca = ca[0] if isinstance(ca, (list, tuple)) else ca
+    return float(ca.get("flops", float("nan"))) if ca else None
+
+
+def throughput(cfg, steps: int) -> float:  # noqa: ANN001
+    """Steps/s of the compiled training chunk (after one warm-up call)."""
+    import jax
+    import jax.numpy as jnp
+
+    from numerics.training import _chunk_fn, init_state
+
+    fn = _chunk_fn(cfg, steps, tuple(jax.devices()))
+    state, seed = init_state(cfg), jnp.asarray(0, jnp.int32)
+    jax.block_until_ready(fn(state, seed))
+    t = time.perf_counter()
+    jax.block_until_ready(fn(state, seed))
+    return steps / (time.perf_counter() - t)
+
+
+def time_to_quality(cfg, target: float) -> dict:  # noqa: ANN001
+    import numpy as np
+
+    from numerics.training import adjusted_losses, train
+
+    spent = {"eval": 0.0, "reached": None, "loss": None}
+    t0 = time.perf_counter()
+
+    def check(state, res) -> bool:  # noqa: ANN001
+        t = time.perf_counter()
+        m, o = adjusted_losses(cfg, state.params, stream=2, sequences=16384)
+        adj = float((m - o[None]).mean(axis=1).min())
+        spent["eval"] += time.perf_counter() - t
+        spent["loss"] = adj
+        if adj <= target:
+            spent["reached"] = time.perf_counter() - t0 - spent["eval"]
+            spent["step"] = int(state.step)
+            return True
+        return False
+
+    train(cfg, on_chunk=check)
+    spent["total"] = time.perf_counter() - t0
+    return spent
+
+
+def run(args: argparse.Namespace) -> int:
+    import jax
+
+    from numerics.training import TrainConfig
+
+    kinds = [k.strip() for k in args.models.split(",") if k.strip()]
+    print(f"devices: {jax.devices()}; dense matmul 1024x1024 float32: {matmul_gflops():.1f} GFLOP/s")
+    for kind in kinds:
+        for forward in ("fast",) if args.no_plain else ("fast", "plain"):
+            cfg = TrainConfig(model=kind, layers=args.layers, batch=args.batch, steps=10**6, forward=forward)
+            rate = throughput(cfg, args.steps)
+            flops = step_flops(cfg)
+            gf = f"{rate * flops / 1e9:.1f} GFLOP/s ({flops / 1e6:.0f} MFLOP/step)" if flops else "flops n/a"
+            print(f"{kind.upper()}-{args.layers} {forward:5s} batch {args.batch}: {rate:.2f} steps/s, "
+                  f"{rate * args.batch:.0f} sequences/s, {gf}", flush=True)
+    if args.ttq:
+        target, source = args.target, "--target"
+        try:
+            from numerics.baselines import table
+
+            target, source = table(args.noise, n=20, d=10)["TunedRR"]["loss"], "TunedRR (numerics.baselines)"
+        except ImportError:
+            pass
+        if target is None:
+            raise ValueError("time-to-quality needs numerics.baselines or --target ADJUSTED_LOSS")
+        for kind in kinds:
+            cfg = TrainConfig(model=kind, layers=args.layers, noise=args.noise, steps=args.max_steps, chunk=100)
+            r = time_to_quality(cfg, target)
+            if r["reached"] is None:
+                print(f"time-to-quality {kind.upper()}-{args.layers} {args.noise}: target {target:.5f} ({source}) "
+                      f"NOT reached in {args.max_steps} steps (last {r['loss']:.5f}, {r['total']:.0f} s)")
+            else:
+                print(f"time-to-quality {kind.upper()}-{args.layers} {args.noise}: adjusted {r['loss']:.5f} <= "
+                      f"{target:.5f} ({source}) after {r['step']} steps, {r['reached']:.0f} s training "
+                      f"(+{r['eval']:.0f} s evaluation)", flush=True)
+    print("reproduce: python -m numerics.cli bench " + " ".join(shlex.quote(a) for a in sys.argv[2:]))
+    return 0

@@ -1,0 +1,103 @@
+r"""The cheapest exact forward pass used by training, and the plain pass it is measured against.
+
+Every layer multiplies every token, the query included, by one matrix (PAPER.md §1):
+
+.. math::
+
+    e_i^{l+1} = (I + G^l)\, e_i^l, \qquad G^l = \sum_k P_k^l E^l Q_k^l, \qquad
+    E^{l+1} = (I + G^l)\, E^l\, (I + G^l)^\top ,
+
+so the context enters only through its Gram matrix ``E^l = Σ_{j≤n} e_j^l e_j^{lᵀ}`` (``(d+1)×(d+1)``)
+and the ``n`` context tokens never need to be carried.  The factored Gram map ``T E Tᵀ`` with
+``T = I + G`` is the derived bridge rule ``E + E Gᵀ + G E + G E Gᵀ``
+(:func:`lintf_theory.derive_gram_update`) regrouped; ``tests/test_training.py`` checks the
+regrouping symbolically against the derived rule and the pass numerically against the literal
+token pass :func:`numerics.models.forward_tokens`.  It costs two batched ``(d+1)³`` products per
+layer instead of three.
+
+Structured ``G``.  For DIAG and GD++ heads ``P_k = diag(p_k)``, ``Q_k = diag(q_k)`` with
+``p_k = (p_{x,k} 1_d, p_{y,k})`` and ``q_k = (q_{x,k} 1_d, q_{y,k})``, so
+
+.. math::  G^l = \Omega^l \odot E^l, \qquad \Omega^l = \sum_k p_k q_k^\top
+           = \begin{pmatrix} \omega_{xx} 1 1^\top & \omega_{xy} 1 \\ \omega_{yx} 1^\top & \omega_{yy}\end{pmatrix},
+
+an element-wise product (``ω`` as in PAPER.md §3, :func:`numerics.models.omegas`) instead of two
+matrix products.  FULL computes ``P E Q`` as two large GEMMs over the whole batch (``P, Q`` are
+shared by all sequences).  The last layer's Gram update is never formed (only the query is read).
+
+=================  ==========================================
+symbol             argument / array
+=================  ==========================================
+``E^l``            ``E`` ``(B, d+1, d+1)``
+``e_{n+1}^l``      ``q`` ``(B, d+1)`` (query token)
+``G^l``, ``T``     ``G``, ``T = I + G``
+``ŷ``              ``−q[..., -1]`` after the last layer
+=================  ==========================================
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .models import Diag, Full, Gdpp, Params, _tokens
+
+
+def _layer_vectors(params: Diag | Gdpp, d: int) -> tuple[jax.Array, jax.Array]:
+    """Per-layer, per-head diagonals ``p, q`` of shape ``(L, H, d+1)`` (GD++: ``P = diag(ω_xx, ω_yx)``, ``Q = diag(1, 0)``)."""
+    if isinstance(params, Gdpp):
+        px, py = params.omega_xx[:, None], params.omega_yx[:, None]
+        qx, qy = jnp.ones_like(px), jnp.zeros_like(py)
+    else:
+        px, py, qx, qy = params
+    vec = lambda x, y: jnp.concatenate([jnp.repeat(x[..., None], d, -1), y[..., None]], -1)  # noqa: E731
+    return vec(px, py), vec(qx, qy)
+
+
+def context_gram(X: jax.Array, y: jax.Array) -> jax.Array:
+    """``E^0 = Σ_{j≤n} e_j e_jᵀ`` of shape ``(B, d+1, d+1)``."""
+    ctx = jnp.concatenate([X, y[..., None]], axis=-1)
+    return jnp.einsum("bja,bjc->bac", ctx, ctx)
+
+
+def predict_fast(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
+    r"""``ŷ = −y_{n+1}^L`` by the factored Gram pass on native parameters; ``(B,)``."""
+    d = X.shape[-1]
+    E = context_gram(X, y)
+    q = jnp.concatenate([x_query, jnp.zeros_like(x_query[..., :1])], axis=-1)
+    eye = jnp.eye(d + 1, dtype=E.dtype)
+    if isinstance(params, Full):
+        L = params.P.shape[0]
+
+        def g_of(l: int, E: jax.Array) -> jax.Array:
+            PE = jnp.einsum("hac,bce->hbae", params.P[l], E)  # one GEMM: P (a,c) x E^T (c, B·e)
+            return jnp.einsum("hbae,hef->baf", PE, params.Q[l])  # one GEMM: (B·a, e) x Q
+    else:
+        p, qv = _layer_vectors(params, d)
+        omega = jnp.einsum("lha,lhc->lac", p, qv)  # Ω^l = Σ_k p_k q_kᵀ
+        L = omega.shape[0]
+
+        def g_of(l: int, E: jax.Array) -> jax.Array:
+            return omega[l] * E
+    for l in range(L):
+        T = eye + g_of(l, E)
+        q = jnp.einsum("baf,bf->ba", T, q)
+        if l + 1 < L:
+            E = jnp.einsum("bac,bce,bfe->baf", T, E, T)
+    return -q[..., -1]
+
+
+def predict_plain(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
+    r"""The plain pass: all ``n+1`` tokens, the layer rule written literally on universal ``P, Q``
+    (what the issue's "plain jitted implementation" does).  Used only as the benchmark reference."""
+    from .models import universal
+
+    P, Q = universal(params, X.shape[-1])
+    n = X.shape[-2]
+    Z = _tokens(X, y, x_query)
+    for l in range(P.shape[0]):
+        C = Z[..., :n, :]
+        E = jnp.einsum("bja,bjc->bac", C, C)
+        G = jnp.einsum("hac,bce,hef->baf", P[l], E, Q[l])
+        Z = Z + jnp.einsum("baf,bif->bia", G, Z)
+    return -Z[..., -1, -1]

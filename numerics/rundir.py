@@ -1,0 +1,176 @@
+r"""A training run directory: atomic checkpoints, resume, best-seed selection, metrics, model, plot.
+
+Layout of ``--out DIR``:
+
+* ``config.json``: the :class:`numerics.training.TrainConfig`; a restart with a different config
+  into the same directory is refused (one-line error).
+* ``checkpoint.npz``: the full training state after the last good chunk, the loss curve and the
+  rollback log, written atomically (:func:`numerics.io.atomic_savez`) after every chunk.  A killed
+  run restarted with the same command continues from it and ends with the same numbers, because
+  batch ``t`` is drawn from a key derived from ``(seed, t)``.
+* ``metrics.json``: adjusted eval loss of the best seed with its standard error on
+  ``eval_sequences`` fresh sequences, every seed's selection loss, the baselines' table when
+  :mod:`numerics.baselines` is available (else ``null``), the loss curve, the rollbacks.
+* ``model.npz``: universal ``P, Q`` (:func:`numerics.io.save_model`, which refuses non-finite
+  values) plus the native parameters of the best seed.
+* ``loss.png``: training loss per chunk, every seed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from .errors import LintfError
+from .io import _atomic_write_bytes, atomic_savez, atomic_write_json, save_model
+from .models import universal
+from .training import Result, TrainConfig, TrainState, adjusted_losses, config_dict, nanmean, train
+
+
+def prepare(out: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
+    """Create/validate ``out``; return the resume payload of a matching checkpoint, else ``None``."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-probe"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise LintfError(f"--out {str(out)!r} is not a writable directory: {exc.strerror}") from None
+    cfg_path = out / "config.json"
+    want = config_dict(cfg)
+    if cfg_path.exists():
+        have = json.loads(cfg_path.read_text())
+        if have != json.loads(json.dumps(want)):
+            diff = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
+            raise LintfError(f"--out {str(out)!r} holds a run with a different config ({', '.join(diff)}); "
+                             "use another --out or the same arguments")
+    else:
+        atomic_write_json(cfg_path, want)
+    ck = out / "checkpoint.npz"
+    if not ck.exists():
+        return None
+    with np.load(ck, allow_pickle=False) as z:
+        meta = json.loads(str(z["meta"]))
+        leaves = [np.array(z[f"leaf_{i}"]) for i in range(meta["leaves"])]
+    return {"leaves": leaves, "step": meta["step"], "curve": meta["curve"], "rollbacks": meta["rollbacks"],
+            "skipped": meta.get("skipped", 0)}
+
+
+def save_checkpoint(out: str | Path, state: TrainState, res: Result) -> None:
+    """Write the state atomically; refuses a non-finite state (the divergence guard never produces one)."""
+    leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(state)]
+    if not all(np.all(np.isfinite(x)) for x in leaves if np.issubdtype(x.dtype, np.floating)):
+        raise LintfError("refusing to checkpoint a non-finite training state")
+    meta = {"leaves": len(leaves), "step": int(state.step), "curve": res.curve, "rollbacks": res.rollbacks,
+            "skipped": res.skipped}
+    atomic_savez(Path(out) / "checkpoint.npz", meta=np.asarray(json.dumps(meta)),
+                 **{f"leaf_{i}": x for i, x in enumerate(leaves)})
+
+
+def _baselines(cfg: TrainConfig) -> Any:
+    try:
+        from .baselines import table  # provided by the baselines helper; wired by the lead
+    except ImportError:
+        return None
+    return table(cfg.noise, n=cfg.n, d=cfg.d, sequences=cfg.eval_sequences, seed=cfg.seed)
+
+
+def finalize(out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = True) -> dict[str, Any]:
+    """Select the best seed, evaluate it on fresh sequences, write metrics, model and plot."""
+    out = Path(out)
+    params = res.state.params
+    sel_model, sel_oracle = adjusted_losses(cfg, params, stream=2, sequences=cfg.select_sequences)
+    select = nanmean(np.where(np.isfinite(sel_model), sel_model - sel_oracle[None], np.nan), axis=1)
+    if not np.all(np.isfinite(select)):
+        raise LintfError(f"non-finite selection loss {select.tolist()}; refusing to save")
+    best = int(np.argmin(select))
+    best_params = jax.tree_util.tree_map(lambda a: a[best], params)
+    # every seed is evaluated (one compiled program for selection and eval); the best one is reported
+    ev_model, ev_oracle = adjusted_losses(cfg, params, stream=3, sequences=cfg.eval_sequences)
+    # A deep model is a high-degree polynomial of the data: a rare sequence can overflow (inf).  The
+    # adjusted loss is reported over finite sequences, with the count of the others beside it.
+    fin = np.isfinite(ev_model[best])
+    diff = ev_model[best][fin] - ev_oracle[fin]
+    per_seed = nanmean(np.where(np.isfinite(ev_model), ev_model - ev_oracle[None], np.nan), axis=1)
+    m = len(diff)
+    metrics = {
+        "model": cfg.model, "layers": cfg.layers, "heads": cfg.heads, "noise": cfg.noise,
+        "adjusted_loss": float(diff.mean()), "se": float(diff.std(ddof=1) / math.sqrt(m)) if m > 1 else None,
+        "loss": float(ev_model[best][fin].mean()), "oracle_loss": float(ev_oracle[fin].mean()),
+        "nonfinite_sequences": int((~fin).sum()), "skipped_steps": res.skipped,
+        "eval_sequences": m, "best_seed": best, "selection_adjusted": select.tolist(), "eval_adjusted_per_seed": per_seed.tolist(),
+        "steps": int(res.state.step), "steps_per_s": res.steps_per_s,
+        "baselines": _baselines(cfg) if baselines else None,
+        "curve": {"columns": ["step"] + [f"seed_{k}" for k in range(cfg.seeds)], "rows": res.curve}, "rollbacks": res.rollbacks,
+    }
+    P, Q = universal(best_params, cfg.d)
+    native = {f"native_{k}": np.asarray(v) for k, v in best_params._asdict().items()}
+    save_model(out / "model.npz", P, Q, meta={"kind": cfg.model, "config": config_dict(cfg),
+                                              "adjusted_loss": metrics["adjusted_loss"]}, **native)
+    atomic_write_json(out / "metrics.json", metrics)
+    plot_curve(out / "loss.png", cfg, res)
+    return metrics
+
+
+def plot_curve(path: Path, cfg: TrainConfig, res: Result) -> None:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curve = np.asarray(res.curve)
+    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=120)
+    for k in range(curve.shape[1] - 1 if curve.ndim == 2 else 0):
+        ax.plot(curve[:, 0], curve[:, k + 1], lw=1, label=f"seed {k}")
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("train loss ½(y−ŷ)²")
+    ax.set_title(f"{cfg.model.upper()}-{cfg.layers}, {cfg.noise}")
+    if cfg.seeds <= 8:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    _atomic_write_bytes(path, buf.getvalue())
+
+
+def run(cfg: TrainConfig, out: str | Path, progress: bool = True, baselines: bool = True,
+        stop_at: int | None = None) -> dict[str, Any] | None:
+    """Train into ``out`` (resuming if a matching checkpoint exists) and finalize; ``stop_at`` stops
+    early without finalizing (used to simulate a killed run)."""
+    resume = prepare(out, cfg)
+    ck = lambda s, r: save_checkpoint(out, s, r)  # noqa: E731
+    if progress:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        cols = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                TextColumn("loss {task.fields[loss]:.4g}"), TextColumn("{task.fields[rate]:.1f} steps/s"),
+                TimeRemainingColumn())
+        with Progress(*cols, transient=False) as bar:
+            start = 0 if resume is None else int(resume["step"])
+            task = bar.add_task(f"{cfg.model}-{cfg.layers}", total=cfg.steps, completed=start, loss=float("nan"),
+                                rate=0.0)
+            import time
+
+            t0 = time.perf_counter()
+
+            def tick(s: TrainState, r: Result) -> None:
+                done = int(s.step)
+                rate = (done - start) / max(time.perf_counter() - t0, 1e-9)
+                bar.update(task, completed=done, loss=min(r.curve[-1][1:]), rate=rate)
+
+            res = train(cfg, resume, on_chunk=tick, checkpoint=ck, stop_at=stop_at)
+    else:
+        res = train(cfg, resume, checkpoint=ck, stop_at=stop_at)
+    if int(res.state.step) < cfg.steps:
+        return None
+    return finalize(out, cfg, res, baselines=baselines)

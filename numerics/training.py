@@ -1,0 +1,359 @@
+r"""Training FULL / DIAG / GD++ linear transformers: scanned, vmapped over seeds, sharded, resumable.
+
+Objective (PAPER.md §2): ``ℒ(θ) = ½ E (y_t − ŷ_θ)²`` estimated on a fresh batch each step,
+drawn on device by :func:`numerics.data.sample_with_sigma` from the key
+``fold_in(fold_in(PRNGKey(seed), 1), step)``, so the data depend on ``(seed, step)`` only: a
+resumed run sees exactly the batches an uninterrupted run sees.
+
+Update (per seed ``s``, step ``t``; Adam with global-norm clipping, warm-up + cosine schedule):
+
+.. math::
+
+    g = \mathrm{clip}_c(\nabla ℒ), \quad θ \leftarrow θ - η_t\,ρ_s\,\mathrm{Adam}(g),\quad
+    η_t = η\,\min(1, t/t_w)\,\tfrac12\,(1+\cos(π\,\tfrac{t}{N}))
+
+=========  ==========================================================================
+symbol     meaning / config field
+=========  ==========================================================================
+``η``      peak learning rate ``lr`` (default per model: :data:`DEFAULT_LR`)
+``t_w``    warm-up steps ``warmup`` (default 5 % of ``steps``)
+``N``      ``steps``; ``c`` = ``clip`` (global gradient norm)
+``ρ_s``    per-seed rollback factor, halved each time seed ``s`` diverges
+=========  ==========================================================================
+
+Choices, each a departure from the paper's recipe (Adam, constant ``1e-4``, 200 000 steps):
+
+* **Schedule.** A 25–100× larger peak rate with linear warm-up and cosine decay to 0: the
+  warm-up keeps the first Adam steps (whose second-moment estimate is poor) from kicking a deep
+  model into its explosive region; the decay averages out the batch noise at the end, which a
+  constant rate cannot.
+* **Initialisation.** Entries ``N(0, init_scale²)`` with a small ``init_scale``: every layer starts
+  close to the identity map ``I + G ≈ I`` whatever the depth, so no product of ``L`` layers
+  explodes at step 0.  (Zero is a saddle point of ``p·q``; Adam's scale-free steps leave a
+  small start quickly.)
+* **Clipping** of the global gradient norm at ``clip`` bounds a single bad batch's damage.
+* **Divergence guard** (:func:`train`): a step whose loss or gradient is non-finite, or whose
+  batch-median per-sequence loss exceeds ``explode × d/2`` (``d/2`` is the mean loss of ``ŷ = 0``;
+  the median, so that one heavy-tailed sequence of a healthy deep model does not count, while
+  exploding parameters move every sequence), is skipped.  ``MAX_SKIPS`` consecutive skips, or
+  non-finite / exploding parameters at the chunk's end (checked on its last batch), mark the seed
+  as diverged: the host rolls every seed back to the chunk's start, halves ``ρ_s`` of each
+  diverged seed and re-runs the chunk; deterministic, since the retry sees the same data.
+  Nothing non-finite is checkpointed or saved.
+* **Seeds** share the data stream and differ in initialisation; the best is chosen by the
+  adjusted loss on a held-out selection set (a key stream disjoint from training and final eval).
+* **Forward pass**: :func:`numerics.fastforward.predict_fast` (Gram form).
+* Not done: warm-starting a deeper model from a shallower one (the near-identity start already
+  trains every depth 1–12 with the defaults; see the report).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from .data import Noise, check_sizes, sample_with_sigma
+from .fastforward import predict_fast, predict_plain
+from .models import check_kind, init
+
+#: Peak learning rates (chosen by short sweeps at ``uniform:5``, ``L = 7``; see the report).
+DEFAULT_LR = {"full": 2e-3, "diag": 1e-2, "gdpp": 1e-2}
+_DTYPES = {"float32": jnp.float32, "float64": jnp.float64}
+#: A seed is declared diverged when this many consecutive steps are skipped (isolated skips are rare
+#: heavy-tailed batches: a deep model is a degree-3^L polynomial of the data, and one sequence can overflow).
+MAX_SKIPS = 3
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a run; two runs with equal configs give equal numbers."""
+
+    model: str
+    layers: int
+    noise: str = "uniform:5"
+    heads: int = 1
+    seeds: int = 1
+    steps: int = 3000
+    batch: int = 2048
+    lr: float | None = None
+    warmup: int | None = None
+    clip: float = 1.0
+    init_scale: float = 1e-3
+    explode: float = 100.0
+    seed: int = 0
+    n: int = 20
+    d: int = 10
+    chunk: int = 100
+    select_sequences: int = 8192
+    eval_sequences: int = 100_000
+    dtype: str = "float32"
+    max_rollbacks: int = 30
+    forward: str = "fast"
+
+    def __post_init__(self) -> None:
+        check_kind(self.model)
+        for name, lo in (("layers", 1), ("heads", 1), ("seeds", 1), ("steps", 1), ("batch", 1),
+                         ("chunk", 1), ("select_sequences", 1), ("eval_sequences", 1)):
+            if int(getattr(self, name)) < lo:
+                raise ValueError(f"{name} must be >= {lo}, got {getattr(self, name)}")
+        if self.model == "gdpp" and self.heads != 1:
+            raise ValueError(f"GD++ has one head per layer; heads must be 1, got {self.heads}")
+        Noise.parse(self.noise)
+        check_sizes(self.n, self.d, self.batch)
+        if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a finite number > 0, got {self.lr}")
+        if self.warmup is not None and not 0 <= self.warmup <= self.steps:
+            raise ValueError(f"warmup must be in [0, steps={self.steps}], got {self.warmup}")
+        if not (self.clip > 0 and self.init_scale > 0 and self.explode > 1):
+            raise ValueError("clip and init_scale must be > 0 and explode > 1")
+        if self.forward not in ("fast", "plain"):
+            raise ValueError(f"forward must be fast or plain, got {self.forward!r}")
+        if self.dtype not in _DTYPES:
+            raise ValueError(f"dtype must be float32 or float64, got {self.dtype!r}")
+        if self.dtype == "float64" and not jax.config.jax_enable_x64:
+            raise ValueError("dtype float64 needs jax_enable_x64 (the CLI sets it for --dtype float64)")
+
+    @property
+    def peak_lr(self) -> float:
+        return float(self.lr if self.lr is not None else DEFAULT_LR[self.model])
+
+    @property
+    def warmup_steps(self) -> int:
+        return int(self.warmup if self.warmup is not None else max(1, self.steps // 20))
+
+    @property
+    def jdtype(self) -> Any:
+        return _DTYPES[self.dtype]
+
+
+class TrainState(NamedTuple):
+    """Per-seed state, every leaf with a leading seed axis ``K``."""
+
+    params: Any
+    opt_state: Any
+    rho: jax.Array  # (K,) rollback factor on the learning rate
+    step: jax.Array  # () global step (shared by all seeds)
+
+
+def optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
+    """Clip, then Adam's direction; the learning rate is applied in :func:`_make_chunk`."""
+    return optax.chain(optax.clip_by_global_norm(cfg.clip), optax.scale_by_adam())
+
+
+def lr_at(cfg: TrainConfig, step: jax.Array) -> jax.Array:
+    """``η_t``: linear warm-up to ``peak_lr``, then cosine decay to 0 at ``steps``."""
+    t = step.astype(jnp.float32)
+    warm = jnp.minimum(1.0, (t + 1.0) / cfg.warmup_steps)
+    cos = 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.minimum(t, cfg.steps) / cfg.steps))
+    return cfg.peak_lr * warm * cos
+
+
+def init_state(cfg: TrainConfig) -> TrainState:
+    keys = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0), cfg.seeds)
+    params = jax.vmap(lambda k: init(cfg.model, k, cfg.layers, cfg.d, cfg.heads, cfg.init_scale, cfg.jdtype))(keys)
+    opt_state = jax.vmap(optimizer(cfg).init)(params)
+    return TrainState(params, opt_state, jnp.ones((cfg.seeds,), cfg.jdtype), jnp.zeros((), jnp.int32))
+
+
+def data_key(seed: jax.Array | int, stream: int, index: jax.Array | int) -> jax.Array:
+    """Key of batch ``index`` in stream ``stream`` (1 training, 2 selection, 3 final eval) of master ``seed``."""
+    return jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(seed), stream), index)
+
+
+def _static(cfg: TrainConfig) -> TrainConfig:
+    """The config with the seed zeroed: compiled programs are cached on it and take the seed as an argument."""
+    return replace(cfg, seed=0)
+
+
+def draw(cfg: TrainConfig, key: jax.Array, batch: int, sharding: Any = None) -> Any:
+    """A batch from the config's noise distribution (float ``cfg.dtype``), sharded over the batch axis."""
+    ks, kd = jax.random.split(key)
+    sigma = Noise.parse(cfg.noise).sample_sigma(ks, batch, cfg.jdtype)
+    b = sample_with_sigma(kd, sigma, cfg.n, cfg.d, cfg.jdtype)
+    if sharding is not None:
+        b = jax.tree_util.tree_map(lambda a: jax.lax.with_sharding_constraint(a, sharding(a.ndim)), b)
+    return b
+
+
+def batch_sharding(devices: list | None = None) -> Callable[[int], NamedSharding]:
+    """``ndim ↦`` sharding that splits axis 0 (the batch) over all devices of a 1-D mesh."""
+    mesh = Mesh(np.asarray(devices if devices is not None else jax.devices()), ("batch",))
+    return lambda ndim: NamedSharding(mesh, PartitionSpec("batch", *([None] * (ndim - 1))))
+
+
+def loss_fn(params: Any, b: Any, forward: str = "fast") -> tuple[jax.Array, jax.Array]:
+    """``½ mean (y_t − ŷ)²`` over the batch and, as auxiliary output, the batch *median* of
+    ``½ (y_t − ŷ)²`` (the divergence guard's statistic).  ``forward="plain"``: the literal token pass."""
+    f = predict_fast if forward == "fast" else predict_plain
+    sq = 0.5 * (f(params, b.X, b.y, b.x_query) - b.y_query) ** 2
+    return jnp.mean(sq), jnp.nanmedian(sq)
+
+
+def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
+    """A jitted function running ``length`` steps with ``lax.scan``; returns (state, ok (K,), losses (length, K))."""
+    opt = optimizer(cfg)
+    limit = cfg.explode * cfg.d / 2.0
+
+    def seed_step(params, opt_state, rho, lr, b):
+        (loss, med), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, b, cfg.forward)
+        updates, new_opt = opt.update(grads, opt_state, params)
+        new_params = jax.tree_util.tree_map(lambda p, u: p - (lr * rho).astype(p.dtype) * u, params, updates)
+        finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
+        finite &= jnp.all(jnp.asarray([jnp.all(jnp.isfinite(p)) for p in jax.tree_util.tree_leaves(new_params)]))
+        good = finite & (med < limit)
+        keep = lambda new, old: jax.tree_util.tree_map(lambda a, c: jnp.where(good, a, c), new, old)  # noqa: E731
+        return keep(new_params, params), keep(new_opt, opt_state), good, jnp.where(good, loss, jnp.nan)
+
+    def body(carry, seed):
+        state, run_bad, worst = carry
+        b = draw(cfg, data_key(seed, 1, state.step), cfg.batch, sharding)
+        lr = lr_at(cfg, state.step)
+        params, opt_state, good, loss = jax.vmap(seed_step, in_axes=(0, 0, 0, None, None))(
+            state.params, state.opt_state, state.rho, lr, b)
+        run_bad = jnp.where(good, 0, run_bad + 1)
+        return (TrainState(params, opt_state, state.rho, state.step + 1), run_bad, jnp.maximum(worst, run_bad)), loss
+
+    @jax.jit
+    def run(state: TrainState, seed: jax.Array):
+        zero = jnp.zeros(state.rho.shape, jnp.int32)
+        seeds = jnp.broadcast_to(seed, (length,))
+        (state, _, worst), losses = jax.lax.scan(body, (state, zero, zero), seeds)
+        # the chunk's last update is verified too (finite parameters, bounded median loss on the last batch)
+        b = draw(cfg, data_key(seed, 1, state.step - 1), cfg.batch, sharding)
+        _, med = jax.vmap(loss_fn, in_axes=(0, None, None))(state.params, b, cfg.forward)
+        finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(p).reshape(p.shape[0], -1), axis=1)
+                                    for p in jax.tree_util.tree_leaves(state.params)]), axis=0)
+        return state, (worst < MAX_SKIPS) & finite & (med < limit), losses
+
+    return run
+
+
+_CHUNK_CACHE: dict = {}
+
+
+def _chunk_fn(cfg: TrainConfig, length: int, devices: tuple) -> Callable:
+    key = (_static(cfg), length, devices)
+    if key not in _CHUNK_CACHE:
+        _CHUNK_CACHE[key] = _make_chunk(_static(cfg), length, batch_sharding(list(devices)))
+    return _CHUNK_CACHE[key]
+
+
+def adjusted_losses(cfg: TrainConfig, params: Any, stream: int, sequences: int,
+                    chunk: int = 8192) -> tuple[np.ndarray, np.ndarray]:
+    r"""Per-sequence losses ``½(y_t−ŷ)²`` ``(K, sequences)`` of ``params`` (leading seed axis) and of the
+    oracle ridge ``w_{σ²} = (Σ + σ_τ² I)^{-1} α`` (PAPER.md §2) ``(sequences,)`` on the same sequences.
+    The adjusted loss is their difference."""
+    model, oracle = [], []
+    for i in range(0, sequences, chunk):
+        m = min(chunk, sequences - i)
+        a, o = _eval_jit(_static(cfg), m)(params, data_key(cfg.seed, stream, i // chunk))
+        model.append(np.asarray(a, np.float64))
+        oracle.append(np.asarray(o, np.float64))
+    return np.concatenate(model, axis=1), np.concatenate(oracle)
+
+
+_EVAL_CACHE: dict = {}
+
+
+def _eval_jit(cfg: TrainConfig, m: int) -> Callable:
+    if (cfg, m) not in _EVAL_CACHE:
+        def f(params, key):
+            b = draw(cfg, key, m)
+            Sigma = jnp.einsum("bnd,bne->bde", b.X, b.X)
+            alpha = jnp.einsum("bnd,bn->bd", b.X, b.y)
+            eye = jnp.eye(cfg.d, dtype=Sigma.dtype)
+            w_or = jnp.linalg.solve(Sigma + (b.sigma**2)[:, None, None] * eye, alpha[..., None])[..., 0]
+            oracle = 0.5 * (b.y_query - jnp.einsum("bd,bd->b", w_or, b.x_query)) ** 2
+            yhat = jax.vmap(lambda p: predict_fast(p, b.X, b.y, b.x_query))(params)
+            return 0.5 * (yhat - b.y_query) ** 2, oracle
+        _EVAL_CACHE[(cfg, m)] = jax.jit(f)
+    return _EVAL_CACHE[(cfg, m)]
+
+
+@dataclass
+class Result:
+    """What :func:`train` returns: final state, per chunk ``[end step, mean training loss of each seed]``, rollbacks."""
+
+    state: TrainState
+    curve: list[list[float]] = field(default_factory=list)
+    rollbacks: list[dict[str, Any]] = field(default_factory=list)
+    steps_per_s: float = float("nan")
+    skipped: int = 0
+
+
+def _to_host(state: TrainState) -> TrainState:
+    return jax.tree_util.tree_map(np.asarray, state)
+
+
+def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
+          on_chunk: Callable[[TrainState, Result], Any] | None = None,
+          checkpoint: Callable[[TrainState, Result], None] | None = None,
+          devices: list | None = None, stop_at: int | None = None) -> Result:
+    """Run (or continue from ``resume = {"state", "curve", "rollbacks"}``) to ``cfg.steps`` (or ``stop_at``).
+
+    ``checkpoint(state, result)`` is called after every good chunk (the CLI writes it atomically);
+    ``on_chunk`` may return ``True`` to stop early (time-to-quality benchmark).
+    """
+    devices = tuple(devices if devices is not None else jax.devices())
+    ndev = len(devices)
+    if cfg.batch % ndev:
+        raise ValueError(f"batch must be a multiple of the number of devices ({ndev}), got {cfg.batch}")
+    res = Result(init_state(cfg))
+    if resume is not None:
+        template = res.state
+        leaves = [jnp.asarray(x) for x in resume["leaves"]]
+        res.state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), leaves)
+        res.curve, res.rollbacks = list(resume["curve"]), list(resume["rollbacks"])
+        res.skipped = int(resume.get("skipped", 0))
+    end = cfg.steps if stop_at is None else min(stop_at, cfg.steps)
+    t0, s0 = time.perf_counter(), int(res.state.step)
+    while int(res.state.step) < end:
+        step = int(res.state.step)
+        length = min(cfg.chunk, end - step)
+        new, ok, losses = _chunk_fn(cfg, length, devices)(res.state, jnp.asarray(cfg.seed, jnp.int32))
+        ok = np.asarray(ok)
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            rho = np.asarray(res.state.rho).copy()
+            rho[bad] *= 0.5
+            res.rollbacks.append({"step": step, "seeds": bad.tolist(), "rho": rho[bad].tolist()})
+            if len(res.rollbacks) > cfg.max_rollbacks:
+                from .errors import LintfError
+
+                raise LintfError(f"training diverged {len(res.rollbacks)} times (last at step {step}, seeds "
+                                 f"{bad.tolist()}); lower --lr (now {cfg.peak_lr:g})")
+            res.state = res.state._replace(rho=jnp.asarray(rho, res.state.rho.dtype))
+            continue
+        res.state = new
+        losses = np.asarray(losses, np.float64)
+        res.skipped += int(np.isnan(losses).sum())
+        res.curve.append([int(new.step), *nanmean(losses, axis=0).tolist()])
+        if checkpoint is not None:
+            checkpoint(res.state, res)
+        if on_chunk is not None and on_chunk(res.state, res):
+            break
+    done = int(res.state.step) - s0
+    res.steps_per_s = done / max(time.perf_counter() - t0, 1e-9) if done else float("nan")
+    return res
+
+
+def nanmean(a: np.ndarray, axis: int) -> np.ndarray:
+    """Mean over the non-NaN entries (NaN where there are none), without numpy's empty-slice warning."""
+    a = np.asarray(a, np.float64)
+    cnt = (~np.isnan(a)).sum(axis=axis)
+    return np.where(cnt > 0, np.nansum(a, axis=axis) / np.maximum(cnt, 1), np.nan)
+
+
+def config_dict(cfg: TrainConfig) -> dict[str, Any]:
+    d = asdict(cfg)
+    d.update(peak_lr=cfg.peak_lr, warmup_steps=cfg.warmup_steps)
+    return d

@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from .errors import LintfError
-from .io import _atomic_write_bytes, atomic_savez, atomic_write_json, save_model
+from .io import atomic_write_bytes, atomic_savez, atomic_write_json, save_model
 from .models import universal
 from .training import Result, TrainConfig, TrainState, adjusted_losses, config_dict, nanmean, train
 
@@ -140,7 +140,7 @@ def plot_curve(path: Path, cfg: TrainConfig, res: Result) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
-    _atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def run(cfg: TrainConfig, out: str | Path, progress: bool = True, baselines: bool = True,

@@ -1,0 +1,37 @@
+"""Atomic writes: no temporary file left behind, usual permissions, refusal of non-finite models."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from numerics import io
+from numerics.errors import LintfError
+
+
+def test_atomic_write_leaves_one_readable_file(tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "sub" / "model.npz"
+    io.save_model(path, np.zeros((1, 1, 3, 3)), np.eye(3)[None, None], meta={"kind": "full"})
+    assert os.listdir(path.parent) == ["model.npz"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+    P, Q, meta = io.load_model(path)
+    assert P.shape == (1, 1, 3, 3) and meta == {"kind": "full"}
+
+
+def test_non_finite_model_is_refused_and_nothing_is_written(tmp_path) -> None:  # noqa: ANN001
+    P = np.full((1, 1, 3, 3), np.nan)
+    with pytest.raises(LintfError, match="non-finite"):
+        io.save_model(tmp_path / "m.npz", P, P)
+    assert os.listdir(tmp_path) == []
+
+
+def test_loading_a_non_npz_file_is_a_clear_error(tmp_path) -> None:  # noqa: ANN001
+    bad = tmp_path / "m.npz"
+    bad.write_text("not a model")
+    with pytest.raises(LintfError, match="not an .npz archive"):
+        io.load_model(bad)

@@ -19,9 +19,15 @@ install: $(STAMP)
 verify: $(STAMP)
 	$(LINTF) verify
 
+# The short numerical demo: baselines down to the Bayes floor, a 3-layer DIAG model trained for a
+# minute, and its implicit weights read out layer by layer (recursion vs autodiff).
+DEMO_NOISE = uniform:5
 demo: $(STAMP)
 	$(LINTF) verify
-	$(PY) -m numerics.demo
+	$(LINTF) baselines --noise $(DEMO_NOISE) --sequences 20000 --tune-sequences 20000
+	$(LINTF) train --model diag --layers 3 --noise $(DEMO_NOISE) --steps 600 --batch 1024 --seeds 2 \
+	    --eval-sequences 20000 --out runs/demo-diag3
+	$(LINTF) inspect runs/demo-diag3/model.npz --noise $(DEMO_NOISE) --sequences 2048
 
 test: $(STAMP)
 	$(PY) -m pytest -q

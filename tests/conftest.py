@@ -18,7 +18,7 @@ jax.config.update("jax_enable_x64", True)
 _common = dict(deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=25, **_common)
 settings.register_profile("ci", max_examples=25, derandomize=True, **_common)
-settings.register_profile("slow", max_examples=400, **_common)
+settings.register_profile("slow", max_examples=200, **_common)
 # For checking that a deliberately broken build fails: report the first failure without shrinking.
 settings.register_profile("noshrink", max_examples=25, phases=[Phase.explicit, Phase.reuse, Phase.generate], **_common)
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")

@@ -92,12 +92,14 @@ class ModelConfig:
 
 
 @st.composite
-def model_configs(draw: st.DrawFn, kinds: tuple[str, ...] = KINDS, max_L: int = 7) -> ModelConfig:
+def model_configs(draw: st.DrawFn, kinds: tuple[str, ...] = KINDS, max_L: int = 7, max_d: int = 5,
+                  max_n: int = 10) -> ModelConfig:
+    """Default bounds keep one example under a second; the slow tests raise them (d 10, n 30, L 12)."""
     kind = draw(st.sampled_from(kinds))
     return ModelConfig(
         kind=kind,
-        d=draw(st.integers(1, 5)),
-        n=draw(st.integers(1, 10)),
+        d=draw(st.integers(1, max_d)),
+        n=draw(st.integers(1, max_n)),
         H=1 if kind == "gdpp" else draw(st.integers(1, 3)),
         L=draw(st.integers(1, max_L)),
         seed=draw(st.integers(0, 2**16)),

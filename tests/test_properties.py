@@ -126,7 +126,12 @@ def test_readout_loss_from_tokens_equals_loss_of_implicit_weights(cfg: ModelConf
 
 
 @pytest.mark.slow
-@given(model_configs())
-def test_token_form_slow_profile_larger_batches(cfg: ModelConfig) -> None:
+@given(model_configs(max_L=12, max_d=10, max_n=30), st.floats(-3, 3), st.floats(-3, 3))
+def test_larger_models_slow(cfg: ModelConfig, s: float, t: float) -> None:
+    """The paper's sizes and beyond (d ≤ 10, n ≤ 30, L ≤ 12), larger batches."""
     b = config_batch(cfg, batch=16)
-    assert_token_form(*random_model(cfg, b), b)
+    P, Q = random_model(cfg, b)
+    assert_token_form(P, Q, b)
+    assert_query_isolation(P, Q, b, cfg.seed, s, t)
+    assert_permutation_invariance(P, Q, b, cfg.seed)
+    assert_readouts(P, Q, b)

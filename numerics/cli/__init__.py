@@ -32,7 +32,7 @@ def _load(module: str):  # noqa: ANN202
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lintf", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="lintf", description="lintf: machine-checked theory and fast numerics for linear transformers as in-context learners.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_) in COMMANDS.items():
         mod = _load(module)

@@ -198,10 +198,15 @@ def profile_key() -> jax.Array:
     return jax.random.fold_in(jax.random.PRNGKey(EVAL_SEED), 2)
 
 
+@jax.jit
+def _reads(P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
+    return models.predict(P, Q, X, y, x_query, all_layers=True)
+
+
 def _reads_fn(P: Any, Q: Any) -> Callable:
+    """``predict(batch, spectra) -> {"layers": (L+1, B)}``; compiled once per shape, not per model."""
     P, Q = jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64)
-    f = jax.jit(lambda X, y, xq: models.predict(P, Q, X, y, xq, all_layers=True))
-    return lambda batch, sp: {"layers": f(batch.X, batch.y, batch.x_query)}
+    return lambda batch, sp: {"layers": _reads(P, Q, batch.X, batch.y, batch.x_query)}
 
 
 def evaluate_model(P: Any, Q: Any, noise: str, budget: Budget, sequences: int | None = None) -> dict[str, Any]:

@@ -154,9 +154,19 @@ def test_extrapolation_claim_uses_unseen_sigma_only():
 # ------------------------------------------------------------------------------- CLI errors
 
 
-@pytest.mark.parametrize("argv, word", [(["--budget", "huge"], "--budget"), (["--only", "table1,fig6"], "--only")])
+def test_parts_and_budgets_are_validated():
+    assert ex.parse_parts(None) == ex.PARTS and ex.parse_parts("fig4, beyond") == ("fig4", "beyond")
+    for bad in ("table1,fig6", ",", "Fig1"):
+        with pytest.raises(ValueError, match="--only"):
+            ex.parse_parts(bad)
+    with pytest.raises(ValueError, match="--budget"):
+        ex.get_budget("huge")
+
+
+@pytest.mark.parametrize("argv, word", [(["--budget", "huge"], "--budget"),
+                                        (["--budget", "test", "--only", "table1,fig6"], "--only")])
 def test_bad_arguments_give_one_line_errors(argv, word, tmp_path, capsys):
-    assert main(["reproduce", *argv, "--out", str(tmp_path / "o"), "--json"]) == 2
+    assert main(["reproduce", *argv, "--out", str(tmp_path / "o"), "--runs", str(tmp_path / "r"), "--json"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and word in err and "error" in err
     assert not (tmp_path / "o").exists()

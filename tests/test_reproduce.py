@@ -131,6 +131,9 @@ def test_claims_hold_and_fail_on_synthetic_tables():
     assert claim_gdpp_near_constrr(bad).verdict == "does not hold"
     assert claim_baseline_order(bad).verdict == "does not hold"
     assert all(c.verdict == "not evaluated" for c in check_claims({}))
+    wild = good | {("full", 7, U5): Entry(1e15, 1e15)}  # heavy-tailed (diverging) model: no match by its SE
+    assert claim_diag_matches_full(wild).verdict == "does not hold"
+    assert claim_five_plus_match_tunedrr(wild).verdict == "does not hold"
 
 
 def test_superexponential_rates():

@@ -1,0 +1,113 @@
+r"""``lintf reproduce [--budget quick|paper] [--only table1,fig1,...] [--out results/] [--json]``.
+
+Trains every cell the requested parts need (:mod:`numerics.experiments`; finished cells under
+``OUT/models/`` are reused, an interrupted cell resumes from its checkpoint under ``--runs``),
+evaluates the baselines and the Bayes floor on the same sequences, then writes ``table1.csv``,
+``table1.md``, the figures and ``report.md`` (:mod:`numerics.report`) into ``OUT``.
+
+Example (the qualitative picture; see ``numerics.experiments.BUDGETS`` for what it covers)::
+
+    python -m numerics.cli reproduce --budget quick --out results
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--budget", default="quick", help="quick (default, ~15 min on 2 cores), paper (hours) or test")
+    p.add_argument("--only", default=None,
+                   help="comma list out of table1,fig1,fig2,fig3,fig4,fig5,fig7,beyond (default: all)")
+    p.add_argument("--out", default="results", help="results directory (default results)")
+    p.add_argument("--runs", default="runs/reproduce",
+                   help="training run directories with checkpoints (default runs/reproduce; git-ignored)")
+    p.add_argument("--json", action="store_true", help="print a JSON summary instead of progress and text")
+
+
+def _fmt(s: float) -> str:
+    s = max(0.0, float(s))
+    return f"{int(s // 3600)}h{int(s % 3600 // 60):02d}m" if s >= 3600 else f"{int(s // 60)}m{int(s % 60):02d}s"
+
+
+class _Display:
+    """Cells done / total, time of the last cell, mean time per trained cell and the ETA (rich when on a terminal)."""
+
+    def __init__(self, label: str, rich: bool, quiet: bool) -> None:
+        self.label, self.rich, self.quiet = label, rich, quiet
+        self.bar = self.task = None
+        self.times: list[float] = []
+        self.todo: list[str] = []
+
+    def __call__(self, event: str, info: dict) -> None:
+        if self.quiet:
+            return
+        if event == "start":
+            self.total, self.done, self.todo = info["total"], info["done"], list(info["todo"])
+            msg = f"{self.label}: {self.total} cells, {self.done} finished earlier, {len(self.todo)} to train"
+            if self.rich:
+                from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+                self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                    TextColumn("{task.completed}/{task.total} cells"), TextColumn("{task.fields[stat]}"),
+                                    TimeElapsedColumn(), transient=False)
+                self.bar.start()
+                self.bar.console.print(msg)
+                self.task = self.bar.add_task(self._next(), total=self.total, completed=self.done, stat="")
+            else:
+                print(msg, file=sys.stderr, flush=True)
+        elif event == "cell":
+            self.times.append(info["seconds"])
+            self.done += 1
+            mean = sum(self.times) / len(self.times)
+            stat = (f"last {_fmt(info['seconds'])}, mean {_fmt(mean)}/cell, "
+                    f"ETA {_fmt(mean * (self.total - self.done))}")
+            if self.todo:
+                self.todo.pop(0)
+            if self.bar is not None:
+                self.bar.update(self.task, completed=self.done, stat=stat, description=self._next())
+            else:
+                print(f"[{self.done}/{self.total}] {info['name']}: adjusted loss {info['loss']:.4f}; {stat}",
+                      file=sys.stderr, flush=True)
+        elif event == "baselines":
+            if self.bar is not None:
+                self.bar.update(self.task, description=f"baselines {info['noise']}")
+            else:
+                print(f"baselines {info['noise']}", file=sys.stderr, flush=True)
+
+    def _next(self) -> str:
+        return self.todo[0] if self.todo else "done"
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    from numerics import experiments as ex
+    from numerics.report import write_outputs
+
+    budget = ex.get_budget(args.budget)
+    parts = ex.parse_parts(args.only)
+    t0 = time.perf_counter()
+    show = _Display(f"reproduce --budget {budget.name}", rich=sys.stderr.isatty(), quiet=args.json)
+    try:
+        sw = ex.sweep(budget, parts, args.out, args.runs, progress=show)
+    finally:
+        show.stop()
+    res = write_outputs(sw, budget, parts, args.out, args.out)
+    secs = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps({"budget": budget.name, "parts": list(parts), "out": args.out, "cells": len(sw.cells),
+                          "trained": sw.trained, "seconds": secs, "files": res["files"],
+                          "claims": [{"claim": c.key, "text": c.text, "verdict": c.verdict, "evidence": list(c.evidence)}
+                                     for c in res["claims"]]}, indent=2))
+        return 0
+    print(f"{len(sw.cells)} cells ({len(sw.trained)} trained now) in {_fmt(secs)}; wrote "
+          f"{', '.join(res['files'])} to {args.out}/")
+    for c in res["claims"]:
+        print(f"  {c.verdict:>14}: {c.text}")
+    return 0

@@ -1,0 +1,399 @@
+r"""The paper's sweep (PAPER.md §4) as resumable cells: train, select the best seed, evaluate.
+
+A *cell* is one ``(model, L, noise)`` with ``model ∈ {gdpp, diag, full}`` (single head), ``n = 20``,
+``d = 10``.  Its number is the adjusted loss (PAPER.md §2)
+
+.. math::
+
+    \ell^{\rm adj} = \frac1N \sum_\tau \tfrac12(y_{t,\tau} - \hat y_\tau)^2
+                   - \tfrac12\bigl(y_{t,\tau} - x_{t,\tau}^\top(\Sigma_\tau + \sigma_\tau^2 I)^{-1}\alpha_\tau\bigr)^2
+
+of the best of ``seeds`` seeds (vmapped in one program by :func:`numerics.training.train`; the
+best is chosen on the training code's held-out selection stream), on ``eval_sequences`` fresh
+float64 sequences drawn with the key ``split(PRNGKey(0))[1]``: the *same* sequences
+:func:`numerics.baselines.table` (seed 0) evaluates the baselines on, so model − baseline and
+model − Bayes are paired differences.  Alongside: the read-out after every layer
+(``models.predict(..., all_layers=True)``) and a per-variance profile on ``σ ∈ [0, σ_max + 1]``
+(key ``fold_in(PRNGKey(0), 2)``, shared with the baselines' profiles).
+
+=================  ===========================================================================
+file               content
+=================  ===========================================================================
+``RUNS/<budget>/<cell>/``   the training run directory (:func:`numerics.rundir.run`: checkpoint, loss curve); git-ignored
+``OUT/models/<cell>/``      ``model.npz`` (universal ``P, Q`` of the best seed), ``metrics.json``, and for the
+                            Fig. 5 cells ``seeds.npz`` (every seed's ``P, Q``); a cell is finished when its
+                            ``metrics.json`` exists, and a rerun skips it
+``OUT/baselines/<noise>.json``  ConstRR, AdaRR, TunedRR, Bayes on the same sequences, plus profiles
+=================  ===========================================================================
+
+Departures from the paper: training uses :class:`numerics.training.TrainConfig`'s recipe (warm-up +
+cosine Adam, clipping, divergence guard), not constant ``1e-4`` for 200 000 steps; ``quick`` is a
+reduced grid (see :data:`BUDGETS`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from numerics import baselines, evaluation, models
+from numerics.data import PAPER_NOISES, Noise
+from numerics.errors import LintfError
+from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model
+
+MODELS = ("gdpp", "diag", "full")
+PARTS = ("table1", "fig1", "fig2", "fig3", "fig4", "fig5", "fig7", "beyond")
+#: The noise of Fig. 5 / Fig. 7 and of the beyond-the-paper depth study.
+FOCUS = "uniform:5"
+CATEGORICAL = "categorical:1,3"
+BASELINES = ("ConstRR", "AdaRR", "TunedRR", "Bayes")
+EVAL_SEED = 0  # baselines.table(seed=0): tuning key split(PRNGKey(0))[0], evaluation key split(PRNGKey(0))[1]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A sweep: the grid and the per-cell effort.  ``None`` training fields take
+    :class:`numerics.training.TrainConfig`'s defaults (the training issue's recipe)."""
+
+    name: str
+    models: tuple[str, ...]
+    depths: tuple[int, ...]
+    noises: tuple[str, ...]
+    seeds: int
+    eval_sequences: int
+    tune_sequences: int
+    profile_sequences: int
+    profile_points: int
+    seed_sequences: int  # per-seed read-out evaluation (Fig. 5)
+    select_sequences: int = 8192
+    steps: int | None = None
+    batch: int | None = None
+    chunk: int | None = None
+    beyond_depths: tuple[int, ...] = (8, 9, 10, 11, 12)
+    n: int = 20
+    d: int = 10
+
+    def __post_init__(self) -> None:
+        for m in self.models:
+            models.check_kind(m)
+        if not self.models or not self.depths or not self.noises:
+            raise ValueError("a budget needs at least one model, depth and noise setting")
+        for L in (*self.depths, *self.beyond_depths):
+            if int(L) < 1:
+                raise ValueError(f"depths must be >= 1, got {L}")
+        for nz in self.noises:
+            Noise.parse(nz)
+        for k in ("seeds", "eval_sequences", "tune_sequences", "profile_sequences", "seed_sequences",
+                  "select_sequences"):
+            if int(getattr(self, k)) < 1:
+                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        if int(self.profile_points) < 2:
+            raise ValueError(f"profile_points must be >= 2, got {self.profile_points}")
+
+    @property
+    def max_depth(self) -> int:
+        return max(self.depths)
+
+    def train_kwargs(self) -> dict[str, Any]:
+        kw = {"seeds": self.seeds, "select_sequences": self.select_sequences,
+              "eval_sequences": self.select_sequences, "n": self.n, "d": self.d}
+        return kw | {k: getattr(self, k) for k in ("steps", "batch", "chunk") if getattr(self, k) is not None}
+
+
+BUDGETS: dict[str, Budget] = {
+    # The full Table 1 at the training defaults (best of 5 seeds, as the paper); hours on this machine.
+    "paper": Budget("paper", MODELS, tuple(range(1, 8)), PAPER_NOISES, seeds=5, eval_sequences=100_000,
+                    tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=20_000),
+    # The qualitative picture: 3 models x depths {1,2,4,7} x 3 noise settings (σ = 0, σ ~ U(0,5), σ ∈ {1,3}),
+    # 500 steps of batch 256, best of 3 seeds, 10 000 evaluation sequences; one compiled chunk per cell
+    # (chunk = steps).  Beyond the paper it has no depth > 7 (a DIAG-10 cell alone took ~5 min here): the
+    # depth study of `beyond` then covers depths 1-7, and the paper budget adds 8-12.
+    "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=3,
+                    eval_sequences=10_000, tune_sequences=10_000, profile_sequences=1_000, profile_points=13,
+                    seed_sequences=4_000, select_sequences=2048, steps=500, batch=256, chunk=500,
+                    beyond_depths=()),
+    # For the tests: seconds, not meaning.
+    "test": Budget("test", ("diag",), (1, 2), ("uniform:1", CATEGORICAL), seeds=2, eval_sequences=500,
+                   tune_sequences=500, profile_sequences=100, profile_points=3, seed_sequences=200,
+                   select_sequences=256, steps=20, batch=64, chunk=20, beyond_depths=(3,)),
+}
+
+
+def get_budget(name: str) -> Budget:
+    if name not in BUDGETS:
+        raise ValueError(f"--budget must be one of {', '.join(k for k in BUDGETS)}; got {name!r}")
+    return BUDGETS[name]
+
+
+def parse_parts(spec: str | None) -> tuple[str, ...]:
+    """``"table1,fig1"`` → parts; ``None`` / empty → all of :data:`PARTS`."""
+    if spec is None or not spec.strip():
+        return PARTS
+    parts = tuple(p.strip() for p in spec.split(",") if p.strip())
+    bad = [p for p in parts if p not in PARTS]
+    if bad or not parts:
+        raise ValueError(f"--only takes a comma list out of {','.join(PARTS)}; got {', '.join(bad) or 'nothing'}")
+    return parts
+
+
+def slug(noise: str) -> str:
+    """``uniform:5`` → ``uniform5``, ``categorical:1,3`` → ``categorical1_3`` (file names)."""
+    return str(Noise.parse(noise)).replace(":", "").replace(",", "_").replace(".", "p")
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    model: str
+    layers: int
+    noise: str
+    keep_seeds: bool = field(default=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        return f"{self.model}-L{self.layers}-{slug(self.noise)}"
+
+
+def cells_for(budget: Budget, parts: Iterable[str]) -> list[Cell]:
+    """The cells the requested parts need (deduplicated; Fig. 5 cells keep every seed)."""
+    parts, L = set(parts), budget.max_depth
+    want: set[tuple[str, int, str]] = set()
+    grid = {(m, d, nz) for m in budget.models for d in budget.depths for nz in budget.noises}
+    if parts & {"table1", "fig1"}:
+        want |= grid
+    if "fig2" in parts:
+        want |= {c for c in grid if c[1] == L and c[2].startswith("uniform")}
+        want |= {c for c in grid if c[2] == FOCUS}
+    if "fig3" in parts:
+        want |= {c for c in grid if c[2].startswith("categorical")}
+    if "fig4" in parts:
+        want.add(("full", 4, CATEGORICAL))
+    if parts & {"fig5", "fig7"}:
+        want |= {(m, L, FOCUS) for m in budget.models}
+    if "beyond" in parts:
+        want |= {(m, d, nz) for m in ("diag", "full") for d in (*budget.depths, *budget.beyond_depths)
+                 for nz in (FOCUS, CATEGORICAL)}
+        want.add(("diag", L, FOCUS))
+    return sorted(Cell(m, d, nz, keep_seeds=(nz == FOCUS and d == L)) for m, d, nz in want)
+
+
+def noises_for(cells: Iterable[Cell]) -> list[str]:
+    return sorted({c.noise for c in cells})
+
+
+# ----------------------------------------------------------------------------------------------- evaluation
+
+
+def eval_key() -> jax.Array:
+    return jax.random.split(jax.random.PRNGKey(EVAL_SEED))[1]
+
+
+def profile_key() -> jax.Array:
+    return jax.random.fold_in(jax.random.PRNGKey(EVAL_SEED), 2)
+
+
+@jax.jit
+def _reads(P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
+    return models.predict(P, Q, X, y, x_query, all_layers=True)
+
+
+def _reads_fn(P: Any, Q: Any) -> Callable:
+    """``predict(batch, spectra) -> {"layers": (L+1, B)}``; compiled once per shape, not per model."""
+    P, Q = jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64)
+    return lambda batch, sp: {"layers": _reads(P, Q, batch.X, batch.y, batch.x_query)}
+
+
+def evaluate_model(P: Any, Q: Any, noise: str, budget: Budget, sequences: int | None = None) -> dict[str, Any]:
+    """Adjusted loss of every read-out ``l = 0..L`` (``L`` is the model's output) and its paired gap to Bayes."""
+    bayes_pred = baselines.predictor(baselines.Tuned(), noise, ("Bayes",))
+    with jax.enable_x64(True):
+        reads = _reads_fn(P, Q)
+        res = evaluation.evaluate(lambda b, sp: reads(b, sp) | bayes_pred(b, sp), noise,
+                                  sequences or budget.eval_sequences, budget.n, budget.d, eval_key(),
+                                  against="Bayes")
+    lay = res["layers"]
+    out = {k: np.asarray(lay[k]).tolist() for k in ("loss", "se", "raw", "minus_Bayes", "minus_Bayes_se")}
+    final = {k: v[-1] for k, v in out.items()}
+    return final | {"layers": out, "sequences": int(lay["count"]), "Bayes": res["Bayes"]["loss"]}
+
+
+def profile_model(P: Any, Q: Any, noise: str, budget: Budget) -> dict[str, Any]:
+    """Per-variance profile of every read-out: ``loss``/``se`` are ``(L+1, points)`` lists."""
+    sig = evaluation.sigma_grid(noise, budget.profile_points)
+    with jax.enable_x64(True):
+        pr = evaluation.profile(_reads_fn(P, Q), sig, budget.n, budget.d, budget.profile_sequences, profile_key())
+    return {"sigma": sig.tolist(), "loss": pr["layers"]["loss"].tolist(), "se": pr["layers"]["se"].tolist()}
+
+
+def baseline_results(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
+    """ConstRR, AdaRR, TunedRR and Bayes on the cells' evaluation sequences, plus their profiles (cached)."""
+    path = out / "baselines" / f"{slug(noise)}.json"
+    want = {"noise": noise, "eval_sequences": budget.eval_sequences, "tune_sequences": budget.tune_sequences,
+            "profile_sequences": budget.profile_sequences, "profile_points": budget.profile_points}
+    if path.exists():
+        have = json.loads(path.read_text())
+        if all(have.get(k) == v for k, v in want.items()):
+            return have
+    tab = baselines.table(noise, n=budget.n, d=budget.d, sequences=budget.eval_sequences, seed=EVAL_SEED,
+                          tune_sequences=budget.tune_sequences, methods=BASELINES)
+    tuned = baselines.Tuned(lam_const=tab["ConstRR"]["lam_const"], cap=tab["TunedRR"]["cap"],
+                            mult=tab["TunedRR"]["mult"])
+    sig = evaluation.sigma_grid(noise, budget.profile_points)
+    with jax.enable_x64(True):
+        pr = evaluation.profile(baselines.predictor(tuned, noise, BASELINES), sig, budget.n, budget.d,
+                                budget.profile_sequences, profile_key())
+    res = want | {"methods": {m: {k: _json(v) for k, v in tab[m].items()} for m in BASELINES},
+                  "profile": {"sigma": sig.tolist()} | {m: {"loss": pr[m]["loss"].tolist(), "se": pr[m]["se"].tolist()}
+                                                        for m in BASELINES}}
+    atomic_write_json(path, res)
+    return res
+
+
+def _json(v: Any) -> Any:
+    v = np.asarray(v).tolist() if isinstance(v, (np.ndarray, np.generic)) else v
+    return None if isinstance(v, float) and not np.isfinite(v) else v
+
+
+# ----------------------------------------------------------------------------------------------- cells
+
+
+def train_config(cell: Cell, budget: Budget) -> Any:
+    from numerics.training import TrainConfig
+
+    return TrainConfig(model=cell.model, layers=cell.layers, noise=cell.noise, **budget.train_kwargs())
+
+
+def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
+    """What a finished cell's numbers depend on; a stored cell with another signature is refused."""
+    from numerics.training import config_dict
+
+    return {"train": json.loads(json.dumps(config_dict(train_config(cell, budget)))),
+            "eval_sequences": budget.eval_sequences, "profile_sequences": budget.profile_sequences,
+            "profile_points": budget.profile_points,
+            "seed_sequences": budget.seed_sequences if cell.keep_seeds else None}
+
+
+def cell_dir(out: Path, cell: Cell) -> Path:
+    return out / "models" / cell.name
+
+
+def load_cell(out: Path, cell: Cell, budget: Budget) -> dict[str, Any] | None:
+    """The finished cell's metrics, ``None`` if it is not finished; a one-line error if it was made differently."""
+    path = cell_dir(out, cell) / "metrics.json"
+    if not path.exists():
+        return None
+    m = json.loads(path.read_text())
+    if m.get("signature") != cell_signature(cell, budget):
+        raise LintfError(f"{path} was made with another configuration (budget {m.get('budget')!r}); "
+                         f"use another --out or delete {cell_dir(out, cell)}")
+    return m
+
+
+def _seed_params(cfg: Any, run: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Every seed's universal ``P, Q`` ``(K, L, H, d+1, d+1)`` from the run's final checkpoint."""
+    from numerics import rundir, training
+
+    payload = rundir.prepare(run, cfg)
+    template = training.init_state(cfg)
+    state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), list(payload["leaves"]))
+    P, Q = jax.vmap(lambda p: models.universal(p, cfg.d))(state.params)
+    return np.asarray(P, np.float64), np.asarray(Q, np.float64)
+
+
+class Trained(NamedTuple):
+    """What a trainer returns: the run's metrics (:func:`numerics.rundir.run`), the best seed's model file,
+    and a loader of every seed's universal ``P, Q`` ``(K, L, H, d+1, d+1)``."""
+
+    metrics: dict[str, Any]
+    model: Path
+    seeds: Callable[[], tuple[np.ndarray, np.ndarray]]
+
+
+def train_rundir(cfg: Any, run: Path) -> Trained:
+    """The default trainer: :func:`numerics.rundir.run` (resumes from the run's checkpoint)."""
+    from numerics import rundir
+
+    tm = rundir.run(cfg, run, progress=False, baselines=False)
+    if tm is None:  # pragma: no cover - only with stop_at
+        raise LintfError(f"training into {run} did not finish")
+    return Trained(tm, run / "model.npz", lambda: _seed_params(cfg, run))
+
+
+Trainer = Callable[[Any, Path], Trained]
+
+
+def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir) -> dict[str, Any]:
+    """Train (resuming), evaluate and store one cell; returns its metrics."""
+    t0 = time.perf_counter()
+    cfg = train_config(cell, budget)
+    tr = trainer(cfg, runs / budget.name / cell.name)
+    t_train = time.perf_counter() - t0
+    P, Q, _ = load_model(tr.model)
+    metrics: dict[str, Any] = {
+        "cell": cell.name, "model": cell.model, "layers": cell.layers, "noise": cell.noise, "budget": budget.name,
+        "signature": cell_signature(cell, budget),
+        "train": {k: tr.metrics.get(k) for k in ("best_seed", "selection_adjusted", "steps", "steps_per_s",
+                                                 "skipped_steps", "rollbacks")} | {"seconds": t_train},
+        "eval": evaluate_model(P, Q, cell.noise, budget), "profile": profile_model(P, Q, cell.noise, budget),
+    }
+    dest = cell_dir(out, cell)
+    if cell.keep_seeds:
+        Ps, Qs = tr.seeds()
+        per = [evaluate_model(Ps[k], Qs[k], cell.noise, budget, budget.seed_sequences)["layers"]
+               for k in range(Ps.shape[0])]
+        metrics["seeds"] = {"sequences": budget.seed_sequences, "loss": [p["loss"] for p in per],
+                            "se": [p["se"] for p in per]}
+        atomic_savez(dest / "seeds.npz", P=Ps, Q=Qs)
+    atomic_write_bytes(dest / "model.npz", tr.model.read_bytes())
+    metrics["seconds"] = time.perf_counter() - t0
+    atomic_write_json(dest / "metrics.json", metrics)  # written last: its presence marks the cell finished
+    return metrics
+
+
+@dataclass
+class Sweep:
+    """Outcome of :func:`sweep`: metrics per cell name, baselines per noise, cells trained in this call."""
+
+    cells: dict[str, dict[str, Any]]
+    baselines: dict[str, dict[str, Any]]
+    trained: list[str]
+    seconds: float
+
+
+def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Path = "runs/reproduce",
+          progress: Callable[[str, dict[str, Any]], None] | None = None, trainer: Trainer = train_rundir) -> Sweep:
+    """Run every missing cell the parts need (finished cells are read back), then the baselines.
+
+    ``progress(event, info)`` is called with ``("start", {"total", "done"})``, ``("cell", {...})`` after
+    each cell and ``("baselines", {"noise"})``."""
+    out, runs, t0 = Path(out), Path(runs), time.perf_counter()
+    cells = cells_for(budget, parts)
+    have = {c.name: load_cell(out, c, budget) for c in cells}
+    todo = [c for c in cells if have[c.name] is None]
+    if progress:
+        progress("start", {"total": len(cells), "done": len(cells) - len(todo), "todo": [c.name for c in todo]})
+    trained = []
+    for c in todo:
+        t = time.perf_counter()
+        have[c.name] = run_cell(c, budget, out, runs, trainer)
+        trained.append(c.name)
+        if progress:
+            progress("cell", {"name": c.name, "seconds": time.perf_counter() - t,
+                              "loss": have[c.name]["eval"]["loss"]})
+    base = {}
+    for nz in noises_for(cells):
+        if progress:
+            progress("baselines", {"noise": nz})
+        base[nz] = baseline_results(nz, budget, out)
+    return Sweep({k: v for k, v in have.items() if v is not None}, base, trained, time.perf_counter() - t0)
+
+
+__all__ = ["BUDGETS", "Budget", "Cell", "PARTS", "Sweep", "cells_for", "get_budget", "parse_parts", "run_cell",
+           "sweep"]

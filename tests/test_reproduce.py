@@ -1,0 +1,186 @@
+"""`lintf reproduce`: resumable sweep, tables and report, claim checks on synthetic tables, CLI errors.
+
+The fast tests use a stub trainer (deterministic small random models written like a training run),
+so they exercise everything but the optimiser in seconds; the real training path runs in the slow test
+and in the committed quick-budget results.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from numerics import experiments as ex
+from numerics import models
+from numerics.cli import main
+from numerics.errors import LintfError
+from numerics.io import save_model
+from numerics.report import (Entry, check_claims, claim_baseline_order, claim_diag_extrapolates,
+                             claim_diag_matches_full, claim_five_plus_match_tunedrr, claim_four_layers_beat_adarr,
+                             claim_gdpp_near_constrr, claim_gdpp_superexponential, log_rates, write_outputs)
+
+TEST = ex.get_budget("test")
+
+
+class StubTrainer:
+    """Writes ``seeds`` small random models (scale 0.02) and picks seed 0; counts calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, cfg, run: Path) -> ex.Trained:
+        self.calls.append(run.name)
+        keys = jax.random.split(jax.random.PRNGKey(cfg.layers), cfg.seeds)
+        PQ = [models.universal(models.init(cfg.model, k, cfg.layers, cfg.d, scale=0.02), cfg.d) for k in keys]
+        Ps, Qs = (np.stack([np.asarray(x[i], np.float64) for x in PQ]) for i in (0, 1))
+        save_model(run / "model.npz", Ps[0], Qs[0])
+        return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz", lambda: (Ps, Qs))
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    root = tmp_path_factory.mktemp("reproduce")
+    stub = StubTrainer()
+    first = ex.sweep(TEST, ("table1", "fig1", "fig5"), root / "out", root / "runs", trainer=stub)
+    return root, stub, first
+
+
+def test_sweep_writes_cells_tables_and_report(swept):
+    root, stub, sw = swept
+    names = {c.name for c in ex.cells_for(TEST, ("table1", "fig1", "fig5"))}
+    assert set(sw.trained) == names == set(stub.calls) == set(sw.cells)
+    assert len(names) == 2 * 2 + 1  # 2 noises × depths {1,2} × DIAG, plus the Fig. 5 cells at uniform:5 (L = 2)
+    for n in names:
+        d = root / "out" / "models" / n
+        assert (d / "model.npz").stat().st_size < 20_000 and (d / "metrics.json").exists()
+    keep = [c for c in ex.cells_for(TEST, ("fig5",)) if c.keep_seeds]
+    assert keep and all((root / "out" / "models" / c.name / "seeds.npz").exists() for c in keep)
+    res = write_outputs(sw, TEST, ("table1", "fig1", "fig5"), root / "out")
+    rows = (root / "out" / "table1.csv").read_text().strip().splitlines()
+    assert len(rows) == 1 + 4 + 4 * 2  # header, DIAG cells of the grid, 4 baselines × 2 noises
+    md = (root / "out" / "table1.md").read_text()
+    assert "**Bayes** (floor)" in md and "DIAG-2" in md
+    rep = (root / "out" / "report.md").read_text()
+    assert "## The paper's claims, checked" in rep and "--budget test" in rep
+    assert {c.key for c in res["claims"]} >= {"diag_matches_full", "gdpp_superexponential"}
+    for f in ("fig1.png", "fig5.png"):
+        assert (root / "out" / f).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_rerun_skips_finished_cells(swept):
+    root, stub, first = swept
+    n_calls = len(stub.calls)
+    again = ex.sweep(TEST, ("table1", "fig1", "fig5"), root / "out", root / "runs", trainer=stub)
+    assert again.trained == [] and len(stub.calls) == n_calls
+    assert again.cells == first.cells
+
+
+def test_deleted_cell_is_retrained_alone(swept):
+    root, stub, _ = swept
+    victim = ex.Cell("diag", 1, "uniform:1")
+    (root / "out" / "models" / victim.name / "metrics.json").unlink()
+    again = ex.sweep(TEST, ("table1",), root / "out", root / "runs", trainer=stub)
+    assert again.trained == [victim.name]
+
+
+def test_cell_from_other_config_is_refused(swept):
+    root, stub, _ = swept
+    other = ex.Budget(**{**TEST.__dict__, "eval_sequences": TEST.eval_sequences + 1})
+    with pytest.raises(LintfError, match="another configuration"):
+        ex.sweep(other, ("table1",), root / "out", root / "runs", trainer=stub)
+
+
+def test_cell_metrics_are_paired_with_bayes(swept):
+    root, _, sw = swept
+    m = json.loads((root / "out" / "models" / "diag-L1-uniform1" / "metrics.json").read_text())
+    e = m["eval"]
+    assert e["minus_Bayes"] == pytest.approx(e["loss"] - e["Bayes"], rel=1e-9, abs=1e-12)
+    assert len(e["layers"]["loss"]) == 2 and e["layers"]["loss"][-1] == e["loss"]
+    # the same sequences as the baselines' table: Bayes computed in the cell equals Bayes in the table
+    assert e["Bayes"] == pytest.approx(sw.baselines["uniform:1"]["methods"]["Bayes"]["loss"], rel=1e-9, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------- claims on synthetic tables
+
+U5, C13, U0 = "uniform:5", "categorical:1,3", "uniform:0"
+
+
+def _base(nz: str, const=0.36, ada=0.07, tuned=0.05, bayes=0.04) -> dict:
+    return {("ConstRR", 0, nz): Entry(const, 0.001), ("AdaRR", 0, nz): Entry(ada, 0.001),
+            ("TunedRR", 0, nz): Entry(tuned, 0.001), ("Bayes", 0, nz): Entry(bayes, 0.001)}
+
+
+def test_claims_hold_and_fail_on_synthetic_tables():
+    good = _base(U5) | {("diag", 4, U5): Entry(0.06, 0.001), ("full", 4, U5): Entry(0.058, 0.001),
+                        ("diag", 7, U5): Entry(0.05, 0.001), ("full", 7, U5): Entry(0.049, 0.001),
+                        ("gdpp", 7, U5): Entry(0.37, 0.002)}
+    assert claim_diag_matches_full(good).verdict == "holds"
+    assert claim_four_layers_beat_adarr(good).verdict == "holds"
+    assert claim_five_plus_match_tunedrr(good).verdict == "holds"
+    assert claim_gdpp_near_constrr(good).verdict == "holds"
+    assert claim_baseline_order(good).verdict == "holds"
+    bad = good | {("full", 4, U5): Entry(0.2, 0.001), ("diag", 7, U5): Entry(0.09, 0.001),
+                  ("gdpp", 7, U5): Entry(0.07, 0.001), ("AdaRR", 0, U5): Entry(0.5, 0.001)}
+    assert claim_diag_matches_full(bad).verdict == "does not hold"
+    assert claim_four_layers_beat_adarr(good | {("diag", 4, U5): Entry(0.08, 0.001)}).verdict == "does not hold"
+    assert claim_five_plus_match_tunedrr(bad).verdict == "does not hold"
+    assert claim_gdpp_near_constrr(bad).verdict == "does not hold"
+    assert claim_baseline_order(bad).verdict == "does not hold"
+    assert all(c.verdict == "not evaluated" for c in check_claims({}))
+    wild = good | {("full", 7, U5): Entry(1e15, 1e15)}  # heavy-tailed (diverging) model: no match by its SE
+    assert claim_diag_matches_full(wild).verdict == "does not hold"
+    assert claim_five_plus_match_tunedrr(wild).verdict == "does not hold"
+
+
+def test_superexponential_rates():
+    assert log_rates([1, 2, 3], [1.0, 0.5, 0.125]) == pytest.approx([np.log(2), np.log(4)])
+    fast = {("gdpp", L, U0): Entry(v) for L, v in ((1, 1.8), (2, 0.9), (4, 0.05), (7, 1e-5))}
+    slow = {("gdpp", L, U0): Entry(v) for L, v in ((1, 1.8), (2, 0.9), (4, 0.225), (7, 0.028))}
+    assert claim_gdpp_superexponential(fast).verdict == "holds"
+    assert claim_gdpp_superexponential(slow).verdict == "does not hold"  # exactly exponential: rates equal
+
+
+def test_extrapolation_claim_uses_unseen_sigma_only():
+    sigma = [0.0, 1.0, 2.0, 3.0, 4.0]
+    t = _base(C13) | {("diag", 7, C13): Entry(0.02), ("full", 7, C13): Entry(0.02)}
+    prof = {("diag", 7, C13): {"sigma": sigma, "loss": [0.1, 9.0, 0.1, 9.0, 0.2]},  # bad only at seen σ
+            ("full", 7, C13): {"sigma": sigma, "loss": [0.3, 0.0, 0.3, 0.0, 0.5]}}
+    assert claim_diag_extrapolates(t, prof).verdict == "holds"
+    prof[("diag", 7, C13)]["loss"][4] = 5.0
+    assert claim_diag_extrapolates(t, prof).verdict == "does not hold"
+
+
+# ------------------------------------------------------------------------------- CLI errors
+
+
+def test_parts_and_budgets_are_validated():
+    assert ex.parse_parts(None) == ex.PARTS and ex.parse_parts("fig4, beyond") == ("fig4", "beyond")
+    for bad in ("table1,fig6", ",", "Fig1"):
+        with pytest.raises(ValueError, match="--only"):
+            ex.parse_parts(bad)
+    with pytest.raises(ValueError, match="--budget"):
+        ex.get_budget("huge")
+
+
+@pytest.mark.parametrize("argv, word", [(["--budget", "huge"], "--budget"),
+                                        (["--budget", "test", "--only", "table1,fig6"], "--only")])
+def test_bad_arguments_give_one_line_errors(argv, word, tmp_path, capsys):
+    assert main(["reproduce", *argv, "--out", str(tmp_path / "o"), "--runs", str(tmp_path / "r"), "--json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and word in err and "error" in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_cli_real_training_test_budget(tmp_path, capsys):
+    argv = ["reproduce", "--budget", "test", "--only", "table1", "--out", str(tmp_path / "o"),
+            "--runs", str(tmp_path / "r"), "--json"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert len(first["trained"]) == 4 and "table1.csv" in first["files"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["trained"] == []

@@ -59,6 +59,32 @@ def test_fast_pass_matches_literal_token_pass(kind: str, heads: int) -> None:
     np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(ref))))
 
 
+@pytest.mark.parametrize("kind,heads", [("full", 2), ("diag", 2), ("gdpp", 1)])
+def test_fast_pass_gradient_matches_autodiff_of_token_pass(kind: str, heads: int) -> None:
+    """The hand-written reverse rule of the Gram map (fastforward.sandwich) gives autodiff's gradient."""
+    d, n, L = 3, 7, 4
+    params = models.init(kind, jax.random.PRNGKey(3), L, d, heads, scale=0.3, dtype=jnp.float64)
+    b = sample(jax.random.PRNGKey(4), "uniform:2", 16, n, d, jnp.float64)
+
+    def ref_loss(p):
+        P, Q = models.universal(p, d)
+        return jnp.mean((-models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1] - b.y_query) ** 2)
+
+    want = jax.grad(ref_loss)(params)
+    got = jax.grad(lambda p: jnp.mean((predict_fast(p, b.X, b.y, b.x_query) - b.y_query) ** 2))(params)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9 * float(jnp.max(jnp.abs(w))))
+
+
+def test_flat_normal_draw_equals_shaped_draw() -> None:
+    """data.normal draws flat for speed; the numbers must be those of jax.random.normal(key, shape)."""
+    from numerics.data import normal
+
+    k = jax.random.PRNGKey(5)
+    for dt in (jnp.float32, jnp.float64):
+        np.testing.assert_array_equal(np.asarray(normal(k, (8, 6, 3), dt)), np.asarray(jax.random.normal(k, (8, 6, 3), dt)))
+
+
 # --- determinism and resume ----------------------------------------------------------------------
 def test_same_seed_same_numbers_other_seed_differs() -> None:
     cfg = TrainConfig(model="full", seeds=2, **TINY)

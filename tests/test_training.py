@@ -131,6 +131,26 @@ def test_divergence_is_rolled_back_and_lr_lowered(tmp_path: Path) -> None:
     assert np.isfinite(metrics["adjusted_loss"])
 
 
+def test_metrics_hold_the_baselines_of_the_same_setting(tmp_path: Path, monkeypatch) -> None:
+    """finalize calls numerics.baselines.table for the run's noise, n, d and seed and stores its table in
+    metrics.json (table itself is tested in test_baselines.py; a recording stub keeps this fast)."""
+    import numerics.baselines as nb
+
+    calls = []
+
+    def stub(noise, **kw):
+        calls.append((noise, kw))
+        return {m: {"loss": 0.125 + i, "se": 0.001} for i, m in enumerate(kw["methods"])}
+
+    monkeypatch.setattr(nb, "table", stub)
+    cfg = TrainConfig(model="diag", **{**TINY, "n": 8, "steps": 5})
+    run_dir(cfg, tmp_path, progress=False)
+    got = json.loads((tmp_path / "metrics.json").read_text())["baselines"]
+    assert len(calls) == 1 and calls[0][0] == cfg.noise
+    assert {k: calls[0][1][k] for k in ("n", "d", "seed")} == {"n": cfg.n, "d": cfg.d, "seed": cfg.seed}
+    assert {"ConstRR", "AdaRR", "TunedRR", "Bayes"} <= set(got) and got["ConstRR"]["loss"] == 0.125 + 1
+
+
 def test_checkpoint_refuses_non_finite(tmp_path: Path) -> None:
     cfg = TrainConfig(model="diag", **TINY)
     s = init_state(cfg)

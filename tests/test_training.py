@@ -151,6 +151,38 @@ def test_metrics_hold_the_baselines_of_the_same_setting(tmp_path: Path, monkeypa
     assert {"ConstRR", "AdaRR", "TunedRR", "Bayes"} <= set(got) and got["ConstRR"]["loss"] == 0.125 + 1
 
 
+def test_one_bad_batch_is_skipped_in_step(monkeypatch) -> None:
+    """A single poisoned training batch (y = NaN at step 7) is skipped by the in-step guard: no rollback,
+    one skipped step per seed, finite parameters, and the other steps' updates are kept."""
+    import numerics.training as tr
+
+    bad_step = 7
+    real_key, real_draw = tr.data_key, tr.draw
+
+    def key_with_index(seed, stream, index):
+        return real_key(seed, stream, index), jnp.asarray(stream == 1) & (jnp.asarray(index) == bad_step)
+
+    def draw(cfg, key, batch, sharding=None):
+        k, poison = key
+        b = real_draw(cfg, k, batch, sharding)
+        return b._replace(y=jnp.where(poison, jnp.nan, b.y))
+
+    monkeypatch.setattr(tr, "data_key", key_with_index)
+    monkeypatch.setattr(tr, "draw", draw)
+    _CHUNK_CACHE.clear()
+    try:
+        cfg = TrainConfig(model="diag", seeds=2, **TINY)
+        res = train(cfg)
+    finally:
+        _CHUNK_CACHE.clear()
+    assert res.rollbacks == [] and res.skipped == cfg.seeds, (res.rollbacks, res.skipped)
+    assert all(np.all(np.isfinite(x)) for x in _leaves(res.state.params))
+    assert np.all(np.isfinite(np.asarray(res.curve)))
+    monkeypatch.undo()
+    clean = train(cfg)  # unpoisoned data: the skipped step changes the result
+    assert not np.array_equal(_leaves(res.state.params)[0], _leaves(clean.state.params)[0])
+
+
 def test_checkpoint_refuses_non_finite(tmp_path: Path) -> None:
     cfg = TrainConfig(model="diag", **TINY)
     s = init_state(cfg)

@@ -105,15 +105,23 @@ def check_sizes(n: int, d: int, batch: int = 1) -> None:
         raise ValueError(f"batch / number of sequences must be >= 1, got {batch}")
 
 
+def normal(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:
+    """``jax.random.normal(key, shape, dtype)``, drawn flat and reshaped: the same numbers (the default
+    partitionable Threefry counts over the flattened index; ``tests/test_training.py`` checks it),
+    about 3x faster on XLA CPU for a 3-D shape such as ``(B, n, d)``."""
+    size = int(np.prod(shape, dtype=np.int64))
+    return jax.random.normal(key, (size,), dtype).reshape(shape)
+
+
 @partial(jax.jit, static_argnames=("n", "d", "dtype"))
 def sample_with_sigma(key: jax.Array, sigma: jax.Array, n: int, d: int, dtype=jnp.float32) -> Batch:
     """Sequences with given per-sequence noise levels ``sigma (B,)`` (used for per-variance profiles)."""
     B = sigma.shape[0]
     kw, kx, kq, ke = jax.random.split(key, 4)
-    w = jax.random.normal(kw, (B, d), dtype)
-    X = jax.random.normal(kx, (B, n, d), dtype)
-    xq = jax.random.normal(kq, (B, d), dtype)
-    xi = jax.random.normal(ke, (B, n), dtype) * sigma.astype(dtype)[:, None]
+    w = normal(kw, (B, d), dtype)
+    X = normal(kx, (B, n, d), dtype)
+    xq = normal(kq, (B, d), dtype)
+    xi = normal(ke, (B, n), dtype) * sigma.astype(dtype)[:, None]
     y = jnp.einsum("bnd,bd->bn", X, w) + xi
     return Batch(X, y, xq, jnp.einsum("bd,bd->b", xq, w), sigma.astype(dtype), w)
 

@@ -59,6 +59,32 @@ def test_fast_pass_matches_literal_token_pass(kind: str, heads: int) -> None:
     np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(ref))))
 
 
+@pytest.mark.parametrize("kind,heads", [("full", 2), ("diag", 2), ("gdpp", 1)])
+def test_fast_pass_gradient_matches_autodiff_of_token_pass(kind: str, heads: int) -> None:
+    """The hand-written reverse rule of the Gram map (fastforward.sandwich) gives autodiff's gradient."""
+    d, n, L = 3, 7, 4
+    params = models.init(kind, jax.random.PRNGKey(3), L, d, heads, scale=0.3, dtype=jnp.float64)
+    b = sample(jax.random.PRNGKey(4), "uniform:2", 16, n, d, jnp.float64)
+
+    def ref_loss(p):
+        P, Q = models.universal(p, d)
+        return jnp.mean((-models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1] - b.y_query) ** 2)
+
+    want = jax.grad(ref_loss)(params)
+    got = jax.grad(lambda p: jnp.mean((predict_fast(p, b.X, b.y, b.x_query) - b.y_query) ** 2))(params)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9 * float(jnp.max(jnp.abs(w))))
+
+
+def test_flat_normal_draw_equals_shaped_draw() -> None:
+    """data.normal draws flat for speed; the numbers must be those of jax.random.normal(key, shape)."""
+    from numerics.data import normal
+
+    k = jax.random.PRNGKey(5)
+    for dt in (jnp.float32, jnp.float64):
+        np.testing.assert_array_equal(np.asarray(normal(k, (8, 6, 3), dt)), np.asarray(jax.random.normal(k, (8, 6, 3), dt)))
+
+
 # --- determinism and resume ----------------------------------------------------------------------
 def test_same_seed_same_numbers_other_seed_differs() -> None:
     cfg = TrainConfig(model="full", seeds=2, **TINY)
@@ -103,6 +129,58 @@ def test_divergence_is_rolled_back_and_lr_lowered(tmp_path: Path) -> None:
     P, Q, _ = load_model(tmp_path / "model.npz")
     assert np.all(np.isfinite(P)) and np.all(np.isfinite(Q))
     assert np.isfinite(metrics["adjusted_loss"])
+
+
+def test_metrics_hold_the_baselines_of_the_same_setting(tmp_path: Path, monkeypatch) -> None:
+    """finalize calls numerics.baselines.table for the run's noise, n, d and seed and stores its table in
+    metrics.json (table itself is tested in test_baselines.py; a recording stub keeps this fast)."""
+    import numerics.baselines as nb
+
+    calls = []
+
+    def stub(noise, **kw):
+        calls.append((noise, kw))
+        return {m: {"loss": 0.125 + i, "se": 0.001} for i, m in enumerate(kw["methods"])}
+
+    monkeypatch.setattr(nb, "table", stub)
+    cfg = TrainConfig(model="diag", **{**TINY, "n": 8, "steps": 5})
+    run_dir(cfg, tmp_path, progress=False)
+    got = json.loads((tmp_path / "metrics.json").read_text())["baselines"]
+    assert len(calls) == 1 and calls[0][0] == cfg.noise
+    assert {k: calls[0][1][k] for k in ("n", "d", "seed")} == {"n": cfg.n, "d": cfg.d, "seed": cfg.seed}
+    assert {"ConstRR", "AdaRR", "TunedRR", "Bayes"} <= set(got) and got["ConstRR"]["loss"] == 0.125 + 1
+
+
+def test_one_bad_batch_is_skipped_in_step(monkeypatch) -> None:
+    """A single poisoned training batch (y = NaN at step 7) is skipped by the in-step guard: no rollback,
+    one skipped step per seed, finite parameters, and the other steps' updates are kept."""
+    import numerics.training as tr
+
+    bad_step = 7
+    real_key, real_draw = tr.data_key, tr.draw
+
+    def key_with_index(seed, stream, index):
+        return real_key(seed, stream, index), jnp.asarray(stream == 1) & (jnp.asarray(index) == bad_step)
+
+    def draw(cfg, key, batch, sharding=None):
+        k, poison = key
+        b = real_draw(cfg, k, batch, sharding)
+        return b._replace(y=jnp.where(poison, jnp.nan, b.y))
+
+    monkeypatch.setattr(tr, "data_key", key_with_index)
+    monkeypatch.setattr(tr, "draw", draw)
+    _CHUNK_CACHE.clear()
+    try:
+        cfg = TrainConfig(model="diag", seeds=2, **TINY)
+        res = train(cfg)
+    finally:
+        _CHUNK_CACHE.clear()
+    assert res.rollbacks == [] and res.skipped == cfg.seeds, (res.rollbacks, res.skipped)
+    assert all(np.all(np.isfinite(x)) for x in _leaves(res.state.params))
+    assert np.all(np.isfinite(np.asarray(res.curve)))
+    monkeypatch.undo()
+    clean = train(cfg)  # unpoisoned data: the skipped step changes the result
+    assert not np.array_equal(_leaves(res.state.params)[0], _leaves(clean.state.params)[0])
 
 
 def test_checkpoint_refuses_non_finite(tmp_path: Path) -> None:

@@ -1,0 +1,73 @@
+r"""No-NaN smoke sweep (issue 6): depths × the paper's 10 noise settings × models, default recipe, few steps.
+
+Each cell trains with :class:`numerics.training.TrainConfig` defaults (batch 2048, per-model peak lr,
+warm-up + cosine, clipping, divergence guard) except ``--steps`` and a small held-out evaluation,
+then reports rollbacks, skipped steps, the last training loss and the adjusted loss on
+``--eval`` sequences.  A cell fails if training raised, or if any reported number is non-finite.
+Exit status 1 if any cell failed.
+
+    python benchmarks/smoke_sweep.py --models diag,gdpp,full --depths 1-12 --steps 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from numerics.data import PAPER_NOISES  # noqa: E402
+from numerics.training import TrainConfig, adjusted_losses, train  # noqa: E402
+
+
+def depths(spec: str) -> list[int]:
+    """``1-12`` (a range) or ``1,6,12`` (a list)."""
+    if "-" in spec:
+        lo, _, hi = spec.partition("-")
+        return list(range(int(lo), int(hi) + 1))
+    return [int(v) for v in spec.split(",")]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default="diag,gdpp,full")
+    ap.add_argument("--depths", default="1-12", help="range LO-HI or list L1,L2 (default 1-12)")
+    ap.add_argument("--noises", default=",".join(PAPER_NOISES).replace("categorical:1,3,5", "categorical:1_3_5")
+                    .replace("categorical:1,3", "categorical:1_3"), help="';'-free list; use _ inside categorical sets")
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--eval", type=int, default=4096)
+    args = ap.parse_args()
+    noises = [s.replace("_", ",") for s in args.noises.split(",")]
+    failed, t0 = 0, time.perf_counter()
+    print(f"{'model':5s} {'L':>3s} {'noise':18s} {'rollbacks':>9s} {'skipped':>7s} {'train loss':>11s} "
+          f"{'adjusted':>10s} {'s':>5s}  status", flush=True)
+    for kind in args.models.split(","):
+        for L in depths(args.depths):
+            for noise in noises:
+                t = time.perf_counter()
+                cfg = TrainConfig(model=kind, layers=L, noise=noise, steps=args.steps, chunk=min(100, args.steps),
+                                  select_sequences=args.eval, eval_sequences=args.eval)
+                try:
+                    res = train(cfg)
+                    m, o = adjusted_losses(cfg, res.state.params, stream=3, sequences=args.eval)
+                    last = float(np.nanmin(res.curve[-1][1:]))
+                    adj = float(np.mean(m[0] - o))
+                    ok = np.isfinite(last) and np.isfinite(adj) and np.all(np.isfinite(m))
+                    status = "ok" if ok else "NON-FINITE"
+                    row = (len(res.rollbacks), res.skipped, last, adj)
+                except Exception as exc:  # noqa: BLE001 - a smoke test reports every failure
+                    ok, status, row = False, f"FAILED {type(exc).__name__}: {exc}", (-1, -1, float("nan"), float("nan"))
+                failed += not ok
+                print(f"{kind:5s} {L:3d} {noise:18s} {row[0]:9d} {row[1]:7d} {row[2]:11.4g} {row[3]:10.4g} "
+                      f"{time.perf_counter() - t:5.0f}  {status}", flush=True)
+    print(f"{failed} failed cells; {time.perf_counter() - t0:.0f} s")
+    print("reproduce: python benchmarks/smoke_sweep.py " + " ".join(sys.argv[1:]))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

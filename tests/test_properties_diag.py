@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from lintf_theory import alpha_l_rule, layer_omegas, lemma44_rule, run_recursion
 from lintf_theory._diagonal import diagonal_rule
 from numerics import models
+from proofs._exact import state_matrix
 from tests.model_helpers import RTOL64, max_rel_err, scaled_model
 from tests.strategies import ModelConfig, config_batch, model_configs, property_settings
 
@@ -56,8 +57,7 @@ def lemma44_residual(P: Any, Q: Any, diag: models.Diag, X: np.ndarray, y: np.nda
     for l in range(P.shape[0]):
         st_, nxt = states[l], states[l + 1]
         M_, u_, a_, w_ = st_.M, st_.u[:, None], float(st_.a), st_.w[:, None]
-        T = np.block([[M_, u_], [-w_.T, np.array([[a_]])]])
-        Zl = np.c_[X, y] @ T.T  # layer-l context tokens (Theorem 4.1 form)
+        Zl = np.c_[X, y] @ state_matrix(st_.M, st_.u, st_.a, st_.w).T  # layer-l context tokens (Theorem 4.1 form)
         Xl, yl = Zl[:, :-1], Zl[:, -1]
         om = layer_omegas(*(np.asarray(p[l], dtype=np.float64) for p in diag))
         g = S @ (a_ * w_star - w_)

@@ -49,8 +49,19 @@ Choices, each a departure from the paper's recipe (Adam, constant ``1e-4``, 200 
   and rejected: their raw bits are faster, but every consumer of them (uniform, normal) ran 2-3x
   slower on XLA CPU than Threefry's fused draw (measured on the training-perf branch,
   load ~5), and they would change every data stream.
+* **FULL starts as DIAG.** A FULL run first trains only the DIAG sub-family of its ``(P, Q)``
+  (:func:`diag_part`, the orthogonal projection onto ``diag(p_x I, p_y)``) for ``S₁ = diag_steps``
+  steps (default :data:`DIAG_FRACTION` of ``steps``) at DIAG's rate and schedule, then all entries
+  for the rest, with its own warm-up + cosine at ``DEFAULT_LR["full"]``.  The entries outside the
+  DIAG family keep their small random start through the DIAG phase and break its symmetry after it.
+  Why: trained from the near-identity start, FULL-7 at ``uniform:5`` spiked to mean batch losses of
+  1e8-1e11 and still had adjusted loss 0.143 after 1500 steps at ``lr`` 1e-3 (2e-3 rolled back twice),
+  while DIAG-7 reached 0.052 in 2000 steps and 1000 further FULL steps at 1e-4 stayed near it
+  (0.054, no skip, no rollback; 3e-4 and 5e-4 lost more: ``benchmarks/full_phase_lr.py``).  ``diag_steps=0``
+  trains FULL from the random start at ``DEFAULT_LR["full"]``.  This warm start biases a FULL model
+  towards DIAG solutions, which matters for the paper's "DIAG matches FULL" claim: the report says so.
 * Not done: warm-starting a deeper model from a shallower one (the near-identity start already
-  trains every depth 1–12 with the defaults; see the report).
+  trains every depth 1–12 with the defaults; see the smoke sweep in the README).
 """
 
 from __future__ import annotations
@@ -69,10 +80,13 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .data import Noise, check_sizes, sample_with_sigma
 from .fastforward import predict_fast, predict_plain
-from .models import check_kind, init
+from .models import Diag, Full, check_kind, init
 
-#: Peak learning rates (chosen by short sweeps at ``uniform:5``, ``L = 7``; see the report).
-DEFAULT_LR = {"full": 2e-3, "diag": 1e-2, "gdpp": 1e-2}
+#: Peak learning rates (chosen by short sweeps at ``uniform:5``, ``L = 7``; FULL's is that of its phase after
+#: the DIAG start, ``benchmarks/full_phase_lr.py``, and the paper's rate).
+DEFAULT_LR = {"full": 1e-4, "diag": 1e-2, "gdpp": 1e-2}
+#: FULL only: the share of ``steps`` that trains the DIAG sub-family first (``diag_steps`` overrides it).
+DIAG_FRACTION = 2 / 3
 _DTYPES = {"float32": jnp.float32, "float64": jnp.float64}
 #: A seed is declared diverged when this many consecutive steps are skipped (isolated skips are rare
 #: heavy-tailed batches: a deep model is a degree-3^L polynomial of the data, and one sequence can overflow).
@@ -104,6 +118,7 @@ class TrainConfig:
     dtype: str = "float32"
     max_rollbacks: int = 30
     forward: str = "fast"
+    diag_steps: int | None = None
 
     def __post_init__(self) -> None:
         check_kind(self.model)
@@ -117,8 +132,13 @@ class TrainConfig:
         check_sizes(self.n, self.d, self.batch)
         if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"lr must be a finite number > 0, got {self.lr}")
-        if self.warmup is not None and not 0 <= self.warmup <= self.steps:
-            raise ValueError(f"warmup must be in [0, steps={self.steps}], got {self.warmup}")
+        if self.diag_steps is not None and self.model != "full" and self.diag_steps != 0:
+            raise ValueError(f"diag_steps is a FULL-only warm start; it must be 0 for {self.model}, got {self.diag_steps}")
+        if self.diag_steps is not None and not 0 <= self.diag_steps < self.steps:
+            raise ValueError(f"diag_steps must be in [0, steps={self.steps}), got {self.diag_steps}")
+        if self.warmup is not None and not 0 <= self.warmup <= self.steps - self.phase1_steps:
+            raise ValueError(f"warmup must be in [0, {self.steps - self.phase1_steps}] (the steps after the "
+                             f"DIAG phase), got {self.warmup}")
         if not (self.clip > 0 and self.init_scale > 0 and self.explode > 1):
             raise ValueError("clip and init_scale must be > 0 and explode > 1")
         if self.forward not in ("fast", "plain"):
@@ -133,8 +153,16 @@ class TrainConfig:
         return float(self.lr if self.lr is not None else DEFAULT_LR[self.model])
 
     @property
+    def phase1_steps(self) -> int:
+        """``S₁``: steps that train only the DIAG sub-family of a FULL model (0 for DIAG and GD++)."""
+        if self.model != "full":
+            return 0
+        return int(self.diag_steps if self.diag_steps is not None else min(round(DIAG_FRACTION * self.steps), self.steps - 1))
+
+    @property
     def warmup_steps(self) -> int:
-        return int(self.warmup if self.warmup is not None else max(1, self.steps // 20))
+        """Warm-up of the (last) phase: ``warmup`` or 5 % of its steps."""
+        return int(self.warmup if self.warmup is not None else max(1, (self.steps - self.phase1_steps) // 20))
 
     @property
     def jdtype(self) -> Any:
@@ -155,12 +183,22 @@ def optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(cfg.clip), optax.scale_by_adam())
 
 
+def _warm_cosine(t: jax.Array, peak: float, warmup: int, steps: int) -> jax.Array:
+    warm = jnp.minimum(1.0, (t + 1.0) / warmup)
+    cos = 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.minimum(t, steps) / steps))
+    return peak * warm * cos
+
+
 def lr_at(cfg: TrainConfig, step: jax.Array) -> jax.Array:
-    """``η_t``: linear warm-up to ``peak_lr``, then cosine decay to 0 at ``steps``."""
+    """``η_t``: linear warm-up to ``peak_lr``, then cosine decay to 0 at ``steps``.  A FULL model with a
+    DIAG phase runs that schedule twice: DIAG's peak over the first ``S₁`` steps, then its own over the rest."""
     t = step.astype(jnp.float32)
-    warm = jnp.minimum(1.0, (t + 1.0) / cfg.warmup_steps)
-    cos = 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.minimum(t, cfg.steps) / cfg.steps))
-    return cfg.peak_lr * warm * cos
+    s1 = cfg.phase1_steps
+    last = _warm_cosine(t - s1, cfg.peak_lr, cfg.warmup_steps, cfg.steps - s1)
+    if not s1:
+        return last
+    first = _warm_cosine(t, DEFAULT_LR["diag"], max(1, s1 // 20), s1)
+    return jnp.where(t < s1, first, last)
 
 
 def init_state(cfg: TrainConfig) -> TrainState:
@@ -196,12 +234,44 @@ def batch_sharding(devices: list | None = None) -> Callable[[int], NamedSharding
     return lambda ndim: NamedSharding(mesh, PartitionSpec("batch", *([None] * (ndim - 1))))
 
 
-def loss_fn(params: Any, b: Any, forward: str = "fast") -> tuple[jax.Array, jax.Array]:
+def diag_part(params: Full) -> Diag:
+    r"""The DIAG model a FULL ``(P, Q)`` is projected to during the DIAG phase: ``p_x`` = mean of the
+    ``x``-block's diagonal, ``p_y = P_{yy}`` (likewise ``q``); the orthogonal projection onto
+    ``diag(p_x I, p_y)``, so every diagonal ``x`` entry receives the same gradient and Adam moves them together."""
+    d = params.P.shape[-1] - 1
+
+    def split(M: jax.Array) -> tuple[jax.Array, jax.Array]:
+        dg = jnp.diagonal(M, axis1=-2, axis2=-1)
+        return jnp.mean(dg[..., :d], axis=-1), dg[..., d]
+
+    (px, py), (qx, qy) = split(params.P), split(params.Q)
+    return Diag(px, py, qx, qy)
+
+
+def effective_params(cfg: TrainConfig, params: Any, step: int) -> Any:
+    """The model that ``params`` (leading seed axis) define after ``step`` steps: in a FULL run's DIAG
+    phase, the FULL embedding of their DIAG projection (:func:`diag_part`); otherwise ``params``."""
+    if cfg.phase1_steps and step <= cfg.phase1_steps:
+        from .models import universal
+
+        return jax.vmap(lambda p: Full(*universal(diag_part(p), cfg.d)))(params)
+    return params
+
+
+def loss_fn(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False) -> tuple[jax.Array, jax.Array]:
     """``½ mean (y_t − ŷ)²`` over the batch and, as auxiliary output, the batch *median* of
-    ``½ (y_t − ŷ)²`` (the divergence guard's statistic).  ``forward="plain"``: the literal token pass."""
+    ``½ (y_t − ŷ)²`` (the divergence guard's statistic).  ``forward="plain"``: the literal token pass.
+    ``diag_phase`` (FULL only, a traced bool): evaluate the DIAG projection :func:`diag_part` instead."""
     f = predict_fast if forward == "fast" else predict_plain
-    sq = 0.5 * (f(params, b.X, b.y, b.x_query) - b.y_query) ** 2
-    return jnp.mean(sq), jnp.nanmedian(sq)
+
+    def stats(yhat: jax.Array) -> tuple[jax.Array, jax.Array]:
+        sq = 0.5 * (yhat - b.y_query) ** 2
+        return jnp.mean(sq), jnp.nanmedian(sq)
+
+    if isinstance(params, Full) and diag_phase is not False:
+        return jax.lax.cond(diag_phase, lambda p: stats(f(diag_part(p), b.X, b.y, b.x_query)),
+                            lambda p: stats(f(p, b.X, b.y, b.x_query)), params)
+    return stats(f(params, b.X, b.y, b.x_query))
 
 
 def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
@@ -209,8 +279,11 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
     opt = optimizer(cfg)
     limit = cfg.explode * cfg.d / 2.0
 
-    def seed_step(params, opt_state, rho, lr, b):
-        (loss, med), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, b, cfg.forward)
+    s1 = cfg.phase1_steps
+    phase = (lambda step: step < s1) if s1 else (lambda step: False)  # noqa: E731
+
+    def seed_step(params, opt_state, rho, lr, b, diag_phase):
+        (loss, med), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, b, cfg.forward, diag_phase)
         updates, new_opt = opt.update(grads, opt_state, params)
         new_params = jax.tree_util.tree_map(lambda p, u: p - (lr * rho).astype(p.dtype) * u, params, updates)
         finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
@@ -223,8 +296,8 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         state, run_bad, worst = carry
         b = draw(cfg, data_key(seed, 1, state.step), cfg.batch, sharding)
         lr = lr_at(cfg, state.step)
-        params, opt_state, good, loss = jax.vmap(seed_step, in_axes=(0, 0, 0, None, None))(
-            state.params, state.opt_state, state.rho, lr, b)
+        params, opt_state, good, loss = jax.vmap(seed_step, in_axes=(0, 0, 0, None, None, None))(
+            state.params, state.opt_state, state.rho, lr, b, phase(state.step))
         run_bad = jnp.where(good, 0, run_bad + 1)
         return (TrainState(params, opt_state, state.rho, state.step + 1), run_bad, jnp.maximum(worst, run_bad)), loss
 
@@ -235,7 +308,7 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         (state, _, worst), losses = jax.lax.scan(body, (state, zero, zero), seeds)
         # the chunk's last update is verified too (finite parameters, bounded median loss on the last batch)
         b = draw(cfg, data_key(seed, 1, state.step - 1), cfg.batch, sharding)
-        _, med = jax.vmap(loss_fn, in_axes=(0, None, None))(state.params, b, cfg.forward)
+        _, med = jax.vmap(loss_fn, in_axes=(0, None, None, None))(state.params, b, cfg.forward, phase(state.step - 1))
         finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(p).reshape(p.shape[0], -1), axis=1)
                                     for p in jax.tree_util.tree_leaves(state.params)]), axis=0)
         return state, (worst < MAX_SKIPS) & finite & (med < limit), losses

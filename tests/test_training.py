@@ -25,7 +25,7 @@ from numerics.fastforward import predict_fast
 from numerics.io import load_model
 from numerics.rundir import run as run_dir
 from numerics.rundir import save_checkpoint
-from numerics.training import _CHUNK_CACHE, Result, TrainConfig, init_state, train
+from numerics.training import _CHUNK_CACHE, Result, TrainConfig, diag_part, effective_params, init_state, train
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(layers=2, noise="uniform:2", n=6, d=3, batch=64, steps=20, chunk=5, select_sequences=256,
@@ -112,6 +112,28 @@ def test_resume_after_interrupt_equals_uninterrupted(tmp_path: Path) -> None:
     assert whole["adjusted_loss"] == resumed["adjusted_loss"] and whole["curve"] == resumed["curve"]
     with pytest.raises(LintfError, match="different config"):
         run_dir(TrainConfig(model="full", seeds=3, **TINY), tmp_path / "whole", progress=False)
+
+
+def test_full_trains_its_diag_part_first() -> None:
+    """A FULL run's first ``S₁`` steps move only the DIAG family (x-diagonal together, y-diagonal);
+    every other entry keeps its random start until the FULL phase, which then moves it."""
+    cfg = TrainConfig(model="full", seeds=2, **TINY)
+    s1 = cfg.phase1_steps
+    assert s1 == 13 and TrainConfig(model="full", **{**TINY, "steps": 1}).phase1_steps == 0
+    d = TINY["d"]
+    start = init_state(cfg).params
+    mid = train(cfg, stop_at=10).state.params  # 10 < S₁ steps
+    end = train(cfg).state.params
+    mask = np.eye(d + 1, dtype=bool)
+    for M0, M1, M2 in zip(start, mid, end):
+        moved, later = np.asarray(M1 - M0), np.asarray(M2 - M0)
+        assert np.all(moved[..., ~mask] == 0), "the DIAG phase moved an entry outside diag(p_x I, p_y)"
+        dg = np.diagonal(moved, axis1=-2, axis2=-1)
+        assert np.abs(dg).max() > 0 and np.ptp(dg[..., :d], axis=-1).max() < 1e-6 * np.abs(dg).max()
+        assert np.abs(later[..., ~mask]).max() > 1e-4, "the FULL phase never moved the off-DIAG entries"
+    eff = effective_params(cfg, mid, 10)
+    np.testing.assert_array_equal(np.asarray(eff.P[0]), np.asarray(models.universal(diag_part(
+        jax.tree_util.tree_map(lambda a: a[0], mid)), d)[0]))
 
 
 # --- divergence ----------------------------------------------------------------------------------
@@ -223,6 +245,7 @@ def test_two_device_sharding_matches_single_device() -> None:
     (["--model", "diag", "--layers", "2", "--steps", "0"], "steps"),
     (["--model", "diag", "--layers", "2", "--noise", "gauss:3"], "noise spec"),
     (["--model", "diag", "--layers", "2", "--out", "__FILE__/sub"], "--out"),
+    (["--model", "diag", "--layers", "2", "--diag-steps", "1"], "diag_steps"),
 ])
 def test_cli_errors_are_one_line(argv: list[str], needle: str, tmp_path: Path, capsys) -> None:
     f = tmp_path / "afile"

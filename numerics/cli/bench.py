@@ -86,14 +86,15 @@ def throughput(cfg, steps: int, reps: int = 3) -> float:  # noqa: ANN001
 def time_to_quality(cfg, target: float) -> dict:  # noqa: ANN001
     import numpy as np
 
-    from numerics.training import adjusted_losses, train
+    from numerics.training import adjusted_losses, effective_params, train
 
     spent = {"eval": 0.0, "reached": None, "loss": None}
     t0 = time.perf_counter()
 
     def check(state, res) -> bool:  # noqa: ANN001
         t = time.perf_counter()
-        m, o = adjusted_losses(cfg, state.params, stream=2, sequences=16384)
+        # the model as trained so far (a FULL model in its DIAG phase is its DIAG projection)
+        m, o = adjusted_losses(cfg, effective_params(cfg, state.params, int(state.step)), stream=2, sequences=16384)
         adj = float((m - o[None]).mean(axis=1).min())
         spent["eval"] += time.perf_counter() - t
         spent["loss"] = adj
@@ -134,12 +135,13 @@ def run(args: argparse.Namespace) -> int:
         for kind in kinds:
             cfg = TrainConfig(model=kind, layers=args.layers, noise=args.noise, steps=args.max_steps, chunk=100)
             r = time_to_quality(cfg, target)
+            phase = (f" (DIAG phase: first {cfg.phase1_steps} steps)" if cfg.phase1_steps else "")
             if r["reached"] is None:
                 print(f"time-to-quality {kind.upper()}-{args.layers} {args.noise}: target {target:.5f} ({source}) "
                       f"NOT reached in {args.max_steps} steps (last {r['loss']:.5f}, {r['total']:.0f} s)")
             else:
                 print(f"time-to-quality {kind.upper()}-{args.layers} {args.noise}: adjusted {r['loss']:.5f} <= "
                       f"{target:.5f} ({source}) after {r['step']} steps, {r['reached']:.0f} s training "
-                      f"(+{r['eval']:.0f} s evaluation)", flush=True)
+                      f"(+{r['eval']:.0f} s evaluation){phase}", flush=True)
     print("reproduce: python -m numerics.cli bench " + " ".join(shlex.quote(a) for a in sys.argv[2:]))
     return 0

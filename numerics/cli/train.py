@@ -24,6 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, default=2048, help="sequences per step (default 2048)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: per model)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 5%% of steps)")
+    p.add_argument("--diag-steps", type=int, default=None,
+                   help="FULL only: steps that train the DIAG sub-family first (default 2/3 of --steps; 0: none)")
     p.add_argument("--clip", type=float, default=1.0, help="global gradient-norm clip (default 1)")
     p.add_argument("--seed", type=int, default=0, help="master seed (init and data keys derive from it)")
     p.add_argument("--chunk", type=int, default=100, help="steps per compiled chunk / checkpoint (default 100)")
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from numerics.training import TrainConfig
 
     cfg = TrainConfig(model=args.model, layers=args.layers, noise=args.noise, heads=args.heads, seeds=args.seeds,
-                      steps=args.steps, batch=args.batch, lr=args.lr, warmup=args.warmup, clip=args.clip,
+                      steps=args.steps, batch=args.batch, lr=args.lr, warmup=args.warmup, clip=args.clip, diag_steps=args.diag_steps,
                       seed=args.seed, chunk=args.chunk, eval_sequences=args.eval_sequences, dtype=args.dtype,
                       n=args.n, d=args.d)
     out = args.out or f"runs/{cfg.model}-{cfg.layers}-{cfg.noise.replace(':', '').replace(',', '_')}-s{cfg.seed}"

@@ -86,8 +86,16 @@ def _sandwich_bwd(res: tuple[jax.Array, jax.Array], C: jax.Array) -> tuple[jax.A
 sandwich.defvjp(_sandwich_fwd, _sandwich_bwd)
 
 
-def predict_fast(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
-    r"""``ŷ = −y_{n+1}^L`` by the factored Gram pass on native parameters; ``(B,)``."""
+def predict_fast(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array,
+                 guard: bool = False) -> jax.Array | tuple[jax.Array, jax.Array]:
+    r"""``ŷ = −y_{n+1}^L`` by the factored Gram pass on native parameters; ``(B,)``.
+
+    ``guard=True`` (training) also returns ``alive (B,)`` and keeps a sequence's arrays finite, so that
+    its gradient is exactly 0 instead of NaN: a sequence whose ``E^l`` or query token leaves
+    ``|·| ≤ t`` (``t = max_float^{1/4}``, 1.4e9 in float32) is *dead* from layer ``l`` on and its
+    arrays are replaced by 0 before they enter the layer.  Below ``t`` one layer cannot overflow
+    (``T E Tᵀ`` is cubic in ``E``, with parameters ``|P|, |Q| ≲ 10²``), so every residual the reverse
+    pass multiplies by the dead sequence's zero cotangent is finite.  Alive sequences are untouched."""
     d = X.shape[-1]
     E = context_gram(X, y)
     q = jnp.concatenate([x_query, jnp.zeros_like(x_query[..., :1])], axis=-1)[..., None]  # (B, D, 1)
@@ -105,13 +113,23 @@ def predict_fast(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array)
 
         def g_of(l: int, E: jax.Array) -> jax.Array:
             return omega[l] * E
+    alive = jnp.ones(E.shape[:-2], bool)
+    t = float(jnp.finfo(E.dtype).max) ** 0.25
     for l in range(L):
+        if guard:
+            alive &= (jnp.max(jnp.abs(E), axis=(-2, -1)) <= t) & (jnp.max(jnp.abs(q), axis=(-2, -1)) <= t)
+            E = jnp.where(alive[:, None, None], E, 0)
+            q = jnp.where(alive[:, None, None], q, 0)
         T = eye + g_of(l, E)
         q = T @ q
         if l + 1 < L:
             # two batched matmuls; a three-operand einsum here was ~5x slower on XLA CPU
             E = sandwich(T, E)
-    return -q[..., -1, 0]
+    yhat = -q[..., -1, 0]
+    if guard:
+        alive &= jnp.isfinite(yhat)
+        return jnp.where(alive, yhat, 0), alive
+    return yhat
 
 
 def predict_plain(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:

@@ -16,7 +16,7 @@ Update (per seed ``s``, step ``t``; Adam with global-norm clipping, warm-up + co
 symbol     meaning / config field
 =========  ==========================================================================
 ``η``      peak learning rate ``lr`` (default per model: :data:`DEFAULT_LR`)
-``t_w``    warm-up steps ``warmup`` (default 5 % of ``steps``)
+``t_w``    warm-up steps ``warmup`` (default 5 % of ``steps``, at least ``WARMUP_MIN``, at most half)
 ``N``      ``steps``; ``c`` = ``clip`` (global gradient norm)
 ``ρ_s``    per-seed rollback factor, halved each time seed ``s`` diverges
 =========  ==========================================================================
@@ -35,9 +35,11 @@ Choices, each a departure from the paper's recipe (Adam, constant ``1e-4``, 200 
 * **Divergence guard** (:func:`train`): a step whose loss or gradient is non-finite, or whose
   batch-median per-sequence loss exceeds ``explode × d/2`` (``d/2`` is the mean loss of ``ŷ = 0``;
   the median, so that one heavy-tailed sequence of a healthy deep model does not count, while
-  exploding parameters move every sequence), is skipped.  ``MAX_SKIPS`` consecutive skips, or
-  non-finite / exploding parameters at the chunk's end (checked on its last batch), mark the seed
-  as diverged: the host rolls every seed back to the chunk's start, halves ``ρ_s`` of each
+  exploding parameters move every sequence), is skipped.  A deep model is a degree-``3^L``
+  polynomial of the data, so one sequence of 2048 can overflow float32 (a non-finite loss with a
+  sane median): such a step is skipped but is not a sign of divergence.  ``MAX_SKIPS`` consecutive
+  exploding medians, more than half the chunk's steps skipped, or non-finite / exploding
+  parameters at the chunk's end (checked on its last batch), mark the seed as diverged: the host rolls every seed back to the chunk's start, halves ``ρ_s`` of each
   diverged seed and re-runs the chunk; deterministic, since the retry sees the same data.
   Nothing non-finite is checkpointed or saved.
 * **Seeds** share the data stream and differ in initialisation; the best is chosen by the
@@ -85,11 +87,13 @@ from .models import Diag, Full, check_kind, init
 #: Peak learning rates (chosen by short sweeps at ``uniform:5``, ``L = 7``; FULL's is that of its phase after
 #: the DIAG start, ``benchmarks/full_phase_lr.py``, and the paper's rate).
 DEFAULT_LR = {"full": 1e-4, "diag": 1e-2, "gdpp": 1e-2}
+#: Fewest warm-up steps of a phase (``default_warmup``): DIAG-7 at 1e-2 skipped 3 steps in its first 100 with a
+#: 150-step warm-up, and a FULL-7 DIAG phase with a 100-step warm-up diverged at step 100 (31 rollbacks).
+WARMUP_MIN = 150
 #: FULL only: the share of ``steps`` that trains the DIAG sub-family first (``diag_steps`` overrides it).
 DIAG_FRACTION = 2 / 3
 _DTYPES = {"float32": jnp.float32, "float64": jnp.float64}
-#: A seed is declared diverged when this many consecutive steps are skipped (isolated skips are rare
-#: heavy-tailed batches: a deep model is a degree-3^L polynomial of the data, and one sequence can overflow).
+#: A seed is declared diverged when this many consecutive steps have an exploding batch median.
 MAX_SKIPS = 3
 
 
@@ -161,8 +165,8 @@ class TrainConfig:
 
     @property
     def warmup_steps(self) -> int:
-        """Warm-up of the (last) phase: ``warmup`` or 5 % of its steps."""
-        return int(self.warmup if self.warmup is not None else max(1, (self.steps - self.phase1_steps) // 20))
+        """Warm-up of the (last) phase: ``warmup``, else :func:`default_warmup` of its length."""
+        return int(self.warmup if self.warmup is not None else default_warmup(self.steps - self.phase1_steps))
 
     @property
     def jdtype(self) -> Any:
@@ -183,6 +187,12 @@ def optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(cfg.clip), optax.scale_by_adam())
 
 
+def default_warmup(steps: int) -> int:
+    """5 % of a phase's ``steps`` but at least :data:`WARMUP_MIN` (at most half the phase): deep models
+    need ~150 gentle Adam steps whatever the run's length."""
+    return max(1, min(max(WARMUP_MIN, steps // 20), steps // 2))
+
+
 def _warm_cosine(t: jax.Array, peak: float, warmup: int, steps: int) -> jax.Array:
     warm = jnp.minimum(1.0, (t + 1.0) / warmup)
     cos = 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.minimum(t, steps) / steps))
@@ -197,7 +207,7 @@ def lr_at(cfg: TrainConfig, step: jax.Array) -> jax.Array:
     last = _warm_cosine(t - s1, cfg.peak_lr, cfg.warmup_steps, cfg.steps - s1)
     if not s1:
         return last
-    first = _warm_cosine(t, DEFAULT_LR["diag"], max(1, s1 // 20), s1)
+    first = _warm_cosine(t, DEFAULT_LR["diag"], default_warmup(s1), s1)
     return jnp.where(t < s1, first, last)
 
 
@@ -259,14 +269,20 @@ def effective_params(cfg: TrainConfig, params: Any, step: int) -> Any:
 
 
 def loss_fn(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False) -> tuple[jax.Array, jax.Array]:
-    """``½ mean (y_t − ŷ)²`` over the batch and, as auxiliary output, the batch *median* of
-    ``½ (y_t − ŷ)²`` (the divergence guard's statistic).  ``forward="plain"``: the literal token pass.
+    """``½ mean (y_t − ŷ)²`` over the batch's *alive* sequences (``predict_fast(guard=True)``: a sequence
+    whose pass leaves the float range is dropped, with gradient exactly 0) and, as auxiliary output, the
+    batch *median* of ``½ (y_t − ŷ)²`` with dead sequences counted as ``+∞`` (the divergence guard's statistic).  ``forward="plain"``: the literal token pass.
     ``diag_phase`` (FULL only, a traced bool): evaluate the DIAG projection :func:`diag_part` instead."""
-    f = predict_fast if forward == "fast" else predict_plain
+    if forward == "fast":
+        f = lambda p, X, y, xq: predict_fast(p, X, y, xq, guard=True)  # noqa: E731
+    else:
+        f = lambda p, X, y, xq: (predict_plain(p, X, y, xq), jnp.ones(X.shape[0], bool))  # noqa: E731
 
-    def stats(yhat: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def stats(out: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        yhat, alive = out
         sq = 0.5 * (yhat - b.y_query) ** 2
-        return jnp.mean(sq), jnp.nanmedian(sq)
+        mean = jnp.sum(jnp.where(alive, sq, 0)) / jnp.sum(alive)  # NaN if every sequence is dead
+        return mean, jnp.nanmedian(jnp.where(alive, sq, jnp.inf))  # a dead sequence counts as exploding
 
     if isinstance(params, Full) and diag_phase is not False:
         return jax.lax.cond(diag_phase, lambda p: stats(f(diag_part(p), b.X, b.y, b.x_query)),
@@ -288,30 +304,34 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         new_params = jax.tree_util.tree_map(lambda p, u: p - (lr * rho).astype(p.dtype) * u, params, updates)
         finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
         finite &= jnp.all(jnp.asarray([jnp.all(jnp.isfinite(p)) for p in jax.tree_util.tree_leaves(new_params)]))
-        good = finite & (med < limit)
+        sane = jnp.isfinite(med) & (med < limit)  # the batch's typical sequence is fine at these parameters
+        good = finite & sane
         keep = lambda new, old: jax.tree_util.tree_map(lambda a, c: jnp.where(good, a, c), new, old)  # noqa: E731
-        return keep(new_params, params), keep(new_opt, opt_state), good, jnp.where(good, loss, jnp.nan)
+        return keep(new_params, params), keep(new_opt, opt_state), good, ~sane, jnp.where(good, loss, jnp.nan)
 
     def body(carry, seed):
-        state, run_bad, worst = carry
+        state, run_bad, worst, skips = carry
         b = draw(cfg, data_key(seed, 1, state.step), cfg.batch, sharding)
         lr = lr_at(cfg, state.step)
-        params, opt_state, good, loss = jax.vmap(seed_step, in_axes=(0, 0, 0, None, None, None))(
+        params, opt_state, good, boom, loss = jax.vmap(seed_step, in_axes=(0, 0, 0, None, None, None))(
             state.params, state.opt_state, state.rho, lr, b, phase(state.step))
-        run_bad = jnp.where(good, 0, run_bad + 1)
-        return (TrainState(params, opt_state, state.rho, state.step + 1), run_bad, jnp.maximum(worst, run_bad)), loss
+        run_bad = jnp.where(boom, run_bad + 1, 0)
+        carry = (TrainState(params, opt_state, state.rho, state.step + 1), run_bad, jnp.maximum(worst, run_bad),
+                 skips + (~good).astype(jnp.int32))
+        return carry, loss
 
     @jax.jit
     def run(state: TrainState, seed: jax.Array):
         zero = jnp.zeros(state.rho.shape, jnp.int32)
         seeds = jnp.broadcast_to(seed, (length,))
-        (state, _, worst), losses = jax.lax.scan(body, (state, zero, zero), seeds)
+        (state, _, worst, skips), losses = jax.lax.scan(body, (state, zero, zero, zero), seeds)
         # the chunk's last update is verified too (finite parameters, bounded median loss on the last batch)
         b = draw(cfg, data_key(seed, 1, state.step - 1), cfg.batch, sharding)
         _, med = jax.vmap(loss_fn, in_axes=(0, None, None, None))(state.params, b, cfg.forward, phase(state.step - 1))
         finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(p).reshape(p.shape[0], -1), axis=1)
                                     for p in jax.tree_util.tree_leaves(state.params)]), axis=0)
-        return state, (worst < MAX_SKIPS) & finite & (med < limit), losses
+        ok = (worst < MAX_SKIPS) & (2 * skips <= length) & finite & (med < limit)
+        return state, ok, losses
 
     return run
 

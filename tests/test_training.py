@@ -85,6 +85,27 @@ def test_flat_normal_draw_equals_shaped_draw() -> None:
         np.testing.assert_array_equal(np.asarray(normal(k, (8, 6, 3), dt)), np.asarray(jax.random.normal(k, (8, 6, 3), dt)))
 
 
+@pytest.mark.parametrize("kind", ["full", "diag"])
+def test_guard_drops_an_overflowing_sequence_with_zero_gradient(kind: str) -> None:
+    """A sequence whose pass overflows float32 is dead: the training loss and gradient equal those of
+    the batch without it, and stay finite (unguarded, one such sequence makes the gradient NaN)."""
+    from numerics.training import loss_fn
+
+    b = sample(jax.random.PRNGKey(3), "uniform:1", 16, 6, 3, jnp.float32)
+    bad = b._replace(X=b.X.at[0].multiply(1e5))  # E^0 ~ 1e10·|E|: past max_float^(1/4) = 1.4e9
+    clean = jax.tree_util.tree_map(lambda a: a[1:], b)
+    params = models.init(kind, jax.random.PRNGKey(0), 4, 3, 1, 0.05, jnp.float32)
+    (l_bad, med_bad), g_bad = jax.value_and_grad(loss_fn, has_aux=True)(params, bad)
+    (l_ok, _), g_ok = jax.value_and_grad(loss_fn, has_aux=True)(params, clean)
+    yhat, alive = predict_fast(params, bad.X, bad.y, bad.x_query, guard=True)
+    assert not bool(alive[0]) and bool(jnp.all(alive[1:]))
+    assert not np.isfinite(float(predict_fast(params, bad.X, bad.y, bad.x_query)[0]))  # it does overflow
+    np.testing.assert_allclose(float(l_bad), float(l_ok), rtol=1e-6)
+    for a, c in zip(jax.tree_util.tree_leaves(g_bad), jax.tree_util.tree_leaves(g_ok)):
+        assert np.all(np.isfinite(np.asarray(a)))
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-5, atol=1e-6)
+
+
 # --- determinism and resume ----------------------------------------------------------------------
 def test_same_seed_same_numbers_other_seed_differs() -> None:
     cfg = TrainConfig(model="full", seeds=2, **TINY)

@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=3000, help="training steps (default 3000)")
     p.add_argument("--batch", type=int, default=2048, help="sequences per step (default 2048)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: per model)")
-    p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 5%% of steps)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up steps of the (last) phase (default 5%% of it, at least 150, at most half)")
     p.add_argument("--diag-steps", type=int, default=None,
                    help="FULL only: steps that train the DIAG sub-family first (default 2/3 of --steps; 0: none)")
     p.add_argument("--clip", type=float, default=1.0, help="global gradient-norm clip (default 1)")

@@ -73,9 +73,10 @@ class Noise:
             return float(v[0] ** 2 / 3)
         return float(np.mean(v**2))
 
-    def sample_sigma(self, key: jax.Array, batch: int, dtype=jnp.float32) -> jax.Array:
-        """Draw ``σ_τ`` for ``batch`` sequences."""
-        v = jnp.asarray(self.values, dtype=dtype)
+    def sample_sigma(self, key: jax.Array, batch: int, dtype=jnp.float32, values: jax.Array | None = None) -> jax.Array:
+        """Draw ``σ_τ`` for ``batch`` sequences.  ``values`` (traced, same length) replaces ``self.values``,
+        so one compiled program serves every setting of a kind (the same numbers as the constants)."""
+        v = jnp.asarray(self.values if values is None else values, dtype=dtype)
         if self.kind == "fixed":
             return jnp.full((batch,), v[0], dtype=dtype)
         if self.kind == "uniform":

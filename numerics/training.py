@@ -224,14 +224,22 @@ def data_key(seed: jax.Array | int, stream: int, index: jax.Array | int) -> jax.
 
 
 def _static(cfg: TrainConfig) -> TrainConfig:
-    """The config with the seed zeroed: compiled programs are cached on it and take the seed as an argument."""
-    return replace(cfg, seed=0)
+    """The config with the seed and the noise levels zeroed: compiled programs are cached on it and take
+    the seed and :func:`noise_values` as arguments (one compile serves ``uniform:0`` … ``uniform:7``)."""
+    nz = Noise.parse(cfg.noise)
+    return replace(cfg, seed=0, noise=str(Noise(nz.kind, tuple(0.0 for _ in nz.values))))
 
 
-def draw(cfg: TrainConfig, key: jax.Array, batch: int, sharding: Any = None) -> Any:
-    """A batch from the config's noise distribution (float ``cfg.dtype``), sharded over the batch axis."""
+def noise_values(cfg: TrainConfig) -> jax.Array:
+    """The noise levels of ``cfg.noise``, the traced argument of the compiled programs."""
+    return jnp.asarray(Noise.parse(cfg.noise).values, cfg.jdtype)
+
+
+def draw(cfg: TrainConfig, key: jax.Array, batch: int, sharding: Any = None, values: jax.Array | None = None) -> Any:
+    """A batch from the config's noise distribution (float ``cfg.dtype``), sharded over the batch axis;
+    ``values`` overrides the levels of ``cfg.noise`` (same kind and count)."""
     ks, kd = jax.random.split(key)
-    sigma = Noise.parse(cfg.noise).sample_sigma(ks, batch, cfg.jdtype)
+    sigma = Noise.parse(cfg.noise).sample_sigma(ks, batch, cfg.jdtype, values)
     b = sample_with_sigma(kd, sigma, cfg.n, cfg.d, cfg.jdtype)
     if sharding is not None:
         b = jax.tree_util.tree_map(lambda a: jax.lax.with_sharding_constraint(a, sharding(a.ndim)), b)
@@ -309,9 +317,10 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         keep = lambda new, old: jax.tree_util.tree_map(lambda a, c: jnp.where(good, a, c), new, old)  # noqa: E731
         return keep(new_params, params), keep(new_opt, opt_state), good, ~sane, jnp.where(good, loss, jnp.nan)
 
-    def body(carry, seed):
+    def body(carry, xs):
+        seed, values = xs
         state, run_bad, worst, skips = carry
-        b = draw(cfg, data_key(seed, 1, state.step), cfg.batch, sharding)
+        b = draw(cfg, data_key(seed, 1, state.step), cfg.batch, sharding, values)
         lr = lr_at(cfg, state.step)
         params, opt_state, good, boom, loss = jax.vmap(seed_step, in_axes=(0, 0, 0, None, None, None))(
             state.params, state.opt_state, state.rho, lr, b, phase(state.step))
@@ -321,12 +330,12 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         return carry, loss
 
     @jax.jit
-    def run(state: TrainState, seed: jax.Array):
+    def run(state: TrainState, seed: jax.Array, values: jax.Array):
         zero = jnp.zeros(state.rho.shape, jnp.int32)
-        seeds = jnp.broadcast_to(seed, (length,))
-        (state, _, worst, skips), losses = jax.lax.scan(body, (state, zero, zero, zero), seeds)
+        xs = (jnp.broadcast_to(seed, (length,)), jnp.broadcast_to(values, (length, *values.shape)))
+        (state, _, worst, skips), losses = jax.lax.scan(body, (state, zero, zero, zero), xs)
         # the chunk's last update is verified too (finite parameters, bounded median loss on the last batch)
-        b = draw(cfg, data_key(seed, 1, state.step - 1), cfg.batch, sharding)
+        b = draw(cfg, data_key(seed, 1, state.step - 1), cfg.batch, sharding, values)
         _, med = jax.vmap(loss_fn, in_axes=(0, None, None, None))(state.params, b, cfg.forward, phase(state.step - 1))
         finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(p).reshape(p.shape[0], -1), axis=1)
                                     for p in jax.tree_util.tree_leaves(state.params)]), axis=0)
@@ -354,7 +363,7 @@ def adjusted_losses(cfg: TrainConfig, params: Any, stream: int, sequences: int,
     model, oracle = [], []
     for i in range(0, sequences, chunk):
         m = min(chunk, sequences - i)
-        a, o = _eval_jit(_static(cfg), m)(params, data_key(cfg.seed, stream, i // chunk))
+        a, o = _eval_jit(_static(cfg), m)(params, data_key(cfg.seed, stream, i // chunk), noise_values(cfg))
         model.append(np.asarray(a, np.float64))
         oracle.append(np.asarray(o, np.float64))
     return np.concatenate(model, axis=1), np.concatenate(oracle)
@@ -365,8 +374,8 @@ _EVAL_CACHE: dict = {}
 
 def _eval_jit(cfg: TrainConfig, m: int) -> Callable:
     if (cfg, m) not in _EVAL_CACHE:
-        def f(params, key):
-            b = draw(cfg, key, m)
+        def f(params, key, values):
+            b = draw(cfg, key, m, None, values)
             Sigma = jnp.einsum("bnd,bne->bde", b.X, b.X)
             alpha = jnp.einsum("bnd,bn->bd", b.X, b.y)
             eye = jnp.eye(cfg.d, dtype=Sigma.dtype)
@@ -418,7 +427,8 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
     while int(res.state.step) < end:
         step = int(res.state.step)
         length = min(cfg.chunk, end - step)
-        new, ok, losses = _chunk_fn(cfg, length, devices)(res.state, jnp.asarray(cfg.seed, jnp.int32))
+        new, ok, losses = _chunk_fn(cfg, length, devices)(res.state, jnp.asarray(cfg.seed, jnp.int32),
+                                                        noise_values(cfg))
         ok = np.asarray(ok)
         if not ok.all():
             bad = np.flatnonzero(~ok)

@@ -205,9 +205,9 @@ def test_one_bad_batch_is_skipped_in_step(monkeypatch) -> None:
     def key_with_index(seed, stream, index):
         return real_key(seed, stream, index), jnp.asarray(stream == 1) & (jnp.asarray(index) == bad_step)
 
-    def draw(cfg, key, batch, sharding=None):
+    def draw(cfg, key, batch, sharding=None, values=None):
         k, poison = key
-        b = real_draw(cfg, k, batch, sharding)
+        b = real_draw(cfg, k, batch, sharding, values)
         return b._replace(y=jnp.where(poison, jnp.nan, b.y))
 
     monkeypatch.setattr(tr, "data_key", key_with_index)

@@ -51,14 +51,14 @@ def matmul_gflops(size: int = 1024, reps: int = 20) -> float:
 
 def step_flops(cfg) -> float | None:  # noqa: ANN001
     """XLA's flop count of one training step (one-step chunk, all seeds)."""
-    from numerics.training import _chunk_fn, init_state
+    from numerics.training import _chunk_fn, init_state, noise_values
 
     import jax
     import jax.numpy as jnp
 
     fn = _chunk_fn(cfg, 1, tuple(jax.devices()))
     try:
-        ca = fn.lower(init_state(cfg), jnp.asarray(0, jnp.int32)).compile().cost_analysis()
+        ca = fn.lower(init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg)).compile().cost_analysis()
     except Exception:  # noqa: BLE001 - cost analysis is optional in XLA backends
         return None
     ca = ca[0] if isinstance(ca, (list, tuple)) else ca
@@ -70,15 +70,15 @@ def throughput(cfg, steps: int, reps: int = 3) -> float:  # noqa: ANN001
     import jax
     import jax.numpy as jnp
 
-    from numerics.training import _chunk_fn, init_state
+    from numerics.training import _chunk_fn, init_state, noise_values
 
     fn = _chunk_fn(cfg, steps, tuple(jax.devices()))
-    state, seed = init_state(cfg), jnp.asarray(0, jnp.int32)
-    jax.block_until_ready(fn(state, seed))
+    state, seed, values = init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg)
+    jax.block_until_ready(fn(state, seed, values))
     best = float("inf")
     for _ in range(reps):  # best of reps: the machine is shared, the minimum is the least disturbed
         t = time.perf_counter()
-        jax.block_until_ready(fn(state, seed))
+        jax.block_until_ready(fn(state, seed, values))
         best = min(best, time.perf_counter() - t)
     return steps / best
 

@@ -69,7 +69,7 @@ def test_one_layer_fit_is_the_closed_form_step_and_four_layers_reach_a_low_loss(
         held = float(jnp.mean(0.5 * (predict(P, Q, b.X, b.y, b.x_query) - b.y_query) ** 2))
     losses = [l for l, _ in fit.path]
     assert all(b2 < a2 for a2, b2 in zip(losses, losses[1:]))  # deeper is better
-    assert held < 1e-3 and fit.loss < 1e-3, (held, fit.loss)
+    assert held < 5e-4 and fit.loss < 5e-4, (held, fit.loss)
 
 
 def test_init_spectral_is_gdpp_only() -> None:

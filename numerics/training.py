@@ -57,12 +57,14 @@ Choices, each a departure from the paper's recipe (Adam, constant ``1e-4``, 200 
   factor ``ρ_0`` is 0, so Adam never moves it; seeds ``1..K−1`` refine it with Adam as configured.
   The best-seed selection (on held-out sequences) therefore keeps the better of the fit and its
   Adam refinements.  Near the fit the gradients (``~1e-13``) are far below Adam's ``ε = 1e-8``, so
-  Adam's step is ``≈ η g/ε``: a small gradient step that does not wreck the fit.  Measured at
-  ``L = 7``, ``fixed:0``, float64, 300 steps (``/tmp`` runs, branch gdpp-spectral): eval loss of the
-  frozen fit ``3.31e-14``, after Adam with ``lr`` = ``1e-2`` (default) / ``1e-5`` / ``1e-7``:
-  ``3.14e-14`` / ``3.30e-14`` / ``3.31e-14``.  Prefer ``dtype="float64"``: in float32 rounding, not
-  the fit, sets the loss (same fit, 1 step, float32: loss ``1.37e-12``, oracle ``1.15e-12``, adjusted
-  ``2.2e-13``).  On resume the fit is not recomputed (the checkpoint holds the state).
+  Adam's step is ``≈ η g/ε``: a small gradient step that does not wreck the fit, but cannot improve
+  it much either.  Measured at ``L = 7``, ``fixed:0``, float64, 100 000 eval sequences:
+  ``lintf train ... --init spectral --dtype float64 --seeds 2 --steps 200`` gave ``6.87e-15`` for the
+  frozen fit and ``7.05e-15`` after 200 Adam steps at the default ``lr`` (the selection kept the fit);
+  an earlier fit (proposal without the ``c = 2`` component), 300 steps at ``lr`` = ``1e-2`` / ``1e-5`` /
+  ``1e-7``: ``3.31e-14`` → ``3.14e-14`` / ``3.30e-14`` / ``3.31e-14``.  Prefer ``dtype="float64"``:
+  in float32 rounding, not the fit, sets the loss (the earlier fit, 1 step, float32: loss
+  ``1.37e-12``, oracle ``1.15e-12``, adjusted ``2.2e-13``).  On resume the fit is not recomputed (the checkpoint holds the state).
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({k: v for k, v in metrics.items() if k != "curve"}, indent=2))
     else:
-        print(f"{cfg.model.upper()}-{cfg.layers} {cfg.noise}: adjusted loss {metrics['adjusted_loss']:.5f} "
-              f"± {metrics['se']:.5f} (best of {cfg.seeds} seeds, {metrics['eval_sequences']} sequences, "
+        print(f"{cfg.model.upper()}-{cfg.layers} {cfg.noise}: adjusted loss {metrics['adjusted_loss']:.5g} "
+              f"± {metrics['se']:.2g} (best of {cfg.seeds} seeds, {metrics['eval_sequences']} sequences, "
               f"{metrics['steps_per_s']:.1f} steps/s) -> {out}")
     return 0

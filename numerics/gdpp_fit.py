@@ -62,7 +62,8 @@ from .models import Gdpp
 #: small up to ~100 but blew up on ``μ_max ∈ (100, 150]`` (``P(μ_max > 100) ≈ 1.6e-6``), which gave
 #: importance-sampled losses up to ``1e114`` (benchmarks/gdpp_spectral_fit.py, before this component).
 PROPOSAL = ((0.4, 1.0, 1.0), (0.2, 0.7, 1.0), (0.15, 0.45, 1.0), (0.15, 1.0, 1.35), (0.1, 1.0, 2.0))
-#: Sequences whose spectra the fit uses (about 4 s to draw; thinned to a few 10⁴ points).
+#: Sequences whose spectra the fit uses (~3 s to draw; thinned to ~27 000 points).  The ``L = 7`` fit
+#: (continuation from ``L = 1``) took 64–214 s on 2 shared cores, depending on load.
 FIT_SEQUENCES = 200_000
 #: Thinning strata by rank fraction of the sorted eigenvalues: (lo, hi, keep every k-th).
 STRATA = ((0.0, 0.004, 1), (0.004, 0.05, 20), (0.05, 0.97, 250), (0.97, 0.998, 20), (0.998, 1.0, 1))

@@ -61,3 +61,7 @@ from ._variants import quadratic_ffn as quadratic_ffn
 from ._variants import query_step as query_step
 from ._variants import shared_tuple as shared_tuple
 from ._variants import weighted_layer_forward as weighted_layer_forward
+from ._gdpp_spectral import derive_gdpp_spectral as derive_gdpp_spectral
+from ._gdpp_spectral import gdpp_spectral_loss_rule as gdpp_spectral_loss_rule
+from ._gdpp_spectral import gdpp_spectral_residual_rule as gdpp_spectral_residual_rule
+from ._gdpp_spectral import gdpp_spectral_rule as gdpp_spectral_rule

@@ -5,6 +5,11 @@ Example (DIAG, 7 layers, σ ~ U(0,5), 3 seeds in one compiled program)::
     python -m numerics.cli train --model diag --layers 7 --noise uniform:5 --seeds 3 --out runs/diag7
 
 Rerunning the same command after an interruption resumes from the last checkpoint.
+
+GD++ at ``fixed:0`` from the spectral fit (seed 0 = the fit, kept unless Adam improves on it)::
+
+    python -m numerics.cli train --model gdpp --layers 7 --noise fixed:0 --init spectral --dtype float64 \
+        --steps 1 --no-baselines --out runs/gdpp7-spectral
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="float32", help="float32 (default) or float64")
     p.add_argument("--n", type=int, default=20, help="context length n (default 20)")
     p.add_argument("--d", type=int, default=10, help="input dimension d (default 10)")
+    p.add_argument("--init", default="random", help="random (default) or spectral: GD++ only, start from the "
+                   "exact spectral fit (numerics.gdpp_fit); seed 0 stays the fit, seeds 1.. refine it with Adam")
     p.add_argument("--out", default=None, help="run directory (default runs/MODEL-L-NOISE-sSEED)")
     p.add_argument("--no-baselines", action="store_true", help="skip the baselines table in metrics.json")
     p.add_argument("--json", action="store_true", help="print metrics as JSON, no progress bar")
@@ -49,14 +56,14 @@ def run(args: argparse.Namespace) -> int:
     cfg = TrainConfig(model=args.model, layers=args.layers, noise=args.noise, heads=args.heads, seeds=args.seeds,
                       steps=args.steps, batch=args.batch, lr=args.lr, warmup=args.warmup, clip=args.clip, diag_steps=args.diag_steps,
                       seed=args.seed, chunk=args.chunk, eval_sequences=args.eval_sequences, dtype=args.dtype,
-                      n=args.n, d=args.d)
+                      n=args.n, d=args.d, init=args.init)
     out = args.out or f"runs/{cfg.model}-{cfg.layers}-{cfg.noise.replace(':', '').replace(',', '_')}-s{cfg.seed}"
     metrics = run_dir(cfg, out, progress=not args.json and sys.stderr.isatty(), baselines=not args.no_baselines)
     assert metrics is not None
     if args.json:
         print(json.dumps({k: v for k, v in metrics.items() if k != "curve"}, indent=2))
     else:
-        print(f"{cfg.model.upper()}-{cfg.layers} {cfg.noise}: adjusted loss {metrics['adjusted_loss']:.5f} "
-              f"± {metrics['se']:.5f} (best of {cfg.seeds} seeds, {metrics['eval_sequences']} sequences, "
+        print(f"{cfg.model.upper()}-{cfg.layers} {cfg.noise}: adjusted loss {metrics['adjusted_loss']:.5g} "
+              f"± {metrics['se']:.2g} (best of {cfg.seeds} seeds, {metrics['eval_sequences']} sequences, "
               f"{metrics['steps_per_s']:.1f} steps/s) -> {out}")
     return 0

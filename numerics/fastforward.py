@@ -91,11 +91,11 @@ def predict_fast(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array,
     r"""``ŷ = −y_{n+1}^L`` by the factored Gram pass on native parameters; ``(B,)``.
 
     ``guard=True`` (training) also returns ``alive (B,)`` and keeps a sequence's arrays finite, so that
-    its gradient is exactly 0 instead of NaN: a sequence whose ``E^l`` or query token leaves
-    ``|·| ≤ t`` (``t = max_float^{1/4}``, 1.4e9 in float32) is *dead* from layer ``l`` on and its
-    arrays are replaced by 0 before they enter the layer.  Below ``t`` one layer cannot overflow
-    (``T E Tᵀ`` is cubic in ``E``, with parameters ``|P|, |Q| ≲ 10²``), so every residual the reverse
-    pass multiplies by the dead sequence's zero cotangent is finite.  Alive sequences are untouched."""
+    its gradient is exactly 0 instead of NaN: a sequence whose ``tr E^l`` or ``‖q^l‖`` exceeds
+    ``t = max_float^{1/4}`` (1.4e9 in float32) is *dead* from layer ``l`` on: its ``G^l`` is set to 0,
+    so its arrays stop changing.  Below ``t`` one layer cannot overflow (``T E Tᵀ`` is cubic in ``E``,
+    with parameters ``|P|, |Q| ≲ 10²``), so every residual the reverse pass multiplies by the dead
+    sequence's zero cotangent (the loss masks it) is finite.  Alive sequences are untouched."""
     d = X.shape[-1]
     E = context_gram(X, y)
     q = jnp.concatenate([x_query, jnp.zeros_like(x_query[..., :1])], axis=-1)[..., None]  # (B, D, 1)
@@ -116,11 +116,13 @@ def predict_fast(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array,
     alive = jnp.ones(E.shape[:-2], bool)
     t = float(jnp.finfo(E.dtype).max) ** 0.25
     for l in range(L):
+        G = g_of(l, E)
         if guard:
-            alive &= (jnp.max(jnp.abs(E), axis=(-2, -1)) <= t) & (jnp.max(jnp.abs(q), axis=(-2, -1)) <= t)
-            E = jnp.where(alive[:, None, None], E, 0)
-            q = jnp.where(alive[:, None, None], q, 0)
-        T = eye + g_of(l, E)
+            # E is a Gram matrix (PSD): every entry is at most its trace.  A dead sequence gets G = 0, so T = I
+            # and its arrays stay as they were (finite, below t); its zero cotangent then meets finite residuals.
+            alive &= (jnp.trace(E, axis1=-2, axis2=-1) <= t) & (jnp.sum(q * q, axis=(-2, -1)) <= t * t)
+            G = jnp.where(alive[:, None, None], G, 0)
+        T = eye + G
         q = T @ q
         if l + 1 < L:
             # two batched matmuls; a three-operand einsum here was ~5x slower on XLA CPU

@@ -118,7 +118,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"devices: {jax.devices()}; dense matmul 1024x1024 float32: {matmul_gflops():.1f} GFLOP/s")
     for kind in kinds:
         for forward in ("fast",) if args.no_plain else ("fast", "plain"):
-            cfg = TrainConfig(model=kind, layers=args.layers, batch=args.batch, steps=10**6, forward=forward)
+            # FULL's own phase (diag_steps=0): its DIAG phase runs the DIAG program (the DIAG line)
+            cfg = TrainConfig(model=kind, layers=args.layers, batch=args.batch, steps=10**6, forward=forward,
+                              diag_steps=0 if kind == "full" else None)
             rate = throughput(cfg, args.steps)
             flops = step_flops(cfg)
             gf = f"{rate * flops / 1e9:.1f} GFLOP/s ({flops / 1e6:.0f} MFLOP/step)" if flops else "flops n/a"

@@ -78,6 +78,9 @@ class Budget:
     batch: int | None = None
     chunk: int | None = None
     beyond_depths: tuple[int, ...] = (8, 9, 10, 11, 12)
+    #: GD++ cells at σ_max = 0 start from the spectral fit (``TrainConfig.init="spectral"``): the
+    #: exact expected loss of GD++ minimised on Wishart spectra, then Adam (seed 0 frozen at the fit).
+    gdpp_spectral: bool = True
     n: int = 20
     d: int = 10
 
@@ -267,7 +270,10 @@ def _json(v: Any) -> Any:
 def train_config(cell: Cell, budget: Budget) -> Any:
     from numerics.training import TrainConfig
 
-    return TrainConfig(model=cell.model, layers=cell.layers, noise=cell.noise, **budget.train_kwargs())
+    kw = budget.train_kwargs()
+    if budget.gdpp_spectral and cell.model == "gdpp" and Noise.parse(cell.noise).sigma_max == 0:
+        kw["init"] = "spectral"
+    return TrainConfig(model=cell.model, layers=cell.layers, noise=cell.noise, **kw)
 
 
 def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:

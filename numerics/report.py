@@ -391,8 +391,11 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         f"{', '.join(map(str, budget.depths))}, noise {', '.join(budget.noises)}; beyond the paper: DIAG/FULL at depths "
         f"{', '.join(map(str, budget.beyond_depths)) or 'none (up to 7 only; the paper budget has 8-12)'}.",
         f"- Training: {steps} steps, batch {budget.batch or 'default'}, best of {budget.seeds} seeds "
-        "(`numerics.training.TrainConfig` recipe: warm-up + cosine Adam, clipping, divergence guard), n = "
-        f"{budget.n}, d = {budget.d}.",
+        "(`numerics.training.TrainConfig` recipe: warm-up + cosine Adam, clipping, divergence guard; FULL trains its "
+        "DIAG sub-family for the first 2/3 of the steps"
+        + ("; GD++ at σ_max = 0 starts from the spectral fit of `numerics.gdpp_fit`, `--init spectral`, seed 0 frozen "
+           "at the fit, where the paper trains GD++ with Adam alone" if budget.gdpp_spectral else "")
+        + f"), n = {budget.n}, d = {budget.d}.",
         f"- Evaluation: {budget.eval_sequences} fresh float64 sequences per cell, the same sequences as the baselines "
         f"(tuned on {budget.tune_sequences} others), so every difference is paired; profiles: {budget.profile_points} "
         f"σ values × {budget.profile_sequences} sequences.",

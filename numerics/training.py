@@ -36,11 +36,14 @@ Choices, each a departure from the paper's recipe (Adam, constant ``1e-4``, 200 
   batch-median per-sequence loss exceeds ``explode × d/2`` (``d/2`` is the mean loss of ``ŷ = 0``;
   the median, so that one heavy-tailed sequence of a healthy deep model does not count, while
   exploding parameters move every sequence), is skipped.  A deep model is a degree-``3^L``
-  polynomial of the data, so one sequence of 2048 can overflow float32 (a non-finite loss with a
-  sane median): such a step is skipped but is not a sign of divergence.  ``MAX_SKIPS`` consecutive
-  exploding medians, more than half the chunk's steps skipped, or non-finite / exploding
-  parameters at the chunk's end (checked on its last batch), mark the seed as diverged: the host rolls every seed back to the chunk's start, halves ``ρ_s`` of each
-  diverged seed and re-runs the chunk; deterministic, since the retry sees the same data.
+  polynomial of the data, so one sequence of 2048 can overflow float32: the guarded pass
+  (:func:`numerics.fastforward.predict_fast` with ``guard=True``) drops such a sequence from the
+  loss with an exactly zero gradient and counts it as ``+∞`` in the median, so it neither NaNs the
+  step nor counts as divergence.  ``MAX_SKIPS`` consecutive exploding medians, more than half the
+  chunk's steps skipped, or non-finite / exploding parameters at the chunk's end (checked on its
+  last batch), mark the seed as diverged: the host rolls every seed back to the chunk's start,
+  halves ``ρ_s`` of each diverged seed and re-runs the chunk; deterministic, since the retry sees
+  the same data.
   Nothing non-finite is checkpointed or saved.
 * **Seeds** share the data stream and differ in initialisation; the best is chosen by the
   adjusted loss on a held-out selection set (a key stream disjoint from training and final eval).

@@ -184,3 +184,14 @@ def test_cli_real_training_test_budget(tmp_path, capsys):
     assert len(first["trained"]) == 4 and "table1.csv" in first["files"]
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["trained"] == []
+
+
+def test_gdpp_cells_at_sigma_zero_start_from_the_spectral_fit() -> None:
+    """Only GD++ at σ_max = 0 uses ``init="spectral"``; every other cell keeps the random start."""
+    from numerics.experiments import Cell, get_budget, train_config
+
+    b = get_budget("quick")
+    assert train_config(Cell("gdpp", 4, "uniform:0"), b).init == "spectral"
+    assert train_config(Cell("gdpp", 4, "uniform:5"), b).init == "random"
+    assert train_config(Cell("diag", 4, "uniform:0"), b).init == "random"
+    assert train_config(Cell("full", 4, "uniform:0"), b).init == "random"

@@ -234,6 +234,7 @@ def _fit_cached(layers: int, noise: str, n: int, d: int, seed: int, sequences: i
                 starts = [np.array([-1.0 / float(np.average(pts.mu, weights=pts.weight))])]
             else:
                 starts = []
+                step = gdpp_spectral_rule().numpy
                 m = np.ones_like(pts.mu)
                 for p in range(L):
                     nu = float(np.max(pts.mu * m**2))
@@ -241,8 +242,8 @@ def _fit_cached(layers: int, noise: str, n: int, d: int, seed: int, sequences: i
                     for t in ((1 / 3, 1.0, 3.0) if p < L - 1 else (1.0,)):
                         nxx, nyx = np.insert(wxx, p, -t / nu), np.insert(wyx, p, 0.0)
                         starts.append(np.concatenate([nxx[: L - 1], nyx]))
-                    if p < L - 1:
-                        m = m * (1 + wxx[p] * pts.mu * m**2)
+                    if p < L - 1:  # the scale of x after layer p, by the derived rule
+                        m, _, _ = step(pts.mu, m, np.zeros_like(m), np.ones_like(m), wxx[p], wyx[p])
             best = (np.inf, starts[0])
             for x0 in starts:
                 val, x = _lm(F, J, x0, max_nfev)

@@ -382,6 +382,9 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
                      out: Path) -> str:
     secs = sum(m.get("seconds", 0.0) for m in sw.cells.values())
     steps = budget.steps if budget.steps is not None else "the training default"
+    from numerics.experiments import Cell, train_config
+
+    diag_steps = train_config(Cell("full", 1, budget.noises[0]), budget).phase1_steps
     lines = [
         f"# Reproduction report: budget `{budget.name}`", "",
         f"Regenerate everything: `{cmd('table1,fig1,fig2,fig3,fig4,fig5,fig7,beyond')}` (finished cells in "
@@ -392,7 +395,7 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         f"{', '.join(map(str, budget.beyond_depths)) or 'none (up to 7 only; the paper budget has 8-12)'}.",
         f"- Training: {steps} steps, batch {budget.batch or 'default'}, best of {budget.seeds} seeds "
         "(`numerics.training.TrainConfig` recipe: warm-up + cosine Adam, clipping, divergence guard; FULL trains its "
-        "DIAG sub-family for the first 2/3 of the steps"
+        f"DIAG sub-family for the first {diag_steps} steps"
         + ("; GD++ at σ_max = 0 starts from the spectral fit of `numerics.gdpp_fit`, `--init spectral`, seed 0 frozen "
            "at the fit, where the paper trains GD++ with Adam alone" if budget.gdpp_spectral else "")
         + f"), n = {budget.n}, d = {budget.d}.",

@@ -24,7 +24,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from numerics.data import PAPER_NOISES  # noqa: E402
-from numerics.training import TrainConfig, adjusted_losses, train  # noqa: E402
+from numerics.training import TrainConfig, adjusted_losses, finite_adjusted, train  # noqa: E402
 
 
 def depths(spec: str) -> list[int]:
@@ -58,12 +58,11 @@ def main() -> int:
                     res = train(cfg)
                     m, o = adjusted_losses(cfg, res.state.params, stream=3, sequences=args.eval)
                     last = float(np.nanmin(res.curve[-1][1:]))
-                    fin = np.isfinite(m[0])
-                    adj = float(np.mean(m[0][fin] - o[fin])) if fin.any() else float("nan")
+                    adj, _, overflow = finite_adjusted(m[0], o)
                     params_ok = all(np.all(np.isfinite(np.asarray(p))) for p in jax.tree_util.tree_leaves(res.state.params))
                     ok = params_ok and np.isfinite(last) and np.isfinite(adj)
                     status = "ok" if ok else "NON-FINITE"
-                    row = (len(res.rollbacks), res.skipped, last, adj, int((~fin).sum()))
+                    row = (len(res.rollbacks), res.skipped, last, adj, overflow)
                 except Exception as exc:  # noqa: BLE001 - a smoke test reports every failure
                     ok, status, row = False, f"FAILED {type(exc).__name__}: {exc}", (-1, -1, float("nan"), float("nan"), -1)
                 failed += not ok

@@ -20,7 +20,6 @@ Layout of ``--out DIR``:
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,8 @@ import numpy as np
 from .errors import LintfError
 from .io import atomic_write_bytes, atomic_savez, atomic_write_json, save_model
 from .models import universal
-from .training import Result, TrainConfig, TrainState, adjusted_losses, config_dict, nanmean, train
+from .training import (Result, TrainConfig, TrainState, adjusted_losses, config_dict, finite_adjusted, nanmean,
+                       train)
 
 
 def prepare(out: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
@@ -107,15 +107,14 @@ def finalize(out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = T
     # A deep model is a high-degree polynomial of the data: a rare sequence can overflow (inf).  The
     # adjusted loss is reported over finite sequences, with the count of the others beside it.
     fin = np.isfinite(ev_model[best])
-    diff = ev_model[best][fin] - ev_oracle[fin]
+    adjusted, se, nonfinite = finite_adjusted(ev_model[best], ev_oracle)
     per_seed = nanmean(np.where(np.isfinite(ev_model), ev_model - ev_oracle[None], np.nan), axis=1)
-    m = len(diff)
     metrics = {
         "model": cfg.model, "layers": cfg.layers, "heads": cfg.heads, "noise": cfg.noise,
-        "adjusted_loss": float(diff.mean()), "se": float(diff.std(ddof=1) / math.sqrt(m)) if m > 1 else None,
+        "adjusted_loss": adjusted, "se": se,
         "loss": float(ev_model[best][fin].mean()), "oracle_loss": float(ev_oracle[fin].mean()),
-        "nonfinite_sequences": int((~fin).sum()), "skipped_steps": res.skipped,
-        "eval_sequences": m, "best_seed": best, "selection_adjusted": select.tolist(), "eval_adjusted_per_seed": per_seed.tolist(),
+        "nonfinite_sequences": nonfinite, "skipped_steps": res.skipped,
+        "eval_sequences": int(fin.sum()), "best_seed": best, "selection_adjusted": select.tolist(), "eval_adjusted_per_seed": per_seed.tolist(),
         "steps": int(res.state.step), "steps_per_s": res.steps_per_s,
         "baselines": _baselines(cfg) if baselines else None,
         "curve": {"columns": ["step"] + [f"seed_{k}" for k in range(cfg.seeds)], "rows": res.curve}, "rollbacks": res.rollbacks,

@@ -403,6 +403,16 @@ def adjusted_losses(cfg: TrainConfig, params: Any, stream: int, sequences: int,
     return np.concatenate(model, axis=1), np.concatenate(oracle)
 
 
+def finite_adjusted(model: np.ndarray, oracle: np.ndarray) -> tuple[float, float | None, int]:
+    """Adjusted loss over the sequences where ``model (B,)`` is finite, its standard error, and how many were
+    not finite (a deep model is a high-degree polynomial of the data: a rare sequence overflows)."""
+    fin = np.isfinite(model)
+    diff = model[fin] - oracle[fin]
+    m = len(diff)
+    mean = float(diff.mean()) if m else float("nan")
+    return mean, (float(diff.std(ddof=1) / math.sqrt(m)) if m > 1 else None), int((~fin).sum())
+
+
 _EVAL_CACHE: dict = {}
 
 

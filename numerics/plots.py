@@ -79,20 +79,35 @@ def fig1(cells: dict, base: dict, noises: list[str], path: str | Path) -> None:
     """Adjusted loss against depth, one panel per noise setting, with the baselines as horizontal lines."""
     fig, axes = _grid(len(noises))
     for ax, nz in zip(axes, noises):
-        for m in NAMES:
-            Ls = _depths(cells, m, nz)
-            Ls = [L for L in Ls if L <= 7] or Ls
-            if Ls:
-                e = [_cell(cells, m, L, nz)["eval"] for L in Ls]
-                ax.errorbar(Ls, [x["loss"] for x in e], [x["se"] for x in e], color=COLORS[m], marker="o",
-                            ms=3, label=NAMES[m])
+        _depth_curves(ax, cells, NAMES, nz, "loss", "se", max_depth=7)
         _baseline_lines(ax, base.get(nz))
-        _yscale(ax)
-        ax.set_title(nz, fontsize=9)
-        ax.set_xlabel("layers")
-    axes[0].set_ylabel("adjusted loss")
+        _depth_axis(ax, nz)
+    _finish(fig, axes, "adjusted loss",
+            "Fig. 1: adjusted loss vs depth (symlog); lines: baselines and the Bayes floor", path)
+
+
+def _depth_curves(ax: Any, cells: dict, kinds: Any, noise: str, key: str, se: str, max_depth: int | None = None) -> None:
+    """One error-bar curve per model kind: ``eval[key] ± eval[se]`` against depth (depths ≤ ``max_depth`` if any)."""
+    for m in kinds:
+        Ls = _depths(cells, m, noise)
+        if max_depth is not None:
+            Ls = [L for L in Ls if L <= max_depth] or Ls
+        if Ls:
+            e = [_cell(cells, m, L, noise)["eval"] for L in Ls]
+            ax.errorbar(Ls, [x[key] for x in e], [x[se] for x in e], color=COLORS[m], marker="o", ms=3,
+                        label=NAMES[m])
+
+
+def _depth_axis(ax: Any, noise: str) -> None:
+    _yscale(ax)
+    ax.set_title(noise, fontsize=9)
+    ax.set_xlabel("layers")
+
+
+def _finish(fig: Any, axes: Any, ylabel: str, title: str, path: str | Path) -> None:
+    axes[0].set_ylabel(ylabel)
     _legend(axes, 6)
-    fig.suptitle("Fig. 1: adjusted loss vs depth (symlog); lines: baselines and the Bayes floor", fontsize=10)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     save(fig, path)
 
@@ -226,24 +241,14 @@ def fig_depth(cells: dict, base: dict, noises: list[str], path: str | Path) -> N
     """Beyond the paper: DIAG/FULL gap to the Bayes floor against depth (paired, ± SE)."""
     fig, axes = _grid(len(noises), ncols=2, w=5, h=3.5)
     for ax, nz in zip(axes, noises):
-        for m in ("diag", "full"):
-            Ls = _depths(cells, m, nz)
-            e = [_cell(cells, m, L, nz)["eval"] for L in Ls]
-            ax.errorbar(Ls, [x["minus_Bayes"] for x in e], [x["minus_Bayes_se"] for x in e], color=COLORS[m],
-                        marker="o", ms=3, label=NAMES[m])
+        _depth_curves(ax, cells, ("diag", "full"), nz, "minus_Bayes", "minus_Bayes_se")
         if nz in base:
             b = base[nz]["methods"]
             for k in ("AdaRR", "TunedRR"):
                 ax.axhline(b[k]["minus_Bayes"], color=COLORS[k], ls=STYLES[k], lw=1, label=k)
         ax.axhline(0, color="k", lw=1, label="Bayes")
-        _yscale(ax)
-        ax.set_title(nz, fontsize=9)
-        ax.set_xlabel("layers")
-    axes[0].set_ylabel("loss − Bayes loss")
-    _legend(axes, 6)
-    fig.suptitle("Beyond the paper: gap to the Bayes-optimal floor against depth", fontsize=10)
-    fig.tight_layout()
-    save(fig, path)
+        _depth_axis(ax, nz)
+    _finish(fig, axes, "loss − Bayes loss", "Beyond the paper: gap to the Bayes-optimal floor against depth", path)
 
 
 def fig_weights(traj: dict[str, np.ndarray], title: str, path: str | Path) -> None:

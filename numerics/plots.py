@@ -104,9 +104,10 @@ def _depth_axis(ax: Any, noise: str) -> None:
     ax.set_xlabel("layers")
 
 
-def _finish(fig: Any, axes: Any, ylabel: str, title: str, path: str | Path) -> None:
+def _finish(fig: Any, axes: Any, ylabel: str, title: str, path: str | Path, ncol: int = 6) -> None:
+    """Shared ending of a panel figure: y label, one legend, title, layout, atomic save."""
     axes[0].set_ylabel(ylabel)
-    _legend(axes, 6)
+    _legend(axes, ncol)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     save(fig, path)
@@ -147,12 +148,8 @@ def fig2(cells: dict, base: dict, noises: list[str], L: int, focus: str, path: s
         if m is not None:
             ax.set_title(f"{NAMES[m]}, {nz}, across depths", fontsize=9)
             ax.legend(fontsize=5)
-    axes[0].set_ylabel("adjusted loss")
-    _legend(axes, 6)
-    fig.suptitle(f"Fig. 2: per-variance profiles on σ ∈ [0, σ_max+1] (dotted: σ_max); {L}-layer models, and {focus} "
-                 "across depths", fontsize=10)
-    fig.tight_layout()
-    save(fig, path)
+    _finish(fig, axes, "adjusted loss", f"Fig. 2: per-variance profiles on σ ∈ [0, σ_max+1] (dotted: σ_max); "
+            f"{L}-layer models, and {focus} across depths", path)
 
 
 def fig3(cells: dict, base: dict, noises: list[str], L: int, path: str | Path) -> None:
@@ -206,11 +203,7 @@ def fig5(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
         _yscale(ax)
         ax.set_title(f"{NAMES[m]}-{L}, {focus}", fontsize=9)
         ax.set_xlabel("read-out after layer l")
-    axes[0].set_ylabel("adjusted loss")
-    _legend(axes, 5)
-    fig.suptitle("Fig. 5: adjusted loss of the prediction read out after each layer", fontsize=10)
-    fig.tight_layout()
-    save(fig, path)
+    _finish(fig, axes, "adjusted loss", "Fig. 5: adjusted loss of the prediction read out after each layer", path, ncol=5)
 
 
 def fig7(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
@@ -230,11 +223,7 @@ def fig7(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
         _yscale(ax)
         ax.set_title(f"{NAMES[m]}-{L}, {focus}", fontsize=9)
         ax.set_xlabel("σ")
-    axes[0].set_ylabel("adjusted loss")
-    _legend(axes, 5)
-    fig.suptitle("Fig. 7: per-variance profiles of the read-out after each layer", fontsize=10)
-    fig.tight_layout()
-    save(fig, path)
+    _finish(fig, axes, "adjusted loss", "Fig. 7: per-variance profiles of the read-out after each layer", path, ncol=5)
 
 
 def fig_depth(cells: dict, base: dict, noises: list[str], path: str | Path) -> None:

@@ -99,6 +99,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .data import Noise, check_sizes, sample_with_sigma
 from .fastforward import predict_fast, predict_plain
+from .hostdevices import usable
 from .models import Diag, Full, check_kind, init
 
 #: Peak learning rates (chosen by short sweeps at ``uniform:5``, ``L = 7``; FULL's is that of its phase after
@@ -397,7 +398,8 @@ def adjusted_losses(cfg: TrainConfig, params: Any, stream: int, sequences: int,
     model, oracle = [], []
     for i in range(0, sequences, chunk):
         m = min(chunk, sequences - i)
-        a, o = _eval_jit(_static(cfg), m)(params, data_key(cfg.seed, stream, i // chunk), noise_values(cfg))
+        a, o = _eval_jit(_static(cfg), m, tuple(usable(jax.devices(), m)))(
+            params, data_key(cfg.seed, stream, i // chunk), noise_values(cfg))
         model.append(np.asarray(a, np.float64))
         oracle.append(np.asarray(o, np.float64))
     return np.concatenate(model, axis=1), np.concatenate(oracle)
@@ -416,10 +418,13 @@ def finite_adjusted(model: np.ndarray, oracle: np.ndarray) -> tuple[float, float
 _EVAL_CACHE: dict = {}
 
 
-def _eval_jit(cfg: TrainConfig, m: int) -> Callable:
-    if (cfg, m) not in _EVAL_CACHE:
+def _eval_jit(cfg: TrainConfig, m: int, devices: tuple) -> Callable:
+    """Per-sequence losses of ``m`` sequences, sharded over ``devices`` (whose count divides ``m``)."""
+    if (cfg, m, devices) not in _EVAL_CACHE:
+        sharding = batch_sharding(list(devices)) if len(devices) > 1 else None
+
         def f(params, key, values):
-            b = draw(cfg, key, m, None, values)
+            b = draw(cfg, key, m, sharding, values)
             Sigma = jnp.einsum("bnd,bne->bde", b.X, b.X)
             alpha = jnp.einsum("bnd,bn->bd", b.X, b.y)
             eye = jnp.eye(cfg.d, dtype=Sigma.dtype)
@@ -427,8 +432,8 @@ def _eval_jit(cfg: TrainConfig, m: int) -> Callable:
             oracle = 0.5 * (b.y_query - jnp.einsum("bd,bd->b", w_or, b.x_query)) ** 2
             yhat = jax.vmap(lambda p: predict_fast(p, b.X, b.y, b.x_query))(params)
             return 0.5 * (yhat - b.y_query) ** 2, oracle
-        _EVAL_CACHE[(cfg, m)] = jax.jit(f)
-    return _EVAL_CACHE[(cfg, m)]
+        _EVAL_CACHE[(cfg, m, devices)] = jax.jit(f)
+    return _EVAL_CACHE[(cfg, m, devices)]
 
 
 @dataclass
@@ -439,6 +444,7 @@ class Result:
     curve: list[list[float]] = field(default_factory=list)
     rollbacks: list[dict[str, Any]] = field(default_factory=list)
     steps_per_s: float = float("nan")
+    devices: int = 1  # how many devices shared the batch (part of the arithmetic: numerics.hostdevices)
     skipped: int = 0
 
 
@@ -455,11 +461,13 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
     ``checkpoint(state, result)`` is called after every good chunk (the CLI writes it atomically);
     ``on_chunk`` may return ``True`` to stop early (time-to-quality benchmark).
     """
-    devices = tuple(devices if devices is not None else jax.devices())
+    if devices is None:  # every device whose count divides the batch (numerics.hostdevices)
+        devices = usable(jax.devices(), cfg.batch)
+    devices = tuple(devices)
     ndev = len(devices)
     if cfg.batch % ndev:
         raise ValueError(f"batch must be a multiple of the number of devices ({ndev}), got {cfg.batch}")
-    res = Result(init_state(cfg, template=resume is not None))
+    res = Result(init_state(cfg, template=resume is not None), devices=ndev)
     if resume is not None:
         template = res.state
         leaves = [jnp.asarray(x) for x in resume["leaves"]]

@@ -45,6 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the console command (not an in-process call): one host device per core, before JAX loads
+        from numerics import hostdevices
+
+        try:
+            hostdevices.configure()
+        except ValueError as exc:
+            print(f"lintf: error: {exc}", file=sys.stderr)
+            return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     mod = _load(args._module)

@@ -1,0 +1,75 @@
+r"""One XLA device per core on a CPU host: how the ``lintf`` command uses every core.
+
+XLA's CPU backend runs the training step's many small ``(d+1)×(d+1)`` batched products on one
+thread.  Split into several host devices (``--xla_force_host_platform_device_count``), the batch
+is sharded across them by :func:`numerics.training.batch_sharding` and the cores work in
+parallel: FULL-7 trains about twice as fast on this 2-core machine (``lintf bench``, README
+"Speed").  The flag only shapes the CPU platform; on a GPU machine the GPU stays the default
+device.
+
+The console command calls :func:`configure` before JAX is imported.  Library code and tests are
+left alone: whoever imports JAX first decides.  ``LINTF_HOST_DEVICES=N`` chooses ``N`` (``1``
+turns the split off), and an ``XLA_FLAGS`` that already sets the count wins over both.  The
+count is part of a run's arithmetic (the batch is reduced in ``N`` parts), so a run records it
+and the same command on the same machine repeats its numbers.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import MutableMapping
+
+ENV = "LINTF_HOST_DEVICES"
+FLAG = "--xla_force_host_platform_device_count"
+#: at most this many host devices: the split helps while each device still holds a sizeable batch
+MAX_DEVICES = 8
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def default_count(n_cores: int | None = None) -> int:
+    """The largest power of two not above ``min(cores, MAX_DEVICES)``: it divides the default batch 2048."""
+    limit = min(cores() if n_cores is None else n_cores, MAX_DEVICES)
+    n = 1
+    while 2 * n <= limit:
+        n *= 2
+    return n
+
+
+def configure(environ: MutableMapping[str, str] | None = None, jax_imported: bool | None = None) -> int | None:
+    """Add the host-device flag to ``XLA_FLAGS`` and return the count, or ``None`` where it is not ours to
+    set (JAX already imported, or ``XLA_FLAGS`` names a count).  A bad ``LINTF_HOST_DEVICES`` is a
+    one-line :class:`ValueError`."""
+    environ = os.environ if environ is None else environ
+    if jax_imported is None:
+        jax_imported = "jax" in sys.modules
+    flags = environ.get("XLA_FLAGS", "")
+    if jax_imported or FLAG in flags:
+        return None
+    raw = environ.get(ENV)
+    if raw is None or raw.strip() == "":
+        n = default_count()
+    else:
+        try:
+            n = int(raw)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(f"{ENV} must be an integer >= 1 (1 turns the split off), got {raw!r}")
+    if n > 1:
+        environ["XLA_FLAGS"] = f"{flags} {FLAG}={n}".strip()
+    return n
+
+
+def usable(devices: list, batch: int) -> list:
+    """The longest prefix of ``devices`` whose length divides ``batch`` (a batch of 2049 trains on one device)."""
+    k = len(devices)
+    while batch % k:
+        k -= 1
+    return list(devices[:k])

@@ -1,0 +1,64 @@
+"""The console command splits a CPU host into one XLA device per core (numerics.hostdevices)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from numerics import hostdevices as hd
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("cores,count", [(1, 1), (2, 2), (3, 2), (6, 4), (16, 8), (64, 8)])
+def test_default_count_is_a_power_of_two_within_the_cores(cores: int, count: int) -> None:
+    assert hd.default_count(cores) == count
+
+
+def test_configure_sets_the_flag_from_the_environment() -> None:
+    env = {hd.ENV: "4", "XLA_FLAGS": "--xla_cpu_foo=1"}
+    assert hd.configure(env, jax_imported=False) == 4
+    assert env["XLA_FLAGS"] == f"--xla_cpu_foo=1 {hd.FLAG}=4"
+
+
+@pytest.mark.parametrize("env,imported", [
+    ({hd.ENV: "4"}, True),  # JAX already loaded: too late, and not ours to change
+    ({hd.ENV: "4", "XLA_FLAGS": f"{hd.FLAG}=3"}, False),  # the user's own count wins
+])
+def test_configure_leaves_a_decided_environment_alone(env: dict, imported: bool) -> None:
+    before = dict(env)
+    assert hd.configure(env, jax_imported=imported) is None
+    assert env == before
+
+
+def test_one_device_turns_the_split_off() -> None:
+    env = {hd.ENV: "1"}
+    assert hd.configure(env, jax_imported=False) == 1
+    assert "XLA_FLAGS" not in env
+
+
+@pytest.mark.parametrize("raw", ["0", "-2", "two", "1.5"])
+def test_a_bad_count_is_a_one_line_error(raw: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{hd.ENV} must be an integer >= 1 .*{raw!r}$"):
+        hd.configure({hd.ENV: raw}, jax_imported=False)
+
+
+@pytest.mark.parametrize("batch,k", [(2048, 4), (6, 3), (10, 2), (7, 1)])
+def test_usable_devices_divide_the_batch(batch: int, k: int) -> None:
+    assert hd.usable(["a", "b", "c", "d"], batch) == ["a", "b", "c", "d"][:k]
+
+
+def test_console_command_trains_on_the_split_host(tmp_path: Path) -> None:
+    """``python -m numerics.cli`` (the console entry) with ``LINTF_HOST_DEVICES=2`` shards training over 2 devices."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {hd.ENV: "2", "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-m", "numerics.cli", "train", "--model", "diag", "--layers", "1",
+                          "--steps", "2", "--chunk", "2", "--batch", "8", "--n", "4", "--d", "2",
+                          "--eval-sequences", "64", "--no-baselines", "--json", "--out", str(tmp_path / "run")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout)["devices"] == 2

@@ -56,13 +56,24 @@ def step_flops(cfg) -> float | None:  # noqa: ANN001
     import jax
     import jax.numpy as jnp
 
-    fn = _chunk_fn(cfg, 1, tuple(jax.devices()))
+    devices = _devices(cfg)
+    fn = _chunk_fn(cfg, 1, devices)
     try:
         ca = fn.lower(init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg)).compile().cost_analysis()
     except Exception:  # noqa: BLE001 - cost analysis is optional in XLA backends
         return None
     ca = ca[0] if isinstance(ca, (list, tuple)) else ca
-    return float(ca.get("flops", float("nan"))) if ca else None
+    # a sharded program's cost analysis counts one device's part of the batch
+    return float(ca.get("flops", float("nan"))) * len(devices) if ca else None
+
+
+def _devices(cfg) -> tuple:  # noqa: ANN001
+    """The devices training uses for ``cfg`` (:func:`numerics.hostdevices.usable`)."""
+    import jax
+
+    from numerics.hostdevices import usable
+
+    return tuple(usable(jax.devices(), cfg.batch))
 
 
 def throughput(cfg, steps: int, reps: int = 3) -> float:  # noqa: ANN001
@@ -72,7 +83,7 @@ def throughput(cfg, steps: int, reps: int = 3) -> float:  # noqa: ANN001
 
     from numerics.training import _chunk_fn, init_state, noise_values
 
-    fn = _chunk_fn(cfg, steps, tuple(jax.devices()))
+    fn = _chunk_fn(cfg, steps, _devices(cfg))
     state, seed, values = init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg)
     jax.block_until_ready(fn(state, seed, values))
     best = float("inf")
@@ -115,7 +126,12 @@ def run(args: argparse.Namespace) -> int:
     from numerics.training import TrainConfig
 
     kinds = [k.strip() for k in args.models.split(",") if k.strip()]
-    print(f"devices: {jax.devices()}; dense matmul 1024x1024 float32: {matmul_gflops():.1f} GFLOP/s")
+    import os
+
+    from numerics.hostdevices import ENV
+
+    print(f"devices: {len(jax.devices())} x {jax.devices()[0].platform} ({ENV}={os.environ.get(ENV, 'unset')}); "
+          f"dense matmul 1024x1024 float32 on one device: {matmul_gflops():.1f} GFLOP/s")
     for kind in kinds:
         for forward in ("fast",) if args.no_plain else ("fast", "plain"):
             # FULL's own phase (diag_steps=0): its DIAG phase runs the DIAG program (the DIAG line)
@@ -145,5 +161,6 @@ def run(args: argparse.Namespace) -> int:
                 print(f"time-to-quality {kind.upper()}-{args.layers} {args.noise}: adjusted {r['loss']:.5f} <= "
                       f"{target:.5f} ({source}) after {r['step']} steps, {r['reached']:.0f} s training "
                       f"(+{r['eval']:.0f} s evaluation){phase}", flush=True)
-    print("reproduce: python -m numerics.cli bench " + " ".join(shlex.quote(a) for a in sys.argv[2:]))
+    env = f"{ENV}={shlex.quote(os.environ[ENV])} " if ENV in os.environ else ""
+    print(f"reproduce: {env}python -m numerics.cli bench " + " ".join(shlex.quote(a) for a in sys.argv[2:]))
     return 0

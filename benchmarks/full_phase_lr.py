@@ -20,6 +20,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from numerics import hostdevices  # noqa: E402
+
+hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 import jax  # noqa: E402
 
 from numerics.models import Full, universal  # noqa: E402

@@ -19,6 +19,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from numerics import hostdevices  # noqa: E402
+
+hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
@@ -46,6 +49,7 @@ def main() -> int:
     args = ap.parse_args()
     noises = [s.replace("_", ",") for s in args.noises.split(",")]
     failed, t0 = 0, time.perf_counter()
+    print(f"devices: {len(jax.devices())} x {jax.devices()[0].platform}", flush=True)
     print(f"{'model':5s} {'L':>3s} {'noise':18s} {'rollbacks':>9s} {'skipped':>7s} {'train loss':>11s} "
           f"{'adjusted':>10s} {'overflow':>8s} {'s':>5s}  status", flush=True)
     for kind in args.models.split(","):

@@ -136,6 +136,17 @@ def test_claims_hold_and_fail_on_synthetic_tables():
     assert claim_five_plus_match_tunedrr(wild).verdict == "does not hold"
 
 
+def test_match_uses_the_gaps_paired_with_bayes():
+    """The committed quick-budget numbers at uniform:5: DIAG-7 0.0853 ± 0.0076 (gap to Bayes 0.0456 ± 0.0053)
+    against TunedRR 0.0477 ± 0.0067 (gap 0.0081 ± 0.0038) is worse, not a match."""
+    t = _base(U5, tuned=0.0477) | {("TunedRR", 0, U5): Entry(0.0477, 0.0067, 0.0081, 0.0038),
+                                   ("diag", 7, U5): Entry(0.0853, 0.0076, 0.0456, 0.0053)}
+    assert claim_five_plus_match_tunedrr(t).verdict == "does not hold"
+    # the same losses 0.005 apart, with tight paired gaps: a match
+    close = t | {("diag", 7, U5): Entry(0.0527, 0.0076, 0.0131, 0.0010)}
+    assert claim_five_plus_match_tunedrr(close).verdict == "holds"
+
+
 def test_superexponential_rates():
     assert log_rates([1, 2, 3], [1.0, 0.5, 0.125]) == pytest.approx([np.log(2), np.log(4)])
     fast = {("gdpp", L, U0): Entry(v) for L, v in ((1, 1.8), (2, 0.9), (4, 0.05), (7, 1e-5))}

@@ -453,6 +453,12 @@ def _to_host(state: TrainState) -> TrainState:
     return jax.tree_util.tree_map(np.asarray, state)
 
 
+def training_devices(batch: int) -> tuple:
+    """The devices :func:`train` shards a batch over by default: every device whose count divides ``batch``
+    (:func:`numerics.hostdevices.usable`)."""
+    return tuple(usable(jax.devices(), batch))
+
+
 def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
           on_chunk: Callable[[TrainState, Result], Any] | None = None,
           checkpoint: Callable[[TrainState, Result], None] | None = None,
@@ -462,9 +468,7 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
     ``checkpoint(state, result)`` is called after every good chunk (the CLI writes it atomically);
     ``on_chunk`` may return ``True`` to stop early (time-to-quality benchmark).
     """
-    if devices is None:  # every device whose count divides the batch (numerics.hostdevices)
-        devices = usable(jax.devices(), cfg.batch)
-    devices = tuple(devices)
+    devices = training_devices(cfg.batch) if devices is None else tuple(devices)
     ndev = len(devices)
     if cfg.batch % ndev:
         raise ValueError(f"batch must be a multiple of the number of devices ({ndev}), got {cfg.batch}")

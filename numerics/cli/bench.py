@@ -13,9 +13,12 @@ training time and shown separately.  Nothing here is a test: numbers depend on t
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
+
+from numerics.hostdevices import ENV
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,12 +54,11 @@ def matmul_gflops(size: int = 1024, reps: int = 20) -> float:
 
 def step_flops(cfg) -> float | None:  # noqa: ANN001
     """XLA's flop count of one training step (one-step chunk, all seeds)."""
-    from numerics.training import _chunk_fn, init_state, noise_values
+    from numerics.training import _chunk_fn, init_state, noise_values, training_devices
 
-    import jax
     import jax.numpy as jnp
 
-    devices = _devices(cfg)
+    devices = training_devices(cfg.batch)
     fn = _chunk_fn(cfg, 1, devices)
     try:
         ca = fn.lower(init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg)).compile().cost_analysis()
@@ -67,23 +69,14 @@ def step_flops(cfg) -> float | None:  # noqa: ANN001
     return float(ca.get("flops", float("nan"))) * len(devices) if ca else None
 
 
-def _devices(cfg) -> tuple:  # noqa: ANN001
-    """The devices training uses for ``cfg`` (:func:`numerics.hostdevices.usable`)."""
-    import jax
-
-    from numerics.hostdevices import usable
-
-    return tuple(usable(jax.devices(), cfg.batch))
-
-
 def throughput(cfg, steps: int, reps: int = 3) -> float:  # noqa: ANN001
     """Steps/s of the compiled training chunk: best of ``reps`` timed calls after one warm-up call."""
     import jax
     import jax.numpy as jnp
 
-    from numerics.training import _chunk_fn, init_state, noise_values
+    from numerics.training import _chunk_fn, init_state, noise_values, training_devices
 
-    fn = _chunk_fn(cfg, steps, _devices(cfg))
+    fn = _chunk_fn(cfg, steps, training_devices(cfg.batch))
     state, seed, values = init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg)
     jax.block_until_ready(fn(state, seed, values))
     best = float("inf")
@@ -126,10 +119,6 @@ def run(args: argparse.Namespace) -> int:
     from numerics.training import TrainConfig
 
     kinds = [k.strip() for k in args.models.split(",") if k.strip()]
-    import os
-
-    from numerics.hostdevices import ENV
-
     print(f"devices: {len(jax.devices())} x {jax.devices()[0].platform} ({ENV}={os.environ.get(ENV, 'unset')}); "
           f"dense matmul 1024x1024 float32 on one device: {matmul_gflops():.1f} GFLOP/s")
     for kind in kinds:

@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     parser = build_parser()
     args = parser.parse_args(argv)
+    args._argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for "reproduce:" lines
     mod = _load(args._module)
     if mod is None:
         print(f"lintf {args.command}: error: not available in this build", file=sys.stderr)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import sys
 import time
 
 from numerics.hostdevices import ENV
@@ -34,6 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-sequences", type=int, default=100_000,
                    help="evaluation sequences of the TunedRR target (default 100000)")
     p.add_argument("--max-steps", type=int, default=6000, help="step budget of a time-to-quality run")
+    p.add_argument("--json", action="store_true", help="print the measurements as one JSON object")
 
 
 def matmul_gflops(size: int = 1024, reps: int = 20) -> float:
@@ -113,14 +113,32 @@ def time_to_quality(cfg, target: float) -> dict:  # noqa: ANN001
     return spent
 
 
-def run(args: argparse.Namespace) -> int:
+def _check(args: argparse.Namespace) -> list[str]:
+    """The model kinds, after one-line checks of every size argument."""
+    from numerics.models import check_kind
+
+    for name in ("layers", "batch", "steps", "max_steps", "target_sequences"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    kinds = [k.strip() for k in args.models.split(",") if k.strip()]
+    if not kinds:
+        raise ValueError(f"--models must name at least one of full, diag, gdpp, got {args.models!r}")
+    for k in kinds:
+        check_kind(k)
+    return kinds
+
+
+def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
+    """Every measurement of one ``lintf bench`` run as a dict; ``say`` gets each line as it is measured."""
     import jax
 
-    from numerics.training import TrainConfig
+    from numerics.training import TrainConfig, training_devices
 
-    kinds = [k.strip() for k in args.models.split(",") if k.strip()]
-    print(f"devices: {len(jax.devices())} x {jax.devices()[0].platform} ({ENV}={os.environ.get(ENV, 'unset')}); "
-          f"dense matmul 1024x1024 float32 on one device: {matmul_gflops():.1f} GFLOP/s")
+    kinds = _check(args)
+    out: dict = {"devices": len(training_devices(args.batch)), "platform": jax.devices()[0].platform,
+                 ENV: os.environ.get(ENV), "matmul_gflops": matmul_gflops(), "throughput": [], "ttq": []}
+    say(f"devices: {out['devices']} x {out['platform']} ({ENV}={out[ENV] or 'unset'}); "
+        f"dense matmul 1024x1024 float32 on one device: {out['matmul_gflops']:.1f} GFLOP/s")
     for kind in kinds:
         for forward in ("fast",) if args.no_plain else ("fast", "plain"):
             # FULL's own phase (diag_steps=0): its DIAG phase runs the DIAG program (the DIAG line)
@@ -128,9 +146,13 @@ def run(args: argparse.Namespace) -> int:
                               diag_steps=0 if kind == "full" else None)
             rate = throughput(cfg, args.steps)
             flops = step_flops(cfg)
-            gf = f"{rate * flops / 1e9:.1f} GFLOP/s ({flops / 1e6:.0f} MFLOP/step)" if flops else "flops n/a"
-            print(f"{kind.upper()}-{args.layers} {forward:5s} batch {args.batch}: {rate:.2f} steps/s, "
-                  f"{rate * args.batch:.0f} sequences/s, {gf}", flush=True)
+            row = {"model": kind, "layers": args.layers, "forward": forward, "batch": args.batch,
+                   "steps_per_s": rate, "sequences_per_s": rate * args.batch,
+                   "flop_per_step": flops, "gflops": rate * flops / 1e9 if flops else None}
+            out["throughput"].append(row)
+            gf = f"{row['gflops']:.1f} GFLOP/s ({flops / 1e6:.0f} MFLOP/step)" if flops else "flops n/a"
+            say(f"{kind.upper()}-{args.layers} {forward:5s} batch {args.batch}: {rate:.2f} steps/s, "
+                f"{row['sequences_per_s']:.0f} sequences/s, {gf}")
     if args.ttq:
         target, source = args.target, "--target"
         if target is None:
@@ -140,16 +162,32 @@ def run(args: argparse.Namespace) -> int:
             target = tr["loss"]
             source = f"TunedRR {tr['loss']:.5f} ± {tr['se']:.5f} on {args.target_sequences} sequences"
         for kind in kinds:
-            cfg = TrainConfig(model=kind, layers=args.layers, noise=args.noise, steps=args.max_steps, chunk=100)
+            cfg = TrainConfig(model=kind, layers=args.layers, noise=args.noise, steps=args.max_steps,
+                              batch=args.batch, chunk=min(100, args.max_steps))
             r = time_to_quality(cfg, target)
+            row = {"model": kind, "layers": args.layers, "noise": args.noise, "target": target, "source": source,
+                   "reached": r["reached"] is not None, "step": r.get("step"), "train_s": r["reached"],
+                   "eval_s": r["eval"], "total_s": r["total"], "loss": r["loss"], "diag_phase_steps": cfg.phase1_steps}
+            out["ttq"].append(row)
             phase = (f" (DIAG phase: first {cfg.phase1_steps} steps)" if cfg.phase1_steps else "")
             if r["reached"] is None:
-                print(f"time-to-quality {kind.upper()}-{args.layers} {args.noise}: target {target:.5f} ({source}) "
-                      f"NOT reached in {args.max_steps} steps (last {r['loss']:.5f}, {r['total']:.0f} s)")
+                say(f"time-to-quality {kind.upper()}-{args.layers} {args.noise}: target {target:.5f} ({source}) "
+                    f"NOT reached in {args.max_steps} steps (last {r['loss']:.5f}, {r['total']:.0f} s)")
             else:
-                print(f"time-to-quality {kind.upper()}-{args.layers} {args.noise}: adjusted {r['loss']:.5f} <= "
-                      f"{target:.5f} ({source}) after {r['step']} steps, {r['reached']:.0f} s training "
-                      f"(+{r['eval']:.0f} s evaluation){phase}", flush=True)
+                say(f"time-to-quality {kind.upper()}-{args.layers} {args.noise}: adjusted {r['loss']:.5f} <= "
+                    f"{target:.5f} ({source}) after {r['step']} steps, {r['reached']:.0f} s training "
+                    f"(+{r['eval']:.0f} s evaluation){phase}")
     env = f"{ENV}={shlex.quote(os.environ[ENV])} " if ENV in os.environ else ""
-    print(f"reproduce: {env}python -m numerics.cli bench " + " ".join(shlex.quote(a) for a in sys.argv[2:]))
+    out["reproduce"] = f"{env}python -m numerics.cli bench " + " ".join(shlex.quote(a) for a in args._argv[1:])
+    say(f"reproduce: {out['reproduce']}")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    if args.json:
+        print(json.dumps(measure(args, say=lambda line: None), indent=2))
+    else:
+        measure(args, say=lambda line: print(line, flush=True))
     return 0

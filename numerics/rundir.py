@@ -59,8 +59,10 @@ def prepare(out: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
     with np.load(ck, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
         leaves = [np.array(z[f"leaf_{i}"]) for i in range(meta["leaves"])]
+        history = [[np.array(z[f"history_{j}_leaf_{i}"]) for i in range(meta["leaves"])]
+                   for j in range(meta.get("history", 0))]
     return {"leaves": leaves, "step": meta["step"], "curve": meta["curve"], "rollbacks": meta["rollbacks"],
-            "skipped": meta.get("skipped", 0)}
+            "skipped": meta.get("skipped", 0), "history": history, "history_marks": meta.get("history_marks", [])}
 
 
 def save_checkpoint(out: str | Path, state: TrainState, res: Result) -> None:
@@ -69,9 +71,11 @@ def save_checkpoint(out: str | Path, state: TrainState, res: Result) -> None:
     if not all(np.all(np.isfinite(x)) for x in leaves if np.issubdtype(x.dtype, np.floating)):
         raise LintfError("refusing to checkpoint a non-finite training state")
     meta = {"leaves": len(leaves), "step": int(state.step), "curve": res.curve, "rollbacks": res.rollbacks,
-            "skipped": res.skipped}
+            "skipped": res.skipped, "history": len(res.history), "history_marks": [[n, k] for _, n, k in res.history]}
+    history = {f"history_{j}_leaf_{i}": np.asarray(x) for j, (h, _, _) in enumerate(res.history)
+               for i, x in enumerate(jax.tree_util.tree_leaves(h))}  # earlier chunk starts, for deeper rollbacks
     atomic_savez(Path(out) / "checkpoint.npz", meta=np.asarray(json.dumps(meta)),
-                 **{f"leaf_{i}": x for i, x in enumerate(leaves)})
+                 **{f"leaf_{i}": x for i, x in enumerate(leaves)}, **history)
 
 
 #: Sequences for the baselines in metrics.json (evaluation / tuning).  At uniform:5 TunedRR's adjusted

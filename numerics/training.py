@@ -43,7 +43,11 @@ Choices, each a departure from the paper's recipe (Adam, constant ``1e-4``, 200 
   chunk's steps skipped, or non-finite / exploding parameters at the chunk's end (checked on its
   last batch), mark the seed as diverged: the host rolls every seed back to the chunk's start,
   halves ``ρ_s`` of each diverged seed and re-runs the chunk; deterministic, since the retry sees
-  the same data.
+  the same data.  A chunk that fails again from the same start goes back one more chunk (up to
+  :data:`HISTORY` chunks, kept in the checkpoint): the start itself can sit at the edge of the
+  explosive region, so that every batch of the next chunk explodes whatever the rate.  Seen with GD++-12
+  at ``uniform:0`` and ``lr`` 1e-3: the chunk from step 100 failed at every ``ρ`` down to ``2⁻³¹``, and the
+  run stopped after 30 rollbacks at the same step.
   Nothing non-finite is checkpointed or saved.
 * **Seeds** share the data stream and differ in initialisation; the best is chosen by the
   adjusted loss on a held-out selection set (a key stream disjoint from training and final eval).
@@ -113,6 +117,8 @@ DIAG_FRACTION = 2 / 3
 _DTYPES = {"float32": jnp.float32, "float64": jnp.float64}
 #: A seed is declared diverged when this many consecutive steps have an exploding batch median.
 MAX_SKIPS = 3
+#: Good chunk starts kept for rolling back further than one chunk (:func:`train`).
+HISTORY = 3
 #: Initialisations: ``random`` (small Gaussian entries, the default) and ``spectral`` (GD++ only).
 INITS = ("random", "spectral")
 
@@ -447,6 +453,8 @@ class Result:
     steps_per_s: float = float("nan")
     devices: int = 1  # how many devices shared the batch (part of the arithmetic: numerics.hostdevices)
     skipped: int = 0
+    #: the starts of the last accepted chunks, oldest first, each with the curve's length and ``skipped`` then
+    history: list[tuple[TrainState, int, int]] = field(default_factory=list)
 
 
 def _to_host(state: TrainState) -> TrainState:
@@ -479,8 +487,12 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
         res.state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), leaves)
         res.curve, res.rollbacks = list(resume["curve"]), list(resume["rollbacks"])
         res.skipped = int(resume.get("skipped", 0))
+        res.history = [(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template),
+                                                     [jnp.asarray(x) for x in h]), n, k)
+                       for h, (n, k) in zip(resume.get("history", []), resume.get("history_marks", []))]
     end = cfg.steps if stop_at is None else min(stop_at, cfg.steps)
     t0, s0 = time.perf_counter(), int(res.state.step)
+    failed_at = None  # the start step of the last chunk, if it failed (no chunk accepted since)
     while int(res.state.step) < end:
         step = int(res.state.step)
         length = min(cfg.chunk, end - step)
@@ -491,7 +503,13 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
             bad = np.flatnonzero(~ok)
             rho = np.asarray(res.state.rho).copy()
             rho[bad] *= 0.5
-            res.rollbacks.append({"step": step, "seeds": bad.tolist(), "rho": rho[bad].tolist()})
+            event = {"step": step, "seeds": bad.tolist(), "rho": rho[bad].tolist()}
+            if failed_at == step and res.history:  # failed again from the same start: go back one more chunk
+                res.state, n, res.skipped = res.history.pop()
+                res.curve = res.curve[:n]
+                event["to"] = int(res.state.step)
+            failed_at = int(res.state.step)
+            res.rollbacks.append(event)
             if len(res.rollbacks) > cfg.max_rollbacks:
                 from .errors import LintfError
 
@@ -499,6 +517,8 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
                                  f"{bad.tolist()}); lower --lr (now {cfg.peak_lr:g})")
             res.state = res.state._replace(rho=jnp.asarray(rho, res.state.rho.dtype))
             continue
+        failed_at = None
+        res.history = [*res.history, (res.state, len(res.curve), res.skipped)][-HISTORY:]
         res.state = new
         losses = np.asarray(losses, np.float64)
         res.skipped += int(np.isnan(losses).sum())

@@ -174,6 +174,56 @@ def test_divergence_is_rolled_back_and_lr_lowered(tmp_path: Path) -> None:
     assert np.isfinite(metrics["adjusted_loss"])
 
 
+def _edge_chunks(edge_step: int, edge: float):
+    """A stand-in for the compiled chunk: every parameter moves by ``ρ`` per step, and a chunk that starts at
+    ``edge_step`` with parameters above ``edge`` fails whatever ``ρ`` is (the start sits at a cliff)."""
+    def make(cfg, length, devices):
+        def run(state, seed, values):
+            start = float(np.asarray(jax.tree_util.tree_leaves(state.params)[0]).ravel()[0])
+            ok = np.full(cfg.seeds, not (int(state.step) == edge_step and start > edge))
+            params = jax.tree_util.tree_map(lambda p: p + (state.rho * length).reshape(-1, *[1] * (p.ndim - 1)),
+                                            state.params)
+            return state._replace(params=params, step=state.step + length), ok, np.zeros((length, cfg.seeds))
+        return run
+    return make
+
+
+def test_a_start_at_the_edge_is_left_by_going_back_a_chunk(monkeypatch) -> None:
+    """A chunk that fails again from the same start rolls back one chunk further, with the rate halved
+    again, instead of retrying the same start until ``max_rollbacks`` (which raised before)."""
+    import numerics.training as tr
+
+    monkeypatch.setattr(tr, "_chunk_fn", _edge_chunks(edge_step=10, edge=7.5))
+    cfg = TrainConfig(model="diag", **{**TINY, "steps": 20})
+    zero = jax.tree_util.tree_map(jnp.zeros_like, init_state(cfg).params)
+    monkeypatch.setattr(tr, "init_state", lambda c, template=False: init_state(c)._replace(params=zero))
+    res = train(cfg)
+    assert [(e["step"], e.get("to")) for e in res.rollbacks] == [(10, None), (10, 5)]
+    assert float(res.state.rho[0]) == 0.25 and int(res.state.step) == 20
+    # the redone chunk 5..10 at ρ = 1/4 and the rest: 5 + 5/4 + 10/4
+    assert float(_leaves(res.state.params)[0].ravel()[0]) == pytest.approx(5 + 1.25 + 2.5)
+    assert [c[0] for c in res.curve] == [5, 10, 15, 20]
+
+
+def test_deeper_rollback_after_resume_uses_the_checkpointed_history(tmp_path: Path, monkeypatch) -> None:
+    """The chunk starts kept for going back are part of the checkpoint: interrupted at step 10 and resumed,
+    the run ends where the uninterrupted run ends (without them it went back only to step 10 and stopped)."""
+    import numerics.rundir as rd
+    import numerics.training as tr
+
+    monkeypatch.setattr(tr, "_chunk_fn", _edge_chunks(edge_step=15, edge=12.5))
+    cfg = TrainConfig(model="diag", **{**TINY, "steps": 25, "max_rollbacks": 4})
+    zero = jax.tree_util.tree_map(jnp.zeros_like, init_state(cfg).params)
+    monkeypatch.setattr(tr, "init_state", lambda c, template=False: init_state(c)._replace(params=zero))
+    whole = train(cfg)
+    train(cfg, checkpoint=lambda s, r: save_checkpoint(tmp_path, s, r), stop_at=15)
+    rest = train(cfg, resume=rd.prepare(tmp_path, cfg))
+    assert rest.rollbacks == whole.rollbacks and [e.get("to") for e in whole.rollbacks] == [None, 10]
+    for a, b in zip(_leaves(rest.state), _leaves(whole.state)):
+        np.testing.assert_array_equal(a, b)
+    assert rest.curve == whole.curve
+
+
 def test_metrics_hold_the_baselines_of_the_same_setting(tmp_path: Path, monkeypatch) -> None:
     """finalize calls numerics.baselines.table for the run's noise, n, d and seed and stores its table in
     metrics.json (table itself is tested in test_baselines.py; a recording stub keeps this fast)."""

@@ -150,6 +150,7 @@ class TrainConfig:
     forward: str = "fast"
     diag_steps: int | None = None
     init: str = "random"
+    huber: float = 30.0
 
     def __post_init__(self) -> None:
         check_kind(self.model)
@@ -170,6 +171,8 @@ class TrainConfig:
         if self.warmup is not None and not 0 <= self.warmup <= self.steps - self.phase1_steps:
             raise ValueError(f"warmup must be in [0, {self.steps - self.phase1_steps}] (the steps after the "
                              f"DIAG phase), got {self.warmup}")
+        if not (math.isfinite(self.huber) and self.huber >= 0):
+            raise ValueError(f"huber must be a finite number >= 0 (0: plain squared loss), got {self.huber}")
         if not (self.clip > 0 and self.init_scale > 0 and self.explode > 1):
             raise ValueError("clip and init_scale must be > 0 and explode > 1")
         if self.forward not in ("fast", "plain"):
@@ -200,6 +203,11 @@ class TrainConfig:
     def warmup_steps(self) -> int:
         """Warm-up of the (last) phase: ``warmup``, else :func:`default_warmup` of its length."""
         return int(self.warmup if self.warmup is not None else default_warmup(self.steps - self.phase1_steps))
+
+    @property
+    def huber_delta(self) -> float:
+        """``δ = huber · √d``: ``√d`` is the standard deviation of the target ``y_t = ⟨w, x_t⟩``."""
+        return float(self.huber * math.sqrt(self.d))
 
     @property
     def jdtype(self) -> Any:
@@ -317,10 +325,21 @@ def effective_params(cfg: TrainConfig, params: Any, step: int) -> Any:
     return params
 
 
-def loss_fn(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False) -> tuple[jax.Array, jax.Array]:
-    """``½ mean (y_t − ŷ)²`` over the batch's *alive* sequences (``predict_fast(guard=True)``: a sequence
-    whose pass leaves the float range is dropped, with gradient exactly 0) and, as auxiliary output, the
-    batch *median* of ``½ (y_t − ŷ)²`` with dead sequences counted as ``+∞`` (the divergence guard's statistic).  ``forward="plain"``: the literal token pass.
+def huber(r: jax.Array, delta: float) -> jax.Array:
+    """``½ r²`` for ``|r| ≤ δ``, ``δ (|r| − ½ δ)`` beyond (``δ = 0``: ``½ r²`` everywhere)."""
+    sq = 0.5 * r**2
+    if not delta:
+        return sq
+    a = jnp.abs(r)
+    return jnp.where(a <= delta, sq, delta * (a - 0.5 * delta))
+
+
+def loss_fn(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False,
+            delta: float = 0.0) -> tuple[jax.Array, jax.Array]:
+    """``mean huber_δ(y_t − ŷ)`` (``½ (y_t − ŷ)²`` where ``|y_t − ŷ| ≤ δ``) over the batch's *alive* sequences
+    (``predict_fast(guard=True)``: a sequence whose pass leaves the float range is dropped, with gradient
+    exactly 0) and, as auxiliary output, the batch *median* of ``½ (y_t − ŷ)²`` with dead sequences counted as
+    ``+∞`` (the divergence guard's statistic).  ``forward="plain"``: the literal token pass.
     ``diag_phase`` (FULL only, a traced bool): evaluate the DIAG projection :func:`diag_part` instead."""
     if forward == "fast":
         f = lambda p, X, y, xq: predict_fast(p, X, y, xq, guard=True)  # noqa: E731
@@ -329,8 +348,9 @@ def loss_fn(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False)
 
     def stats(out: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         yhat, alive = out
-        sq = 0.5 * (yhat - b.y_query) ** 2
-        mean = jnp.sum(jnp.where(alive, sq, 0)) / jnp.sum(alive)  # NaN if every sequence is dead
+        r = yhat - b.y_query
+        sq = 0.5 * r**2
+        mean = jnp.sum(jnp.where(alive, huber(r, delta), 0)) / jnp.sum(alive)  # NaN if every sequence is dead
         return mean, jnp.nanmedian(jnp.where(alive, sq, jnp.inf))  # a dead sequence counts as exploding
 
     if isinstance(params, Full) and diag_phase is not False:
@@ -348,7 +368,8 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
     phase = (lambda step: step < s1) if s1 else (lambda step: False)  # noqa: E731
 
     def seed_step(params, opt_state, rho, lr, b, diag_phase):
-        (loss, med), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, b, cfg.forward, diag_phase)
+        (loss, med), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, b, cfg.forward, diag_phase,
+                                                                         cfg.huber_delta)
         updates, new_opt = opt.update(grads, opt_state, params)
         new_params = jax.tree_util.tree_map(lambda p, u: p - (lr * rho).astype(p.dtype) * u, params, updates)
         finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))

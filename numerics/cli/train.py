@@ -32,6 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--diag-steps", type=int, default=None,
                    help="FULL only: steps that train the DIAG sub-family first (default 2/3 of --steps; 0: none)")
     p.add_argument("--clip", type=float, default=1.0, help="global gradient-norm clip (default 1)")
+    p.add_argument("--huber", type=float, default=30.0, help="training loss is Huber beyond this many √d (the "
+                   "target's standard deviation); 0: plain squared loss (default 30)")
     p.add_argument("--seed", type=int, default=0, help="master seed (init and data keys derive from it)")
     p.add_argument("--chunk", type=int, default=100, help="steps per compiled chunk / checkpoint (default 100)")
     p.add_argument("--eval-sequences", type=int, default=100_000, help="fresh sequences for the final eval")
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from numerics.training import TrainConfig
 
     cfg = TrainConfig(model=args.model, layers=args.layers, noise=args.noise, heads=args.heads, seeds=args.seeds,
-                      steps=args.steps, batch=args.batch, lr=args.lr, warmup=args.warmup, clip=args.clip, diag_steps=args.diag_steps,
+                      steps=args.steps, batch=args.batch, lr=args.lr, warmup=args.warmup, clip=args.clip, huber=args.huber, diag_steps=args.diag_steps,
                       seed=args.seed, chunk=args.chunk, eval_sequences=args.eval_sequences, dtype=args.dtype,
                       n=args.n, d=args.d, init=args.init)
     out = args.out or f"runs/{cfg.model}-{cfg.layers}-{cfg.noise.replace(':', '').replace(',', '_')}-s{cfg.seed}"

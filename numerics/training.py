@@ -501,7 +501,9 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
           on_chunk: Callable[[TrainState, Result], Any] | None = None,
           checkpoint: Callable[[TrainState, Result], None] | None = None,
           devices: list | None = None, stop_at: int | None = None) -> Result:
-    """Run (or continue from ``resume = {"state", "curve", "rollbacks"}``) to ``cfg.steps`` (or ``stop_at``).
+    """Run (or continue from ``resume``, :func:`numerics.rundir.prepare`'s payload: ``leaves``, ``curve``,
+    ``rollbacks``, ``skipped`` and the earlier chunk starts ``history`` / ``history_marks``) to ``cfg.steps``
+    (or ``stop_at``).
 
     ``checkpoint(state, result)`` is called after every good chunk (the CLI writes it atomically);
     ``on_chunk`` may return ``True`` to stop early (time-to-quality benchmark).

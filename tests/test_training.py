@@ -238,6 +238,14 @@ def _edge_chunks(edge_step: int, edge: float):
     return make
 
 
+def _start_at_zero(monkeypatch, cfg: TrainConfig) -> None:
+    """Training starts from all-zero parameters, so that :func:`_edge_chunks`' parameters count ``Σ ρ``."""
+    import numerics.training as tr
+
+    zero = jax.tree_util.tree_map(jnp.zeros_like, init_state(cfg).params)
+    monkeypatch.setattr(tr, "init_state", lambda c, template=False: init_state(c)._replace(params=zero))
+
+
 def test_a_start_at_the_edge_is_left_by_going_back_a_chunk(monkeypatch) -> None:
     """A chunk that fails again from the same start rolls back one chunk further, with the rate halved
     again, instead of retrying the same start until ``max_rollbacks`` (which raised before)."""
@@ -245,8 +253,7 @@ def test_a_start_at_the_edge_is_left_by_going_back_a_chunk(monkeypatch) -> None:
 
     monkeypatch.setattr(tr, "_chunk_fn", _edge_chunks(edge_step=10, edge=7.5))
     cfg = TrainConfig(model="diag", **{**TINY, "steps": 20})
-    zero = jax.tree_util.tree_map(jnp.zeros_like, init_state(cfg).params)
-    monkeypatch.setattr(tr, "init_state", lambda c, template=False: init_state(c)._replace(params=zero))
+    _start_at_zero(monkeypatch, cfg)
     res = train(cfg)
     assert [(e["step"], e.get("to")) for e in res.rollbacks] == [(10, None), (10, 5)]
     assert float(res.state.rho[0]) == 0.25 and int(res.state.step) == 20
@@ -263,8 +270,7 @@ def test_deeper_rollback_after_resume_uses_the_checkpointed_history(tmp_path: Pa
 
     monkeypatch.setattr(tr, "_chunk_fn", _edge_chunks(edge_step=15, edge=12.5))
     cfg = TrainConfig(model="diag", **{**TINY, "steps": 25, "max_rollbacks": 4})
-    zero = jax.tree_util.tree_map(jnp.zeros_like, init_state(cfg).params)
-    monkeypatch.setattr(tr, "init_state", lambda c, template=False: init_state(c)._replace(params=zero))
+    _start_at_zero(monkeypatch, cfg)
     whole = train(cfg)
     train(cfg, checkpoint=lambda s, r: save_checkpoint(tmp_path, s, r), stop_at=15)
     rest = train(cfg, resume=rd.prepare(tmp_path, cfg))

@@ -22,8 +22,14 @@ Structured ``G``.  For DIAG and GD++ heads ``P_k = diag(p_k)``, ``Q_k = diag(q_k
            = \begin{pmatrix} \omega_{xx} 1 1^\top & \omega_{xy} 1 \\ \omega_{yx} 1^\top & \omega_{yy}\end{pmatrix},
 
 an element-wise product (``ω`` as in PAPER.md §3, :func:`numerics.models.omegas`) instead of two
-matrix products.  FULL computes ``P E Q`` as two large GEMMs over the whole batch (``P, Q`` are
-shared by all sequences).  The last layer's Gram update is never formed (only the query is read).
+matrix products.  FULL computes ``G = Σ_k P_k E Q_k`` as one GEMM over the whole batch on the
+upper triangle of the symmetric ``E`` (:func:`full_g`): ``(B, D(D+1)/2) × (D(D+1)/2, D²)``, the
+same cost for any number of heads.  The last layer's Gram update is never formed (only the query is read).
+
+XLA CPU notes (``python benchmarks/fast_pass_variants.py`` times each choice inside the real training
+step): a batched dot whose operand is transposed (``Xᵀ X``) runs several times slower than a copy
+followed by a plain batched dot, and XLA folds an ordinary transpose back into the dot, so
+:func:`context_gram` keeps the copy behind ``optimization_barrier``.
 
 =================  ==========================================
 symbol             argument / array
@@ -37,8 +43,11 @@ symbol             argument / array
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .models import Diag, Full, Gdpp, Params, _tokens
 
@@ -55,9 +64,30 @@ def _layer_vectors(params: Diag | Gdpp, d: int) -> tuple[jax.Array, jax.Array]:
 
 
 def context_gram(X: jax.Array, y: jax.Array) -> jax.Array:
-    """``E^0 = Σ_{j≤n} e_j e_jᵀ`` of shape ``(B, d+1, d+1)`` (one batched matmul)."""
+    """``E^0 = Σ_{j≤n} e_j e_jᵀ`` of shape ``(B, d+1, d+1)``: a transposed copy of the context, then one
+    plain batched matmul (the barrier stops XLA from folding the copy into a slower transposed dot)."""
     ctx = jnp.concatenate([X, y[..., None]], axis=-1)
-    return jnp.swapaxes(ctx, -1, -2) @ ctx
+    return jax.lax.optimization_barrier(jnp.swapaxes(ctx, -1, -2)) @ ctx
+
+
+def upper(E: jax.Array) -> jax.Array:
+    """The upper triangle (diagonal included) of each ``(D, D)`` matrix, row by row: ``(..., D(D+1)/2)``."""
+    i, j = np.triu_indices(E.shape[-1])
+    return E[..., i, j]
+
+
+def full_g(P: jax.Array, Q: jax.Array) -> Callable[[jax.Array], jax.Array]:
+    r"""``E ↦ G = Σ_k P_k E Q_k`` for symmetric ``E (B, D, D)``, given one layer's ``P, Q (H, D, D)``.
+
+    ``G_{af} = Σ_{c,e} E_{ce} M_{ce,af}`` with ``M_{ce,af} = Σ_k (P_k)_{ac} (Q_k)_{ef}``; pairing ``(c,e)``
+    with ``(e,c)`` (``E`` symmetric) leaves the ``D(D+1)/2`` entries ``c ≤ e`` with weights
+    ``K_{ce} = M_{ce} + [c<e] M_{ec}``, so ``G`` is one GEMM ``upper(E) @ K``.  ``E`` must be symmetric
+    (a Gram matrix; the Gram map keeps it so); ``tests/test_training.py`` checks ``G`` against ``P E Q``."""
+    D = P.shape[-1]
+    i, j = np.triu_indices(D)
+    M = jnp.einsum("hac,hef->ceaf", P, Q)
+    K = (M[i, j] + jnp.where((i != j)[:, None, None], M[j, i], 0)).reshape(i.size, D * D)
+    return lambda E: (upper(E) @ K).reshape(E.shape)
 
 
 @jax.custom_vjp
@@ -66,8 +96,8 @@ def sandwich(T: jax.Array, E: jax.Array) -> jax.Array:
 
     For symmetric ``E`` and cotangent ``C`` of ``E'``:
     ``∂/∂T = (C + Cᵀ)(T E)`` (reusing ``T E`` from the forward pass) and ``∂/∂E = Tᵀ C T``:
-    three batched matmuls instead of autodiff's four plus transposes (1.7x faster fwd+bwd on XLA CPU,
-    ``benchmarks/README``).  ``E`` is symmetric in exact arithmetic (a Gram matrix); its round-off
+    three batched matmuls instead of autodiff's four plus transposes (the training step with autodiff's
+    rule is the ``autodiff-sandwich`` row of ``python benchmarks/fast_pass_variants.py``).  ``E`` is symmetric in exact arithmetic (a Gram matrix); its round-off
     asymmetry changes the gradient at round-off level only (``tests/test_training.py`` compares with
     autodiff of the literal token pass in float64)."""
     return (T @ E) @ jnp.swapaxes(T, -1, -2)
@@ -102,10 +132,10 @@ def predict_fast(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array,
     eye = jnp.eye(d + 1, dtype=E.dtype)
     if isinstance(params, Full):
         L = params.P.shape[0]
+        gs = [full_g(params.P[l], params.Q[l]) for l in range(L)]
 
         def g_of(l: int, E: jax.Array) -> jax.Array:
-            PE = jnp.einsum("hac,bce->hbae", params.P[l], E)  # one GEMM: P (a,c) x E^T (c, B·e)
-            return jnp.einsum("hbae,hef->baf", PE, params.Q[l])  # one GEMM: (B·a, e) x Q
+            return gs[l](E)
     else:
         p, qv = _layer_vectors(params, d)
         omega = jnp.einsum("lha,lhc->lac", p, qv)  # Ω^l = Σ_k p_k q_kᵀ

@@ -76,6 +76,20 @@ def test_fast_pass_gradient_matches_autodiff_of_token_pass(kind: str, heads: int
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9 * float(jnp.max(jnp.abs(w))))
 
 
+def test_full_g_on_the_upper_triangle_is_p_e_q_for_symmetric_e() -> None:
+    """fastforward.full_g (one GEMM on E's upper triangle) against Σ_k P_k E Q_k written out; the
+    pairing of (c,e) with (e,c) needs E symmetric, so a non-symmetric E gives something else."""
+    from numerics.fastforward import full_g
+
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(6), 3)
+    P, Q = (jax.random.normal(k, (2, 5, 5), jnp.float64) for k in (k1, k2))
+    A = jax.random.normal(k3, (4, 5, 5), jnp.float64)
+    E = A @ jnp.swapaxes(A, -1, -2)
+    want = sum(P[h] @ E @ Q[h] for h in range(2))
+    np.testing.assert_allclose(np.asarray(full_g(P, Q)(E)), np.asarray(want), rtol=1e-12, atol=1e-12)
+    assert not np.allclose(np.asarray(full_g(P, Q)(A)), np.asarray(sum(P[h] @ A @ Q[h] for h in range(2))))
+
+
 def test_flat_normal_draw_equals_shaped_draw() -> None:
     """data.normal draws flat for speed; the numbers must be those of jax.random.normal(key, shape)."""
     from numerics.data import normal

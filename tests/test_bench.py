@@ -39,6 +39,7 @@ def test_throughput_rows_relate_rates_and_flops(report):
     assert rows["fast"]["flop_per_step"] >= 64 * (3 - 1) * 5 * 2 * (D + 1) ** 3
     # the plain pass carries all n+1 tokens: more arithmetic than the Gram pass
     assert rows["plain"]["flop_per_step"] > rows["fast"]["flop_per_step"]
+    assert report["speedup"] == {"diag": pytest.approx(rows["fast"]["steps_per_s"] / rows["plain"]["steps_per_s"])}
 
 
 def test_time_to_quality_reports_the_first_chunk_that_reaches_the_target(report):

@@ -2,7 +2,7 @@ r"""``lintf bench``: training throughput, achieved GFLOP/s, the machine's matmul
 
 Throughput is measured on the real training program (scanned chunk of Adam steps, data drawn
 on device) after one warm-up chunk, for the fast Gram pass and for the plain token pass (the
-issue's "plain jitted implementation").  FLOPs per step come from XLA's ``cost_analysis`` of one
+issue's "plain jitted implementation"), the two taking turns call by call (best of ``--reps``).  FLOPs per step come from XLA's ``cost_analysis`` of one
 compiled step (forward + backward + data + Adam).  Time-to-quality trains a model with the
 default recipe and evaluates the adjusted loss on 16 384 held-out sequences after every chunk
 until it reaches the target: TunedRR's adjusted loss from :func:`numerics.baselines.table` for the
@@ -25,6 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int, default=7, help="depth (default 7)")
     p.add_argument("--batch", type=int, default=2048, help="batch (default 2048)")
     p.add_argument("--steps", type=int, default=20, help="timed steps per measurement (default 20)")
+    p.add_argument("--reps", type=int, default=3,
+                   help="timed calls per pass, fast and plain taking turns; the best counts (default 3)")
     p.add_argument("--no-plain", action="store_true", help="skip the plain token-pass reference")
     p.add_argument("--ttq", action="store_true", help="also measure time-to-quality (minutes per model)")
     p.add_argument("--noise", default="uniform:5", help="noise for time-to-quality (default uniform:5)")
@@ -69,22 +71,29 @@ def step_flops(cfg) -> float | None:  # noqa: ANN001
     return float(ca.get("flops", float("nan"))) * len(devices) if ca else None
 
 
-def throughput(cfg, steps: int, reps: int = 3) -> float:  # noqa: ANN001
-    """Steps/s of the compiled training chunk: best of ``reps`` timed calls after one warm-up call."""
+def timer(cfg, steps: int):  # noqa: ANN001, ANN201
+    """A callable running one compiled training chunk of ``steps`` steps (compiled and warmed up here)."""
     import jax
     import jax.numpy as jnp
 
     from numerics.training import _chunk_fn, init_state, noise_values, training_devices
 
     fn = _chunk_fn(cfg, steps, training_devices(cfg.batch))
-    state, seed, values = init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg)
-    jax.block_until_ready(fn(state, seed, values))
-    best = float("inf")
-    for _ in range(reps):  # best of reps: the machine is shared, the minimum is the least disturbed
-        t = time.perf_counter()
-        jax.block_until_ready(fn(state, seed, values))
-        best = min(best, time.perf_counter() - t)
-    return steps / best
+    args = (init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg))
+    jax.block_until_ready(fn(*args))
+    return lambda: jax.block_until_ready(fn(*args))
+
+
+def throughput(cfgs: list, steps: int, reps: int = 3) -> list[float]:  # noqa: ANN001
+    """Steps/s of each config's compiled training chunk: the best of ``reps`` timed calls, the configs
+    taking turns call by call, so that the shared machine's changing load hits them alike."""
+    runs, best = [timer(c, steps) for c in cfgs], [float("inf")] * len(cfgs)
+    for _ in range(reps):  # best of reps: the minimum is the least disturbed
+        for i, run in enumerate(runs):
+            t = time.perf_counter()
+            run()
+            best[i] = min(best[i], time.perf_counter() - t)
+    return [steps / b for b in best]
 
 
 def time_to_quality(cfg, target: float) -> dict:  # noqa: ANN001
@@ -117,7 +126,7 @@ def _check(args: argparse.Namespace) -> list[str]:
     """The model kinds, after one-line checks of every size argument."""
     from numerics.models import check_kind
 
-    for name in ("layers", "batch", "steps", "max_steps", "target_sequences"):
+    for name in ("layers", "batch", "steps", "reps", "max_steps", "target_sequences"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     kinds = [k.strip() for k in args.models.split(",") if k.strip()]
@@ -136,15 +145,15 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
 
     kinds = _check(args)
     out: dict = {"devices": len(training_devices(args.batch)), "platform": jax.devices()[0].platform,
-                 ENV: os.environ.get(ENV), "matmul_gflops": matmul_gflops(), "throughput": [], "ttq": []}
+                 ENV: os.environ.get(ENV), "matmul_gflops": matmul_gflops(), "throughput": [], "speedup": {}, "ttq": []}
     say(f"devices: {out['devices']} x {out['platform']} ({ENV}={out[ENV] or 'unset'}); "
         f"dense matmul 1024x1024 float32 on one device: {out['matmul_gflops']:.1f} GFLOP/s")
     for kind in kinds:
-        for forward in ("fast",) if args.no_plain else ("fast", "plain"):
-            # FULL's own phase (diag_steps=0): its DIAG phase runs the DIAG program (the DIAG line)
-            cfg = TrainConfig(model=kind, layers=args.layers, batch=args.batch, steps=10**6, forward=forward,
-                              diag_steps=0 if kind == "full" else None)
-            rate = throughput(cfg, args.steps)
+        forwards = ("fast",) if args.no_plain else ("fast", "plain")
+        # FULL's own phase (diag_steps=0): its DIAG phase runs the DIAG program (the DIAG line)
+        cfgs = [TrainConfig(model=kind, layers=args.layers, batch=args.batch, steps=10**6, forward=forward,
+                            diag_steps=0 if kind == "full" else None) for forward in forwards]
+        for forward, cfg, rate in zip(forwards, cfgs, throughput(cfgs, args.steps, args.reps)):
             flops = step_flops(cfg)
             row = {"model": kind, "layers": args.layers, "forward": forward, "batch": args.batch,
                    "steps_per_s": rate, "sequences_per_s": rate * args.batch,
@@ -153,6 +162,10 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
             gf = f"{row['gflops']:.1f} GFLOP/s ({flops / 1e6:.0f} MFLOP/step)" if flops else "flops n/a"
             say(f"{kind.upper()}-{args.layers} {forward:5s} batch {args.batch}: {rate:.2f} steps/s, "
                 f"{row['sequences_per_s']:.0f} sequences/s, {gf}")
+        if not args.no_plain:
+            fast, plain = out["throughput"][-2:]
+            out["speedup"][kind] = fast["steps_per_s"] / plain["steps_per_s"]
+            say(f"{kind.upper()}-{args.layers} fast / plain, timed in turn: {out['speedup'][kind]:.2f}x")
     if args.ttq:
         target, source = args.target, "--target"
         if target is None:

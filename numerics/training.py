@@ -130,6 +130,8 @@ MAX_SKIPS = 3
 HISTORY = 3
 #: Initialisations: ``random`` (small Gaussian entries, the default) and ``spectral`` (GD++ only).
 INITS = ("random", "spectral")
+#: GD++'s ``ω_xx`` during training: kept ``≤ 0`` (projected after every step, the default) or ``free``.
+GDPP_XX = ("nonpositive", "free")
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,7 @@ class TrainConfig:
     diag_steps: int | None = None
     init: str = "random"
     huber: float = 30.0
+    gdpp_xx: str = "nonpositive"
 
     def __post_init__(self) -> None:
         check_kind(self.model)
@@ -186,6 +189,8 @@ class TrainConfig:
             raise ValueError("clip and init_scale must be > 0 and explode > 1")
         if self.forward not in ("fast", "plain"):
             raise ValueError(f"forward must be fast or plain, got {self.forward!r}")
+        if self.gdpp_xx not in GDPP_XX:
+            raise ValueError(f"gdpp_xx must be one of {', '.join(GDPP_XX)}, got {self.gdpp_xx!r}")
         if self.init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
         if self.init == "spectral" and self.model != "gdpp":
@@ -272,8 +277,23 @@ def init_state(cfg: TrainConfig, template: bool = False) -> TrainState:
         fit = fit_gdpp(cfg.layers, cfg.noise, cfg.n, cfg.d, cfg.seed).params
         params = type(params)(*(jnp.broadcast_to(jnp.asarray(p, cfg.jdtype), (cfg.seeds, cfg.layers)) for p in fit))
         rho = rho.at[0].set(0.0)  # seed 0 is the fit itself, frozen
+    params = project(cfg, params)
     opt_state = jax.vmap(optimizer(cfg).init)(params)
     return TrainState(params, opt_state, rho, jnp.zeros((), jnp.int32))
+
+
+def project(cfg: TrainConfig, params: Any) -> Any:
+    r"""GD++ with ``gdpp_xx = "nonpositive"``: ``ω_xx ← min(ω_xx, 0)`` (projected Adam); anything else unchanged.
+
+    A GD++ layer maps every ``x`` by ``I + ω_xx Σ̂`` (``Σ̂`` the context's ``X^T X``); ``ω_xx > 0`` widens the
+    spectrum by ``1 + ω_xx λ`` at every layer and the widening compounds with depth.  From the small random
+    start, Adam's first, sign-like steps move every ``ω_xx`` up by about the learning rate
+    (``python benchmarks/gdpp_first_steps.py``), and GD++-12 at ``uniform:0`` then rolled back 8 times.  The
+    GD++ models fitted or trained well here have ``ω_xx ≤ 0`` at every layer whose ``ω_xx`` reaches the output
+    (Theorem 5.1's preconditioner ``I − γ Σ̂`` with ``γ ≥ 0``), so the constraint leaves them in reach."""
+    if cfg.model != "gdpp" or cfg.gdpp_xx == "free":
+        return params
+    return params._replace(omega_xx=jnp.minimum(params.omega_xx, 0))
 
 
 def data_key(seed: jax.Array | int, stream: int, index: jax.Array | int) -> jax.Array:
@@ -380,7 +400,7 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         (loss, med), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, b, cfg.forward, diag_phase,
                                                                          cfg.huber_delta)
         updates, new_opt = opt.update(grads, opt_state, params)
-        new_params = jax.tree_util.tree_map(lambda p, u: p - (lr * rho).astype(p.dtype) * u, params, updates)
+        new_params = project(cfg, jax.tree_util.tree_map(lambda p, u: p - (lr * rho).astype(p.dtype) * u, params, updates))
         finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
         finite &= jnp.all(jnp.asarray([jnp.all(jnp.isfinite(p)) for p in jax.tree_util.tree_leaves(new_params)]))
         sane = jnp.isfinite(med) & (med < limit)  # the batch's typical sequence is fine at these parameters
@@ -576,4 +596,6 @@ def config_dict(cfg: TrainConfig) -> dict[str, Any]:
     d.update(peak_lr=cfg.peak_lr, warmup_steps=cfg.warmup_steps)
     if cfg.init == "random":  # the default is left out, so run directories written before the option stay valid
         del d["init"]
+    if cfg.model != "gdpp" or cfg.gdpp_xx == "nonpositive":  # likewise (and it only concerns GD++)
+        del d["gdpp_xx"]
     return d

@@ -221,6 +221,22 @@ def test_full_trains_its_diag_part_first() -> None:
         jax.tree_util.tree_map(lambda a: a[0], mid)), d)[0]))
 
 
+def test_gdpp_omega_xx_is_held_nonpositive_unless_free() -> None:
+    """Projected Adam: GD++'s ω_xx stays ≤ 0 by default; the same run with ``gdpp_xx="free"`` moves some
+    above 0, so the projection is what holds them.  The option is left out of config.json at its default."""
+    from dataclasses import replace
+
+    from numerics.training import config_dict
+
+    cfg = TrainConfig(model="gdpp", seeds=2, **TINY)
+    assert np.all(np.asarray(init_state(cfg).params.omega_xx) <= 0)
+    held = np.asarray(train(cfg).state.params.omega_xx)
+    free = np.asarray(train(replace(cfg, gdpp_xx="free")).state.params.omega_xx)
+    assert np.all(held <= 0) and np.any(held < 0)
+    assert np.any(free > 0)
+    assert "gdpp_xx" not in config_dict(cfg) and config_dict(replace(cfg, gdpp_xx="free"))["gdpp_xx"] == "free"
+
+
 # --- divergence ----------------------------------------------------------------------------------
 def test_divergence_is_rolled_back_and_lr_lowered(tmp_path: Path) -> None:
     cfg = TrainConfig(model="full", seeds=2, lr=1e3, warmup=0, **TINY)

@@ -596,6 +596,6 @@ def config_dict(cfg: TrainConfig) -> dict[str, Any]:
     d.update(peak_lr=cfg.peak_lr, warmup_steps=cfg.warmup_steps)
     if cfg.init == "random":  # the default is left out, so run directories written before the option stay valid
         del d["init"]
-    if cfg.model != "gdpp" or cfg.gdpp_xx == "nonpositive":  # likewise (and it only concerns GD++)
+    if cfg.model != "gdpp":  # GD++ only; GD++ run directories from before the option (trained free) are refused
         del d["gdpp_xx"]
     return d

@@ -223,7 +223,7 @@ def test_full_trains_its_diag_part_first() -> None:
 
 def test_gdpp_omega_xx_is_held_nonpositive_unless_free() -> None:
     """Projected Adam: GD++'s ω_xx stays ≤ 0 by default; the same run with ``gdpp_xx="free"`` moves some
-    above 0, so the projection is what holds them.  The option is left out of config.json at its default."""
+    above 0, so the projection is what holds them.  config.json records it for GD++ only."""
     from dataclasses import replace
 
     from numerics.training import config_dict
@@ -234,7 +234,8 @@ def test_gdpp_omega_xx_is_held_nonpositive_unless_free() -> None:
     free = np.asarray(train(replace(cfg, gdpp_xx="free")).state.params.omega_xx)
     assert np.all(held <= 0) and np.any(held < 0)
     assert np.any(free > 0)
-    assert "gdpp_xx" not in config_dict(cfg) and config_dict(replace(cfg, gdpp_xx="free"))["gdpp_xx"] == "free"
+    assert config_dict(cfg)["gdpp_xx"] == "nonpositive" and config_dict(replace(cfg, gdpp_xx="free"))["gdpp_xx"] == "free"
+    assert "gdpp_xx" not in config_dict(TrainConfig(model="diag", **TINY))
 
 
 # --- divergence ----------------------------------------------------------------------------------

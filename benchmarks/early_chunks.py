@@ -1,0 +1,83 @@
+r"""Which of a deep run's first chunks fail, seed by seed, under variants of the training recipe (issue 6).
+
+Runs the compiled training chunks from step 0 with no rollback (a failed chunk is reported and its state
+kept, as ``benchmarks/huber_skips.py`` does), for each ``--variant NAME=JSON``. The JSON object holds
+:class:`numerics.training.TrainConfig` fields, and optionally ``adam_eps`` (Adam's ``ε``, default 1e-8).
+Each chunk prints one character per seed (``.`` passed the divergence check, ``X`` failed) and the mean
+training loss of its last 10 steps over the seeds.
+
+    python benchmarks/early_chunks.py --model gdpp --layers 12 --noise uniform:0 --steps 600 --seeds 2 \
+        --variant 'free={"gdpp_xx": "free"}' --variant 'nonpositive={}'
+    python benchmarks/early_chunks.py --model diag --layers 12 --noise uniform:7 --steps 600 --seeds 3 \
+        --variant 'default={}' --variant 'warmup600={"warmup": 600}' --variant 'lr5e-3={"lr": 0.005}' \
+        --variant 'eps1e-3={"adam_eps": 1e-3}' --variant 'eps1e-2={"adam_eps": 1e-2}' --variant 'eps1e-1={"adam_eps": 0.1}'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from numerics import hostdevices  # noqa: E402
+
+hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+
+from numerics import training  # noqa: E402
+from numerics.training import TrainConfig, noise_values, training_devices  # noqa: E402
+
+
+def chunks(cfg: TrainConfig, steps: int, adam_eps: float) -> list[str]:
+    """One ``'..X  loss'`` entry per chunk of the first ``steps`` steps."""
+    saved = training.optimizer
+    training.optimizer = lambda c: optax.chain(optax.clip_by_global_norm(c.clip), optax.scale_by_adam(eps=adam_eps))
+    training._CHUNK_CACHE.clear()
+    try:
+        fn = training._chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
+        state, out = training.init_state(cfg), []
+        for _ in range(steps // cfg.chunk):
+            state, ok, losses = fn(state, jnp.asarray(cfg.seed, jnp.int32), noise_values(cfg))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a chunk where every step was skipped
+                last = float(np.nanmean(np.asarray(losses)[-10:]))
+            out.append("".join("." if o else "X" for o in np.asarray(ok)) + f" {last:.3g}")
+    finally:
+        training.optimizer = saved
+        training._CHUNK_CACHE.clear()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--layers", type=int, required=True)
+    ap.add_argument("--noise", required=True)
+    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--chunk", type=int, default=50)
+    ap.add_argument("--variant", action="append", default=[], help="NAME=JSON (TrainConfig fields, adam_eps)")
+    args = ap.parse_args()
+    variants = dict(v.split("=", 1) for v in args.variant) or {"default": "{}"}
+    for name, spec in variants.items():
+        over = json.loads(spec)
+        eps = float(over.pop("adam_eps", 1e-8))
+        cfg = TrainConfig(model=args.model, layers=args.layers, noise=args.noise, seeds=args.seeds,
+                          chunk=args.chunk, **over)
+        t = time.perf_counter()
+        row = chunks(cfg, args.steps, eps)
+        print(f"{name:12s} {time.perf_counter() - t:5.0f} s | " + " | ".join(row), flush=True)
+    print("reproduce: python benchmarks/early_chunks.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -33,7 +33,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from numerics import fastforward, training  # noqa: E402
-from numerics.training import TrainConfig, init_state, noise_values, training_devices  # noqa: E402
+from numerics.cli.bench import timer  # noqa: E402
+from numerics.training import TrainConfig, training_devices  # noqa: E402
 
 
 def einsum_g(P: jax.Array, Q: jax.Array):  # noqa: ANN201
@@ -56,18 +57,18 @@ VARIANTS = {
 
 
 def build(cfg: TrainConfig, swap: dict, length: int):  # noqa: ANN201
-    """The compiled chunk with ``swap``'s functions in place of :mod:`numerics.fastforward`'s (traced now)."""
+    """``lintf bench``'s timer of the compiled chunk, traced with ``swap``'s functions in place of
+    :mod:`numerics.fastforward`'s (the chunk cache is emptied around it, so no variant reuses another's)."""
     saved = {name: getattr(fastforward, name) for name in swap}
     try:
         for name, f in swap.items():
             setattr(fastforward, name, f)
-        fn = training._make_chunk(training._static(cfg), length, training.batch_sharding(list(training_devices(cfg.batch))))
-        args = (init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg))
-        jax.block_until_ready(fn(*args))  # compile and warm up while the swap is in place
+        training._CHUNK_CACHE.clear()
+        return timer(cfg, length)  # compiles and warms up while the swap is in place
     finally:
         for name, f in saved.items():
             setattr(fastforward, name, f)
-    return lambda: jax.block_until_ready(fn(*args))
+        training._CHUNK_CACHE.clear()
 
 
 def main() -> int:

@@ -42,8 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--d", type=int, default=10, help="input dimension d (default 10)")
     p.add_argument("--init", default="random", help="random (default) or spectral: GD++ only, start from the "
                    "exact spectral fit (numerics.gdpp_fit); seed 0 stays the fit, seeds 1.. refine it with Adam")
-    p.add_argument("--gdpp-xx", default="nonpositive", choices=("nonpositive", "free"),
-                   help="GD++ only: keep every ω_xx <= 0 while training (projected Adam, the default) or leave it free")
+    p.add_argument("--gdpp-xx", default="nonpositive",
+                   help="nonpositive (default) or free: GD++ only, keep every ω_xx <= 0 while training (projected Adam) "
+                   "or leave it free")
     p.add_argument("--out", default=None, help="run directory (default runs/MODEL-L-NOISE-sSEED)")
     p.add_argument("--no-baselines", action="store_true", help="skip the baselines table in metrics.json")
     p.add_argument("--json", action="store_true", help="print metrics as JSON, no progress bar")

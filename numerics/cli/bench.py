@@ -1,9 +1,11 @@
 r"""``lintf bench``: training throughput, achieved GFLOP/s, the machine's matmul GFLOP/s, time-to-quality.
 
 Throughput is measured on the real training program (scanned chunk of Adam steps, data drawn
-on device) after one warm-up chunk, for the fast Gram pass and for the plain token pass (the
-issue's "plain jitted implementation"), the two taking turns call by call (best of ``--reps``).  FLOPs per step come from XLA's ``cost_analysis`` of one
-compiled step (forward + backward + data + Adam).  Time-to-quality trains a model with the
+on device) after one warm-up chunk, for the fast Gram pass and for the plain token pass, taking turns
+call by call (best of ``--reps``).  On a host split into several devices (:mod:`numerics.hostdevices`) the
+plain pass is timed twice: on the same devices as the fast pass (the pass alone), and on one device, which is
+the issue's "plain jitted implementation" (a jitted program on an unsplit CPU is one XLA device).  FLOPs
+per step come from XLA's ``cost_analysis`` of one compiled step (forward + backward + data + Adam).  Time-to-quality trains a model with the
 default recipe and evaluates the adjusted loss on 16 384 held-out sequences after every chunk
 until it reaches the target: TunedRR's adjusted loss from :func:`numerics.baselines.table` for the
 same noise (``--target-sequences``, default 100 000), or ``--target``.  Evaluation time is excluded from the reported
@@ -54,13 +56,13 @@ def matmul_gflops(size: int = 1024, reps: int = 20) -> float:
     return 2 * size**3 / best / 1e9
 
 
-def step_flops(cfg) -> float | None:  # noqa: ANN001
-    """XLA's flop count of one training step (one-step chunk, all seeds)."""
+def step_flops(cfg, devices: tuple | None = None) -> float | None:  # noqa: ANN001
+    """XLA's flop count of one training step (one-step chunk, all seeds) on ``devices`` (default: training's)."""
     from numerics.training import _chunk_fn, init_state, noise_values, training_devices
 
     import jax.numpy as jnp
 
-    devices = training_devices(cfg.batch)
+    devices = devices or training_devices(cfg.batch)
     fn = _chunk_fn(cfg, 1, devices)
     try:
         ca = fn.lower(init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg)).compile().cost_analysis()
@@ -71,23 +73,26 @@ def step_flops(cfg) -> float | None:  # noqa: ANN001
     return float(ca.get("flops", float("nan"))) * len(devices) if ca else None
 
 
-def timer(cfg, steps: int):  # noqa: ANN001, ANN201
-    """A callable running one compiled training chunk of ``steps`` steps (compiled and warmed up here)."""
+def timer(cfg, steps: int, devices: tuple | None = None):  # noqa: ANN001, ANN201
+    """A callable running one compiled training chunk of ``steps`` steps on ``devices`` (default: the ones
+    training uses), compiled and warmed up here."""
     import jax
     import jax.numpy as jnp
 
     from numerics.training import _chunk_fn, init_state, noise_values, training_devices
 
-    fn = _chunk_fn(cfg, steps, training_devices(cfg.batch))
+    fn = _chunk_fn(cfg, steps, devices or training_devices(cfg.batch))
     args = (init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg))
     jax.block_until_ready(fn(*args))
     return lambda: jax.block_until_ready(fn(*args))
 
 
-def throughput(cfgs: list, steps: int, reps: int = 3) -> list[float]:  # noqa: ANN001
+def throughput(cfgs: list, steps: int, reps: int = 3, devices: list | None = None) -> list[float]:  # noqa: ANN001
     """Steps/s of each config's compiled training chunk: the best of ``reps`` timed calls, the configs
-    taking turns call by call, so that the shared machine's changing load hits them alike."""
-    runs, best = [timer(c, steps) for c in cfgs], [float("inf")] * len(cfgs)
+    taking turns call by call, so that the shared machine's changing load hits them alike.
+    ``devices[i]`` (a tuple, or None for training's default) is where config ``i`` runs."""
+    devices = devices or [None] * len(cfgs)
+    runs, best = [timer(c, steps, dv) for c, dv in zip(cfgs, devices)], [float("inf")] * len(cfgs)
     for _ in range(reps):  # best of reps: the minimum is the least disturbed
         for i, run in enumerate(runs):
             t = time.perf_counter()
@@ -145,27 +150,40 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
 
     kinds = _check(args)
     out: dict = {"devices": len(training_devices(args.batch)), "platform": jax.devices()[0].platform,
-                 ENV: os.environ.get(ENV), "matmul_gflops": matmul_gflops(), "throughput": [], "speedup": {}, "ttq": []}
+                 ENV: os.environ.get(ENV), "matmul_gflops": matmul_gflops(), "throughput": [], "speedup": {},
+                 "speedup_vs_plain_one_device": {}, "ttq": []}
     say(f"devices: {out['devices']} x {out['platform']} ({ENV}={out[ENV] or 'unset'}); "
         f"dense matmul 1024x1024 float32 on one device: {out['matmul_gflops']:.1f} GFLOP/s")
+    all_devices = training_devices(args.batch)
     for kind in kinds:
-        forwards = ("fast",) if args.no_plain else ("fast", "plain")
+        # (forward, devices): the fast and plain passes on training's devices and, when those are several host
+        # devices, the plain pass on one device too: the issue's "plain jitted implementation" (one XLA device)
+        runs = [("fast", all_devices)]
+        if not args.no_plain:
+            runs += [("plain", all_devices)] + ([("plain", all_devices[:1])] if len(all_devices) > 1 else [])
         # FULL's own phase (diag_steps=0): its DIAG phase runs the DIAG program (the DIAG line)
         cfgs = [TrainConfig(model=kind, layers=args.layers, batch=args.batch, steps=10**6, forward=forward,
-                            diag_steps=0 if kind == "full" else None) for forward in forwards]
-        for forward, cfg, rate in zip(forwards, cfgs, throughput(cfgs, args.steps, args.reps)):
-            flops = step_flops(cfg)
-            row = {"model": kind, "layers": args.layers, "forward": forward, "batch": args.batch,
+                            diag_steps=0 if kind == "full" else None) for forward, _ in runs]
+        rates = throughput(cfgs, args.steps, args.reps, [dv for _, dv in runs])
+        rows = []
+        for (forward, dv), cfg, rate in zip(runs, cfgs, rates):
+            flops = step_flops(cfg, dv)
+            row = {"model": kind, "layers": args.layers, "forward": forward, "devices": len(dv), "batch": args.batch,
                    "steps_per_s": rate, "sequences_per_s": rate * args.batch,
                    "flop_per_step": flops, "gflops": rate * flops / 1e9 if flops else None}
-            out["throughput"].append(row)
+            rows.append(row)
             gf = f"{row['gflops']:.1f} GFLOP/s ({flops / 1e6:.0f} MFLOP/step)" if flops else "flops n/a"
-            say(f"{kind.upper()}-{args.layers} {forward:5s} batch {args.batch}: {rate:.2f} steps/s, "
-                f"{row['sequences_per_s']:.0f} sequences/s, {gf}")
-        if not args.no_plain:
-            fast, plain = out["throughput"][-2:]
-            out["speedup"][kind] = fast["steps_per_s"] / plain["steps_per_s"]
-            say(f"{kind.upper()}-{args.layers} fast / plain, timed in turn: {out['speedup'][kind]:.2f}x")
+            say(f"{kind.upper()}-{args.layers} {forward:5s} on {len(dv)} device{'s' * (len(dv) > 1)}, batch "
+                f"{args.batch}: {rate:.2f} steps/s, {row['sequences_per_s']:.0f} sequences/s, {gf}")
+        out["throughput"] += rows
+        if len(rows) > 1:
+            out["speedup"][kind] = rows[0]["steps_per_s"] / rows[1]["steps_per_s"]
+            say(f"{kind.upper()}-{args.layers} fast / plain, same {len(all_devices)} device(s), timed in turn: "
+                f"{out['speedup'][kind]:.2f}x")
+        if len(rows) > 2:
+            out["speedup_vs_plain_one_device"][kind] = rows[0]["steps_per_s"] / rows[2]["steps_per_s"]
+            say(f"{kind.upper()}-{args.layers} training as shipped ({len(all_devices)} devices, fast pass) / plain pass "
+                f"on one device, timed in turn: {out['speedup_vs_plain_one_device'][kind]:.2f}x")
     if args.ttq:
         target, source = args.target, "--target"
         if target is None:

@@ -2,7 +2,8 @@ r"""Which of a deep run's first chunks fail, seed by seed, under variants of the
 
 Runs the compiled training chunks from step 0 with no rollback (a failed chunk is reported and its state
 kept, as ``benchmarks/huber_skips.py`` does), for each ``--variant NAME=JSON``. The JSON object holds
-:class:`numerics.training.TrainConfig` fields, and optionally ``adam_eps`` (Adam's ``ε``, default 1e-8).
+:class:`numerics.training.TrainConfig` fields, and optionally Adam's own ``adam_eps``, ``adam_b1``, ``adam_b2``
+(optax's defaults 1e-8, 0.9, 0.999).
 Each chunk prints one character per seed (``.`` passed the divergence check, ``X`` failed) and the mean
 training loss of its last 10 steps over the seeds.
 
@@ -36,10 +37,10 @@ from numerics import training  # noqa: E402
 from numerics.training import TrainConfig, noise_values, training_devices  # noqa: E402
 
 
-def chunks(cfg: TrainConfig, steps: int, adam_eps: float) -> list[str]:
-    """One ``'..X  loss'`` entry per chunk of the first ``steps`` steps."""
+def chunks(cfg: TrainConfig, steps: int, adam: dict) -> list[str]:
+    """One ``'..X  loss'`` entry per chunk of the first ``steps`` steps; ``adam``: ``optax.scale_by_adam`` keywords."""
     saved = training.optimizer
-    training.optimizer = lambda c: optax.chain(optax.clip_by_global_norm(c.clip), optax.scale_by_adam(eps=adam_eps))
+    training.optimizer = lambda c: optax.chain(optax.clip_by_global_norm(c.clip), optax.scale_by_adam(**adam))
     training._CHUNK_CACHE.clear()
     try:
         fn = training._chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
@@ -64,16 +65,16 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--chunk", type=int, default=50)
-    ap.add_argument("--variant", action="append", default=[], help="NAME=JSON (TrainConfig fields, adam_eps)")
+    ap.add_argument("--variant", action="append", default=[], help="NAME=JSON (TrainConfig fields, adam_eps, adam_b1, adam_b2)")
     args = ap.parse_args()
     variants = dict(v.split("=", 1) for v in args.variant) or {"default": "{}"}
     for name, spec in variants.items():
         over = json.loads(spec)
-        eps = float(over.pop("adam_eps", 1e-8))
+        adam = {k[5:]: float(over.pop(k)) for k in ("adam_eps", "adam_b1", "adam_b2") if k in over}
         cfg = TrainConfig(model=args.model, layers=args.layers, noise=args.noise, seeds=args.seeds,
                           chunk=args.chunk, **over)
         t = time.perf_counter()
-        row = chunks(cfg, args.steps, eps)
+        row = chunks(cfg, args.steps, adam)
         print(f"{name:12s} {time.perf_counter() - t:5.0f} s | " + " | ".join(row), flush=True)
     print("reproduce: python benchmarks/early_chunks.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     return 0

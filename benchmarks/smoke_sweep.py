@@ -9,11 +9,14 @@ adjusted loss over finite sequences is non-finite; overflowing evaluation sequen
 failed (a few-step deep model is a degree-3^L polynomial with heavy tails).  Exit status 1 if any cell failed.
 
     python benchmarks/smoke_sweep.py --models diag,gdpp,full --depths 1-12 --steps 200
+    python benchmarks/smoke_sweep.py --models diag --depths 12 --steps 3000 --set '{"y_step": "scaled"}'
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -46,7 +49,9 @@ def main() -> int:
                     .replace("categorical:1,3", "categorical:1_3"), help="';'-free list; use _ inside categorical sets")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--eval", type=int, default=4096)
+    ap.add_argument("--set", default="{}", help="JSON object of further TrainConfig fields, e.g. '{\"y_step\": \"scaled\"}'")
     args = ap.parse_args()
+    over = json.loads(args.set)
     noises = [s.replace("_", ",") for s in args.noises.split(",")]
     failed, t0 = 0, time.perf_counter()
     print(f"devices: {len(jax.devices())} x {jax.devices()[0].platform}", flush=True)
@@ -57,7 +62,7 @@ def main() -> int:
             for noise in noises:
                 t = time.perf_counter()
                 cfg = TrainConfig(model=kind, layers=L, noise=noise, steps=args.steps, chunk=min(100, args.steps),
-                                  select_sequences=args.eval, eval_sequences=args.eval)
+                                  select_sequences=args.eval, eval_sequences=args.eval, **over)
                 try:
                     res = train(cfg)
                     m, o = adjusted_losses(cfg, res.state.params, stream=3, sequences=args.eval)
@@ -73,7 +78,7 @@ def main() -> int:
                 print(f"{kind:5s} {L:3d} {noise:18s} {row[0]:9d} {row[1]:7d} {row[2]:11.4g} {row[3]:10.4g} {row[4]:8d} "
                       f"{time.perf_counter() - t:5.0f}  {status}", flush=True)
     print(f"{failed} failed cells; {time.perf_counter() - t0:.0f} s")
-    print("reproduce: python benchmarks/smoke_sweep.py " + " ".join(sys.argv[1:]))
+    print("reproduce: python benchmarks/smoke_sweep.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     return 1 if failed else 0
 
 

@@ -238,6 +238,64 @@ def test_gdpp_omega_xx_is_held_nonpositive_unless_free() -> None:
     assert "gdpp_xx" not in config_dict(TrainConfig(model="diag", **TINY))
 
 
+def test_y_scaled_by_s_is_the_model_with_q_y_times_s_squared() -> None:
+    """The symmetry behind ``y_step``: DIAG on tokens ``(x, y/s)`` with ``q_y ↦ s² q_y`` predicts ``ŷ/s`` (literal
+    token pass); ``q_y`` is the only parameter that moves."""
+    d, n, s = 3, 7, 2.7
+    params = models.init("diag", jax.random.PRNGKey(3), 4, d, 2, scale=0.3, dtype=jnp.float64)
+    b = sample(jax.random.PRNGKey(4), "uniform:2", 16, n, d, jnp.float64)
+
+    def yhat(p, y):  # noqa: ANN001, ANN202
+        return -models.forward_tokens(*models.universal(p, d), b.X, y, b.x_query)[-1, :, -1, -1]
+
+    ref = yhat(params, b.y)
+    got = yhat(params._replace(qy=params.qy * s**2), b.y / s)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(ref) / s, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("noise", ["uniform:2", "fixed:1.5", "categorical:1,3"])
+def test_y_moment_is_the_second_moment_of_the_data_y(noise: str) -> None:
+    """``E y² = d + E σ²`` from the traced noise levels, against the mean of ``y²`` over drawn sequences."""
+    from numerics.training import noise_values, y_moment
+
+    cfg = TrainConfig(model="diag", **(TINY | {"noise": noise}))
+    b = sample(jax.random.PRNGKey(5), noise, 100_000, 4, cfg.d, jnp.float64)
+    per_seq = np.asarray(jnp.mean(b.y**2, axis=1))  # the sequences are independent; their tokens share w
+    se = per_seq.std() / np.sqrt(per_seq.size)
+    assert abs(float(y_moment(cfg, noise_values(cfg))) - per_seq.mean()) < 4 * se
+
+
+@pytest.mark.parametrize("kind", ["diag", "full"])
+def test_y_step_divides_the_step_of_q_y_by_e_y2(kind: str) -> None:
+    """One Adam step from the same start: ``y_step="scaled"`` moves DIAG's ``q_y`` (FULL's ``Q_yy``) ``c = E y²``
+    times less than ``"plain"``, and every other entry the same.  config.json records ``"scaled"`` (DIAG and FULL)."""
+    from dataclasses import replace
+
+    from numerics.training import _chunk_fn, config_dict, noise_values, training_devices, y_moment
+
+    cfg = TrainConfig(model=kind, diag_steps=0 if kind == "full" else None, **TINY)
+    moved = {}
+    for ys in ("scaled", "plain"):
+        c = replace(cfg, y_step=ys)
+        s0 = init_state(c)
+        s1, ok, _ = _chunk_fn(c, 1, training_devices(c.batch))(s0, jnp.asarray(0, jnp.int32), noise_values(c))
+        assert bool(np.all(ok))
+        moved[ys] = [np.asarray(a - z, np.float64) for a, z in zip(s1.params, s0.params)]
+        assert config_dict(c).get("y_step", "plain") == ys
+    c = float(y_moment(cfg, noise_values(cfg)))
+    assert c == pytest.approx(cfg.d + 4 / 3)  # uniform:2: E σ² = 4/3
+    for name, sc, pl in zip(type(init_state(cfg).params)._fields, moved["scaled"], moved["plain"]):
+        mask = np.zeros(pl.shape, bool)
+        if name == "qy":
+            mask[...] = True
+        elif name == "Q":
+            mask[..., cfg.d, cfg.d] = True
+        assert np.abs(pl).max() > 0
+        np.testing.assert_allclose(sc[mask] * c, pl[mask], rtol=1e-5)
+        np.testing.assert_array_equal(sc[~mask], pl[~mask])
+    assert "y_step" not in config_dict(TrainConfig(model="gdpp", **TINY)) and "y_step" not in config_dict(cfg)
+
+
 # --- divergence ----------------------------------------------------------------------------------
 def test_divergence_is_rolled_back_and_lr_lowered(tmp_path: Path) -> None:
     cfg = TrainConfig(model="full", seeds=2, lr=1e3, warmup=0, **TINY)

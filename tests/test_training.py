@@ -462,6 +462,7 @@ def test_two_device_sharding_matches_single_device() -> None:
     (["--model", "diag", "--layers", "2", "--noise", "gauss:3"], "noise spec"),
     (["--model", "diag", "--layers", "2", "--out", "__FILE__/sub"], "--out"),
     (["--model", "diag", "--layers", "2", "--diag-steps", "1"], "diag_steps"),
+    (["--model", "diag", "--layers", "2", "--y-step", "sometimes"], "y_step must be one of plain, scaled"),
 ])
 def test_cli_errors_are_one_line(argv: list[str], needle: str, tmp_path: Path, capsys) -> None:
     f = tmp_path / "afile"

@@ -5,8 +5,8 @@ on device) after one warm-up chunk, for the fast Gram pass and for the plain tok
 call by call (best of ``--reps``).  On a host split into several devices (:mod:`numerics.hostdevices`) the
 plain pass is timed twice: on the same devices as the fast pass (the pass alone), and on one device, which is
 the issue's "plain jitted implementation" (a jitted program on an unsplit CPU is one XLA device).  FLOPs
-per step come from XLA's ``cost_analysis`` of one compiled step (forward + backward + data + Adam).  Time-to-quality trains a model with the
-default recipe and evaluates the adjusted loss on 16 384 held-out sequences after every chunk
+per step come from XLA's ``cost_analysis`` of one compiled step (forward + backward + data + Adam).
+Time-to-quality trains a model with the default recipe and evaluates the adjusted loss on 16 384 held-out sequences after every chunk
 until it reaches the target: TunedRR's adjusted loss from :func:`numerics.baselines.table` for the
 same noise (``--target-sequences``, default 100 000), or ``--target``.  Evaluation time is excluded from the reported
 training time and shown separately.  Nothing here is a test: numbers depend on the machine and its load.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -68,10 +68,14 @@ class Noise:
     @property
     def mean_sigma2(self) -> float:
         r"""``E σ²``: ``σ²`` (fixed), ``σ_max²/3`` (uniform), mean of ``σ_k²`` (categorical)."""
-        v = np.asarray(self.values)
+        return float(self.mean_sigma2_of(np.asarray(self.values)))
+
+    def mean_sigma2_of(self, values: Any) -> Any:
+        """:attr:`mean_sigma2` for levels ``values`` of this kind (a numpy or a traced JAX array, as in
+        :meth:`sample_sigma`'s override)."""
         if self.kind == "uniform":
-            return float(v[0] ** 2 / 3)
-        return float(np.mean(v**2))
+            return values[0] ** 2 / 3
+        return (values**2).mean()
 
     def sample_sigma(self, key: jax.Array, batch: int, dtype=jnp.float32, values: jax.Array | None = None) -> jax.Array:
         """Draw ``σ_τ`` for ``batch`` sequences.  ``values`` (traced, same length) replaces ``self.values``,

@@ -311,10 +311,8 @@ def project(cfg: TrainConfig, params: Any) -> Any:
 
 def y_moment(cfg: TrainConfig, values: jax.Array) -> jax.Array:
     """``E y² = d + E σ²`` of the data (``w ~ N(0, I_d)``, ``x ~ N(0, I_d)``), from the traced noise levels
-    ``values`` (:meth:`numerics.data.Noise.mean_sigma2`, written for a traced argument)."""
-    v = values.astype(jnp.float32)
-    ms2 = v[0] ** 2 / 3 if Noise.parse(cfg.noise).kind == "uniform" else jnp.mean(v**2)
-    return cfg.d + ms2
+    ``values`` (:meth:`numerics.data.Noise.mean_sigma2_of`)."""
+    return cfg.d + Noise.parse(cfg.noise).mean_sigma2_of(values)
 
 
 def y_step(cfg: TrainConfig, updates: Any, values: jax.Array) -> Any:

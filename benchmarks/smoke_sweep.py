@@ -2,8 +2,8 @@ r"""No-NaN smoke sweep (issue 6): depths × the paper's 10 noise settings × mod
 
 Each cell trains with :class:`numerics.training.TrainConfig` defaults (batch 2048, per-model peak lr,
 warm-up + cosine, clipping, divergence guard) except ``--steps`` and a small held-out evaluation,
-then reports rollbacks, skipped steps, the last training loss, the adjusted loss on the finite ones of
-``--eval`` float32 sequences and how many overflowed (``lintf train``'s ``metrics.json`` reports the same
+then reports rollbacks (and the start steps of the chunks that failed), skipped steps, the last training
+loss, the adjusted loss on the finite ones of ``--eval`` float32 sequences and how many overflowed (``lintf train``'s ``metrics.json`` reports the same
 pair).  A cell fails if training raised, the parameters or the training loss are non-finite, or the
 adjusted loss over finite sequences is non-finite; overflowing evaluation sequences are counted, not
 failed (a few-step deep model is a degree-3^L polynomial with heavy tails).  Exit status 1 if any cell failed.
@@ -72,11 +72,13 @@ def main() -> int:
                     ok = params_ok and np.isfinite(last) and np.isfinite(adj)
                     status = "ok" if ok else "NON-FINITE"
                     row = (len(res.rollbacks), res.skipped, last, adj, overflow)
+                    at = ",".join(str(e["step"]) for e in res.rollbacks) or "-"
                 except Exception as exc:  # noqa: BLE001 - a smoke test reports every failure
                     ok, status, row = False, f"FAILED {type(exc).__name__}: {exc}", (-1, -1, float("nan"), float("nan"), -1)
+                    at = "-"
                 failed += not ok
                 print(f"{kind:5s} {L:3d} {noise:18s} {row[0]:9d} {row[1]:7d} {row[2]:11.4g} {row[3]:10.4g} {row[4]:8d} "
-                      f"{time.perf_counter() - t:5.0f}  {status}", flush=True)
+                      f"{time.perf_counter() - t:5.0f}  {status}  rolled back at {at}", flush=True)
     print(f"{failed} failed cells; {time.perf_counter() - t0:.0f} s")
     print("reproduce: python benchmarks/smoke_sweep.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     return 1 if failed else 0

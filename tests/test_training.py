@@ -293,7 +293,19 @@ def test_y_step_divides_the_step_of_q_y_by_e_y2(kind: str) -> None:
         assert np.abs(pl).max() > 0
         np.testing.assert_allclose(sc[mask] * c, pl[mask], rtol=1e-5)
         np.testing.assert_array_equal(sc[~mask], pl[~mask])
-    assert "y_step" not in config_dict(TrainConfig(model="gdpp", **TINY)) and "y_step" not in config_dict(cfg)
+    assert "y_step" not in config_dict(TrainConfig(model="gdpp", **TINY))
+
+
+def test_y_step_defaults_to_scaled_for_full_and_plain_for_diag() -> None:
+    """The per-model default (``DEFAULT_Y_STEP``), and what config.json records: FULL's choice always (its runs from
+    before the scaled default were plain), DIAG's only when it is not the default."""
+    from numerics.training import config_dict
+
+    full, diag = TrainConfig(model="full", **TINY), TrainConfig(model="diag", **TINY)
+    assert (full.y_step, diag.y_step, TrainConfig(model="gdpp", **TINY).y_step) == ("scaled", "plain", "plain")
+    assert config_dict(full)["y_step"] == "scaled" and "y_step" not in config_dict(diag)
+    assert config_dict(TrainConfig(model="full", y_step="plain", **TINY))["y_step"] == "plain"
+    assert config_dict(TrainConfig(model="diag", y_step="scaled", **TINY))["y_step"] == "scaled"
 
 
 # --- divergence ----------------------------------------------------------------------------------

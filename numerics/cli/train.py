@@ -45,9 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gdpp-xx", default="nonpositive",
                    help="nonpositive (default) or free: GD++ only, keep every ω_xx <= 0 while training (projected Adam) "
                    "or leave it free")
-    p.add_argument("--y-step", default="plain",
-                   help="plain (default) or scaled: DIAG and FULL, divide Adam's step of q_y (FULL: Q_yy) by "
-                   "E y² = d + E σ² (numerics.training.y_step)")
+    p.add_argument("--y-step", default=None,
+                   help="plain or scaled (default: scaled for FULL, plain for DIAG): divide Adam's step of q_y "
+                   "(FULL: Q_yy) by E y² = d + E σ² (numerics.training.y_step)")
     p.add_argument("--out", default=None, help="run directory (default runs/MODEL-L-NOISE-sSEED)")
     p.add_argument("--no-baselines", action="store_true", help="skip the baselines table in metrics.json")
     p.add_argument("--json", action="store_true", help="print metrics as JSON, no progress bar")

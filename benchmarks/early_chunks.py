@@ -2,8 +2,10 @@ r"""Which of a deep run's first chunks fail, seed by seed, under variants of the
 
 Runs the compiled training chunks from step 0 with no rollback (a failed chunk is reported and its state
 kept, as ``benchmarks/huber_skips.py`` does), for each ``--variant NAME=JSON``. The JSON object holds
-:class:`numerics.training.TrainConfig` fields, and optionally Adam's own ``adam_eps``, ``adam_b1``, ``adam_b2``
-(optax's defaults 1e-8, 0.9, 0.999).
+:class:`numerics.training.TrainConfig` fields, optionally Adam's own ``adam_eps``, ``adam_b1``, ``adam_b2``
+(optax's defaults 1e-8, 0.9, 0.999), and ``loss``: the per-sequence training loss beyond ``δ`` (``huber``, the
+default: linear; ``trimmed``: constant, so a sequence beyond ``δ`` has zero gradient; ``cauchy``:
+``½ δ² log(1 + r²/δ²)`` everywhere, whose force falls as ``δ²/r``).
 Each chunk prints one character per seed (``.`` passed the divergence check, ``X`` failed) and the mean
 training loss of its last 10 steps over the seeds.
 
@@ -12,6 +14,8 @@ training loss of its last 10 steps over the seeds.
     python benchmarks/early_chunks.py --model diag --layers 12 --noise uniform:7 --steps 600 --seeds 3 \
         --variant 'default={}' --variant 'warmup600={"warmup": 600}' --variant 'lr5e-3={"lr": 0.005}' \
         --variant 'eps1e-3={"adam_eps": 1e-3}' --variant 'eps1e-2={"adam_eps": 1e-2}' --variant 'eps1e-1={"adam_eps": 0.1}'
+    python benchmarks/early_chunks.py --model diag --layers 12 --noise uniform:7 --steps 600 --seeds 3 \
+        --variant 'huber={}' --variant 'trimmed={"loss": "trimmed"}' --variant 'cauchy={"loss": "cauchy"}'
 """
 
 from __future__ import annotations
@@ -37,10 +41,25 @@ from numerics import training  # noqa: E402
 from numerics.training import TrainConfig, noise_values, training_devices  # noqa: E402
 
 
-def chunks(cfg: TrainConfig, steps: int, adam: dict) -> list[str]:
-    """One ``'..X  loss'`` entry per chunk of the first ``steps`` steps; ``adam``: ``optax.scale_by_adam`` keywords."""
-    saved = training.optimizer
+def trimmed(r: jnp.ndarray, delta: float) -> jnp.ndarray:
+    """``½ r²`` up to ``δ``, then the constant ``½ δ²``: a sequence beyond ``δ`` pulls with zero force."""
+    return jnp.where(jnp.abs(r) <= delta, 0.5 * r**2, 0.5 * delta**2)
+
+
+def cauchy(r: jnp.ndarray, delta: float) -> jnp.ndarray:
+    """``½ δ² log(1 + r²/δ²)``: ``≈ ½ r²`` for ``|r| ≪ δ``, force ``δ²/r`` beyond."""
+    return 0.5 * delta**2 * jnp.log1p((r / delta) ** 2)
+
+
+LOSSES = {"huber": training.huber, "trimmed": trimmed, "cauchy": cauchy}
+
+
+def chunks(cfg: TrainConfig, steps: int, adam: dict, loss: str = "huber") -> list[str]:
+    """One ``'..X  loss'`` entry per chunk of the first ``steps`` steps; ``adam``: ``optax.scale_by_adam`` keywords;
+    ``loss``: a key of :data:`LOSSES`, the per-sequence training loss (the default recipe's ``huber``)."""
+    saved, saved_loss = training.optimizer, training.huber
     training.optimizer = lambda c: optax.chain(optax.clip_by_global_norm(c.clip), optax.scale_by_adam(**adam))
+    training.huber = LOSSES[loss]
     training._CHUNK_CACHE.clear()
     try:
         fn = training._chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
@@ -52,7 +71,7 @@ def chunks(cfg: TrainConfig, steps: int, adam: dict) -> list[str]:
                 last = float(np.nanmean(np.asarray(losses)[-10:]))
             out.append("".join("." if o else "X" for o in np.asarray(ok)) + f" {last:.3g}")
     finally:
-        training.optimizer = saved
+        training.optimizer, training.huber = saved, saved_loss
         training._CHUNK_CACHE.clear()
     return out
 
@@ -65,16 +84,17 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--chunk", type=int, default=50)
-    ap.add_argument("--variant", action="append", default=[], help="NAME=JSON (TrainConfig fields, adam_eps, adam_b1, adam_b2)")
+    ap.add_argument("--variant", action="append", default=[], help="NAME=JSON (TrainConfig fields, adam_eps, adam_b1, adam_b2, loss)")
     args = ap.parse_args()
     variants = dict(v.split("=", 1) for v in args.variant) or {"default": "{}"}
     for name, spec in variants.items():
         over = json.loads(spec)
         adam = {k[5:]: float(over.pop(k)) for k in ("adam_eps", "adam_b1", "adam_b2") if k in over}
+        loss = over.pop("loss", "huber")
         cfg = TrainConfig(model=args.model, layers=args.layers, noise=args.noise, seeds=args.seeds,
                           chunk=args.chunk, **over)
         t = time.perf_counter()
-        row = chunks(cfg, args.steps, adam)
+        row = chunks(cfg, args.steps, adam, loss)
         print(f"{name:12s} {time.perf_counter() - t:5.0f} s | " + " | ".join(row), flush=True)
     print("reproduce: python benchmarks/early_chunks.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
     return 0

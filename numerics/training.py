@@ -46,7 +46,7 @@ Choices, each a departure from the paper's recipe (Adam, constant ``1e-4``, 200 
   its scale; ``q_y`` sets ``ω_xy`` and ``ω_yy``, which multiply the ``y`` entries of ``E``
   (``E_yy ≈ n (d + σ²)``: 200 to 1180 at ``uniform:7`` with ``n = 20``, ``d = 10``, where a diagonal ``x``
   entry is about ``n = 20``).  The scaled step is Adam in coordinates where ``y`` has ``x``'s scale, by
-  the symmetry ``y ↦ y/s``, ``q_y ↦ s² q_y`` of the layer rule (tested).  FULL-12 rolled back once in 12
+  the symmetry ``y ↦ y/s``, ``q_y ↦ s² q_y`` of the layer rule (tested).  FULL-12 rolled back once in 13
   runs with it and 11 times without (3 seeds; adjusted losses neither better nor worse); DIAG-12 still rolled
   back with it, and trained its low-noise settings worse, so DIAG keeps Adam's own step (measurements in
   :func:`y_step` and the README).

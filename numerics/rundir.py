@@ -118,6 +118,7 @@ def finalize(out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = T
         "adjusted_loss": adjusted, "se": se,
         "loss": float(ev_model[best][fin].mean()), "oracle_loss": float(ev_oracle[fin].mean()),
         "nonfinite_sequences": nonfinite, "skipped_steps": res.skipped,
+        "rejected_steps": np.asarray(res.state.rejected).tolist(),
         "eval_sequences": int(fin.sum()), "best_seed": best, "selection_adjusted": select.tolist(), "eval_adjusted_per_seed": per_seed.tolist(),
         "steps": int(res.state.step), "steps_per_s": res.steps_per_s, "devices": res.devices,
         "baselines": _baselines(cfg) if baselines else None,

@@ -310,7 +310,7 @@ def test_y_step_defaults_to_scaled_for_full_and_plain_for_diag() -> None:
 
 # --- divergence ----------------------------------------------------------------------------------
 def test_divergence_is_rolled_back_and_lr_lowered(tmp_path: Path) -> None:
-    cfg = TrainConfig(model="full", seeds=2, lr=1e3, warmup=0, **TINY)
+    cfg = TrainConfig(model="full", seeds=2, lr=1e3, warmup=0, trust=0, **TINY)  # no step rejection: the guard acts
     metrics = run_dir(cfg, tmp_path, progress=False, baselines=False)
     assert metrics["rollbacks"], "a learning rate of 1e3 must trigger the divergence guard"
     rho = json.loads((tmp_path / "config.json").read_text())  # config unchanged by rollbacks
@@ -323,6 +323,33 @@ def test_divergence_is_rolled_back_and_lr_lowered(tmp_path: Path) -> None:
     P, Q, _ = load_model(tmp_path / "model.npz")
     assert np.all(np.isfinite(P)) and np.all(np.isfinite(Q))
     assert np.isfinite(metrics["adjusted_loss"])
+
+
+def test_a_rate_far_too_large_is_damped_by_step_rejection_without_rollback() -> None:
+    """With the default ``trust``, the rate 1e3 that diverges above never reaches the guard: its steps are rejected
+    (each halving the rate) until they stop raising the batch's median loss, and nothing is rolled back."""
+    cfg = TrainConfig(model="full", seeds=2, lr=1e3, warmup=0, **TINY)
+    assert cfg.trust == 2.0
+    res = train(cfg)
+    rejected = np.asarray(res.state.rejected)
+    assert res.rollbacks == [] and res.skipped == 0, (res.rollbacks, res.skipped)
+    assert np.all(rejected >= 5), rejected
+    assert np.all(np.asarray(res.state.damp) < 1e-2)  # damped by at least 2^-7 from 1e3 towards a sane rate
+    assert all(np.all(np.isfinite(x)) for x in _leaves(res.state.params))
+
+
+@pytest.mark.parametrize("lr,taken", [(1e4, False), (1e-3, True)])
+def test_a_rejected_step_leaves_the_state_and_halves_the_rate(lr: float, taken: bool) -> None:
+    """One step: rejected (``lr`` 1e4), parameters and Adam's moments stay as they were, ``damp`` halves and
+    ``rejected`` counts it; accepted (``lr`` 1e-3), the step is taken and ``damp`` stays at its cap 1."""
+    cfg = TrainConfig(model="diag", seeds=2, lr=lr, warmup=0, **{**TINY, "steps": 1, "chunk": 1})
+    start, res = init_state(cfg), train(cfg)
+    moved = [not np.array_equal(a, b) for a, b in zip(_leaves(start.params) + _leaves(start.opt_state),
+                                                      _leaves(res.state.params) + _leaves(res.state.opt_state))]
+    assert all(moved) if taken else not any(moved)
+    assert np.asarray(res.state.damp).tolist() == ([1.0, 1.0] if taken else [0.5, 0.5])
+    assert np.asarray(res.state.rejected).tolist() == ([0, 0] if taken else [1, 1])
+    assert res.rollbacks == [] and res.skipped == 0
 
 
 def _edge_chunks(edge_step: int, edge: float):
@@ -475,6 +502,7 @@ def test_two_device_sharding_matches_single_device() -> None:
     (["--model", "diag", "--layers", "2", "--out", "__FILE__/sub"], "--out"),
     (["--model", "diag", "--layers", "2", "--diag-steps", "1"], "diag_steps"),
     (["--model", "diag", "--layers", "2", "--y-step", "sometimes"], "y_step must be one of plain, scaled"),
+    (["--model", "diag", "--layers", "2", "--trust", "0.5"], "trust must be 0 (no step rejection) or a finite number > 1"),
 ])
 def test_cli_errors_are_one_line(argv: list[str], needle: str, tmp_path: Path, capsys) -> None:
     f = tmp_path / "afile"

@@ -48,6 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--y-step", default=None,
                    help="plain or scaled (default: scaled for FULL, plain for DIAG): divide Adam's step of q_y "
                    "(FULL: Q_yy) by E y² = d + E σ² (numerics.training.y_step)")
+    p.add_argument("--trust", type=float, default=2.0,
+                   help="reject a step that raises the median loss of its own batch (every 8th sequence) more than this "
+                   "factor, and halve the rate until steps are accepted again; 0: off (default 2)")
     p.add_argument("--out", default=None, help="run directory (default runs/MODEL-L-NOISE-sSEED)")
     p.add_argument("--no-baselines", action="store_true", help="skip the baselines table in metrics.json")
     p.add_argument("--json", action="store_true", help="print metrics as JSON, no progress bar")
@@ -64,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = TrainConfig(model=args.model, layers=args.layers, noise=args.noise, heads=args.heads, seeds=args.seeds,
                       steps=args.steps, batch=args.batch, lr=args.lr, warmup=args.warmup, clip=args.clip, huber=args.huber, diag_steps=args.diag_steps,
                       seed=args.seed, chunk=args.chunk, eval_sequences=args.eval_sequences, dtype=args.dtype,
-                      n=args.n, d=args.d, init=args.init, gdpp_xx=args.gdpp_xx, y_step=args.y_step)
+                      n=args.n, d=args.d, init=args.init, gdpp_xx=args.gdpp_xx, y_step=args.y_step,
+                      trust=args.trust)
     out = args.out or f"runs/{cfg.model}-{cfg.layers}-{cfg.noise.replace(':', '').replace(',', '_')}-s{cfg.seed}"
     metrics = run_dir(cfg, out, progress=not args.json and sys.stderr.isatty(), baselines=not args.no_baselines)
     assert metrics is not None

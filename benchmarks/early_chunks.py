@@ -69,7 +69,8 @@ def chunks(cfg: TrainConfig, steps: int, adam: dict, loss: str = "huber") -> lis
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # a chunk where every step was skipped
                 last = float(np.nanmean(np.asarray(losses)[-10:]))
-            out.append("".join("." if o else "X" for o in np.asarray(ok)) + f" {last:.3g}")
+            out.append("".join("." if o else "X" for o in np.asarray(ok)) + f" {last:.3g}"
+                       + (f" rejected {np.asarray(state.rejected).tolist()}" if cfg.trust else ""))
     finally:
         training.optimizer, training.huber = saved, saved_loss
         training._CHUNK_CACHE.clear()

@@ -55,7 +55,7 @@ def main() -> int:
     noises = [s.replace("_", ",") for s in args.noises.split(",")]
     failed, t0 = 0, time.perf_counter()
     print(f"devices: {len(jax.devices())} x {jax.devices()[0].platform}", flush=True)
-    print(f"{'model':5s} {'L':>3s} {'noise':18s} {'rollbacks':>9s} {'skipped':>7s} {'train loss':>11s} "
+    print(f"{'model':5s} {'L':>3s} {'noise':18s} {'rollbacks':>9s} {'skipped':>7s} {'rejected':>8s} {'train loss':>11s} "
           f"{'adjusted':>10s} {'overflow':>8s} {'s':>5s}  status", flush=True)
     for kind in args.models.split(","):
         for L in depths(args.depths):
@@ -71,13 +71,13 @@ def main() -> int:
                     params_ok = all(np.all(np.isfinite(np.asarray(p))) for p in jax.tree_util.tree_leaves(res.state.params))
                     ok = params_ok and np.isfinite(last) and np.isfinite(adj)
                     status = "ok" if ok else "NON-FINITE"
-                    row = (len(res.rollbacks), res.skipped, last, adj, overflow)
+                    row = (len(res.rollbacks), res.skipped, int(np.asarray(res.state.rejected).sum()), last, adj, overflow)
                     at = ",".join(str(e["step"]) for e in res.rollbacks) or "-"
                 except Exception as exc:  # noqa: BLE001 - a smoke test reports every failure
-                    ok, status, row = False, f"FAILED {type(exc).__name__}: {exc}", (-1, -1, float("nan"), float("nan"), -1)
+                    ok, status, row = False, f"FAILED {type(exc).__name__}: {exc}", (-1, -1, -1, float("nan"), float("nan"), -1)
                     at = "-"
                 failed += not ok
-                print(f"{kind:5s} {L:3d} {noise:18s} {row[0]:9d} {row[1]:7d} {row[2]:11.4g} {row[3]:10.4g} {row[4]:8d} "
+                print(f"{kind:5s} {L:3d} {noise:18s} {row[0]:9d} {row[1]:7d} {row[2]:8d} {row[3]:11.4g} {row[4]:10.4g} {row[5]:8d} "
                       f"{time.perf_counter() - t:5.0f}  {status}  rolled back at {at}", flush=True)
     print(f"{failed} failed cells; {time.perf_counter() - t0:.0f} s")
     print("reproduce: python benchmarks/smoke_sweep.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]))

@@ -352,6 +352,22 @@ def test_a_rejected_step_leaves_the_state_and_halves_the_rate(lr: float, taken: 
     assert res.rollbacks == [] and res.skipped == 0
 
 
+def test_a_step_that_stays_below_the_floor_is_kept(monkeypatch) -> None:
+    """``TRUST_FLOOR``: the same step (``lr`` 10, which multiplies the median loss many times over) is rejected
+    with the default floor, and kept when the floor is above the loss it reaches."""
+    import numerics.training as tr
+
+    cfg = TrainConfig(model="diag", lr=10.0, warmup=0, **{**TINY, "steps": 1, "chunk": 1})
+    verdicts = []
+    for floor in (tr.TRUST_FLOOR, 1e30):
+        monkeypatch.setattr(tr, "TRUST_FLOOR", floor)
+        _CHUNK_CACHE.clear()
+        res = train(cfg)
+        verdicts.append((int(np.asarray(res.state.rejected)[0]), float(np.asarray(res.state.damp)[0])))
+    _CHUNK_CACHE.clear()
+    assert verdicts == [(1, 0.5), (0, 1.0)], verdicts
+
+
 def _edge_chunks(edge_step: int, edge: float):
     """A stand-in for the compiled chunk: every parameter moves by ``ρ`` per step, and a chunk that starts at
     ``edge_step`` with parameters above ``edge`` fails whatever ``ρ`` is (the start sits at a cliff)."""

@@ -4,7 +4,8 @@ Every entry is an adjusted loss (method − oracle ridge, PAPER.md §2) on the s
 sequences, with its paired standard error; ``minus_Bayes`` is the paired gap to the Bayes-optimal
 floor (PAPER.md §5).  A claim check reads a :data:`Table` (``(method, L, noise) → Entry``; baselines
 have ``L = 0``) and, for extrapolation, per-variance profiles, and returns a :class:`Claim` whose
-verdict is ``"holds"``, ``"does not hold"`` or ``"not evaluated"`` (cells missing from the budget).
+verdict is ``"holds"``, ``"does not hold"``, ``"undecided"`` (nothing contradicts it, but some comparison is
+too noisy to call: an entry's SE exceeds the match scale) or ``"not evaluated"`` (cells missing from the budget).
 
 Tolerances (what "matches" means; the paper gives none):
 
@@ -60,12 +61,15 @@ Table = dict[tuple[str, int, str], Entry]
 class Claim:
     key: str
     text: str
-    verdict: str  # "holds" | "does not hold" | "not evaluated"
+    verdict: str  # one of VERDICTS
     evidence: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        if self.verdict not in ("holds", "does not hold", "not evaluated"):
-            raise ValueError(f"verdict must be holds, does not hold or not evaluated, got {self.verdict!r}")
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, got {self.verdict!r}")
+
+
+VERDICTS = ("holds", "does not hold", "undecided", "not evaluated")
 
 
 def build_table(cells: dict[str, dict[str, Any]], base: dict[str, dict[str, Any]]) -> Table:
@@ -80,12 +84,16 @@ def build_table(cells: dict[str, dict[str, Any]], base: dict[str, dict[str, Any]
     return t
 
 
-def _f(x: float | None, digits: int = 4) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
+def _f(x: float | None, digits: int = 4, signed: bool = False) -> str:
+    """Fixed point, or scientific from 1e4 on (a heavy-tailed entry's 2.3e31 stays readable)."""
+    if x is None:
+        return "–"
+    sign = "+" if signed else ""
+    return f"{x:{sign}.{digits - 1}e}" if abs(x) >= 1e4 else f"{x:{sign}.{digits}f}"
 
 
 def _pm(e: Entry | None) -> str:
-    return "–" if e is None else f"{e.loss:.4f} ± {e.se:.4f}"
+    return "–" if e is None else f"{_f(e.loss)} ± {_f(e.se)}"
 
 
 def _difference(a: Entry, b: Entry) -> tuple[float, float]:
@@ -100,15 +108,22 @@ def _difference(a: Entry, b: Entry) -> tuple[float, float]:
 
 def _diff_text(a: Entry, b: Entry) -> str:
     diff, se = _difference(a, b)
-    return f"difference {diff:+.4f} ± {se:.4f}"
+    return f"difference {_f(diff, signed=True)} ± {_f(se)}"
 
 
-def _match(a: Entry, b: Entry) -> bool:
-    """Equal up to evaluation noise and ``MATCH_REL``; never when the SE itself exceeds that scale (a
-    heavy-tailed entry, e.g. a diverging deep model, is not evidence of a match)."""
+def _match(a: Entry, b: Entry) -> bool | None:
+    """``True``: equal up to evaluation noise and ``MATCH_REL``.  ``None`` (undecided) when the SE itself
+    exceeds that scale: a heavy-tailed entry, e.g. a diverging deep model, is evidence neither way.
+    ``False``: they differ."""
     scale = MATCH_REL * max(abs(a.loss), abs(b.loss)) + MATCH_ABS
     diff, se = _difference(a, b)
-    return se <= scale and abs(diff) <= 3 * se + scale
+    if se > scale:
+        return None
+    return abs(diff) <= 3 * se + scale
+
+
+def _word(ok: bool | None, yes: str, no: str) -> str:
+    return yes if ok else (no if ok is False else "too noisy to call (SE above the match scale)")
 
 
 def _noises(t: Table) -> list[str]:
@@ -119,8 +134,13 @@ def _depths(t: Table, model: str, noise: str) -> list[int]:
     return sorted(k[1] for k in t if k[0] == model and k[2] == noise)
 
 
-def _verdict(ok: list[bool]) -> str:
-    return "not evaluated" if not ok else ("holds" if all(ok) else "does not hold")
+def _verdict(ok: list[bool | None]) -> str:
+    """Over the comparisons' outcomes (``None``: too noisy to call)."""
+    if not ok:
+        return "not evaluated"
+    if False in ok:
+        return "does not hold"
+    return "holds" if all(ok) else "undecided"
 
 
 def claim_diag_matches_full(t: Table) -> Claim:
@@ -129,7 +149,7 @@ def claim_diag_matches_full(t: Table) -> Claim:
         for L in sorted(set(_depths(t, "diag", nz)) & set(_depths(t, "full", nz))):
             a, b = t[("diag", L, nz)], t[("full", L, nz)]
             ok.append(_match(a, b))
-            ev.append(f"{nz} L={L}: DIAG {_pm(a)} vs FULL {_pm(b)}, {_diff_text(a, b)} → {'match' if ok[-1] else 'differ'}")
+            ev.append(f"{nz} L={L}: DIAG {_pm(a)} vs FULL {_pm(b)}, {_diff_text(a, b)} → {_word(ok[-1], 'match', 'differ')}")
     if ev:
         ev.insert(0, "caveat: FULL trains its DIAG sub-family first (numerics.training, 'FULL starts as DIAG'), so a "
                      "match means FULL's extra freedom found nothing better at this budget; FULL trained from its random "
@@ -175,9 +195,9 @@ def claim_five_plus_match_tunedrr(t: Table) -> Claim:
         for m in ("diag", "full"):
             for L in (L for L in _depths(t, m, nz) if L >= 5):
                 e = t[(m, L, nz)]
-                ok.append(e.loss <= r.loss or _match(e, r))
+                ok.append(True if e.loss <= r.loss else _match(e, r))
                 ev.append(f"{nz}: {MODEL_NAMES[m]}-{L} {_pm(e)} vs TunedRR {_pm(r)}, {_diff_text(e, r)} → "
-                          f"{'matches or beats' if ok[-1] else 'worse'}")
+                          f"{_word(ok[-1], 'matches or beats', 'worse')}")
     return Claim("five_plus_match_tunedrr", "DIAG/FULL with 5 or more layers match or beat TunedRR (σ_max > 0)",
                  _verdict(ok), tuple(ev))
 
@@ -231,7 +251,7 @@ def claim_diag_extrapolates(t: Table, profiles: dict[tuple[str, int, str], dict[
         pd, pf = profiles[("diag", L, nz)], profiles[("full", L, nz)]
         ud, uf = unseen_mean(pd["sigma"], pd["loss"], nzp.values), unseen_mean(pf["sigma"], pf["loss"], nzp.values)
         ok.append(ud < uf)
-        ev.append(f"{nz} L={L}: mean adjusted loss over unseen σ: DIAG {ud:.4f}, FULL {uf:.4f}")
+        ev.append(f"{nz} L={L}: mean adjusted loss over unseen σ: DIAG {_f(ud)}, FULL {_f(uf)}")
     return Claim("diag_extrapolates", "On categorical noise DIAG extrapolates to unseen σ better than FULL",
                  _verdict(ok), tuple(ev))
 
@@ -281,7 +301,7 @@ def table_markdown(t: Table, gap: bool = False) -> str:
             if e is None:
                 cells.append("–")
             elif gap:
-                cells.append(_f(e.minus_bayes) + ("" if e.minus_bayes_se is None else f" ± {e.minus_bayes_se:.4f}"))
+                cells.append(_f(e.minus_bayes) + ("" if e.minus_bayes_se is None else f" ± {_f(e.minus_bayes_se)}"))
             else:
                 cells.append(_pm(e))
         name = f"{MODEL_NAMES[m]}-{L}" if L else (f"**{m}** (floor)" if m == "Bayes" else m)
@@ -373,7 +393,7 @@ def _beyond_markdown(cells: dict, noises: list[str], L: int, tr: dict, cmd: str)
     for nz in noises:
         for m in ("diag", "full"):
             for Lk, g, s, f in beyond.depth_gap(cells, m, nz, L):
-                out.append(f"| {MODEL_NAMES[m]} | {nz} | {Lk} | {g:.4f} ± {s:.4f} | "
+                out.append(f"| {MODEL_NAMES[m]} | {nz} | {Lk} | {_f(g)} ± {_f(s)} | "
                            f"{'–' if Lk <= L or not math.isfinite(f) else f'{f:.0%}'} |")
     last = tr["dist"][-1]
     rho = np.corrcoef(np.log(np.maximum(tr["sigma"], 1e-3) ** 2), np.log(np.maximum(tr["s_best"], 1e-5)))[0, 1]

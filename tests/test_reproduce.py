@@ -131,9 +131,17 @@ def test_claims_hold_and_fail_on_synthetic_tables():
     assert claim_gdpp_near_constrr(bad).verdict == "does not hold"
     assert claim_baseline_order(bad).verdict == "does not hold"
     assert all(c.verdict == "not evaluated" for c in check_claims({}))
-    wild = good | {("full", 7, U5): Entry(1e15, 1e15)}  # heavy-tailed (diverging) model: no match by its SE
-    assert claim_diag_matches_full(wild).verdict == "does not hold"
-    assert claim_five_plus_match_tunedrr(wild).verdict == "does not hold"
+    wild = good | {("full", 7, U5): Entry(1e15, 1e15)}  # heavy-tailed (diverging) model: evidence neither way
+    assert claim_diag_matches_full(wild).verdict == "undecided"
+    assert claim_five_plus_match_tunedrr(wild).verdict == "undecided"
+    assert "too noisy to call" in claim_diag_matches_full(wild).evidence[-1]
+    assert "FULL 1.000e+15 ± 1.000e+15" in claim_diag_matches_full(wild).evidence[-1]  # not 31 digits
+    noisy = good | {("diag", 4, U5): Entry(0.06, 0.02)}  # losses 0.002 apart, SE above the match scale
+    assert "too noisy to call" in " ".join(claim_diag_matches_full(noisy).evidence)
+    assert claim_diag_matches_full(noisy).verdict == "undecided"
+    # a clear miss elsewhere still decides it
+    assert claim_diag_matches_full(wild | {("full", 4, U5): Entry(0.2, 0.001)}).verdict == "does not hold"
+    assert claim_five_plus_match_tunedrr(wild | {("diag", 7, U5): Entry(0.09, 0.001)}).verdict == "does not hold"
 
 
 def test_match_uses_the_gaps_paired_with_bayes():

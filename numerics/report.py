@@ -57,6 +57,9 @@ class Entry:
 Table = dict[tuple[str, int, str], Entry]
 
 
+VERDICTS = ("holds", "does not hold", "undecided", "not evaluated")
+
+
 @dataclass(frozen=True)
 class Claim:
     key: str
@@ -68,8 +71,6 @@ class Claim:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, got {self.verdict!r}")
 
-
-VERDICTS = ("holds", "does not hold", "undecided", "not evaluated")
 
 
 def build_table(cells: dict[str, dict[str, Any]], base: dict[str, dict[str, Any]]) -> Table:

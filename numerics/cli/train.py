@@ -50,8 +50,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(FULL: Q_yy) by E y² = d + E σ² (numerics.training.y_step)")
     p.add_argument("--trust", type=float, default=2.0,
                    help="reject a step that raises the median loss of its own batch (every 8th sequence) more than this "
-                   "factor, to above d/20, and halve the rate until steps are accepted again; 0: off (default 2; "
-                   "numerics.training.TRUST_*)")
+                   "factor, to above TRUST_FLOOR·d/2, and halve the rate until steps are accepted again; 0: off "
+                   "(default 2; numerics.training.TRUST_*)")
     p.add_argument("--out", default=None, help="run directory (default runs/MODEL-L-NOISE-sSEED)")
     p.add_argument("--no-baselines", action="store_true", help="skip the baselines table in metrics.json")
     p.add_argument("--json", action="store_true", help="print metrics as JSON, no progress bar")

@@ -19,7 +19,7 @@ evaluates a prefix of a larger one), so the data depend on
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -69,14 +69,48 @@ class _Moments:
         return np.sqrt(self.m2 / max(self.count - 1, 1) / self.count)
 
 
+#: A cell fails the paper's evaluation when one sequence's adjusted loss exceeds this (predicting ``ŷ = 0`` costs
+#: ``½ y_t²``, a few hundred at most on 10⁶ sequences) ...
+FAIL_MAX = 1e3
+#: ... or when the standard error exceeds this fraction of the mean (a few sequences carry the mean).
+FAIL_SE_REL = 0.1
+#: A sequence is in the tail when its adjusted loss exceeds this many times the median.
+TAIL_FACTOR = 100.0
+
+
+def tail_stats(adj: np.ndarray) -> dict[str, Any]:
+    """Mean ± SE, median, largest value and the count above :data:`TAIL_FACTOR` × median of per-sequence adjusted
+    losses ``adj (..., B)`` (leading axes, e.g. read-outs, give arrays), and why the last read-out fails (``None``
+    when it passes): a value above :data:`FAIL_MAX`, an SE above :data:`FAIL_SE_REL` of the mean, or a non-finite
+    value."""
+    a = np.asarray(adj, np.float64)
+    fin = np.all(np.isfinite(a), axis=-1)
+    med = np.median(a, axis=-1)
+    out = {"mean": _py(a.mean(-1)), "se": _py(a.std(-1, ddof=1) / np.sqrt(a.shape[-1])), "median": _py(med),
+           "max": _py(a.max(-1)), "above_100x_median": _py((a > TAIL_FACTOR * np.abs(med)[..., None]).sum(-1)),
+           "sequences": int(a.shape[-1])}
+    last = {k: (float(np.ravel(v)[-1]) if isinstance(v, np.ndarray) else v) for k, v in out.items()}
+    reason = None
+    if not np.ravel(fin)[-1]:
+        reason = "a non-finite per-sequence loss"
+    elif last["max"] > FAIL_MAX:
+        reason = f"largest per-sequence adjusted loss {last['max']:.3g} > {FAIL_MAX:g}"
+    elif last["se"] > FAIL_SE_REL * abs(last["mean"]):
+        reason = f"SE {last['se']:.3g} > {FAIL_SE_REL:g} × mean {last['mean']:.3g}"
+    return out | {"failed": reason}
+
+
 @dataclass
 class LossAccumulator:
-    """Accumulates raw and oracle-adjusted losses of several methods over chunks."""
+    """Accumulates raw and oracle-adjusted losses of several methods over chunks; ``keep`` also keeps every
+    per-sequence adjusted loss for :func:`tail_stats` (``"tail"`` in :meth:`result`)."""
 
     against: str | None = None  # optional second reference: also accumulate ℓ_m − ℓ_against, paired
+    keep: bool = False
     raw: dict[str, _Moments] = field(default_factory=dict)
     adj: dict[str, _Moments] = field(default_factory=dict)
     rel: dict[str, _Moments] = field(default_factory=dict)
+    kept: dict[str, list[np.ndarray]] = field(default_factory=dict)
 
     def add(self, preds: Mapping[str, jax.Array], y_query: jax.Array, oracle_pred: jax.Array) -> None:
         lo = np.asarray(per_sequence_loss(oracle_pred, y_query))
@@ -84,6 +118,8 @@ class LossAccumulator:
         for name, lm in losses.items():
             self.raw.setdefault(name, _Moments()).add(lm)
             self.adj.setdefault(name, _Moments()).add(lm - lo)
+            if self.keep:
+                self.kept.setdefault(name, []).append(np.asarray(lm - lo, np.float64))
             if self.against is not None:
                 self.rel.setdefault(name, _Moments()).add(lm - losses[self.against])
 
@@ -98,6 +134,8 @@ class LossAccumulator:
             if self.against is not None:
                 out[name] |= {f"minus_{self.against}": _py(self.rel[name].mean),
                               f"minus_{self.against}_se": _py(self.rel[name].se())}
+            if self.keep:
+                out[name]["tail"] = tail_stats(np.concatenate(self.kept[name], axis=-1))
         return out
 
 
@@ -129,11 +167,12 @@ def batches(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, 
 
 
 def evaluate(predict: PredictFn, noise: Noise | str, sequences: int, n: int, d: int, key: jax.Array,
-             chunk: int = CHUNK, against: str | None = None) -> dict[str, dict]:
+             chunk: int = CHUNK, against: str | None = None, tails: bool = False) -> dict[str, dict]:
     """Adjusted loss ± SE of every prediction ``predict(batch, spectra)`` returns (call under float64).
 
-    With ``against`` (one of the returned names) also the paired difference to that method."""
-    acc = LossAccumulator(against=against)
+    With ``against`` (one of the returned names) also the paired difference to that method; with ``tails`` also
+    each method's :func:`tail_stats` (``"tail"``)."""
+    acc = LossAccumulator(against=against, keep=tails)
     for batch, sp in batches(key, noise, sequences, n, d, chunk):
         acc.add(predict(batch, sp), batch.y_query, oracle_predict(sp, batch.sigma))
     return acc.result()
@@ -181,3 +220,35 @@ def layer_losses(reads: jax.Array, batch: Batch) -> dict[str, np.ndarray]:
     sp = spectral(batch.X, batch.y, batch.x_query)
     acc.add({"layers": reads}, batch.y_query, oracle_predict(sp, batch.sigma))
     return acc.result()["layers"]
+
+
+#: The tail check: no per-sequence adjusted loss above this on :data:`TAIL_SEQUENCES` fresh float64 sequences.
+TAIL_MAX = 1e4
+TAIL_SEQUENCES = 1_000_000
+
+
+@jax.jit
+def adjusted_full(P: jax.Array, Q: jax.Array, batch: Batch, sp: Spectral) -> jax.Array:
+    """Per-sequence adjusted losses ``(B,)`` of the universal model ``P, Q`` (call under float64)."""
+    from numerics.fastforward import predict_fast
+    from numerics.models import Full
+
+    yhat = predict_fast(Full(P, Q), batch.X, batch.y, batch.x_query)
+    return per_sequence_loss(yhat, batch.y_query) - per_sequence_loss(oracle_predict(sp, batch.sigma), batch.y_query)
+
+
+def tail_check(P: Any, Q: Any, noise: Noise | str, n: int, d: int, key: jax.Array,
+               sequences: int = TAIL_SEQUENCES, chunk: int = CHUNK) -> dict[str, Any]:
+    """The largest per-sequence adjusted loss of the universal model ``P, Q`` on ``sequences`` fresh float64
+    sequences (chunked, so memory stays ``O(chunk · n · d)``), the count above :data:`TAIL_MAX`, and whether it
+    passes (every value finite and at most :data:`TAIL_MAX`)."""
+    worst, above, finite = -np.inf, 0, True
+    with jax.enable_x64(True):
+        P, Q = jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64)
+        for batch, sp in batches(key, noise, sequences, n, d, chunk):
+            a = np.asarray(adjusted_full(P, Q, batch, sp))
+            finite &= bool(np.all(np.isfinite(a)))
+            worst = max(worst, float(np.nanmax(a)) if np.any(np.isfinite(a)) else np.inf)
+            above += int(np.sum(~(a <= TAIL_MAX)))
+    return {"sequences": int(sequences), "max": worst if finite else None, "above": above,
+            "limit": TAIL_MAX, "passed": finite and above == 0}

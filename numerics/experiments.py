@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from numerics import baselines, evaluation, models
+from numerics.continuation import Stages, start_for, train_stages
 from numerics.data import PAPER_NOISES, Noise
 from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model
@@ -74,10 +75,12 @@ class Budget:
     profile_points: int
     seed_sequences: int  # per-seed read-out evaluation (Fig. 5)
     select_sequences: int = 8192
-    steps: int | None = None
-    batch: int | None = None
     chunk: int | None = None
     beyond_depths: tuple[int, ...] = (8, 9, 10, 11, 12)
+    #: How each cell is trained (:mod:`numerics.continuation`): stages, continued over depth.
+    stages: Stages = Stages(steps=1000, most=4, batch=1024, seeds=1)
+    #: Fresh float64 sequences of the tail check of every model of depth >= :data:`TAIL_DEPTH`.
+    tail_sequences: int = evaluation.TAIL_SEQUENCES
     #: GD++ cells at σ_max = 0 start from the spectral fit (``TrainConfig.init="spectral"``): the
     #: exact expected loss of GD++ minimised on Wishart spectra, then Adam (seed 0 frozen at the fit).
     gdpp_spectral: bool = True
@@ -108,25 +111,26 @@ class Budget:
     def train_kwargs(self) -> dict[str, Any]:
         kw = {"seeds": self.seeds, "select_sequences": self.select_sequences,
               "eval_sequences": self.select_sequences, "n": self.n, "d": self.d}
-        return kw | {k: getattr(self, k) for k in ("steps", "batch", "chunk") if getattr(self, k) is not None}
+        return kw | ({"chunk": self.chunk} if self.chunk is not None else {})
 
 
 BUDGETS: dict[str, Budget] = {
-    # The full Table 1 at the training defaults (best of 5 seeds, as the paper); hours on this machine.
+    # The full Table 1 (every model x depths 1-7 x the 10 noise settings) plus DIAG/FULL at depths 8-12 on
+    # uniform:5 and categorical:1,3; every cell by continuation (numerics.continuation) until converged.
     "paper": Budget("paper", MODELS, tuple(range(1, 8)), PAPER_NOISES, seeds=5, eval_sequences=100_000,
-                    tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=20_000),
+                    tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=20_000,
+                    stages=Stages(steps=1000, most=4, batch=1024, seeds=1)),
     # The qualitative picture: 3 models x depths {1,2,4,7} x 3 noise settings (σ = 0, σ ~ U(0,5), σ ∈ {1,3}),
-    # 500 steps of batch 256, best of 3 seeds, 10 000 evaluation sequences; one compiled chunk per cell
-    # (chunk = steps).  Beyond the paper it has no depth > 7 (a DIAG-10 cell alone took ~5 min here): the
-    # depth study of `beyond` then covers depths 1-7, and the paper budget adds 8-12.
+    # shorter stages, the paper's evaluation.  Beyond the paper it has no depth > 7.
     "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=3,
-                    eval_sequences=10_000, tune_sequences=10_000, profile_sequences=1_000, profile_points=13,
-                    seed_sequences=4_000, select_sequences=2048, steps=500, batch=256, chunk=500,
-                    beyond_depths=()),
+                    eval_sequences=100_000, tune_sequences=20_000, profile_sequences=1_000, profile_points=13,
+                    seed_sequences=4_000, select_sequences=2048, beyond_depths=(),
+                    stages=Stages(steps=400, most=3, batch=512, seeds=1)),
     # For the tests: seconds, not meaning.
     "test": Budget("test", ("diag",), (1, 2), ("uniform:1", CATEGORICAL), seeds=2, eval_sequences=500,
                    tune_sequences=500, profile_sequences=100, profile_points=3, seed_sequences=200,
-                   select_sequences=256, steps=20, batch=64, chunk=20, beyond_depths=(3,)),
+                   select_sequences=256, chunk=20, beyond_depths=(3,), tail_sequences=1000,
+                   stages=Stages(steps=20, most=2, batch=64, seeds=1, held_out=256)),
 }
 
 
@@ -220,11 +224,12 @@ def evaluate_model(P: Any, Q: Any, noise: str, budget: Budget, sequences: int | 
         reads = _reads_fn(P, Q)
         res = evaluation.evaluate(lambda b, sp: reads(b, sp) | bayes_pred(b, sp), noise,
                                   sequences or budget.eval_sequences, budget.n, budget.d, eval_key(),
-                                  against="Bayes")
+                                  against="Bayes", tails=True)
     lay = res["layers"]
     out = {k: np.asarray(lay[k]).tolist() for k in ("loss", "se", "raw", "minus_Bayes", "minus_Bayes_se")}
     final = {k: v[-1] for k, v in out.items()}
-    return final | {"layers": out, "sequences": int(lay["count"]), "Bayes": res["Bayes"]["loss"]}
+    tail = {k: (_json(float(np.ravel(v)[-1])) if isinstance(v, np.ndarray) else v) for k, v in lay["tail"].items()}
+    return final | {"layers": out, "sequences": int(lay["count"]), "Bayes": res["Bayes"]["loss"], "tail": tail}
 
 
 def profile_model(P: Any, Q: Any, noise: str, budget: Budget) -> dict[str, Any]:
@@ -278,12 +283,29 @@ def train_config(cell: Cell, budget: Budget) -> Any:
 
 def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
     """What a finished cell's numbers depend on; a stored cell with another signature is refused."""
+    from dataclasses import asdict
+
     from numerics.training import config_dict
 
     return {"train": json.loads(json.dumps(config_dict(train_config(cell, budget)))),
+            "stages": asdict(budget.stages) | {"seeds": stage_seeds(cell, budget)},
             "eval_sequences": budget.eval_sequences, "profile_sequences": budget.profile_sequences,
-            "profile_points": budget.profile_points,
+            "profile_points": budget.profile_points, "tail_sequences": tail_sequences(cell, budget),
             "seed_sequences": budget.seed_sequences if cell.keep_seeds else None}
+
+
+def stage_seeds(cell: Cell, budget: Budget) -> int:
+    """Seeds of the cell's first stage: the budget's ``seeds`` for the Fig. 5 cells (error bars over seeds),
+    else the stages' own."""
+    return budget.seeds if cell.keep_seeds else budget.stages.seeds
+
+
+#: Depth from which a model also passes the tail check on ``Budget.tail_sequences`` sequences.
+TAIL_DEPTH = 4
+
+
+def tail_sequences(cell: Cell, budget: Budget) -> int | None:
+    return budget.tail_sequences if cell.layers >= TAIL_DEPTH else None
 
 
 def cell_dir(out: Path, cell: Cell) -> Path:
@@ -335,29 +357,62 @@ def train_rundir(cfg: Any, run: Path) -> Trained:
 Trainer = Callable[[Any, Path], Trained]
 
 
+def finished_model(out: Path, cell: Cell) -> Path | None:
+    """The committed model file of a finished cell that passed the evaluation, else ``None``."""
+    d = cell_dir(out, cell)
+    if not (d / "metrics.json").exists() or not (d / "model.npz").exists():
+        return None
+    return None if json.loads((d / "metrics.json").read_text()).get("failed") else d / "model.npz"
+
+
+def tail_key() -> jax.Array:
+    return jax.random.fold_in(jax.random.PRNGKey(EVAL_SEED), 3)
+
+
+def failure(metrics: dict[str, Any]) -> str | None:
+    """Why a cell fails the paper's evaluation (``None`` if it passes): tail rules on the evaluation sequences
+    (:func:`numerics.evaluation.tail_stats`), the tail check, or sequences excluded in the final phase."""
+    if metrics["eval"]["tail"]["failed"]:
+        return f"evaluation: {metrics['eval']['tail']['failed']}"
+    tc = metrics.get("tail_check")
+    if tc is not None and not tc["passed"]:
+        return (f"tail check: {tc['above']} of {tc['sequences']} sequences above {tc['limit']:g} "
+                f"(largest {tc['max']})")
+    if metrics["train"].get("dropped_final"):
+        return f"training left {metrics['train']['dropped_final']} sequences out of its final phase"
+    return None
+
+
 def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir) -> dict[str, Any]:
-    """Train (resuming), evaluate and store one cell; returns its metrics."""
+    """Train (resuming, by continuation), evaluate and store one cell; returns its metrics.  A cell that fails the
+    evaluation (:func:`failure`) keeps its metrics, with the reason under ``"failed"``, but no ``model.npz``."""
     t0 = time.perf_counter()
     cfg = train_config(cell, budget)
-    tr = trainer(cfg, runs / budget.name / cell.name)
+    start = start_for(cell.model, cell.layers, cell.noise, lambda m, L: finished_model(out, Cell(m, L, cell.noise)))
+    st = budget.stages if not cell.keep_seeds else replace(budget.stages, seeds=budget.seeds)
+    best, summary = train_stages(cfg, st, start, runs / budget.name / cell.name, trainer)
     t_train = time.perf_counter() - t0
-    P, Q, _ = load_model(tr.model)
+    P, Q, _ = load_model(best.model)
     metrics: dict[str, Any] = {
         "cell": cell.name, "model": cell.model, "layers": cell.layers, "noise": cell.noise, "budget": budget.name,
-        "signature": cell_signature(cell, budget),
-        "train": {k: tr.metrics.get(k) for k in ("best_seed", "selection_adjusted", "steps", "steps_per_s",
-                                                 "skipped_steps", "rollbacks")} | {"seconds": t_train},
+        "signature": cell_signature(cell, budget), "train": summary | {"seconds": t_train},
         "eval": evaluate_model(P, Q, cell.noise, budget), "profile": profile_model(P, Q, cell.noise, budget),
     }
+    n_tail = tail_sequences(cell, budget)
+    if n_tail:
+        metrics["tail_check"] = evaluation.tail_check(P, Q, cell.noise, budget.n, budget.d, tail_key(), n_tail)
+    metrics["failed"] = failure(metrics)
     dest = cell_dir(out, cell)
     if cell.keep_seeds:
-        Ps, Qs = tr.seeds()
+        Ps, Qs = best.seeds()
         per = [evaluate_model(Ps[k], Qs[k], cell.noise, budget, budget.seed_sequences)["layers"]
                for k in range(Ps.shape[0])]
-        metrics["seeds"] = {"sequences": budget.seed_sequences, "loss": [p["loss"] for p in per],
+        metrics["seeds"] = {"sequences": budget.seed_sequences, "stage": best.k, "loss": [p["loss"] for p in per],
                             "se": [p["se"] for p in per]}
-        atomic_savez(dest / "seeds.npz", P=Ps, Q=Qs)
-    atomic_write_bytes(dest / "model.npz", tr.model.read_bytes())
+        if metrics["failed"] is None:
+            atomic_savez(dest / "seeds.npz", P=Ps, Q=Qs)
+    if metrics["failed"] is None:
+        atomic_write_bytes(dest / "model.npz", best.model.read_bytes())
     metrics["seconds"] = time.perf_counter() - t0
     atomic_write_json(dest / "metrics.json", metrics)  # written last: its presence marks the cell finished
     return metrics

@@ -119,6 +119,9 @@ def finalize(out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = T
         "loss": float(ev_model[best][fin].mean()), "oracle_loss": float(ev_oracle[fin].mean()),
         "nonfinite_sequences": nonfinite, "skipped_steps": res.skipped,
         "rejected_steps": np.asarray(res.state.rejected).tolist(),
+        # sequences left out of the squared loss in the final phase (dead in float32): 0 for a model worth keeping
+        "dropped_final": int(np.asarray(res.state.dropped)[best]),
+        "dropped_final_per_seed": np.asarray(res.state.dropped).tolist(),
         "eval_sequences": int(fin.sum()), "best_seed": best, "selection_adjusted": select.tolist(), "eval_adjusted_per_seed": per_seed.tolist(),
         "steps": int(res.state.step), "steps_per_s": res.steps_per_s, "devices": res.devices,
         "baselines": _baselines(cfg) if baselines else None,

@@ -204,6 +204,8 @@ class TrainConfig:
     gdpp_xx: str = "nonpositive"
     y_step: str | None = None  # None: DEFAULT_Y_STEP[model], filled in by __post_init__
     trust: float = 2.0  # 0: no step rejection (:data:`TRUST_STRIDE`, :func:`_make_chunk`)
+    final_fraction: float = 0.1  # the last steps minimise the plain mean squared error (:func:`loss_fn`)
+    warm_start: str | None = None  # a model file whose layers start the first layers of every seed
 
     def __post_init__(self) -> None:
         check_kind(self.model)
@@ -226,6 +228,8 @@ class TrainConfig:
                              f"DIAG phase), got {self.warmup}")
         if not (math.isfinite(self.huber) and self.huber >= 0):
             raise ValueError(f"huber must be a finite number >= 0 (0: plain squared loss), got {self.huber}")
+        if not (math.isfinite(self.final_fraction) and 0 < self.final_fraction <= 1):
+            raise ValueError(f"final_fraction must be in (0, 1], got {self.final_fraction}")
         if not (self.trust == 0 or (math.isfinite(self.trust) and self.trust > 1)):
             raise ValueError(f"trust must be 0 (no step rejection) or a finite number > 1, got {self.trust}")
         if not (self.clip > 0 and self.init_scale > 0 and self.explode > 1):
@@ -240,6 +244,8 @@ class TrainConfig:
             raise ValueError(f"y_step must be one of {', '.join(Y_STEPS)}, got {self.y_step!r}")
         if self.init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
+        if self.warm_start is not None and self.init != "random":
+            raise ValueError(f"warm_start replaces the random start; init must be 'random', got {self.init!r}")
         if self.init == "spectral" and self.model != "gdpp":
             raise ValueError(f"init 'spectral' needs model gdpp (a GD++ model is a polynomial in Σ), got {self.model!r}")
         if self.init == "spectral" and self.n <= self.d:
@@ -266,6 +272,11 @@ class TrainConfig:
         return int(self.warmup if self.warmup is not None else default_warmup(self.steps - self.phase1_steps))
 
     @property
+    def final_start(self) -> int:
+        """The first step of the final phase: plain squared loss, and every sequence left out counted."""
+        return self.steps - max(1, math.ceil(self.final_fraction * self.steps))
+
+    @property
     def huber_delta(self) -> float:
         """``δ = huber · √d``: ``√d`` is the standard deviation of the target ``y_t = ⟨w, x_t⟩``."""
         return float(self.huber * math.sqrt(self.d))
@@ -284,6 +295,7 @@ class TrainState(NamedTuple):
     step: jax.Array  # () global step (shared by all seeds)
     damp: jax.Array  # (K,) step-rejection factor on the learning rate (halved per rejected step, regrown after)
     rejected: jax.Array  # (K,) int32, steps rejected so far (:data:`TrainConfig.trust`)
+    dropped: jax.Array  # (K,) int32, sequences left out of the squared loss in the final phase (:class:`Aux`)
 
 
 def optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
@@ -326,10 +338,29 @@ def init_state(cfg: TrainConfig, template: bool = False) -> TrainState:
         fit = fit_gdpp(cfg.layers, cfg.noise, cfg.n, cfg.d, cfg.seed).params
         params = type(params)(*(jnp.broadcast_to(jnp.asarray(p, cfg.jdtype), (cfg.seeds, cfg.layers)) for p in fit))
         rho = rho.at[0].set(0.0)  # seed 0 is the fit itself, frozen
+    if cfg.warm_start is not None and not template:
+        params = warm_params(cfg, params)
     params = project(cfg, params)
     opt_state = jax.vmap(optimizer(cfg).init)(params)
     return TrainState(params, opt_state, rho, jnp.zeros((), jnp.int32), jnp.ones((cfg.seeds,), cfg.jdtype),
-                      jnp.zeros((cfg.seeds,), jnp.int32))
+                      jnp.zeros((cfg.seeds,), jnp.int32), jnp.zeros((cfg.seeds,), jnp.int32))
+
+
+def warm_params(cfg: TrainConfig, params: Any) -> Any:
+    """``params`` (leading seed axis) with their first ``L'`` layers replaced, in every seed, by the ``L'`` layers of
+    the model file ``cfg.warm_start`` (read as ``cfg.model`` from its universal ``P, Q``: a DIAG file starts a FULL
+    model as its DIAG embedding).  Layers ``L'+1 … L`` keep their small random start, close to the identity map,
+    so the warm model computes what the file's model computes, up to that start."""
+    from .io import load_model
+    from .models import from_universal
+
+    P, Q, _ = load_model(cfg.warm_start)
+    if P.shape[0] > cfg.layers or P.shape[1] != cfg.heads or P.shape[-1] != cfg.d + 1:
+        raise ValueError(f"warm_start {cfg.warm_start!r} holds {P.shape[0]} layers of {P.shape[1]} heads with "
+                         f"d = {P.shape[-1] - 1}; it can start at most {cfg.layers} layers of {cfg.heads} heads, "
+                         f"d = {cfg.d}")
+    old = from_universal(cfg.model, P, Q, atol=1e-12)
+    return jax.tree_util.tree_map(lambda a, o: a.at[:, : o.shape[0]].set(jnp.asarray(o, a.dtype)), params, old)
 
 
 def project(cfg: TrainConfig, params: Any) -> Any:
@@ -452,24 +483,36 @@ def huber(r: jax.Array, delta: float) -> jax.Array:
     return jnp.where(a <= delta, sq, delta * (a - 0.5 * delta))
 
 
+class Aux(NamedTuple):
+    """:func:`loss_fn`'s auxiliary output."""
+
+    median: jax.Array  # batch median of ½ r², a dead sequence counted as +∞ (the divergence guard's statistic)
+    dropped: jax.Array  # sequences left out of the squared loss: dead, or beyond δ while the Huber loss applies
+
+
 def loss_fn(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False,
-            delta: float = 0.0) -> tuple[jax.Array, jax.Array]:
+            delta: float = 0.0, final: Any = False) -> tuple[jax.Array, Aux]:
     """``mean huber_δ(y_t − ŷ)`` (``½ (y_t − ŷ)²`` where ``|y_t − ŷ| ≤ δ``) over the batch's *alive* sequences
     (``predict_fast(guard=True)``: a sequence whose pass leaves the float range is dropped, with gradient
-    exactly 0) and, as auxiliary output, the batch *median* of ``½ (y_t − ŷ)²`` with dead sequences counted as
-    ``+∞`` (the divergence guard's statistic).  ``forward="plain"``: the literal token pass.
-    ``diag_phase`` (FULL only, a traced bool): evaluate the DIAG projection :func:`diag_part` instead."""
+    exactly 0) and, as auxiliary output (:class:`Aux`), the batch *median* of ``½ (y_t − ŷ)²`` with dead sequences
+    counted as ``+∞`` (the divergence guard's statistic) and the number of sequences the objective did not take as
+    ``½ r²``.  ``final`` (a traced bool) drops the Huber loss: the last
+    :data:`FINAL_FRACTION` of training minimises the plain mean squared error.  ``forward="plain"``: the literal
+    token pass.  ``diag_phase`` (FULL only, a traced bool): evaluate the DIAG projection :func:`diag_part` instead."""
     if forward == "fast":
         f = lambda p, X, y, xq: predict_fast(p, X, y, xq, guard=True)  # noqa: E731
     else:
         f = lambda p, X, y, xq: (predict_plain(p, X, y, xq), jnp.ones(X.shape[0], bool))  # noqa: E731
 
-    def stats(out: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+    def stats(out: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, Aux]:
         yhat, alive = out
         r = yhat - b.y_query
         sq = 0.5 * r**2
-        mean = jnp.sum(jnp.where(alive, huber(r, delta), 0)) / jnp.sum(alive)  # NaN if every sequence is dead
-        return mean, jnp.nanmedian(jnp.where(alive, sq, jnp.inf))  # a dead sequence counts as exploding
+        per = jnp.where(final, sq, huber(r, delta)) if delta else sq
+        mean = jnp.sum(jnp.where(alive, per, 0)) / jnp.sum(alive)  # NaN if every sequence is dead
+        clipped = (jnp.abs(r) > delta) & ~final if delta else jnp.zeros_like(alive)
+        dropped = jnp.sum(~alive | (alive & clipped)).astype(jnp.int32)
+        return mean, Aux(jnp.nanmedian(jnp.where(alive, sq, jnp.inf)), dropped)  # a dead sequence counts as exploding
 
     if isinstance(params, Full) and diag_phase is not False:
         return jax.lax.cond(diag_phase, lambda p: stats(f(diag_part(p), b.X, b.y, b.x_query)),
@@ -485,9 +528,10 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
     s1 = cfg.phase1_steps
     phase = (lambda step: step < s1) if s1 else (lambda step: False)  # noqa: E731
 
-    def seed_step(params, opt_state, rho, damp, lr, b, diag_phase, values):
-        (loss, med), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, b, cfg.forward, diag_phase,
-                                                                         cfg.huber_delta)
+    def seed_step(params, opt_state, rho, damp, lr, b, diag_phase, values, final):
+        (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, b, cfg.forward, diag_phase,
+                                                                         cfg.huber_delta, final)
+        med = aux.median
         updates, new_opt = opt.update(grads, opt_state, params)
         updates = y_step(cfg, updates, values)
         new_params = project(cfg, jax.tree_util.tree_map(lambda p, u: p - (lr * rho * damp).astype(p.dtype) * u,
@@ -501,14 +545,14 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         keep = lambda new, old: jax.tree_util.tree_map(lambda a, c: jnp.where(take, a, c), new, old)  # noqa: E731
         damp = jnp.where(good & ~accept, 0.5 * damp, jnp.where(take, jnp.minimum(1.0, damp * TRUST_REGROW), damp))
         return (keep(new_params, params), keep(new_opt, opt_state), damp.astype(rho.dtype), good & ~accept, good, ~sane,
-                jnp.where(good, loss, jnp.nan))
+                jnp.where(good, loss, jnp.nan), aux.dropped)
 
     def trusted(params, new_params, b, diag_phase):
         """The step keeps the median loss of every ``TRUST_STRIDE``-th sequence of its own batch within ``trust``×,
         or below ``TRUST_FLOOR × d/2``."""
         sub = jax.tree_util.tree_map(lambda a: a[::TRUST_STRIDE], b)
-        _, before = loss_fn(params, sub, cfg.forward, diag_phase)
-        _, after = loss_fn(new_params, sub, cfg.forward, diag_phase)
+        before = loss_fn(params, sub, cfg.forward, diag_phase)[1].median
+        after = loss_fn(new_params, sub, cfg.forward, diag_phase)[1].median
         return jnp.isfinite(after) & ((after <= cfg.trust * before) | (after <= TRUST_FLOOR * cfg.d / 2))
 
     def body(carry, xs):
@@ -516,11 +560,14 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         state, run_bad, worst, skips = carry
         b = draw(cfg, data_key(seed, 1, state.step), cfg.batch, sharding, values)
         lr = lr_at(cfg, state.step)
-        params, opt_state, damp, rejected, good, boom, loss = jax.vmap(
-            seed_step, in_axes=(0, 0, 0, 0, None, None, None, None))(
-            state.params, state.opt_state, state.rho, state.damp, lr, b, phase(state.step), values)
+        final = state.step >= cfg.final_start
+        params, opt_state, damp, rejected, good, boom, loss, dropped = jax.vmap(
+            seed_step, in_axes=(0, 0, 0, 0, None, None, None, None, None))(
+            state.params, state.opt_state, state.rho, state.damp, lr, b, phase(state.step), values,
+            final)
         run_bad = jnp.where(boom, run_bad + 1, 0)
-        carry = (TrainState(params, opt_state, state.rho, state.step + 1, damp, state.rejected + rejected.astype(jnp.int32)),
+        carry = (TrainState(params, opt_state, state.rho, state.step + 1, damp, state.rejected + rejected.astype(jnp.int32),
+                            state.dropped + jnp.where(final, dropped, 0).astype(jnp.int32)),
                  run_bad, jnp.maximum(worst, run_bad), skips + (~good).astype(jnp.int32))
         return carry, loss
 
@@ -531,7 +578,7 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         (state, _, worst, skips), losses = jax.lax.scan(body, (state, zero, zero, zero), xs)
         # the chunk's last update is verified too (finite parameters, bounded median loss on the last batch)
         b = draw(cfg, data_key(seed, 1, state.step - 1), cfg.batch, sharding, values)
-        _, med = jax.vmap(loss_fn, in_axes=(0, None, None, None))(state.params, b, cfg.forward, phase(state.step - 1))
+        med = jax.vmap(loss_fn, in_axes=(0, None, None, None))(state.params, b, cfg.forward, phase(state.step - 1))[1].median
         finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(p).reshape(p.shape[0], -1), axis=1)
                                     for p in jax.tree_util.tree_leaves(state.params)]), axis=0)
         ok = (worst < MAX_SKIPS) & (2 * skips <= length) & finite & (med < limit)
@@ -700,6 +747,11 @@ def config_dict(cfg: TrainConfig) -> dict[str, Any]:
     d.update(peak_lr=cfg.peak_lr, warmup_steps=cfg.warmup_steps)
     if cfg.init == "random":  # the default is left out, so run directories written before the option stay valid
         del d["init"]
+    if cfg.warm_start is not None:  # the file's content, not only its name, defines the run
+        import hashlib
+        from pathlib import Path
+
+        d["warm_start_sha256"] = hashlib.sha256(Path(cfg.warm_start).read_bytes()).hexdigest()
     if cfg.model != "gdpp":  # GD++ only; GD++ run directories from before the option (trained free) are refused
         del d["gdpp_xx"]
     # DIAG's default is left out, so earlier DIAG run directories stay valid; FULL's is always written (FULL runs

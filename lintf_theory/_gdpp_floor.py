@@ -1,6 +1,6 @@
 r"""GD++ is a spectral filter, so no GD++ model beats ridge with ``λ = E σ²`` (ConstRR at the prior's mean).
 
-The paper observes that trained GD++ settles near ConstRR once noise is present (its Section 6).
+The paper observes that trained GD++ settles near ConstRR once noise is present.
 This module derives why, from the per-eigenvalue GD++ recursion of :mod:`._gdpp_spectral`.
 
 **Spectral filter.**  With ``ω_xy = ω_yy = 0`` the implicit state keeps ``u^l = 0``, ``a^l = 1``,

@@ -65,3 +65,8 @@ from ._gdpp_spectral import derive_gdpp_spectral as derive_gdpp_spectral
 from ._gdpp_spectral import gdpp_spectral_loss_rule as gdpp_spectral_loss_rule
 from ._gdpp_spectral import gdpp_spectral_residual_rule as gdpp_spectral_residual_rule
 from ._gdpp_spectral import gdpp_spectral_rule as gdpp_spectral_rule
+from ._gdpp_floor import degree_law as degree_law
+from ._gdpp_floor import derive_pointwise_optimum as derive_pointwise_optimum
+from ._gdpp_floor import filter_coefficient_rule as filter_coefficient_rule
+from ._gdpp_floor import filter_polynomials as filter_polynomials
+from ._gdpp_floor import ridge_floor_rule as ridge_floor_rule

@@ -15,6 +15,10 @@ GD          ``ŷ = η x_tᵀ α`` (one GD step from ``w = 0``)                ``
 Bayes       posterior mean under the noise prior (:mod:`numerics.bayes`)  —
 ==========  =========================================================  ==========================
 
+``ConstRR_Esigma2`` is ridge at ``s = E σ²`` of the noise prior, not tuned: the loss-minimising spectral
+filter ``f(Σ) α``, so no GD++ model has a lower expected loss (:mod:`lintf_theory._gdpp_floor`); tuned
+ConstRR's ``λ_c`` estimates the same ``E σ²``.
+
 Departure from the paper: the paper does not say whether TunedRR's multiplier acts before or after
 the cap; ``m · min(σ̂², c)`` and ``min(m σ̂², c')`` coincide with ``c' = m c``. Tuning minimises the
 mean loss ``½(y_t − ŷ)²`` on ``tune_sequences`` sequences drawn with a key independent of the
@@ -33,7 +37,9 @@ from numerics import bayes, evaluation
 from numerics.data import Noise
 from numerics.spectral import Spectral, check_ols, check_s, ridge_predict, ridge_predict_grid
 
-NAMES: tuple[str, ...] = ("OLS", "ConstRR", "AdaRR", "TunedRR", "GD", "Bayes", "Oracle")
+NAMES: tuple[str, ...] = ("OLS", "ConstRR", "ConstRR_Esigma2", "AdaRR", "TunedRR", "GD", "Bayes", "Oracle")
+#: Ridge at ``λ = E σ²``: the loss-minimising spectral filter, so no GD++ model has a lower expected loss.
+FLOOR = "ConstRR_Esigma2"
 OLS_BASED: tuple[str, ...] = ("OLS", "AdaRR", "TunedRR")
 #: Coarse grids (then ``REFINE`` rounds of ``REFINE_POINTS`` points between the best point's neighbours).
 CONST_GRID = np.concatenate([[0.0], np.geomspace(1e-6, 1e4, 51)])
@@ -152,12 +158,14 @@ def tune(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, met
 def predictor(tuned: Tuned, noise: Noise | str, methods=NAMES, nodes: int = bayes.DEFAULT_NODES):
     """``predict(batch, spectra) -> {name: ŷ (B,)}`` for :func:`numerics.evaluation.evaluate` / ``profile``."""
     q = bayes.quadrature(noise, nodes)
+    mean_sigma2 = Noise.parse(noise).mean_sigma2
     s_nodes, log_w = jnp.asarray(q.s), jnp.asarray(q.log_w)
 
     def predict(batch, sp: Spectral) -> dict[str, jax.Array]:
         rules = {
             "OLS": lambda: ridge_predict(sp, 0.0),
             "ConstRR": lambda: ridge_predict(sp, tuned.lam_const),
+            FLOOR: lambda: ridge_predict(sp, mean_sigma2),
             "AdaRR": lambda: ridge_predict(sp, sigma2_hat(sp)),
             "TunedRR": lambda: ridge_predict(sp, tuned.mult * jnp.minimum(sigma2_hat(sp), tuned.cap)),
             "GD": lambda: tuned.eta * gd_direction(sp),
@@ -201,8 +209,8 @@ def table(noise: Noise | str, n: int = 20, d: int = 10, sequences: int = 100_000
     with jax.enable_x64(True):
         res = evaluation.evaluate(predictor(tuned, noise, methods, nodes), noise, sequences, n, d, k_eval, chunk,
                                   against="Bayes" if "Bayes" in methods else None)
-    params = {"ConstRR": {"lam_const": tuned.lam_const}, "TunedRR": {"cap": tuned.cap, "mult": tuned.mult},
-              "GD": {"eta": tuned.eta}, "Bayes": {"nodes": len(bayes.quadrature(noise, nodes).s)}}
+    params = {"ConstRR": {"lam_const": tuned.lam_const}, FLOOR: {"lam": noise.mean_sigma2},
+              "TunedRR": {"cap": tuned.cap, "mult": tuned.mult}, "GD": {"eta": tuned.eta}, "Bayes": {"nodes": len(bayes.quadrature(noise, nodes).s)}}
     return {m: res[m] | params.get(m, {}) for m in methods}
 
 

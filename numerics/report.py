@@ -380,6 +380,9 @@ def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path,
         files += ["fig_beyond_depth.png", "fig_beyond_weights.png"]
         beyond_md = _beyond_markdown(cells, deep, L, tr, cmd("beyond"))
     claims = check_claims(table, profiles_of(cells))
+    from numerics import floor  # GD++ against ridge at λ = E σ² (a theorem, not a claim of the paper)
+
+    claims.append(floor.claim_gdpp_floor(table, floor.floor_entries(out, budget, noises)))
     atomic_write_text(out / "report.md", _report_markdown(sw, budget, table, claims, beyond_md, cmd, out))
     files.append("report.md")
     return {"files": files, "claims": claims}

@@ -66,10 +66,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="NAMES", help="comma-separated module names or paper refs to run")
     parser.add_argument("--latex", metavar="FILE", help="also write every derived statement as LaTeX/Markdown")
     parser.add_argument("-v", "--verbose", action="store_true", help="print what each claim checked")
+    parser.add_argument("--printed", metavar="FILE",
+                        help="also check printed GD++ values (CSV or JSON with noise, depth, value and optionally se) "
+                             "against ridge at lambda = E sigma^2; the format is in numerics/floor.py")
 
 
 def run(args: argparse.Namespace) -> int:
-    results = run_all(args.only)
+    from . import _printed
+
+    printed = _printed.load(args.printed) if args.printed else None  # bad input fails here, before any work
+    results = run_all(args.only) + ([printed.run()] if printed else [])
     if args.latex:
         from lintf_theory import render_markdown
         from numerics.io import atomic_write_text

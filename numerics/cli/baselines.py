@@ -1,9 +1,10 @@
 r"""``lintf baselines --noise SPEC [--n 20 --d 10 --sequences 100000 --seed S] [--json]``.
 
 Prints the adjusted loss (method minus oracle ridge on the same sequences, PAPER.md §2) ± its
-paired standard error for OLS, ConstRR, AdaRR, TunedRR, GD and the Bayes-optimal floor
-(:mod:`numerics.baselines`). ``--noise paper`` (or ``all``) runs the paper's 10 settings
-(``uniform:0..7``, ``categorical:1,3``, ``categorical:1,3,5``) in one table.
+paired standard error for OLS, ConstRR, ConstRR at ``λ = E σ²`` (the floor of every GD++ model),
+AdaRR, TunedRR, GD and the Bayes-optimal floor (:mod:`numerics.baselines`). ``--noise paper`` (or
+``all``) runs the paper's 10 settings (``uniform:0..7``, ``categorical:1,3``, ``categorical:1,3,5``) in
+one table.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chunk", type=int, default=20_000,
                    help="sequences drawn and evaluated at once; bounds memory and fixes the data for a seed (default 20000)")
     p.add_argument("--methods", default=None,
-                   help="comma list out of OLS,ConstRR,AdaRR,TunedRR,GD,Bayes,Oracle (default: all; "
-                        "n <= d allows only ConstRR,GD,Bayes,Oracle)")
+                   help="comma list out of OLS,ConstRR,ConstRR_Esigma2,AdaRR,TunedRR,GD,Bayes,Oracle (default: "
+                        "all; n <= d allows only ConstRR,ConstRR_Esigma2,GD,Bayes,Oracle)")
     p.add_argument("--nodes", type=int, default=None, help="Bayes quadrature nodes in log sigma (default 256)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table (for the README)")
@@ -90,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
         tab.add_row(*r)
     console = Console() if sys.stdout.isatty() else Console(width=200)
     console.print(tab)
+    for k, r in results.items():
+        if "ConstRR" in r and baselines.FLOOR in r:
+            console.print(f"{k}: ConstRR's tuned lambda {r['ConstRR']['lam_const']:.4g}, E sigma^2 = "
+                          f"{r[baselines.FLOOR]['lam']:.4g} ({baselines.FLOOR}, the GD++ floor)")
     console.print(f"{total}; --json adds raw losses and the tuned parameters")
     return 0
 

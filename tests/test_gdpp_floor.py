@@ -1,0 +1,193 @@
+"""GD++ is a spectral filter; ridge at λ = E σ² is its floor (theory, baselines, report, printed tables).
+
+Independent routes: the literal exact forward pass against the derived polynomial ``p_L``; the report's
+and the printed-table checks against synthetic entries placed above and below the floor.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lintf_theory._gdpp import mu
+from lintf_theory._gdpp_floor import derive_pointwise_optimum, filter_polynomials, v_s
+from lintf_theory._rational import fraction_eye
+from numerics import baselines, floor
+from numerics.cli import main
+from numerics.data import Noise
+from numerics.report import Entry
+from proofs.gdpp_ridge_floor import RTOL, counterexample, exact_prediction, float_gap, matrix_horner
+from proofs._diag_data import Context
+from tests.strategies import exact_array, exact_values, property_settings
+
+U5, C13 = "uniform:5", "categorical:1,3"
+
+
+@st.composite
+def gdpp_problems(draw: st.DrawFn):  # noqa: ANN201
+    """A one-head GD++ model (``q_y = 0``) with ``L ≤ 3`` layers and exact data, ``d ≤ 2``, ``n ≤ 4``."""
+    L, d, n = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 4))
+    heads = [[(draw(exact_values), draw(exact_values), draw(exact_values), Fraction(0))] for _ in range(L)]
+    ctx = Context(draw(exact_array((n, d))), draw(exact_array((n,))), draw(exact_array((d,))))
+    return heads, ctx
+
+
+@property_settings(10)
+@given(gdpp_problems())
+def test_gdpp_prediction_is_the_derived_filter_exactly(problem) -> None:  # noqa: ANN001
+    heads, ctx = problem
+    L, d = len(heads), ctx.X.shape[1]
+    wxx = tuple(h[0][0] * h[0][2] for h in heads)
+    wyx = tuple(h[0][1] * h[0][2] for h in heads)
+    p = filter_polynomials(L, (wxx, wyx)).p[-1]
+    coeffs = [Fraction(str(c)) for c in reversed(sp.Poly(p, mu).all_coeffs())] or [Fraction(0)]
+    spec = ctx.x_query @ matrix_horner(coeffs, ctx.X.T @ ctx.X, fraction_eye(d)) @ (ctx.X.T @ ctx.y)
+    assert exact_prediction(heads, d, ctx) == spec
+
+
+def test_filter_degree_and_float_route() -> None:
+    for L in (1, 2, 3):
+        fp = filter_polynomials(L)
+        assert sp.degree(fp.residual, mu) == (3**L - 1) // 2
+        assert fp.p[-1].free_symbols - {mu} <= set(fp.omegas[0]) | set(fp.omegas[1])
+        assert float_gap(L, L) < RTOL
+
+
+def test_pointwise_optimum_is_ridge_at_the_mean_variance() -> None:
+    po = derive_pointwise_optimum()
+    assert sp.simplify(po.f_star - 1 / (mu + v_s)) == 0 and po.excess == 0 and po.ridge_gap == 0
+    assert po.sigma2_degree == 1
+
+
+def test_diag_with_omega_yy_or_omega_xy_is_not_linear_in_y() -> None:
+    for kind in ("omega_yy", "omega_xy"):
+        y1, y2 = counterexample(kind)
+        assert y2 != 2 * y1
+
+
+# ----------------------------------------------------------------------------------------------- baselines
+
+
+def test_baselines_json_carries_the_floor_at_the_prior_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["baselines", "--noise", U5, "--noise", C13, "--json", "--sequences", "2000", "--tune-sequences", "4000",
+                 "--methods", "ConstRR,ConstRR_Esigma2,Oracle"]) == 0
+    res = json.loads(capsys.readouterr().out)["results"]
+    assert Fraction(res[U5][baselines.FLOOR]["lam"]).limit_denominator(100) == Fraction(25, 3)
+    assert res[C13][baselines.FLOOR]["lam"] == 5.0
+    for r in res.values():
+        assert r["ConstRR"]["lam_const"] > 0 and np.isfinite(r[baselines.FLOOR]["loss"])
+
+
+def test_floor_predictor_is_ridge_at_the_prior_mean() -> None:
+    import jax
+
+    from numerics.data import sample
+    from numerics.spectral import spectral
+
+    b = sample(jax.random.PRNGKey(0), U5, 64, 20, 10, np.float64)
+    pred = baselines.predictor(baselines.Tuned(lam_const=1.0), U5, (baselines.FLOOR,))
+    got = np.asarray(pred(b, spectral(b.X, b.y, b.x_query))[baselines.FLOOR])
+    X, y, xq = (np.asarray(a) for a in (b.X, b.y, b.x_query))
+    w = np.linalg.solve(np.einsum("bni,bnj->bij", X, X) + 25 / 3 * np.eye(10), np.einsum("bni,bn->bi", X, y)[..., None])[..., 0]
+    np.testing.assert_allclose(got, np.einsum("bi,bi->b", xq, w), rtol=1e-10)
+
+
+@pytest.mark.slow
+def test_tuned_constrr_agrees_with_the_prior_mean_within_tuning_noise() -> None:
+    import jax
+
+    lams = [baselines.tune(jax.random.PRNGKey(s), U5, 20_000, 20, 10, ("ConstRR",)).lam_const for s in range(6)]
+    mean, se = np.mean(lams), np.std(lams, ddof=1) / np.sqrt(len(lams))
+    assert abs(mean - Noise.parse(U5).mean_sigma2) < 4 * se + 1e-3, (lams, mean, se)
+
+
+# ----------------------------------------------------------------------------------------------- report
+
+
+FLOORS = {U5: Entry(0.3627, 0.0054, 0.3242, 0.0050)}
+
+
+def test_report_flags_a_synthetic_gdpp_entry_below_the_floor() -> None:
+    fine = {("gdpp", 7, U5): Entry(0.3630, 0.0157, 0.3234, 0.0149), ("gdpp", 2, U5): Entry(0.38, 0.016, 0.34, 0.015),
+            ("diag", 7, U5): Entry(0.09, 0.008, 0.05, 0.005)}  # DIAG may go below: not checked
+    c = floor.claim_gdpp_floor(fine, FLOORS)
+    assert c.verdict == "holds" and len(c.evidence) == 2 and "IMPOSSIBLE" not in " ".join(c.evidence)
+    # 0.03 below within noise (SE of the paired gaps ≈ 0.0157): not flagged
+    assert floor.claim_gdpp_floor(fine | {("gdpp", 4, U5): Entry(0.333, 0.0157, 0.294, 0.0149)}, FLOORS).verdict == "holds"
+    bad = fine | {("gdpp", 4, U5): Entry(0.2, 0.0100, 0.16, 0.0090)}  # 0.16 below, ~16 SE
+    c = floor.claim_gdpp_floor(bad, FLOORS)
+    assert c.verdict == "does not hold"
+    flagged = [e for e in c.evidence if "IMPOSSIBLE" in e]
+    assert len(flagged) == 1 and "GD++-4" in flagged[0]
+    assert floor.claim_gdpp_floor(bad, {}).verdict == "not evaluated"
+
+
+def test_report_writes_the_floor_claim(tmp_path) -> None:  # noqa: ANN001
+    from numerics import experiments as ex
+    from numerics.report import write_outputs
+
+    budget = ex.get_budget("test")
+    nz = budget.noises[0]
+    fl = floor.floor_entries(tmp_path, budget, [nz])[nz]
+    assert (tmp_path / "baselines" / f"floor-{ex.slug(nz)}.json").exists()
+    assert floor.floor_entries(tmp_path, budget, [nz])[nz] == fl  # read back from the cache
+    ev = lambda loss: {"loss": loss, "se": 0.001, "minus_Bayes": loss - 0.001, "minus_Bayes_se": 0.001}  # noqa: E731
+    cell = lambda L, loss: {"model": "gdpp", "layers": L, "noise": nz, "eval": ev(loss), "seconds": 0.0,  # noqa: E731
+                            "profile": {"sigma": [1.0], "loss": [[0.0]]}}
+    base = {nz: {"methods": {m: {"loss": 0.3, "se": 0.01} for m in ex.BASELINES}}}
+    cells = {"a": cell(budget.depths[0], fl.loss + 0.01), "b": cell(budget.depths[-1], fl.loss - 0.05)}
+    sw = ex.Sweep(cells, base, [], 0.0)
+    res = write_outputs(sw, budget, (), tmp_path)
+    c = next(c for c in res["claims"] if c.key == "gdpp_above_floor")
+    assert c.verdict == "does not hold" and sum("IMPOSSIBLE" in e for e in c.evidence) == 1
+    assert "IMPOSSIBLE" in (tmp_path / "report.md").read_text()
+
+
+# ----------------------------------------------------------------------------------------------- printed tables
+
+
+def test_printed_values_below_the_floor_are_flagged(tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "printed.csv"
+    path.write_text('noise,depth,value,se\nuniform:5,7,0.3630,0.0157\n"categorical:1,3",4,0.05,\n')
+    rows = floor.read_printed(path)
+    assert rows == [floor.Printed(U5, 7, 0.363, 0.0157), floor.Printed(C13, 4, 0.05, 0.0)]
+    out = floor.check_printed(rows, sequences=4000)
+    assert [flag for _, _, flag, _ in out] == [False, True] and "IMPOSSIBLE" in out[1][3]
+    js = tmp_path / "printed.json"
+    js.write_text(json.dumps([{"noise": U5, "depth": 7, "value": 0.363, "se": 0.0157}]))
+    assert floor.read_printed(js) == rows[:1]
+
+
+@pytest.mark.parametrize("text,suffix,word", [
+    ("noise,value\nuniform:5,0.3\n", ".csv", "header"),
+    ("noise,depth,value\nuniform:5,0,0.3\n", ".csv", "depth"),
+    ("noise,depth,value\nuniform:5,2.5,0.3\n", ".csv", "depth"),
+    ("noise,depth,value\nuniform:5,2,nan\n", ".csv", "finite"),
+    ("noise,depth,value\ngauss:5,2,0.3\n", ".csv", "noise spec"),
+    ("noise,depth,value\ncategorical:1,3,2,0.3\n", ".csv", "quote"),
+    ("noise,depth,value\n", ".csv", "no rows"),
+    ('[{"noise": "uniform:5", "depth": 2.5, "value": 0.3}]', ".json", "depth must be an integer >= 1"),
+    ('{"noise": "uniform:5"}', ".json", "list of objects"),
+    ("[{", ".json", "not valid JSON"),
+])
+def test_bad_printed_tables_are_one_line_errors(text: str, suffix: str, word: str, tmp_path,  # noqa: ANN001
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / f"t{suffix}"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=word):
+        floor.read_printed(path)
+    assert main(["verify", "--only", "gram_map", "--printed", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("lintf verify: error: --printed") and "\n" not in err
+
+
+def test_missing_printed_file_is_a_one_line_error(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
+    assert main(["verify", "--printed", str(tmp_path / "none.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no such file" in err and "\n" not in err

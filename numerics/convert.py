@@ -33,6 +33,8 @@ import numpy as np
 
 from lintf_theory import attention_inverse_rule, attention_rule, check_parameters
 
+from .io import check_real_finite
+
 CONVENTIONS = ("row", "column")
 NAMES = ("W_Q", "W_K", "W_V", "W_O")
 
@@ -41,18 +43,6 @@ def check_convention(convention: str) -> str:
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {', '.join(CONVENTIONS)}; got {convention!r}")
     return convention
-
-
-def check_real_finite(name: str, arr: Any) -> np.ndarray:
-    """``arr`` as a float64 array; one-line error if it is not real (e.g. complex) or holds NaN/±inf."""
-    a = np.asarray(arr)
-    if a.dtype.kind not in "fiub":
-        raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
-    a = a.astype(np.float64)
-    bad = int(np.sum(~np.isfinite(a)))
-    if bad:
-        raise ValueError(f"{name} must be finite, but {bad} of its {a.size} entries are NaN or inf")
-    return a
 
 
 def check_value_scale(value_scale: Any, nonzero: bool = False) -> float:

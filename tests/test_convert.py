@@ -18,6 +18,7 @@ from tests.model_helpers import RTOL64, max_rel_err, toy_batch
 from lintf_theory import derive_attention_head, derive_attention_inverse
 from numerics import convert, models
 from numerics.cli import main
+from numerics.errors import LintfError
 from numerics.io import load_model
 
 L, H, K = 3, 2, 3  # layers, heads, key size; the data has d = 3 (D = 4)
@@ -158,7 +159,7 @@ def test_bad_weights_are_one_line_errors():
         (good | {"W_Q": good["W_Q"][None, None]}, "must be 2-D, 3-D or 4-D"),
     ]
     for weights, match in cases:
-        with pytest.raises(ValueError, match=match):
+        with pytest.raises((ValueError, LintfError), match=match):
             convert.to_universal(weights, "row", heads=H)
     with pytest.raises(ValueError, match="does not split into heads=4"):
         convert.to_universal(good, "row", heads=4)

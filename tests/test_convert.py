@@ -51,7 +51,7 @@ def haiku_style(layers: list[dict], X, y, xq, value_scale=1.0, divide_by_n=False
     return -h[:, -1, -1]
 
 
-def torch_style(layers: list[dict], X, y, xq, value_scale=1.0) -> np.ndarray:
+def torch_style(layers: list[dict], X, y, xq, value_scale=1.0, y_only=False) -> np.ndarray:
     """Column convention as ``torch.nn.functional.linear`` computes it: ``W_{Q,K,V} (H*K, D)``, ``W_O (D, H*K)``."""
     h = tokens_as_rows(X, y, xq)
     B, n1, D = h.shape
@@ -63,7 +63,8 @@ def torch_style(layers: list[dict], X, y, xq, value_scale=1.0) -> np.ndarray:
         k = linear(h[:, :n], p["W_K"]).reshape(B, n, nh, -1).transpose(0, 2, 1, 3)
         v = linear(h[:, :n], p["W_V"]).reshape(B, n, nh, -1).transpose(0, 2, 1, 3) * value_scale
         attn = (q @ k.transpose(0, 1, 3, 2)) @ v  # (B, H, n+1, K)
-        h = h + linear(attn.transpose(0, 2, 1, 3).reshape(B, n1, -1), p["W_O"])
+        out = linear(attn.transpose(0, 2, 1, 3).reshape(B, n1, -1), p["W_O"])
+        h = h + (out * np.eye(D)[-1] if y_only else out)  # y-only: keep the last coordinate of the update
     return -h[:, -1, -1]
 
 
@@ -91,14 +92,14 @@ def lintf_predict(P, Q, data) -> np.ndarray:
 
 @pytest.mark.parametrize(("convention", "value_scale", "divide_by_n", "y_only"), [
     ("row", 1.0, False, False), ("column", 1.0, False, False), ("row", 0.7, False, False),
-    ("column", 0.7, False, False), ("row", 1.0, True, False), ("row", 0.7, False, True)])
+    ("column", 0.7, False, False), ("row", 1.0, True, False), ("row", 0.7, False, True), ("column", 0.7, False, True)])
 def test_converted_model_predicts_like_its_own_forward_pass(data, convention, value_scale, divide_by_n, y_only):
     D = data[0].shape[-1] + 1
     layers = random_layers(11, convention, D)
     if convention == "row":
         ref = haiku_style(layers, *data, value_scale, divide_by_n, y_only)
     else:
-        ref = torch_style(layers, *data, value_scale)
+        ref = torch_style(layers, *data, value_scale, y_only)
     n = data[0].shape[1]
     s = value_scale / n if divide_by_n else value_scale
     P, Q = convert.to_universal(stacked(layers), convention, s, y_only, heads=H)

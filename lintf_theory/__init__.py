@@ -4,6 +4,10 @@ Vladymyrov, von Oswald, Sandler, Ge, *Linear Transformers are Versatile In-Conte
 NeurIPS 2024.  The public API is what this module re-exports.
 """
 
+from ._attention import attention_inverse_rule as attention_inverse_rule
+from ._attention import attention_rule as attention_rule
+from ._attention import derive_attention_head as derive_attention_head
+from ._attention import derive_attention_inverse as derive_attention_inverse
 from ._bridge import State as State
 from ._bridge import check_parameters as check_parameters
 from ._bridge import export as export

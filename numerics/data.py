@@ -5,7 +5,8 @@ For each sequence ``τ``: ``w_τ ~ N(0, I_d)``, ``σ_τ`` from the noise distrib
 ``x_t ~ N(0, I_d)`` with the **noiseless** target ``y_t = ⟨w_τ, x_t⟩``.
 
 Noise specs (command line): ``fixed:1.5``, ``uniform:5`` (``σ ~ U(0, 5)``), ``categorical:1,3,5``
-(``σ`` uniform on the set).
+(``σ`` uniform on the set).  Input distributions (:class:`XDist`): ``normal`` (the paper's
+``N(0, I_d)``, the default) or ``uniform:a,b`` (every coordinate of ``x_i`` and ``x_t`` ``~ U(a, b)``).
 """
 
 from __future__ import annotations
@@ -88,6 +89,51 @@ class Noise:
         return v[jax.random.randint(key, (batch,), 0, v.shape[0])]
 
 
+@dataclass(frozen=True)
+class XDist:
+    """The distribution of the inputs ``x_i`` and of the query ``x_t``: ``normal`` or ``uniform`` on ``[low, high]``."""
+
+    kind: Literal["normal", "uniform"] = "normal"
+    low: float = 0.0
+    high: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("normal", "uniform"):
+            raise ValueError(f"input distribution must be normal or uniform:a,b, got {self.kind!r}")
+        if self.kind == "uniform" and not (np.isfinite(self.low) and np.isfinite(self.high) and self.low < self.high):
+            raise ValueError(f"uniform:a,b needs finite a < b, got a={self.low}, b={self.high}")
+
+    @classmethod
+    def parse(cls, spec: str | XDist) -> XDist:
+        """Parse ``normal`` or ``uniform:a,b``."""
+        if isinstance(spec, XDist):
+            return spec
+        text = str(spec).strip()
+        if text == "normal":
+            return cls()
+        kind, sep, rest = text.partition(":")
+        parts = rest.split(",")
+        usage = "input distribution must be normal or uniform:a,b (e.g. uniform:-0.5,0.5)"
+        if kind != "uniform" or not sep or len(parts) != 2:
+            raise ValueError(f"{usage}; got {spec!r}")
+        try:
+            low, high = float(parts[0]), float(parts[1])
+        except ValueError:
+            raise ValueError(f"{usage}; got {spec!r}") from None
+        return cls("uniform", low, high)
+
+    def __str__(self) -> str:
+        return "normal" if self.kind == "normal" else f"uniform:{self.low:g},{self.high:g}"
+
+    def draw(self, key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:
+        if self.kind == "normal":
+            return normal(key, shape, dtype)
+        return jax.random.uniform(key, shape, dtype, minval=self.low, maxval=self.high)
+
+
+NORMAL_X = XDist()
+
+
 class Batch(NamedTuple):
     """A batch of sequences: ``X (B,n,d)``, ``y (B,n)``, ``x_query (B,d)``, ``y_query (B,)``,
     the true ``sigma (B,)`` and weight ``w (B,d)``."""
@@ -118,22 +164,24 @@ def normal(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Arr
     return jax.random.normal(key, (size,), dtype).reshape(shape)
 
 
-@partial(jax.jit, static_argnames=("n", "d", "dtype"))
-def sample_with_sigma(key: jax.Array, sigma: jax.Array, n: int, d: int, dtype=jnp.float32) -> Batch:
+@partial(jax.jit, static_argnames=("n", "d", "dtype", "x"))
+def sample_with_sigma(key: jax.Array, sigma: jax.Array, n: int, d: int, dtype=jnp.float32,
+                      x: XDist = NORMAL_X) -> Batch:
     """Sequences with given per-sequence noise levels ``sigma (B,)`` (used for per-variance profiles)."""
     B = sigma.shape[0]
     kw, kx, kq, ke = jax.random.split(key, 4)
     w = normal(kw, (B, d), dtype)
-    X = normal(kx, (B, n, d), dtype)
-    xq = normal(kq, (B, d), dtype)
+    X = x.draw(kx, (B, n, d), dtype)
+    xq = x.draw(kq, (B, d), dtype)
     xi = normal(ke, (B, n), dtype) * sigma.astype(dtype)[:, None]
     y = jnp.einsum("bnd,bd->bn", X, w) + xi
     return Batch(X, y, xq, jnp.einsum("bd,bd->b", xq, w), sigma.astype(dtype), w)
 
 
-def sample(key: jax.Array, noise: Noise | str, batch: int, n: int, d: int, dtype=jnp.float32) -> Batch:
-    """Draw ``batch`` sequences of context length ``n`` in dimension ``d``; deterministic by ``key``."""
-    noise = Noise.parse(noise)
+def sample(key: jax.Array, noise: Noise | str, batch: int, n: int, d: int, dtype=jnp.float32,
+           x: XDist | str = NORMAL_X) -> Batch:
+    """Draw ``batch`` sequences of context length ``n`` in dimension ``d``, inputs from ``x``; deterministic by ``key``."""
+    noise, x = Noise.parse(noise), XDist.parse(x)
     check_sizes(n, d, batch)
     ks, kd = jax.random.split(key)
-    return sample_with_sigma(kd, noise.sample_sigma(ks, batch, dtype), n, d, dtype)
+    return sample_with_sigma(kd, noise.sample_sigma(ks, batch, dtype), n, d, dtype, x)

@@ -2,7 +2,8 @@ r"""Atomic file writes and the universal model format.
 
 A saved model is an ``.npz`` that always holds ``P`` and ``Q`` of shape ``(L, H, d+1, d+1)``:
 they define the model exactly under the layer rule of PAPER.md §1.  Native parameters may be
-stored beside them under other names, plus a JSON string ``meta``.
+stored beside them under other names, plus a JSON string ``meta``.  :func:`load_model` refuses
+``P, Q`` that are not real or hold NaN/±inf.
 """
 
 from __future__ import annotations
@@ -73,6 +74,18 @@ def save_model(path: str | os.PathLike[str], P: Any, Q: Any, meta: dict[str, Any
     atomic_savez(path, P=P, Q=Q, meta=np.asarray(json.dumps(meta or {})), **native)
 
 
+def check_real_finite(name: str, arr: Any) -> np.ndarray:
+    """``arr`` as float64; a one-line error naming ``name`` if it is not real (e.g. complex) or holds NaN/±inf."""
+    a = np.asarray(arr)
+    if a.dtype.kind not in "fiu":
+        raise LintfError(f"{name} must hold real numbers (integer or float), got dtype {a.dtype}")
+    a = a.astype(np.float64)
+    bad = int(a.size - np.count_nonzero(np.isfinite(a)))
+    if bad:
+        raise LintfError(f"{name} must be finite, but {bad} of its {a.size} entries are NaN or inf")
+    return a
+
+
 def load_model(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Load ``(P, Q, meta)`` from a universal ``.npz``; a clear error if it is not one."""
     import zipfile
@@ -89,6 +102,8 @@ def load_model(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, di
         raise LintfError(f"model file {str(path)!r} does not exist") from None
     except (OSError, ValueError) as exc:
         raise LintfError(f"model file {str(path)!r} is not a readable .npz: {exc}") from None
+    P = check_real_finite(f"model file {str(path)!r}: P", P)
+    Q = check_real_finite(f"model file {str(path)!r}: Q", Q)
     from lintf_theory import check_parameters
 
     check_parameters(P, Q)

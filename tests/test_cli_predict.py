@@ -58,14 +58,15 @@ def _bad_data(arrays):
         "d_mismatch": (dict(X=X[..., :2], y=y, x_query=xq[:, :2]), "model has input dimension d=3"),
         "B_mismatch": (dict(X=X, y=y[:-1], x_query=xq), "y must have shape"),
         "X_2d": (dict(X=X[0], y=y, x_query=xq), "X must have shape \\(B, n, d\\)"),
-        "nonfinite": (dict(X=X, y=np.where(y > 0, np.nan, y), x_query=xq), "non-finite"),
+        "nonfinite": (dict(X=X, y=np.where(y > 0, np.nan, y), x_query=xq), "array y must be finite"),
+        "complex": (dict(X=X.astype(complex), y=y, x_query=xq), "array X must hold real numbers"),
         "y_query": (dict(X=X, y=y, x_query=xq, y_query=arrays["y_query"][:1]), "y_query must have shape"),
-        "strings": (dict(X=X, y=y, x_query=np.array(["a"])), "must be numeric"),
+        "strings": (dict(X=X, y=y, x_query=np.array(["a"])), "must hold real numbers"),
     }
 
 
 @pytest.mark.parametrize("case", ["missing", "d_mismatch", "B_mismatch", "X_2d", "nonfinite", "y_query",
-                                  "strings", "no_file", "not_npz", "no_model", "out_is_dir"])
+                                  "strings", "complex", "no_file", "not_npz", "no_model", "out_is_dir"])
 def test_predict_errors_are_one_line_exit_2(files, capsys, case):
     tmp, arrays, _ = files
     model, data, extra = str(tmp / "model.npz"), str(tmp / f"{case}.npz"), []

@@ -1,10 +1,12 @@
-r"""Layer-by-layer properties of random, constructed and trained transformers (issue 5).
+r"""Layer-by-layer properties of random, constructed and trained transformers.
 
 Each property compares the model's literal forward pass (:func:`numerics.models.forward_tokens`)
 or its fast Gram-form pass (:func:`numerics.models.predict`) with the rules derived in
-:mod:`lintf_theory` and exported through the bridge.  The checks are the ``assert_*`` functions,
-shared with ``tests/test_trained.py``; tolerances live in :mod:`tests.model_helpers` (``RTOL64``),
-with their justification.
+:mod:`lintf_theory` and exported through the bridge.  The Theorem 4.1 properties (token form, query
+isolation, implicit weight, permutation invariance) are the public checks of :mod:`numerics.testing`,
+the ones users run on their own implementations.  The ``assert_*`` functions are shared with
+``tests/test_trained.py``; tolerances live in :mod:`tests.model_helpers` (``RTOL64``), with their
+justification.
 """
 
 from __future__ import annotations
@@ -17,39 +19,40 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics import inspector, models
+from numerics import inspector, models, testing
 from numerics.data import Batch
 from tests.model_helpers import RTOL64, max_rel_err, scaled_model, toy_batch
 from tests.strategies import ModelConfig, config_batch, model_configs, property_settings
 
 
-# 1. Token form (Theorem 4.1) -----------------------------------------------------------------
+# 1-3. Theorem 4.1 through numerics.testing, on both of lintf's forward passes ----------------------
+def lintf_forwards(P: Any, Q: Any) -> dict[str, Any]:
+    """``models.forward_tokens`` (every layer's tokens) and ``models.predict`` as ``forward(X, y, x_query)``."""
+    return {"tokens": lambda X, y, q: models.forward_tokens(P, Q, X, y, q),
+            "predict": lambda X, y, q: models.predict(P, Q, X, y, q)}
+
+
+def _arrays(P: Any, Q: Any, b: Batch) -> tuple[np.ndarray, ...]:
+    return tuple(np.asarray(v, np.float64) for v in (P, Q, b.X, b.y, b.x_query))
+
+
 def assert_token_form(P: Any, Q: Any, b: Batch) -> None:
     """Every token at every layer equals ``T^l e_i`` with ``T^l`` from the derived recursion."""
-    Z = models.forward_tokens(P, Q, b.X, b.y, b.x_query)  # (L+1, B, n+1, d+1)
-    T = inspector.transfer_matrices(inspector.implicit_states(P, Q, b.X, b.y, backend="numpy"))
-    for l in range(Z.shape[0]):
-        predicted = jnp.einsum("bij,bnj->bni", T[l], Z[0])  # T^l applied to the original tokens
-        assert max_rel_err(Z[l], predicted) < RTOL64, f"layer {l}"
+    testing.check_token_form(lintf_forwards(P, Q)["tokens"], *_arrays(P, Q, b), rtol=RTOL64)
 
 
-# 2. Query isolation ------------------------------------------------------------------------------
 def assert_query_isolation(P: Any, Q: Any, b: Batch, seed: int, s: float, t: float) -> None:
-    """Context tokens ignore ``x_t``; ``ŷ`` is linear in ``x_t``, equals ``⟨w^L, x_t⟩``, and autodiff gives ``w^l``."""
-    rng = np.random.default_rng(seed + 1)
-    q1, q2 = (jnp.asarray(rng.standard_normal(b.x_query.shape)) for _ in range(2))
-    Z1 = models.forward_tokens(P, Q, b.X, b.y, q1)
-    Z2 = models.forward_tokens(P, Q, b.X, b.y, q2)
-    assert jnp.array_equal(Z1[:, :, :-1], Z2[:, :, :-1]), "a context token depends on the query"
-    f = lambda q: models.predict(P, Q, b.X, b.y, q)  # noqa: E731
-    assert max_rel_err(f(s * q1 + t * q2), s * f(q1) + t * f(q2)) < RTOL64
-    w = inspector.implicit_states(P, Q, b.X, b.y, backend="numpy").w  # (L+1, B, d)
-    assert max_rel_err(f(q1), jnp.einsum("bd,bd->b", w[-1], q1)) < RTOL64
-    assert max_rel_err(inspector.autodiff_weights(P, Q, b.X, b.y, q1), w) < RTOL64
+    """Context tokens ignore ``x_t``; ``ŷ`` is linear in ``x_t``, equals ``⟨w^L, x_t⟩``, and autodiff gives ``w^L``."""
+    for name, forward in lintf_forwards(P, Q).items():
+        testing.check_query_isolation(forward, *_arrays(P, Q, b), rtol=RTOL64, seed=seed, s=s, t=t)
+        testing.check_implicit_weight(forward, *_arrays(P, Q, b), rtol=RTOL64, differentiate="jax")
+    w = inspector.implicit_states(P, Q, b.X, b.y, backend="numpy").w  # (L+1, B, d): every layer, not only L
+    assert max_rel_err(inspector.autodiff_weights(P, Q, b.X, b.y, b.x_query), w) < RTOL64
 
 
 # 3. Invariance -----------------------------------------------------------------------------------
 def assert_permutation_invariance(P: Any, Q: Any, b: Batch, seed: int) -> None:
+    testing.check_permutation_invariance(lintf_forwards(P, Q)["predict"], *_arrays(P, Q, b), rtol=RTOL64, seed=seed)
     perm = np.random.default_rng(seed).permutation(b.X.shape[1])
     y1 = models.predict(P, Q, b.X, b.y, b.x_query, all_layers=True)
     y2 = models.predict(P, Q, b.X[:, perm], b.y[:, perm], b.x_query, all_layers=True)

@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("numerics.cli.train", "train FULL / DIAG / GD++ linear transformers"),
     "predict": ("numerics.cli.predict", "evaluate a saved model on user data"),
     "inspect": ("numerics.cli.inspect", "per-layer implicit weights (M, u, a, w) of a saved model"),
+    "convert": ("numerics.cli.convert", "attention weights (W_Q, W_K, W_V, W_O) to a lintf model, and back"),
     "reproduce": ("numerics.cli.reproduce", "reproduce the paper's table and figures"),
     "bench": ("numerics.cli.bench", "training throughput and time-to-quality benchmark"),
 }

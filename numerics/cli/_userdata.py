@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from numerics.errors import LintfError
-from numerics.io import atomic_write_bytes
+from numerics.io import atomic_write_bytes, check_real_finite
 
 REQUIRED = ("X", "y", "x_query")
 OPTIONAL = ("y_query", "sigma")
@@ -47,12 +47,7 @@ def load_data(path: str, d: int | None = None) -> dict[str, np.ndarray]:
         raise LintfError(f"data file {name} is not a readable .npz: {exc}") from None
     data: dict[str, np.ndarray] = {}
     for k, v in raw.items():
-        if v.dtype.kind not in "fiu":
-            raise LintfError(f"data file {name}: array {k} must be numeric, got dtype {v.dtype}")
-        v = v.astype(np.float64)
-        if not np.all(np.isfinite(v)):
-            raise LintfError(f"data file {name}: array {k} holds non-finite values")
-        data[k] = v
+        data[k] = check_real_finite(f"data file {name}: array {k}", v)
     X = data["X"]
     if X.ndim != 3 or min(X.shape) < 1:
         raise LintfError(f"data file {name}: X must have shape (B, n, d) with B, n, d >= 1, got {X.shape}")

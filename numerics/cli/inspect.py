@@ -7,7 +7,9 @@ model's forward pass, and compares ``w^l`` with OLS ``w*`` and ridge ``w*_{σ²}
 (batch means).  See :mod:`numerics.inspector`.
 
 Data: ``DATA.npz`` (as for ``lintf predict``; ``sigma`` and ``y_query`` are used if present), or
-without it ``--sequences`` fresh sequences drawn with ``--noise``, ``--n`` and ``--seed``.
+without it ``--sequences`` fresh sequences drawn with ``--noise``, ``--x``, ``--n`` and ``--seed``.
+Unset, ``--noise``, ``--x`` and ``--n`` take the model's own setting from its ``meta`` (top level,
+or the training ``config``), else ``uniform:5``, ``normal`` and ``20``; the output says which.
 Exit status 1 if the two routes disagree (relative difference above ``--tol``).
 """
 
@@ -23,7 +25,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", metavar="DATA.npz", nargs="?", help="optional data file (else sampled)")
     p.add_argument("--noise", default=None, help="noise spec for sampled data (default: the model's meta "
                    "'noise' if present, else uniform:5)")
-    p.add_argument("--n", type=int, default=20, help="context length for sampled data (default 20)")
+    p.add_argument("--x", default=None, metavar="DIST", help="input distribution for sampled data: normal or "
+                   "uniform:a,b (default: the model's meta 'x' if present, else normal)")
+    p.add_argument("--n", type=int, default=None, help="context length for sampled data (default: the model's "
+                   "meta 'n' if present, else 20)")
     p.add_argument("--sequences", type=int, default=256, help="number of sampled sequences (default 256)")
     p.add_argument("--seed", type=int, default=0, help="PRNG seed for sampled data (default 0)")
     p.add_argument("--sigma", type=float, default=None,
@@ -43,10 +48,33 @@ def _get_data(args: argparse.Namespace, d: int, meta: dict) -> tuple[dict, str]:
 
     if args.data:
         return load_data(args.data, d), f"data file {args.data}"
-    noise = args.noise or (meta.get("noise") if isinstance(meta.get("noise"), str) else None) or "uniform:5"
-    b = sample(jax.random.key(args.seed), noise, args.sequences, args.n, d, jax.numpy.float64)
+    b = sample(jax.random.key(args.seed), args.noise, args.sequences, args.n, d, jax.numpy.float64, args.x)
     data = {k: np.asarray(getattr(b, k)) for k in ("X", "y", "x_query", "y_query", "sigma")}
-    return data, f"{args.sequences} sampled sequences, noise {noise}, n={args.n}, seed {args.seed}"
+    return data, f"{args.sequences} sampled sequences, seed {args.seed}"
+
+
+def meta_setting(meta: dict, key: str) -> object:
+    """The model's own ``key`` from its meta: top level (``lintf convert``) or the training ``config``."""
+    config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+    return meta[key] if key in meta else config.get(key)
+
+
+def sampling_setting(args: argparse.Namespace, meta: dict) -> str:
+    """Resolve ``--noise``, ``--x``, ``--n`` (flag, else the model's meta, else the default) in place; describe them."""
+    from numerics.data import Noise, XDist
+
+    parts = []
+    for key, default, parse in (("noise", "uniform:5", Noise.parse), ("x", "normal", XDist.parse), ("n", 20, int)):
+        given, own = getattr(args, key), meta_setting(meta, key)
+        value, where = (given, "from the command line") if given is not None else \
+            (own, "the model's own, from its meta") if own is not None else (default, "default; the model's meta has none")
+        try:
+            parsed = parse(value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{key} {value!r} ({where}) is not valid: {exc}") from None
+        setattr(args, key, parsed)
+        parts.append(f"{'x ~ ' if key == 'x' else key + ' '}{parsed} ({where})")
+    return "sampled data: " + "; ".join(parts)
 
 
 def _plot(path: str, ins, rows: list[dict]) -> None:  # noqa: ANN001
@@ -98,7 +126,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--tol must be > 0, got {args.tol}")
     P, Q, meta = load_model(args.model)
     L, H, d = P.shape[0], P.shape[1], P.shape[2] - 1
+    setting = None
     if not args.data:
+        setting = sampling_setting(args, meta)
         check_sizes(args.n, d, args.sequences)
     with jax.enable_x64(True):
         data, source = _get_data(args, d, meta)
@@ -110,11 +140,14 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         _plot(args.plot, ins, rows)
     if args.json:
-        print(json.dumps({"model": args.model, "source": source, "L": L, "H": H, "d": d, "B": B,
+        sampled = {"noise": str(args.noise), "x": str(args.x), "n": args.n, "setting": setting} if setting else None
+        print(json.dumps({"model": args.model, "source": source, "sampled": sampled, "L": L, "H": H, "d": d, "B": B,
                           "autodiff_max_abs_diff": ins.max_abs_diff, "autodiff_max_rel_diff": ins.max_rel_diff,
                           "agree": agree, "layers": rows, "plot": args.plot}))
         return 0 if agree else 1
     print(f"model {args.model}: L={L} layers, H={H} heads, d={d}; {source} (B={B})")
+    if setting:
+        print(setting)
     cols = [("layer", "l", "{:d}"), ("w_norm", "|w^l|", "{:.4g}"), ("cos_ols", "cos(w,w*)", "{:.4f}"),
             ("dist_ols", "|w-w*|/|w*|", "{:.4g}"), ("cos_ridge", "cos(w,ridge)", "{:.4f}"),
             ("dist_ridge", "|w-rr|/|rr|", "{:.4g}"), ("a", "a^l", "{:.4g}"), ("u_norm", "|u^l|", "{:.4g}"),

@@ -1,0 +1,96 @@
+r"""``lintf convert IN.npz --out OUT.npz``: attention weights to a lintf model, or a lintf model to weights.
+
+``IN.npz`` holding ``W_Q, W_K, W_V, W_O`` (see :mod:`numerics.convert` for the accepted shapes) is
+converted to a model file (universal ``P, Q`` plus a JSON ``meta`` that records the source and,
+if given, the data setting ``--noise`` / ``--x`` that ``lintf inspect`` then uses by default).
+``IN.npz`` holding ``P, Q`` (a lintf model) is converted to weights with key size ``D = d+1``,
+``W_K = W_V = I``, in ``--convention``.  ``OUT.npz`` must not exist: nothing is overwritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from fractions import Fraction
+
+
+def _scale(text: str) -> float:
+    try:
+        return float(Fraction(text.strip()))
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"must be a number such as 0.05 or 1/20, got {text!r}") from None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", metavar="IN.npz", help="attention weights W_Q, W_K, W_V, W_O, or a lintf model (P, Q)")
+    p.add_argument("--out", required=True, metavar="OUT.npz", help="file to write (must not exist)")
+    p.add_argument("--convention", choices=("row", "column"), default="row",
+                   help="row: h @ W (Haiku, Flax, torch.nn.Linear weights transposed); column: W h (default row)")
+    p.add_argument("--value-scale", type=_scale, default=1.0, metavar="S",
+                   help="factor on the value path, e.g. 1/20 for code that divides by n = 20 (default 1)")
+    p.add_argument("--y-only", action="store_true", help="the attention output updates only the y coordinate")
+    p.add_argument("--heads", type=int, default=None,
+                   help="number of heads fused along the key axis of 2-D / 3-D weights (default 1)")
+    p.add_argument("--layers", type=int, default=None, help="repeat one weight-tied layer this many times")
+    p.add_argument("--noise", default=None, help="record this noise spec in meta (inspect's default)")
+    p.add_argument("--x", default=None, help="record this input distribution in meta: normal or uniform:a,b")
+
+
+def _load(path: str) -> dict:
+    import zipfile
+
+    import numpy as np
+
+    from numerics.errors import LintfError
+
+    if not os.path.exists(path):
+        raise LintfError(f"input file {path!r} does not exist")
+    if not (os.path.isfile(path) and zipfile.is_zipfile(path)):
+        raise LintfError(f"input file {path!r} is not an .npz archive (write it with numpy.savez)")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: np.array(z[k]) for k in z.files}
+    except (OSError, ValueError, EOFError) as exc:
+        raise LintfError(f"input file {path!r} is not a readable .npz: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from numerics import convert
+    from numerics.data import Noise, XDist
+    from numerics.errors import LintfError
+    from numerics.io import atomic_savez, save_model
+
+    if os.path.exists(args.out):
+        raise LintfError(f"--out {args.out!r} exists; choose a new file name (nothing is overwritten)")
+    arrays = _load(args.source)
+    has_w, has_pq = set(convert.NAMES) <= set(arrays), {"P", "Q"} <= set(arrays)
+    if has_w == has_pq:
+        raise LintfError(f"input file {args.source!r} must hold either W_Q, W_K, W_V, W_O or P, Q; "
+                         f"it holds {', '.join(sorted(arrays)) or 'no arrays'}")
+    if has_pq:
+        for flag, given in (("--y-only", args.y_only), ("--heads", args.heads), ("--layers", args.layers),
+                            ("--noise", args.noise), ("--x", args.x)):
+            if given:
+                raise LintfError(f"{flag} applies to weights -> model; {args.source!r} holds a model (P, Q)")
+        W = convert.from_universal(arrays["P"], arrays["Q"], args.convention, args.value_scale)
+        meta = {"convention": args.convention, "value_scale": args.value_scale, "key_size": W["W_Q"].shape[-1]}
+        atomic_savez(args.out, **W, meta=json.dumps(meta))
+        L, H = W["W_Q"].shape[:2]
+        print(f"{args.source} -> {args.out}: W_Q, W_K, W_V, W_O of shape {W['W_Q'].shape} "
+              f"({args.convention} convention, value scale {args.value_scale:g}, W_K = W_V = I); L={L}, H={H}")
+        return 0
+    noise = str(Noise.parse(args.noise)) if args.noise else None
+    x = str(XDist.parse(args.x)) if args.x else None
+    W = convert.weights_as_heads(arrays, args.convention, args.heads)
+    P, Q = convert.to_universal(W, args.convention, args.value_scale, args.y_only, layers=args.layers)
+    L, H, D = P.shape[0], P.shape[1], P.shape[2]
+    source = {"from": "attention weights", "file": os.path.basename(args.source), "convention": args.convention,
+              "value_scale": args.value_scale, "y_only": args.y_only,
+              "key_size": W["W_Q"].shape[-1 if args.convention == "row" else -2],
+              "heads": H, "layers": L, "weight_tied": W["W_Q"].shape[0] == 1 and L > 1}
+    meta = {"kind": "full", "source": source} | ({"noise": noise} if noise else {}) | ({"x": x} if x else {})
+    save_model(args.out, P, Q, meta)
+    print(f"{args.source} -> {args.out}: P, Q of shape {P.shape} (L={L} layers, H={H} heads, d={D - 1}; "
+          f"{args.convention} convention, value scale {args.value_scale:g}{', y-only' if args.y_only else ''})")
+    return 0

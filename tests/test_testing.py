@@ -1,0 +1,119 @@
+"""``numerics.testing``: lintf's own passes satisfy it; implementations that break Theorem 4.1 are rejected."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from tests.model_helpers import scaled_model, toy_batch
+
+from lintf_theory import weighted_layer_forward
+from lintf_theory._variants import attention_weights
+from numerics import models, testing
+
+
+@pytest.fixture(scope="module")
+def model():
+    b = toy_batch(90)
+    return tuple(np.asarray(v) for v in scaled_model("full", 91, 2, 2, b))
+
+
+def variant_tokens(P, Q, kind: str, gamma: float = 0.5):
+    """Every layer's tokens ``(L+1, B, n+1, d+1)`` of a row-weighted variant of the layer (NumPy, float64)."""
+    def forward(X, y, xq):
+        B, n, _ = X.shape
+        W = attention_weights(kind, n, gamma).astype(np.float64)
+        Z = np.concatenate([np.concatenate([X, y[..., None]], -1),
+                            np.concatenate([xq, np.zeros((B, 1))], -1)[:, None]], axis=1)
+        out = [Z]
+        for l in range(P.shape[0]):
+            Z = np.stack([weighted_layer_forward(P[l], Q[l], Z[b], n, W) for b in range(B)])
+            out.append(Z)
+        return np.stack(out)
+    return forward
+
+
+@pytest.mark.parametrize("output", ["tokens", "predict"])
+def test_lintf_forward_passes_follow_theorem_4_1(model, output):
+    P, Q = model
+    forward = {"tokens": lambda X, y, q: models.forward_tokens(P, Q, X, y, q),
+               "predict": lambda X, y, q: models.predict(P, Q, X, y, q)}[output]
+    testing.assert_follows_theorem_4_1(forward, P, Q, max_examples=10)
+
+
+def test_numpy_callable_is_differentiated_by_finite_differences(model):
+    P, Q = model
+    testing.assert_follows_theorem_4_1(variant_tokens(P, Q, "standard"), P, Q, max_examples=5)
+    with pytest.raises(Exception, match="TracerArrayConversionError|numpy|__array__"):  # noqa: PT011
+        testing.check_theorem_4_1(variant_tokens(P, Q, "standard"), P, Q, *_batch(), differentiate="jax")
+
+
+def _batch(seed: int = 92, n: int = 5):
+    b = toy_batch(seed, n=n)
+    return tuple(np.asarray(v) for v in (b.X, b.y, b.x_query))
+
+
+def test_query_in_the_key_sum_is_rejected_with_a_shrunk_example(model):
+    P, Q = model
+
+    def leaky(X, y, xq):  # the query joins the context in the key sum: n+1 keys
+        B, n, d = X.shape
+        Xq = np.concatenate([X, xq[:, None]], axis=1)
+        yq = np.concatenate([y, np.zeros((B, 1))], axis=1)
+        return np.delete(np.asarray(models.forward_tokens(P, Q, Xq, yq, xq)), n, axis=2)  # one copy of the query
+
+    with pytest.raises(AssertionError) as info:
+        testing.assert_follows_theorem_4_1(leaky, P, Q)
+    msg = str(info.value)
+    assert msg.split(":")[0] in testing.PROPERTIES and "shrunk example (B=2, n=1, d=3)" in msg, msg
+
+
+@pytest.mark.parametrize(("kind", "first"), [("causal", "token form"), ("key_decay", "implicit weight")])
+def test_each_broken_layer_fails_its_property_first(model, kind, first):
+    P, Q = model
+    tokens = variant_tokens(P, Q, kind)
+    forward = tokens if kind == "causal" else (lambda X, y, q: -tokens(X, y, q)[-1, :, -1, -1])  # predictions only
+    with pytest.raises(AssertionError, match=f"^{first}"):
+        testing.check_theorem_4_1(forward, P, Q, *_batch())
+    if kind == "key_decay":  # position-dependent keys: permuting the context changes the prediction
+        with pytest.raises(AssertionError, match="^permutation invariance"):
+            testing.check_permutation_invariance(forward, P, Q, *_batch())
+
+
+def test_prediction_nonlinear_in_the_query_fails_query_isolation(model):
+    P, Q = model
+    X, y, xq = _batch()
+    bent = lambda X_, y_, q: models.predict(P, Q, X_, y_, q) + 0.1 * (q[:, 0] ** 2 - xq[:, 0] ** 2)  # noqa: E731
+    testing.check_implicit_weight(lambda X_, y_, q: models.predict(P, Q, X_, y_, q), P, Q, X, y, xq)
+    with pytest.raises(AssertionError, match="^query isolation: y_hat\\(s q1"):
+        testing.check_theorem_4_1(bent, P, Q, X, y, xq)
+
+
+def test_wrong_gradient_fails_implicit_weight(model):
+    import jax
+
+    P, Q = model
+    frozen = lambda X, y, q: models.predict(P, Q, X, y, jax.lax.stop_gradient(q))  # noqa: E731  (right values)
+    with pytest.raises(AssertionError, match="^implicit weight: d y_hat / d x_t \\(jax.grad\\)"):
+        testing.check_implicit_weight(frozen, P, Q, *_batch())
+
+
+def test_sign_and_batch_errors(model):
+    P, Q = model
+    plus = lambda X, y, q: -models.predict(P, Q, X, y, q)  # noqa: E731  (reads +y instead of -y)
+    with pytest.raises(AssertionError, match="^implicit weight: y_hat vs <w\\^L, x_t>"):
+        testing.check_theorem_4_1(plus, P, Q, *_batch())
+    with pytest.raises(AssertionError, match="^output: forward must return predictions"):
+        testing.check_theorem_4_1(lambda X, y, q: np.zeros(3), P, Q, *_batch())
+    with pytest.raises(ValueError, match="give either P, Q or weights"):
+        testing.assert_follows_theorem_4_1(plus, P, Q, weights={})
+
+
+@settings(max_examples=10)
+@given(testing.models(d=2, max_layers=2), testing.contexts(2))
+def test_strategies_draw_valid_models_and_contexts(PQ, ctx):
+    P, Q = PQ
+    assert P.shape == Q.shape and P.shape[2:] == (3, 3) and P.shape[0] <= 2
+    B, n, d = ctx.X.shape
+    assert (B, d) == (2, 2) and 1 <= n <= 6 and ctx.y.shape == (B, n) and ctx.x_query.shape == (B, d)
+    assert np.all(np.isfinite(np.asarray(models.predict(P, Q, ctx.X, ctx.y, ctx.x_query))))

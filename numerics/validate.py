@@ -347,7 +347,7 @@ def _baselines(a: argparse.Namespace) -> None:
 def _predict(a: argparse.Namespace) -> None:
     L, _, d = model_file(a.model)
     data_file(a.data, d, L)
-    if a.out:
+    if a.out is not None:
         output_file(a.out, "--out", {"the model file": a.model, "the data file": a.data})
 
 
@@ -365,7 +365,7 @@ def _inspect(a: argparse.Namespace) -> None:
                 noise(meta["noise"], f"the 'noise' of {a.model!r}'s meta (override with --noise)")
         memory(model_bytes(a.sequences, a.n, L, d), f"a model with L={L}, d={d} on {a.sequences} sequences",
                "--sequences or --n")
-    if a.plot:
+    if a.plot is not None:
         output_file(a.plot, "--plot", {"the model file": a.model, "the data file": a.data})
 
 
@@ -385,7 +385,7 @@ def _bench(a: argparse.Namespace) -> None:
 
 
 def _verify(a: argparse.Namespace) -> None:
-    if a.latex:
+    if a.latex is not None:
         output_file(a.latex, "--latex")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -50,8 +51,32 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write_bytes(path, text.encode())
 
 
+def strict_json(obj: Any, **kw: Any) -> str:
+    """``json.dumps`` that writes strict JSON: a ``NaN`` or ``±inf`` float becomes ``null``, and a top-level object
+    gains ``"null_reasons": {"path.to[3]": "nan" | "inf" | "-inf"}`` naming each one."""
+    reasons: dict[str, str] = {}
+
+    def clean(v: Any, at: str) -> Any:
+        if isinstance(v, (float, np.floating)):
+            if math.isfinite(v):
+                return float(v)
+            reasons[at] = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x, f"{at}.{k}" if at else str(k)) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x, f"{at}[{i}]") for i, x in enumerate(v)]
+        return v
+
+    out = clean(obj, "")
+    if reasons and isinstance(out, dict):
+        out["null_reasons"] = reasons
+    return json.dumps(out, allow_nan=False, **kw)
+
+
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    """Write ``obj`` as strict JSON (:func:`strict_json`), atomically."""
+    atomic_write_text(path, strict_json(obj, indent=2, sort_keys=True) + "\n")
 
 
 def atomic_savez(path: str | os.PathLike[str], **arrays: Any) -> None:

@@ -2,8 +2,11 @@ r"""A training run directory: atomic checkpoints, resume, best-seed selection, m
 
 Layout of ``--out DIR``:
 
-* ``config.json``: the :class:`numerics.training.TrainConfig`; a restart with a different config
-  into the same directory is refused (one-line error).
+* ``config.json``: the :class:`numerics.training.TrainConfig`, written with the first checkpoint; a restart
+  with a different config into the same directory is refused (one-line error).  Nothing is written before
+  the first checkpoint, so a run that stops earlier (out of memory, interrupted) blocks no later command; a
+  ``config.json`` without a checkpoint or a result beside it is replaced.  A corrupt ``config.json`` or
+  ``checkpoint.npz`` is refused with a one-line error that says which file to delete, never overwritten.
 * ``checkpoint.npz``: the full training state after the last good chunk, the loss curve and the
   rollback log, written atomically (:func:`numerics.io.atomic_savez`) after every chunk.  A killed
   run restarted with the same command continues from it and ends with the same numbers, because
@@ -20,6 +23,7 @@ Layout of ``--out DIR``:
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -33,36 +37,88 @@ from .training import (Result, TrainConfig, TrainState, adjusted_losses, config_
                        train)
 
 
+def _claimed(out: Path) -> bool:
+    """A run directory is claimed by its ``config.json`` only once a checkpoint or a result sits beside it: a run that
+    stopped before its first checkpoint leaves nothing that blocks the same or a corrected command."""
+    return (out / "config.json").exists() and any((out / f).exists() for f in _RESULTS)
+
+
+_RESULTS = ("checkpoint.npz", "model.npz", "metrics.json")
+
+
 def prepare(out: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
-    """Create/validate ``out``; return the resume payload of a matching checkpoint, else ``None``."""
+    """Validate ``out`` for ``cfg`` without writing anything; return the resume payload of its checkpoint, else ``None``.
+
+    One-line errors: ``out`` is not a writable directory; it holds a run with another config; its ``config.json``
+    or ``checkpoint.npz`` is corrupt (the message says which file to delete)."""
+    from .validate import output_dir
+
     out = Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-probe"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise LintfError(f"--out {str(out)!r} is not a writable directory: {exc.strerror}") from None
-    cfg_path = out / "config.json"
-    want = config_dict(cfg)
+    output_dir(str(out), "--out")
+    cfg_path, ck = out / "config.json", out / "checkpoint.npz"
     if cfg_path.exists():
-        have = json.loads(cfg_path.read_text())
-        if have != json.loads(json.dumps(want)):
+        try:
+            have = json.loads(cfg_path.read_text())
+            if not isinstance(have, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            fix = (f"restore it, or delete {str(out)!r} to start this run over" if _claimed(out)
+                   else f"delete {str(cfg_path)!r} to start this run")
+            raise LintfError(f"--out: {str(cfg_path)!r} is corrupt ({exc}); {fix}") from None
+        want = json.loads(json.dumps(config_dict(cfg)))
+        if _claimed(out) and have != want:
             diff = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
             raise LintfError(f"--out {str(out)!r} holds a run with a different config ({', '.join(diff)}); "
                              "use another --out or the same arguments")
-    else:
-        atomic_write_json(cfg_path, want)
-    ck = out / "checkpoint.npz"
     if not ck.exists():
         return None
+    try:
+        return _read_checkpoint(ck, cfg)
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LintfError(f"--out: {str(ck)!r} is corrupt ({reason}); delete it to restart this run from "
+                         "step 0") from None
+
+
+def _read_checkpoint(ck: Path, cfg: TrainConfig) -> dict[str, Any]:
+    """The resume payload of ``ck``, after checking every leaf against the state ``cfg`` trains (shape, dtype,
+    finiteness) and the step against ``cfg.steps``."""
+    from .training import init_state
+
+    if not zipfile.is_zipfile(ck):
+        raise ValueError("not an .npz archive")
+    shapes = jax.eval_shape(lambda: init_state(cfg, template=True))
+    template = jax.tree_util.tree_leaves(shapes)
     with np.load(ck, allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
-        leaves = [np.array(z[f"leaf_{i}"]) for i in range(meta["leaves"])]
-        history = [[np.array(z[f"history_{j}_leaf_{i}"]) for i in range(meta["leaves"])]
-                   for j in range(meta.get("history", 0))]
-    return {"leaves": leaves, "step": meta["step"], "curve": meta["curve"], "rollbacks": meta["rollbacks"],
-            "skipped": meta.get("skipped", 0), "history": history, "history_marks": meta.get("history_marks", [])}
+        n_leaves, n_hist = int(meta["leaves"]), int(meta.get("history", 0))
+        if n_leaves != len(template):
+            raise ValueError(f"{n_leaves} state arrays, this config has {len(template)}")
+        leaves = [np.array(z[f"leaf_{i}"]) for i in range(n_leaves)]
+        history = [[np.array(z[f"history_{j}_leaf_{i}"]) for i in range(n_leaves)] for j in range(n_hist)]
+    for state in (leaves, *history):
+        for i, (x, t) in enumerate(zip(state, template)):
+            if x.shape != t.shape or x.dtype != t.dtype:
+                raise ValueError(f"array {i} is {x.dtype}{list(x.shape)}, this config needs {t.dtype}{list(t.shape)}")
+            if x.dtype.kind == "f" and not np.all(np.isfinite(x)):
+                raise ValueError(f"array {i} holds non-finite values")
+    step = int(meta["step"])
+    if not 0 < step <= cfg.steps or int(jax.tree_util.tree_structure(shapes).unflatten(leaves).step) != step:
+        raise ValueError(f"step {step} is outside [1, {cfg.steps}] or disagrees with the state")
+    return {"leaves": leaves, "step": step, "curve": list(meta["curve"]), "rollbacks": list(meta["rollbacks"]),
+            "skipped": int(meta.get("skipped", 0)), "history": history, "history_marks": meta.get("history_marks", [])}
+
+
+def claim(out: str | Path, cfg: TrainConfig) -> None:
+    """Create ``out`` and write its ``config.json`` (atomically), unless it is claimed already: called just before
+    the first checkpoint is written, so a run that dies earlier leaves nothing behind."""
+    out = Path(out)
+    if not _claimed(out):
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LintfError(f"--out {str(out)!r} is not a writable directory: {exc.strerror}") from None
+        atomic_write_json(out / "config.json", config_dict(cfg))
 
 
 def save_checkpoint(out: str | Path, state: TrainState, res: Result) -> None:
@@ -166,7 +222,11 @@ def run(cfg: TrainConfig, out: str | Path, progress: bool = True, baselines: boo
     """Train into ``out`` (resuming if a matching checkpoint exists) and finalize; ``stop_at`` stops
     early without finalizing (used to simulate a killed run)."""
     resume = prepare(out, cfg)
-    ck = lambda s, r: save_checkpoint(out, s, r)  # noqa: E731
+
+    def ck(s: TrainState, r: Result) -> None:
+        claim(out, cfg)
+        save_checkpoint(out, s, r)
+
     if progress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 

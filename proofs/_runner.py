@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import pkgutil
 import sys
+
+from numerics.io import strict_json
 
 from ._check import REGISTRY, Claim, Result
 
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
         atomic_write_text(args.latex, render_markdown())
     if args.json:
-        print(json.dumps([r.as_dict() for r in results], indent=2))
+        print(strict_json([r.as_dict() for r in results], indent=2))
     else:
         print_table(results)
         if args.verbose:

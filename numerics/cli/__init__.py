@@ -1,8 +1,10 @@
 """The ``lintf`` console command: one front for verification, training, baselines and reproduction.
 
 Each sub-command lives in its own module ``numerics.cli.<name>`` exposing
-``add_arguments(parser)`` and ``run(args) -> int``.  Bad input raises :class:`ValueError` (or
-:class:`numerics.errors.LintfError`), which is printed as one line, exit status 2.
+``add_arguments(parser)`` and ``run(args) -> int``.  Every argument and input file is checked by
+:mod:`numerics.validate` before ``run`` starts; bad input raises :class:`ValueError` (or
+:class:`numerics.errors.LintfError`), which is printed as one line, exit status 2, as are the parser's own
+errors (unknown option, missing argument) and running out of memory.
 """
 
 from __future__ import annotations
@@ -23,6 +25,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _UsageError(Exception):
+    """A command-line error found by argparse; :func:`main` prints it as one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # noqa: ANN201 - argparse's hook; one line instead of usage + message
+        head, _, rest = message.partition(": ")
+        if head.startswith("argument ") and rest.startswith(head[len("argument "):].split("/")[-1] + " "):
+            message = rest  # a checked type's message names the option already (numerics.validate)
+        raise _UsageError(f"{self.prog}: error: {' '.join(message.split())}")
+
+
 def _load(module: str):  # noqa: ANN202
     try:
         return importlib.import_module(module)
@@ -33,7 +47,9 @@ def _load(module: str):  # noqa: ANN202
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lintf", description="lintf: machine-checked theory and fast numerics for linear transformers as in-context learners.")
+    from numerics import validate
+
+    parser = _Parser(prog="lintf", description="lintf: machine-checked theory and fast numerics for linear transformers as in-context learners.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_) in COMMANDS.items():
         mod = _load(module)
@@ -41,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                            description=help_)
         if mod is not None:
             mod.add_arguments(p)
+            validate.install(p)
         p.set_defaults(_module=module)
     return parser
 
@@ -55,18 +72,33 @@ def main(argv: list[str] | None = None) -> int:
             print(f"lintf: error: {exc}", file=sys.stderr)
             return 2
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     args._argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for "reproduce:" lines
     mod = _load(args._module)
     if mod is None:
         print(f"lintf {args.command}: error: not available in this build", file=sys.stderr)
         return 2
+    from numerics import validate
     from numerics.errors import LintfError
 
     try:
+        validate.check(args.command, args)
         return int(mod.run(args) or 0)
     except (ValueError, LintfError) as exc:
-        print(f"lintf {args.command}: error: {exc}", file=sys.stderr)
+        print(f"lintf {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"lintf {args.command}: error: out of memory; lower the sizes", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if "RESOURCE_EXHAUSTED" not in str(exc):
+            raise
+        print(f"lintf {args.command}: error: out of memory ({str(exc).splitlines()[0][:200]}); lower the sizes",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"lintf {args.command}: interrupted; finished work is kept, rerun the same command to resume",

@@ -10,11 +10,12 @@ one table.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 
 from numerics.data import PAPER_NOISES, Noise
+from numerics.errors import LintfError
+from numerics.io import strict_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -44,10 +45,6 @@ def _noises(specs: list[str]) -> list[Noise]:
     return out
 
 
-def _json_safe(v):  # noqa: ANN001, ANN202
-    return None if isinstance(v, float) and not math.isfinite(v) else v
-
-
 def run(args: argparse.Namespace) -> int:
     from numerics import baselines, bayes
 
@@ -63,12 +60,16 @@ def run(args: argparse.Namespace) -> int:
                                            tune_sequences=args.tune_sequences, methods=methods, nodes=nodes,
                                            chunk=args.chunk)
         seconds[str(nz)] = time.perf_counter() - t0
+        bad = [f"{m} {k}" for m, r in results[str(nz)].items() for k in ("loss", "se")
+               if isinstance(r.get(k), float) and not math.isfinite(r[k])]
+        if bad:
+            raise LintfError(f"--noise {nz}: {', '.join(bad)} not finite (the noise level's squares overflow); "
+                             "use smaller noise levels")
     if args.json:
         out = {"n": args.n, "d": args.d, "sequences": args.sequences, "tune_sequences": args.tune_sequences,
                "seed": args.seed, "chunk": args.chunk, "seconds": seconds,
-               "results": {k: {m: {a: _json_safe(b) for a, b in v.items()} for m, v in r.items()}
-                           for k, r in results.items()}}
-        print(json.dumps(out))
+               "results": results}
+        print(strict_json(out))
         return 0
     header, rows = _rows(results, methods)
     total = f"{sum(seconds.values()):.1f} s for {len(noises)} setting(s)"

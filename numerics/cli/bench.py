@@ -217,10 +217,10 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
+    from numerics.io import strict_json
 
     if args.json:
-        print(json.dumps(measure(args, say=lambda line: None), indent=2))
+        print(strict_json(measure(args, say=lambda line: None), indent=2))
     else:
         measure(args, say=lambda line: print(line, flush=True))
     return 0

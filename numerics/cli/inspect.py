@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
+
+from numerics.io import strict_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         _plot(args.plot, ins, rows)
     if args.json:
         sampled = {"noise": str(args.noise), "x": str(args.x), "n": args.n, "setting": setting} if setting else None
-        print(json.dumps({"model": args.model, "source": source, "sampled": sampled, "L": L, "H": H, "d": d, "B": B,
+        print(strict_json({"model": args.model, "source": source, "sampled": sampled, "L": L, "H": H, "d": d, "B": B,
                           "autodiff_max_abs_diff": ins.max_abs_diff, "autodiff_max_rel_diff": ins.max_rel_diff,
                           "agree": agree, "layers": rows, "plot": args.plot}))
         return 0 if agree else 1

@@ -10,10 +10,11 @@ in float64 by :func:`numerics.models.predict`.  With ``y_query`` the loss
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import numpy as np
+
+from numerics.io import strict_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                "predictions": pred.tolist(), "out": args.out}
         if loss is not None:
             out["loss"], out["loss_se"] = loss
-        print(json.dumps(out))
+        print(strict_json(out))
         return 0
     print(f"model {args.model}: L={L} layers, H={H} heads, d={d}; data {args.data}: B={B} sequences, n={n}")
     if loss is not None:

@@ -13,9 +13,10 @@ Example (the qualitative picture; see ``numerics.experiments.BUDGETS`` for what 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+
+from numerics.io import strict_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     res = write_outputs(sw, budget, parts, args.out, args.out)
     secs = time.perf_counter() - t0
     if args.json:
-        print(json.dumps({"budget": budget.name, "parts": list(parts), "out": args.out, "cells": len(sw.cells),
+        print(strict_json({"budget": budget.name, "parts": list(parts), "out": args.out, "cells": len(sw.cells),
                           "trained": sw.trained, "seconds": secs, "files": res["files"],
                           "claims": [{"claim": c.key, "text": c.text, "verdict": c.verdict, "evidence": list(c.evidence)}
                                      for c in res["claims"]]}, indent=2))

@@ -15,8 +15,9 @@ GD++ at ``fixed:0`` from the spectral fit (seed 0 = the fit, kept unless Adam im
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from numerics.io import strict_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     metrics = run_dir(cfg, out, progress=not args.json and sys.stderr.isatty(), baselines=not args.no_baselines)
     assert metrics is not None
     if args.json:
-        print(json.dumps({k: v for k, v in metrics.items() if k != "curve"}, indent=2))
+        print(strict_json({k: v for k, v in metrics.items() if k != "curve"}, indent=2))
     else:
         print(f"{cfg.model.upper()}-{cfg.layers} {cfg.noise}: adjusted loss {metrics['adjusted_loss']:.5g} "
               f"± {metrics['se']:.2g} (best of {cfg.seeds} seeds, {metrics['eval_sequences']} sequences, "

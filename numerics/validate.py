@@ -1,0 +1,399 @@
+r"""The ``lintf`` command's validation layer: every argument and input file is checked here before work starts.
+
+One function per kind of input; each failure is one line naming the argument, the value and the
+accepted range (:class:`numerics.errors.LintfError`, exit status 2 in :mod:`numerics.cli`).
+
+=================  =====================================================================================
+kind               what is checked
+=================  =====================================================================================
+integers           :data:`INT_ARGS` (argparse ``type=``, installed by :func:`install`): an integer in
+                   ``[lo, SIZE_MAX]``; seeds in ``[0, SEED_MAX]``
+floats             :data:`FLOAT_ARGS`: a finite number in the argument's range
+noise specs        :func:`noise`: :meth:`numerics.data.Noise.parse` plus ``σ <= SIGMA_MAX``
+memory             :func:`memory` with the estimates :func:`train_bytes`, :func:`baselines_bytes`,
+                   :func:`model_bytes` against :func:`available_memory`
+paths              :func:`input_file`, :func:`output_file` (never an input), :func:`output_dir`
+``.npz`` files     :func:`npz_headers` reads every array's dtype and shape from its header, before loading;
+                   :func:`model_file` and :func:`data_file` check them, then the values' finiteness
+run directories    :func:`numerics.rundir.prepare` (config, checkpoint, writability)
+=================  =====================================================================================
+
+``SEED_MAX = 2**31 − 1``: training passes the seed into its compiled programs as an ``int32``, and
+``jax.random.PRNGKey(s)`` keeps ``s`` as the low word of the key with a zero high word for every
+``0 <= s <= SEED_MAX``, in 32- and 64-bit mode alike, so two distinct accepted seeds give distinct keys
+(``tests/test_fuzz_cli.py`` checks it).  Larger integers would wrap onto smaller seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import LintfError
+
+SEED_MAX = 2**31 - 1
+SIZE_MAX = 2**31 - 1
+#: Largest noise level accepted: ``σ² = 1e12`` and the ``n``-term sums of ``y²`` built from it stay far from
+#: float32's overflow (3.4e38) and keep float64's rounding (1e-16 relative) below the signal's ``d``-sized part.
+SIGMA_MAX = 1e6
+
+#: ``dest: (lo, hi)`` of every integer option of the command, whichever sub-command has it.
+INT_ARGS: dict[str, tuple[int, int]] = {
+    "seed": (0, SEED_MAX), "tune_sequences": (2, SIZE_MAX), "target_sequences": (2, SIZE_MAX),
+    "warmup": (0, SIZE_MAX), "diag_steps": (0, SIZE_MAX),
+    **{k: (1, SIZE_MAX) for k in ("n", "d", "layers", "heads", "seeds", "steps", "batch", "chunk", "sequences",
+                                  "eval_sequences", "nodes", "reps", "max_steps")},
+}
+#: ``dest: (lo, lo_inclusive)`` of every float option: finite and ``> lo`` (``>= lo`` if inclusive); ``None``: any.
+FLOAT_ARGS: dict[str, tuple[float | None, bool]] = {
+    "lr": (0.0, False), "clip": (0.0, False), "huber": (0.0, True), "trust": (0.0, True), "sigma": (0.0, True),
+    "tol": (0.0, False), "target": (None, True),
+}
+
+
+def _int_type(flag: str, lo: int, hi: int):  # noqa: ANN202
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            v = None
+        if v is None or not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{flag} must be >= {lo} and <= {hi} (an integer), got {text!r}")
+        return v
+    return parse
+
+
+def _float_type(flag: str, lo: float | None, inclusive: bool):  # noqa: ANN202
+    rng = "a finite number" if lo is None else f"{'>=' if inclusive else '>'} {lo:g} and finite"
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            v = math.nan
+        if not math.isfinite(v) or (lo is not None and not (v >= lo if inclusive else v > lo)):
+            raise argparse.ArgumentTypeError(f"{flag} must be {rng}, got {text!r}")
+        return v
+    return parse
+
+
+def install(parser: argparse.ArgumentParser) -> None:
+    """Give every integer / float option of ``parser`` listed in :data:`INT_ARGS` / :data:`FLOAT_ARGS` its checked type."""
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps no public list of a parser's actions
+        flag = action.option_strings[-1] if action.option_strings else action.dest
+        if action.type is int and action.dest in INT_ARGS:
+            action.type = _int_type(flag, *INT_ARGS[action.dest])
+        elif action.type is float and action.dest in FLOAT_ARGS:
+            action.type = _float_type(flag, *FLOAT_ARGS[action.dest])
+
+
+def seed(value: Any, flag: str = "--seed") -> int:
+    """``value`` as a seed in ``[0, SEED_MAX]`` (an integer, not a float that happens to be whole)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= SEED_MAX:
+        raise LintfError(f"{flag} must be an integer in [0, {SEED_MAX}], got {value!r}")
+    return int(value)
+
+
+def noise(spec: str, flag: str = "--noise"):  # noqa: ANN201
+    """The parsed :class:`numerics.data.Noise`, with every level in ``[0, SIGMA_MAX]``."""
+    from .data import Noise
+
+    try:
+        nz = Noise.parse(spec)
+    except ValueError as exc:
+        raise LintfError(f"{flag}: {exc}") from None
+    if nz.sigma_max > SIGMA_MAX:
+        raise LintfError(f"{flag} {spec!r}: noise levels must be in [0, {SIGMA_MAX:g}] (their squares and sums "
+                         f"must stay finite), got {nz.sigma_max:g}")
+    return nz
+
+
+# ---- memory -------------------------------------------------------------------------------------------------
+
+def available_memory() -> int:
+    """Bytes this process may still allocate: ``MemAvailable`` of ``/proc/meminfo``, the cgroup's remaining limit
+    if lower, and an accelerator's ``bytes_limit`` if JAX runs on one."""
+    avail = []
+    try:
+        with open("/proc/meminfo") as f:
+            avail += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
+    except (OSError, ValueError, IndexError):
+        try:
+            avail.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            avail.append(int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()))
+    except (OSError, ValueError):
+        pass
+    try:
+        import jax
+
+        dev = jax.devices()[0]
+        if dev.platform != "cpu":
+            avail.append(int((dev.memory_stats() or {})["bytes_limit"]))
+    except Exception:  # noqa: BLE001 - no accelerator, or one without memory statistics
+        pass
+    return max(min(avail), 0) if avail else 2**62
+
+
+def _fmt(nbytes: float) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if nbytes >= size:
+            return f"{nbytes / size:.3g} {unit}"
+    return f"{nbytes / 2**10:.3g} KiB"
+
+
+def memory(nbytes: float, what: str, lower: str) -> None:
+    """Refuse a run whose estimate ``nbytes`` exceeds :func:`available_memory`; ``lower`` names the arguments."""
+    avail = available_memory()
+    if nbytes > avail:
+        raise LintfError(f"{what} needs about {_fmt(nbytes)} of memory, more than the {_fmt(avail)} available; "
+                         f"lower {lower}")
+
+
+def train_bytes(seeds: int, batch: int, layers: int, heads: int, n: int, d: int, itemsize: int,
+                eval_chunk: int = 8192) -> float:
+    r"""Training's dominant arrays, bytes: ``2 · itemsize · K · (max(B, C) · L · a + L · H · p)`` with ``K`` seeds,
+    ``B`` the batch, ``C`` the evaluation chunk, per sequence and layer ``a = 2(d+1)² + 2(n+1)(d+1)`` (the Gram
+    matrix ``E``, its product ``G`` and the tokens ``Z``, ``C`` kept for the backward pass), per head
+    ``p = 16 (d+1)²`` (``P, Q``, gradients, two Adam moments, times the rolled-back copies), and a factor 2
+    for XLA's work space."""
+    D = float(d) + 1
+    act = max(batch, eval_chunk) * layers * (2 * D * D + 2 * (float(n) + 1) * D)
+    return 2.0 * itemsize * seeds * (act + layers * heads * 16 * D * D)
+
+
+def baselines_bytes(n: int, d: int, sequences: int, tune_sequences: int, chunk: int, nodes: int) -> float:
+    r"""Baselines' dominant float64 arrays, bytes: ``2 · 8 · (c · (n d + 3 d² + N d) + T · 4 d)`` with
+    ``c = min(chunk, max(sequences, T))`` sequences at once (data, Gram matrix, its eigenvectors, ``N`` Bayes
+    nodes) and the spectra of all ``T`` tuning sequences kept together."""
+    c, d, T = float(min(chunk, max(sequences, tune_sequences))), float(d), float(tune_sequences)
+    return 16.0 * (c * (float(n) * d + 3 * d * d + float(nodes) * d) + T * 4 * d)
+
+
+def model_bytes(B: int, n: int, layers: int, d: int) -> float:
+    r"""A saved model on ``B`` sequences (``predict``, ``inspect``), float64, bytes:
+    ``2 · 8 · B · ((L + 3) · 2 (d+1)² + (n+1)(d+1))`` (per layer the state ``M`` and the Gram products)."""
+    D = float(d) + 1
+    return 16.0 * B * ((layers + 3) * 2 * D * D + (float(n) + 1) * D)
+
+
+# ---- paths --------------------------------------------------------------------------------------------------
+
+def _writable_parent(path: str, flag: str) -> None:
+    """The nearest existing ancestor of ``path`` is a directory this process may write into."""
+    p = Path(os.path.abspath(path)).parent
+    while not p.exists():
+        p = p.parent
+    if not p.is_dir():
+        raise LintfError(f"{flag} {path!r}: {str(p)!r} is a file, not a directory")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise LintfError(f"{flag} {path!r}: directory {str(p)!r} is not writable")
+
+
+def input_file(path: str, flag: str) -> None:
+    """``path`` is an existing, readable regular file."""
+    if not path:
+        raise LintfError(f"{flag} must name a file, got {path!r}")
+    if not os.path.exists(path):
+        raise LintfError(f"{flag} {path!r} does not exist")
+    if not os.path.isfile(path):
+        raise LintfError(f"{flag} {path!r} is not a regular file")
+    if not os.access(path, os.R_OK):
+        raise LintfError(f"{flag} {path!r} is not readable")
+
+
+def output_file(path: str, flag: str, inputs: dict[str, str | None] | None = None) -> None:
+    """``path`` can be written (not a directory, parent writable) and is none of ``inputs`` (``flag: path``)."""
+    if not path:
+        raise LintfError(f"{flag} must name a file, got {path!r}")
+    if os.path.isdir(path):
+        raise LintfError(f"{flag} {path!r} is a directory; give a file name")
+    for iflag, ipath in (inputs or {}).items():
+        if ipath and (os.path.abspath(path) == os.path.abspath(ipath)
+                      or (os.path.exists(path) and os.path.exists(ipath) and os.path.samefile(path, ipath))):
+            raise LintfError(f"{flag} {path!r} is {iflag}; writing it would destroy that file, "
+                             "give another path")
+    _writable_parent(path, flag)
+
+
+def output_dir(path: str, flag: str) -> None:
+    """``path`` is a directory or can be created as one."""
+    if not path:
+        raise LintfError(f"{flag} must name a directory, got {path!r}")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise LintfError(f"{flag} {path!r} is a file; give a directory")
+    _writable_parent(path, flag)
+
+
+# ---- .npz files ---------------------------------------------------------------------------------------------
+
+def npz_headers(path: str, flag: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """``{name: (shape, dtype)}`` of every array in the ``.npz`` at ``path``, read from the headers only."""
+    input_file(path, flag)
+    if not zipfile.is_zipfile(path):
+        raise LintfError(f"{flag} {path!r} is not an .npz archive (write it with numpy.savez)")
+    out = {}
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                with zf.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                    shape, _, dtype = read(f)
+                out[info.filename[:-4]] = (tuple(int(s) for s in shape), np.dtype(dtype))
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, TypeError) as exc:
+        raise LintfError(f"{flag} {path!r} is not a readable .npz: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    total = sum(math.prod(s) * dt.itemsize for s, dt in out.values())
+    memory(total, f"{flag} {path!r}", "the size of the arrays in it")
+    return out
+
+
+def _numeric(path: str, flag: str, heads: dict, names: tuple[str, ...]) -> None:
+    for k in names:
+        if k in heads and heads[k][1].kind not in "fiu":
+            raise LintfError(f"{flag} {path!r}: array {k} must be numeric (float or int), got dtype {heads[k][1]}")
+
+
+def model_file(path: str, flag: str = "model file") -> tuple[int, int, int]:
+    """``(L, H, d)`` of a universal model file: ``P, Q`` numeric, shape ``(L, H, d+1, d+1)``, finite;
+    ``meta`` (if present) a JSON object."""
+    heads = npz_headers(path, flag)
+    if "P" not in heads or "Q" not in heads:
+        raise LintfError(f"{flag} {path!r} must hold arrays P and Q of shape (L, H, d+1, d+1)")
+    _numeric(path, flag, heads, ("P", "Q"))
+    sp, sq = heads["P"][0], heads["Q"][0]
+    if len(sp) != 4 or sp != sq or sp[2] != sp[3] or min(sp) < 1 or sp[2] < 2:
+        raise LintfError(f"{flag} {path!r}: P and Q must both have shape (L, H, d+1, d+1) with L, H, d >= 1, "
+                         f"got P {sp}, Q {sq}")
+    if "meta" in heads and heads["meta"][1].kind not in "US":
+        raise LintfError(f"{flag} {path!r}: meta must be a JSON string, got dtype {heads['meta'][1]}")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: np.asarray(z[k]) for k in ("P", "Q")}
+            meta_text = str(z["meta"]) if "meta" in z else "{}"
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise LintfError(f"{flag} {path!r} is not a readable .npz: {exc}") from None
+    for k, v in arrays.items():
+        if not np.all(np.isfinite(v)):
+            raise LintfError(f"{flag} {path!r}: array {k} holds non-finite values")
+    try:
+        meta = json.loads(meta_text)
+    except ValueError:
+        meta = None
+    if not isinstance(meta, dict):
+        raise LintfError(f"{flag} {path!r}: meta must be a JSON object, got {meta_text[:40]!r}")
+    return sp[0], sp[1], sp[2] - 1
+
+
+def data_file(path: str, d: int, layers: int, flag: str = "data file") -> None:
+    """Header checks of a data file (:mod:`numerics.cli._userdata`) for a model of input dimension ``d``, and the
+    memory of evaluating ``layers`` layers on it; the values are checked where they are loaded."""
+    heads = npz_headers(path, flag)
+    missing = [k for k in ("X", "y", "x_query") if k not in heads]
+    if missing:
+        raise LintfError(f"{flag} {path!r} must hold arrays X (B,n,d), y (B,n), x_query (B,d); "
+                         f"missing: {', '.join(missing)}")
+    _numeric(path, flag, heads, ("X", "y", "x_query", "y_query", "sigma"))
+    X = heads["X"][0]
+    if len(X) != 3 or min(X) < 1:
+        raise LintfError(f"{flag} {path!r}: X must have shape (B, n, d) with B, n, d >= 1, got {X}")
+    B, n, dx = X
+    for k, want in {"y": (B, n), "x_query": (B, dx), "y_query": (B,), "sigma": (B,)}.items():
+        if k in heads and heads[k][0] != want:
+            raise LintfError(f"{flag} {path!r}: {k} must have shape {want} to match X {X}, got {heads[k][0]}")
+    if dx != d:
+        raise LintfError(f"model has input dimension d={d} but {flag} {path!r} has d={dx} (X is {X})")
+    memory(model_bytes(B, n, layers, d), f"a model with L={layers}, d={d} on {B} sequences of length {n}",
+           f"the number of sequences in {flag}")
+
+
+# ---- the sub-commands ---------------------------------------------------------------------------------------
+
+def _itemsize(dtype: str) -> int:
+    return 8 if dtype == "float64" else 4
+
+
+def _train(a: argparse.Namespace) -> None:
+    noise(a.noise)
+    memory(train_bytes(a.seeds, a.batch, a.layers, a.heads, a.n, a.d, _itemsize(a.dtype), min(8192, a.eval_sequences)),
+           f"training {a.seeds} seed(s), batch {a.batch}, {a.layers} layer(s), n={a.n}, d={a.d}",
+           "--batch, --seeds, --layers, --n or --d")
+
+
+def _baselines(a: argparse.Namespace) -> None:
+    from .data import PAPER_NOISES
+
+    for s in a.noise:
+        for spec in PAPER_NOISES if s.strip().lower() in ("paper", "all") else [s]:
+            noise(spec)
+    memory(baselines_bytes(a.n, a.d, a.sequences, a.tune_sequences, a.chunk, a.nodes or 256),
+           f"baselines with n={a.n}, d={a.d}, chunks of {min(a.chunk, max(a.sequences, a.tune_sequences))} sequences",
+           "--chunk, --d or --n")
+
+
+def _predict(a: argparse.Namespace) -> None:
+    L, _, d = model_file(a.model)
+    data_file(a.data, d, L)
+    if a.out is not None:
+        output_file(a.out, "--out", {"the model file": a.model, "the data file": a.data})
+
+
+def _inspect(a: argparse.Namespace) -> None:
+    L, _, d = model_file(a.model)
+    if a.data:
+        data_file(a.data, d, L)
+    else:
+        if a.noise is not None:
+            noise(a.noise)
+        else:
+            with np.load(a.model, allow_pickle=False) as z:
+                meta = json.loads(str(z["meta"])) if "meta" in z else {}
+            if isinstance(meta.get("noise"), str):
+                noise(meta["noise"], f"the 'noise' of {a.model!r}'s meta (override with --noise)")
+        memory(model_bytes(a.sequences, a.n, L, d), f"a model with L={L}, d={d} on {a.sequences} sequences",
+               "--sequences or --n")
+    if a.plot is not None:
+        output_file(a.plot, "--plot", {"the model file": a.model, "the data file": a.data})
+
+
+def _reproduce(a: argparse.Namespace) -> None:
+    from . import experiments as ex
+
+    ex.get_budget(a.budget)
+    ex.parse_parts(a.only)
+    output_dir(a.out, "--out")
+    output_dir(a.runs, "--runs")
+
+
+def _bench(a: argparse.Namespace) -> None:
+    noise(a.noise)
+    memory(train_bytes(1, a.batch, a.layers, 1, 20, 10, 4),
+           f"bench with batch {a.batch}, {a.layers} layer(s)", "--batch or --layers")
+
+
+def _verify(a: argparse.Namespace) -> None:
+    if a.latex is not None:
+        output_file(a.latex, "--latex")
+
+
+CHECKS = {"train": _train, "baselines": _baselines, "predict": _predict, "inspect": _inspect,
+          "reproduce": _reproduce, "bench": _bench, "verify": _verify}
+
+
+def check(command: str, args: argparse.Namespace) -> None:
+    """Every check of ``command``'s arguments and input files (nothing is written, nothing is computed)."""
+    if command in CHECKS:
+        CHECKS[command](args)

@@ -77,6 +77,8 @@ def build_table(cells: dict[str, dict[str, Any]], base: dict[str, dict[str, Any]
     """Table from the sweep's cell metrics and baseline results (:mod:`numerics.experiments`)."""
     t: Table = {}
     for m in cells.values():
+        if m.get("failed"):  # a failed cell is never a table entry (numerics.experiments.failure)
+            continue
         e = m["eval"]
         t[(m["model"], int(m["layers"]), m["noise"])] = Entry(e["loss"], e["se"], e["minus_Bayes"], e["minus_Bayes_se"])
     for nz, b in base.items():
@@ -422,7 +424,9 @@ def _heavy_tails(t: Table) -> str:
 def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], beyond_md: str, cmd: Any,
                      out: Path) -> str:
     secs = sum(m.get("seconds", 0.0) for m in sw.cells.values())
-    steps = budget.steps if budget.steps is not None else "the training default"
+    st = budget.stages
+    steps = (f"by continuation over depth, in stages of {st.steps} steps of batch {st.batch} and more until doubling "
+             f"the steps moves the held-out loss by less than {st.rel:.0%} or {st.se:g} SE (`numerics.continuation`)")
     from numerics.experiments import Cell, train_config
 
     diag_steps = train_config(Cell("full", 1, budget.noises[0]), budget).phase1_steps
@@ -434,7 +438,7 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         f"- Grid: models {', '.join(MODEL_NAMES[m] for m in budget.models)} (single head), depths "
         f"{', '.join(map(str, budget.depths))}, noise {', '.join(budget.noises)}; beyond the paper: DIAG/FULL at depths "
         f"{', '.join(map(str, budget.beyond_depths)) or 'none (up to 7 only; the paper budget has 8-12)'}.",
-        f"- Training: {steps} steps, batch {budget.batch or 'default'}, best of {budget.seeds} seeds "
+        f"- Training: {steps}; the Fig. 5 cells start from {budget.seeds} seeds "
         "(`numerics.training.TrainConfig` recipe: warm-up + cosine Adam, clipping, divergence guard; FULL trains its "
         f"DIAG sub-family for the first {diag_steps} steps"
         + ("; GD++ at σ_max = 0 starts from the spectral fit of `numerics.gdpp_fit`, `--init spectral`, seed 0 frozen "

@@ -264,7 +264,8 @@ def npz_headers(path: str, flag: str) -> dict[str, tuple[tuple[int, ...], np.dty
 def _numeric(path: str, flag: str, heads: dict, names: tuple[str, ...]) -> None:
     for k in names:
         if k in heads and heads[k][1].kind not in "fiu":
-            raise LintfError(f"{flag} {path!r}: array {k} must be numeric (float or int), got dtype {heads[k][1]}")
+            raise LintfError(f"{flag} {path!r}: array {k} must hold real numbers (integer or float), "
+                            f"got dtype {heads[k][1]}")
 
 
 def model_file(path: str, flag: str = "model file") -> tuple[int, int, int]:
@@ -287,8 +288,10 @@ def model_file(path: str, flag: str = "model file") -> tuple[int, int, int]:
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise LintfError(f"{flag} {path!r} is not a readable .npz: {exc}") from None
     for k, v in arrays.items():
-        if not np.all(np.isfinite(v)):
-            raise LintfError(f"{flag} {path!r}: array {k} holds non-finite values")
+        bad = int(v.size - np.count_nonzero(np.isfinite(v)))
+        if bad:
+            raise LintfError(f"{flag} {path!r}: array {k} must be finite, but {bad} of its {v.size} entries are "
+                             "NaN or inf")
     try:
         meta = json.loads(meta_text)
     except ValueError:
@@ -356,14 +359,9 @@ def _inspect(a: argparse.Namespace) -> None:
     if a.data:
         data_file(a.data, d, L)
     else:
-        if a.noise is not None:
+        if a.noise is not None:  # unset: the model's meta, checked where inspect reads it
             noise(a.noise)
-        else:
-            with np.load(a.model, allow_pickle=False) as z:
-                meta = json.loads(str(z["meta"])) if "meta" in z else {}
-            if isinstance(meta.get("noise"), str):
-                noise(meta["noise"], f"the 'noise' of {a.model!r}'s meta (override with --noise)")
-        memory(model_bytes(a.sequences, a.n, L, d), f"a model with L={L}, d={d} on {a.sequences} sequences",
+        memory(model_bytes(a.sequences, a.n if a.n is not None else 20, L, d), f"a model with L={L}, d={d} on {a.sequences} sequences",
                "--sequences or --n")
     if a.plot is not None:
         output_file(a.plot, "--plot", {"the model file": a.model, "the data file": a.data})

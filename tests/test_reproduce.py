@@ -33,7 +33,7 @@ class StubTrainer:
         self.calls: list[str] = []
 
     def __call__(self, cfg, run: Path) -> ex.Trained:
-        self.calls.append(run.name)
+        self.calls.append(run.parent.name)
         keys = jax.random.split(jax.random.PRNGKey(cfg.layers), cfg.seeds)
         PQ = [models.universal(models.init(cfg.model, k, cfg.layers, cfg.d, scale=0.02), cfg.d) for k in keys]
         Ps, Qs = (np.stack([np.asarray(x[i], np.float64) for x in PQ]) for i in (0, 1))

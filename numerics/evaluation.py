@@ -86,9 +86,10 @@ def tail_stats(adj: np.ndarray) -> dict[str, Any]:
     a = np.asarray(adj, np.float64)
     fin = np.all(np.isfinite(a), axis=-1)
     med = np.median(a, axis=-1)
-    out = {"mean": _py(a.mean(-1)), "se": _py(a.std(-1, ddof=1) / np.sqrt(a.shape[-1])), "median": _py(med),
-           "max": _py(a.max(-1)), "above_100x_median": _py((a > TAIL_FACTOR * np.abs(med)[..., None]).sum(-1)),
-           "sequences": int(a.shape[-1])}
+    with np.errstate(invalid="ignore", over="ignore"):  # a non-finite sequence fails below, with its reason
+        out = {"mean": _py(a.mean(-1)), "se": _py(a.std(-1, ddof=1) / np.sqrt(a.shape[-1])), "median": _py(med),
+               "max": _py(a.max(-1)), "above_100x_median": _py((a > TAIL_FACTOR * np.abs(med)[..., None]).sum(-1)),
+               "sequences": int(a.shape[-1])}
     last = {k: (float(np.ravel(v)[-1]) if isinstance(v, np.ndarray) else v) for k, v in out.items()}
     reason = None
     if not np.ravel(fin)[-1]:

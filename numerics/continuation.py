@@ -73,12 +73,7 @@ def held_out_key() -> jax.Array:
 def held_out_losses(model: Path, noise: str, n: int, d: int, sequences: int) -> np.ndarray:
     """Per-sequence adjusted losses ``(sequences,)`` of a saved model on the held-out sequences (float64)."""
     P, Q, _ = load_model(model)
-    out = []
-    with jax.enable_x64(True):
-        P, Q = jax.numpy.asarray(P), jax.numpy.asarray(Q)
-        for batch, sp in evaluation.batches(held_out_key(), noise, sequences, n, d):
-            out.append(np.asarray(evaluation.adjusted_full(P, Q, batch, sp)))
-    return np.concatenate(out)
+    return evaluation.adjusted_per_sequence(P, Q, noise, n, d, held_out_key(), sequences)
 
 
 def converged(new: np.ndarray, old: np.ndarray, st: Stages) -> bool:

@@ -171,9 +171,6 @@ TRUST_REGROW = 1.1
 #: ... and a step is rejected only where the new median is also above this fraction of ``d/2`` (the loss of ``ŷ = 0``):
 #: near a low-noise optimum a step that doubles a median of 1e-4 is Adam's ordinary jitter, not a way into the cliff.
 TRUST_FLOOR = 0.1
-#: With ``pool > 1`` a step's batch holds the ``batch // MINED_SHARE`` hardest sequences of its pool
-#: (:func:`mine`).
-MINED_SHARE = 4
 
 
 @dataclass(frozen=True)
@@ -209,16 +206,13 @@ class TrainConfig:
     trust: float = 2.0  # 0: no step rejection (:data:`TRUST_STRIDE`, :func:`_make_chunk`)
     final_fraction: float = 0.1  # the last steps minimise the plain mean squared error (:func:`loss_fn`)
     warm_start: str | None = None  # a model file whose layers start the first layers of every seed
-    pool: int = 1  # > 1: each step draws pool × batch sequences and trains on a stratified sample (:func:`mine`)
 
     def __post_init__(self) -> None:
         check_kind(self.model)
         for name, lo in (("layers", 1), ("heads", 1), ("seeds", 1), ("steps", 1), ("batch", 1),
-                         ("chunk", 1), ("select_sequences", 1), ("eval_sequences", 1), ("pool", 1)):
+                         ("chunk", 1), ("select_sequences", 1), ("eval_sequences", 1)):
             if int(getattr(self, name)) < lo:
                 raise ValueError(f"{name} must be >= {lo}, got {getattr(self, name)}")
-        if self.pool > 1 and self.batch < 2:
-            raise ValueError(f"pool > 1 mines part of each batch; batch must be >= 2, got {self.batch}")
         if self.model == "gdpp" and self.heads != 1:
             raise ValueError(f"GD++ has one head per layer; heads must be 1, got {self.heads}")
         Noise.parse(self.noise)
@@ -423,7 +417,7 @@ def y_step(cfg: TrainConfig, updates: Any, values: jax.Array) -> Any:
 
 
 def data_key(seed: jax.Array | int, stream: int, index: jax.Array | int) -> jax.Array:
-    """Key of batch ``index`` in stream ``stream`` (1 training, 2 selection, 3 final eval, 5 mining) of master ``seed``."""
+    """Key of batch ``index`` in stream ``stream`` (1 training, 2 selection, 3 final eval) of master ``seed``."""
     return jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(seed), stream), index)
 
 
@@ -497,58 +491,33 @@ class Aux(NamedTuple):
 
 
 def loss_fn(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False,
-            delta: float = 0.0, final: Any = False, weights: jax.Array | None = None) -> tuple[jax.Array, Aux]:
+            delta: float = 0.0, final: Any = False) -> tuple[jax.Array, Aux]:
     """``mean huber_δ(y_t − ŷ)`` (``½ (y_t − ŷ)²`` where ``|y_t − ŷ| ≤ δ``) over the batch's *alive* sequences
     (``predict_fast(guard=True)``: a sequence whose pass leaves the float range is dropped, with gradient
     exactly 0) and, as auxiliary output (:class:`Aux`), the batch *median* of ``½ (y_t − ŷ)²`` with dead sequences
     counted as ``+∞`` (the divergence guard's statistic) and the number of sequences the objective did not take as
     ``½ r²``.  ``final`` (a traced bool) drops the Huber loss: the last
     :data:`FINAL_FRACTION` of training minimises the plain mean squared error.  ``forward="plain"``: the literal
-    token pass.  ``diag_phase`` (FULL only, a traced bool): evaluate the DIAG projection :func:`diag_part` instead.
-    ``weights (B,)`` (:func:`mine`) make the mean a weighted one."""
+    token pass.  ``diag_phase`` (FULL only, a traced bool): evaluate the DIAG projection :func:`diag_part` instead."""
+    if forward == "fast":
+        f = lambda p, X, y, xq: predict_fast(p, X, y, xq, guard=True)  # noqa: E731
+    else:
+        f = lambda p, X, y, xq: (predict_plain(p, X, y, xq), jnp.ones(X.shape[0], bool))  # noqa: E731
+
     def stats(out: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, Aux]:
         yhat, alive = out
         r = yhat - b.y_query
         sq = 0.5 * r**2
         per = jnp.where(final, sq, huber(r, delta)) if delta else sq
-        wt = alive if weights is None else jnp.where(alive, weights, 0)
-        mean = jnp.sum(jnp.where(alive, per, 0) * wt) / jnp.sum(wt)  # NaN if every sequence is dead
+        mean = jnp.sum(jnp.where(alive, per, 0)) / jnp.sum(alive)  # NaN if every sequence is dead
         clipped = (jnp.abs(r) > delta) & ~final if delta else jnp.zeros_like(alive)
         dropped = jnp.sum(~alive | (alive & clipped)).astype(jnp.int32)
         return mean, Aux(jnp.nanmedian(jnp.where(alive, sq, jnp.inf)), dropped)  # a dead sequence counts as exploding
 
-    return stats(_per_sequence(params, b, forward, diag_phase))
-
-
-def mine(cfg: TrainConfig, params: Any, pool: Any, key: jax.Array, diag_phase: Any) -> tuple[Any, jax.Array]:
-    r"""One seed's batch and weights from a pool of ``N = pool × batch`` sequences: the ``m = batch //``
-    :data:`MINED_SHARE` with the largest loss ``½ (y_t − ŷ)²`` under ``params`` (a dead sequence counts as the
-    largest), weighted ``1/N`` each, and ``batch − m`` of the others drawn uniformly without replacement, weighted
-    ``(N − m) / (N (batch − m))`` each; the weights are scaled by ``batch``.  Stratified sampling: the weighted
-    batch loss is an unbiased estimate of the pool's mean loss, every sequence of the pool keeps its weight in
-    the objective, and a sequence the model gets badly wrong, which occurs once in ``10⁵`` draws, is trained on
-    whenever it is drawn instead of once in ``1/batch`` of those times."""
-    B = cfg.batch
-    N = B * cfg.pool
-    m = max(1, B // MINED_SHARE)
-    (yhat, alive) = _per_sequence(params, pool, cfg.forward, diag_phase)
-    sq = jnp.where(alive, 0.5 * (jax.lax.stop_gradient(yhat) - pool.y_query) ** 2, jnp.inf)
-    top = jax.lax.top_k(jnp.where(jnp.isnan(sq), jnp.inf, sq), m)[1]
-    rest = jax.random.uniform(key, (N,)).at[top].set(-1.0)  # the hardest are out of the uniform draw
-    idx = jnp.concatenate([top, jax.lax.top_k(rest, B - m)[1]])
-    w = jnp.concatenate([jnp.full((m,), B / N), jnp.full((B - m,), B * (N - m) / (N * (B - m)))])
-    return jax.tree_util.tree_map(lambda a: a[idx], pool), w.astype(cfg.jdtype)
-
-
-def _per_sequence(params: Any, b: Any, forward: str, diag_phase: Any) -> tuple[jax.Array, jax.Array]:
-    """``ŷ (B,)`` and ``alive (B,)`` of ``params`` (the DIAG projection in a FULL run's DIAG phase)."""
-    if forward == "fast":
-        f = lambda p: predict_fast(p, b.X, b.y, b.x_query, guard=True)  # noqa: E731
-    else:
-        f = lambda p: (predict_plain(p, b.X, b.y, b.x_query), jnp.ones(b.X.shape[0], bool))  # noqa: E731
     if isinstance(params, Full) and diag_phase is not False:
-        return jax.lax.cond(diag_phase, lambda p: f(diag_part(p)), f, params)
-    return f(params)
+        return jax.lax.cond(diag_phase, lambda p: stats(f(diag_part(p), b.X, b.y, b.x_query)),
+                            lambda p: stats(f(p, b.X, b.y, b.x_query)), params)
+    return stats(f(params, b.X, b.y, b.x_query))
 
 
 def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
@@ -559,12 +528,9 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
     s1 = cfg.phase1_steps
     phase = (lambda step: step < s1) if s1 else (lambda step: False)  # noqa: E731
 
-    def seed_step(params, opt_state, rho, damp, lr, b, diag_phase, values, final, key):
-        weights = None
-        if cfg.pool > 1:
-            b, weights = mine(cfg, params, b, key, diag_phase)
+    def seed_step(params, opt_state, rho, damp, lr, b, diag_phase, values, final):
         (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, b, cfg.forward, diag_phase,
-                                                                         cfg.huber_delta, final, weights)
+                                                                         cfg.huber_delta, final)
         med = aux.median
         updates, new_opt = opt.update(grads, opt_state, params)
         updates = y_step(cfg, updates, values)
@@ -592,14 +558,13 @@ def _make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
     def body(carry, xs):
         seed, values = xs
         state, run_bad, worst, skips = carry
-        b = draw(cfg, data_key(seed, 1, state.step), cfg.batch * cfg.pool, sharding, values)
+        b = draw(cfg, data_key(seed, 1, state.step), cfg.batch, sharding, values)
         lr = lr_at(cfg, state.step)
         final = state.step >= cfg.final_start
-        keys = jax.random.split(data_key(seed, 5, state.step), state.rho.shape[0])  # the mining draw of each seed
         params, opt_state, damp, rejected, good, boom, loss, dropped = jax.vmap(
-            seed_step, in_axes=(0, 0, 0, 0, None, None, None, None, None, 0))(
+            seed_step, in_axes=(0, 0, 0, 0, None, None, None, None, None))(
             state.params, state.opt_state, state.rho, state.damp, lr, b, phase(state.step), values,
-            final, keys)
+            final)
         run_bad = jnp.where(boom, run_bad + 1, 0)
         carry = (TrainState(params, opt_state, state.rho, state.step + 1, damp, state.rejected + rejected.astype(jnp.int32),
                             state.dropped + jnp.where(final, dropped, 0).astype(jnp.int32)),
@@ -787,8 +752,6 @@ def config_dict(cfg: TrainConfig) -> dict[str, Any]:
         from pathlib import Path
 
         d["warm_start_sha256"] = hashlib.sha256(Path(cfg.warm_start).read_bytes()).hexdigest()
-    if cfg.pool == 1:  # the default is left out, so run directories written before the option stay valid
-        del d["pool"]
     if cfg.model != "gdpp":  # GD++ only; GD++ run directories from before the option (trained free) are refused
         del d["gdpp_xx"]
     # DIAG's default is left out, so earlier DIAG run directories stay valid; FULL's is always written (FULL runs

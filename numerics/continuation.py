@@ -14,33 +14,54 @@ k ≥ 2      the best earlier stage's model, one seed, ``S · 2^{k−2}`` steps 
            stage ``k`` doubles the steps spent so far.
 =========  ===================================================================================================
 
-After each stage the model is evaluated on :data:`HELD_OUT` fresh float64 sequences (a key no other part of the
-sweep draws from).  The cell is *converged* when doubling its steps changed the held-out adjusted loss by less
-than ``rel`` of it or less than ``se`` standard errors of the paired difference, and the latest stage passes the
-held-out sequences have no adjusted loss above :data:`numerics.evaluation.FAIL_MAX`.  The cell keeps the stage
-with the lowest held-out loss among those without such a sequence.  Training never excludes a sequence in a stage's final phase
-(:data:`numerics.training.TrainConfig.final_fraction`); the count is in ``metrics.json``.
+After each stage the model's scale is fitted (:func:`fit_scale`): every layer's update is multiplied by the
+``c ∈ [0.5, 1]`` that minimises the mean adjusted loss over a pool of ``2¹⁹`` fresh sequences, when one of them
+explodes at ``c = 1``.  Minibatch training meets the one-in-``10⁵`` context that explodes a deep model a few times
+in a stage; the pool holds it at its true rate.  Then the model is evaluated on :data:`HELD_OUT` fresh float64
+sequences (a key no other part of the sweep draws from).  The cell is *converged* when doubling its steps changed
+the held-out adjusted loss by less than ``rel`` of it or less than ``se`` standard errors of the paired difference,
+and the latest stage's held-out sequences pass the evaluation's tail rules (:func:`numerics.evaluation.tail_stats`).
+The cell keeps the stage with the lowest held-out loss among those that pass.  Training never excludes a sequence
+in a stage's final phase (:data:`numerics.training.TrainConfig.final_fraction`); the count is in ``metrics.json``.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import numpy as np
 
 from numerics import evaluation
-from numerics.data import Noise
-from numerics.io import load_model
+from numerics.data import Batch, Noise
+from numerics.io import load_model, save_model
 
 #: Held-out sequences per stage for the convergence criterion and the choice among stages.
-HELD_OUT = 20_000
+HELD_OUT = 100_000
 #: Key of the held-out sequences: ``fold_in(PRNGKey(0), HELD_OUT_STREAM)`` (the evaluation uses ``split``).
 HELD_OUT_STREAM = 4
-
+#: The scale fit (:func:`fit_scale`): a pool of ``SCALE_POOL`` fresh sequences from
+#: ``fold_in(PRNGKey(0), SCALE_STREAM)``, of which the ``pool // SCALE_SHARE`` with the largest adjusted loss at
+#: ``c = 1`` and as many drawn uniformly from the others are kept (a stratified sample of the pool).
+SCALE_POOL = 2**19
+SCALE_SHARE = 64
+SCALE_STREAM = 6
+#: The fit searches ``c`` in ``[SCALE_LOW, 1]`` when a pool sequence's adjusted loss exceeds ``SCALE_AT``.
+SCALE_AT = 100.0
+SCALE_LOW = 0.5
+#: Golden-section steps of the scale fit (the bracket shrinks to ``0.618^SCALE_STEPS`` of its width).
+SCALE_STEPS = 12
+#: From the best mean, the fit lowers ``c`` in steps of ``SCALE_DOWN`` while the pool's mean stays within
+#: ``SCALE_SLACK`` of the best (the mean is flat near its minimum; the risk of a context beyond the pool's grows
+#: with ``c``), and further until an evaluation on ``SCALE_EVAL`` sequences is expected to have an SE below
+#: ``SCALE_SE`` × its mean (half the failure threshold :data:`numerics.evaluation.FAIL_SE_REL`).
+SCALE_DOWN = 0.01
+SCALE_SLACK = 0.05
+SCALE_SE = 0.05
+SCALE_EVAL = 100_000
 
 @dataclass(frozen=True)
 class Stages:
@@ -53,11 +74,12 @@ class Stages:
     batch: int
     seeds: int
     held_out: int = HELD_OUT
+    scale_pool: int = SCALE_POOL
     rel: float = 0.03
     se: float = 2.0
 
     def __post_init__(self) -> None:
-        for k, lo in (("steps", 1), ("most", 2), ("batch", 1), ("seeds", 1), ("held_out", 2)):
+        for k, lo in (("steps", 1), ("most", 2), ("batch", 1), ("seeds", 1), ("held_out", 2), ("scale_pool", 2)):
             if int(getattr(self, k)) < lo:
                 raise ValueError(f"stages: {k} must be >= {lo}, got {getattr(self, k)}")
 
@@ -74,6 +96,120 @@ def held_out_losses(model: Path, noise: str, n: int, d: int, sequences: int) -> 
     """Per-sequence adjusted losses ``(sequences,)`` of a saved model on the held-out sequences (float64)."""
     P, Q, _ = load_model(model)
     return evaluation.adjusted_per_sequence(P, Q, noise, n, d, held_out_key(), sequences)
+
+
+class Stratified(NamedTuple):
+    """A stratified sample of a pool: its sequences (float64 ``Batch`` and ``Spectral`` rows) and the weight of
+    each, so that ``Σ weight · loss`` estimates the pool's mean loss without bias; and the pool's largest loss."""
+
+    batch: Any
+    spectra: Any
+    weight: np.ndarray
+    pool_max: float
+
+
+def stratify(P: Any, Q: Any, noise: str, n: int, d: int, key: jax.Array, pool: int, top: int, rest: int,
+             chunk: int = evaluation.CHUNK) -> Stratified:
+    """The ``top`` sequences of ``pool`` fresh ones with the largest adjusted loss under ``P, Q`` (weight ``1/pool``
+    each) and the others among ``rest`` indices drawn uniformly in advance (weight ``(pool − top) / (pool · r)``
+    each, ``r`` of them): one pass, memory ``O((top + rest) · n · d)``."""
+    import jax.numpy as jnp
+
+    picked = np.sort(np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist()).choice(pool, rest, False))
+    keep_rows, keep_loss, keep_idx, uni = [], np.empty(0), np.empty(0, np.int64), []
+    start, worst = 0, -np.inf
+    with jax.enable_x64(True):
+        Pj, Qj = jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64)
+        for b, sp in evaluation.batches(key, noise, pool, n, d, chunk):
+            a = np.asarray(evaluation.adjusted_full(Pj, Qj, b, sp))
+            a = np.where(np.isfinite(a), a, np.inf)
+            worst = max(worst, float(a.max()))
+            rows = (b, sp)
+            mine = picked[(picked >= start) & (picked < start + len(a))] - start
+            uni.append((jax.tree_util.tree_map(lambda x: np.asarray(x)[mine], rows), mine + start))
+            best = np.argsort(-a, kind="stable")[:top]
+            keep_rows.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[best], rows))
+            keep_loss = np.concatenate([keep_loss, a[best]])
+            keep_idx = np.concatenate([keep_idx, best + start])
+            order = np.argsort(-keep_loss, kind="stable")[:top]
+            cat = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *keep_rows)
+            keep_rows = [jax.tree_util.tree_map(lambda x: x[order], cat)]
+            keep_loss, keep_idx = keep_loss[order], keep_idx[order]
+            start += len(a)
+    uni_rows = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *[u[0] for u in uni])
+    others = ~np.isin(np.concatenate([u[1] for u in uni]), keep_idx)
+    r = int(others.sum())
+    rows = jax.tree_util.tree_map(lambda t, u: np.concatenate([t, u[others]]), keep_rows[0], uni_rows)
+    weight = np.concatenate([np.full(len(keep_idx), 1.0 / pool), np.full(r, (pool - len(keep_idx)) / (pool * r))])
+    return Stratified(rows[0], rows[1], weight, worst)
+
+
+def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL) -> tuple[float, dict]:
+    r"""The scale ``c ∈ [SCALE_LOW, 1]`` of the model ``P, c·Q`` fitted to the mean adjusted loss over a pool of
+    ``pool`` fresh float64 sequences of its own key (golden section on the pool's stratified sample,
+    :func:`stratify`, then the conservative edge of the minimum: :data:`SCALE_SLACK`, :data:`SCALE_SE`); ``1`` when
+    no pool sequence exceeds :data:`SCALE_AT` at ``c = 1``.  Returns ``c`` and a summary.
+
+    ``c`` multiplies every layer's update (a layer is linear in its ``Q``) and keeps the model in its kind.  A deep
+    model is a high-degree polynomial of its context; minibatch training tunes it to the contexts it meets, and a
+    context beyond them, about one in ``10⁵``, can cost ``10⁵``.  The pool holds such contexts at their true rate,
+    and the stratified sample keeps every one of its worst."""
+    import jax.numpy as jnp
+
+    P, Q = np.asarray(P, np.float64), np.asarray(Q, np.float64)
+    key = jax.random.fold_in(jax.random.PRNGKey(0), SCALE_STREAM)
+    share = max(1, pool // SCALE_SHARE)
+    sample = stratify(P, Q, noise, n, d, key, pool, share, share)
+    if sample.pool_max <= SCALE_AT:
+        return 1.0, {"scale": 1.0, "searched": False, "pool_max": sample.pool_max}
+    seen: dict[float, tuple[float, float]] = {}
+
+    def moments(c: float) -> tuple[float, float]:
+        """The pool's mean adjusted loss at scale ``c`` and the SE an evaluation on SCALE_EVAL sequences would have."""
+        if c not in seen:
+            with jax.enable_x64(True):
+                a = np.asarray(evaluation.adjusted_full(jnp.asarray(P), jnp.asarray(c * Q),
+                                                        Batch(*map(jnp.asarray, sample.batch)),
+                                                        type(sample.spectra)(*map(jnp.asarray, sample.spectra))))
+            if not np.all(np.isfinite(a)):
+                seen[c] = (np.inf, np.inf)
+            else:
+                m = float(np.sum(sample.weight * a))
+                seen[c] = (m, float(np.sqrt(max(np.sum(sample.weight * a**2) - m**2, 0.0) / SCALE_EVAL)))
+        return seen[c]
+
+    def mean_at(c: float) -> float:
+        return moments(c)[0]
+
+    mean_at(1.0)
+    g = (np.sqrt(5.0) - 1) / 2
+    lo, hi = SCALE_LOW, 1.0
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    for _ in range(SCALE_STEPS):
+        if mean_at(a) <= mean_at(b):
+            hi, b = b, a
+            a = hi - g * (hi - lo)
+        else:
+            lo, a = a, b
+            b = lo + g * (hi - lo)
+    c = best = min(seen, key=mean_at)
+    while c - SCALE_DOWN >= SCALE_LOW and (mean_at(round(c - SCALE_DOWN, 10)) <= (1 + SCALE_SLACK) * mean_at(best)
+                                           or not moments(c)[1] <= SCALE_SE * moments(c)[0]):
+        c = round(c - SCALE_DOWN, 10)
+    return c, {"scale": c, "searched": True, "pool_max": sample.pool_max, "mean": seen[c][0], "best": best,
+               "se_at_eval": seen[c][1], "mean_unscaled": seen[1.0][0]}
+
+
+def scaled_model(model: Path, noise: str, n: int, d: int, pool: int = SCALE_POOL) -> tuple[Path, dict]:
+    """``model`` with its scale fitted (:func:`fit_scale`), saved beside it as ``scaled.npz`` with the scale in its
+    meta; ``model`` itself when the fit keeps ``c = 1``."""
+    P, Q, meta = load_model(model)
+    c, info = fit_scale(P, Q, noise, n, d, pool)
+    if c == 1.0:
+        return model, info
+    out = model.with_name("scaled.npz")
+    save_model(out, P, c * Q, meta | {"scale": c})
+    return out, info
 
 
 def converged(new: np.ndarray, old: np.ndarray, st: Stages) -> bool:
@@ -106,17 +242,18 @@ class StageResult:
     held: np.ndarray
     seconds: float
     seeds: Callable[[], tuple[np.ndarray, np.ndarray]]
+    scale: dict = field(default_factory=dict)  # :func:`fit_scale`'s summary
 
     @property
     def blown(self) -> bool:
-        """A held-out sequence above :data:`numerics.evaluation.FAIL_MAX`, or a non-finite one."""
-        return not bool(np.all(self.held <= evaluation.FAIL_MAX))
+        """The held-out sequences fail the evaluation's tail rules (:func:`numerics.evaluation.tail_stats`)."""
+        return evaluation.tail_stats(self.held)["failed"] is not None
 
     def summary(self) -> dict[str, Any]:
         t = evaluation.tail_stats(self.held)
         return {"stage": self.k, "steps": self.metrics.get("steps"), "held_out": t["mean"], "held_out_se": t["se"],
                 "held_out_max": t["max"] if np.isfinite(t["max"]) else None, "blown": self.blown,
-                "seconds": self.seconds,
+                "seconds": self.seconds, "scale": self.scale,
                 "dropped_final": self.metrics.get("dropped_final"), "rollbacks": len(self.metrics.get("rollbacks") or []),
                 "rejected_steps": self.metrics.get("rejected_steps")}
 
@@ -132,8 +269,9 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
         scfg = stage_config(cfg, st, k, start if k == 1 else prev.model)
         t0 = time.perf_counter()
         tr = trainer(scfg, run / f"stage{k}")
-        held = held_out_losses(tr.model, cfg.noise, cfg.n, cfg.d, st.held_out)
-        stages.append(StageResult(k, tr.model, tr.metrics, held, time.perf_counter() - t0, tr.seeds))
+        model, scale = scaled_model(tr.model, cfg.noise, cfg.n, cfg.d, st.scale_pool)
+        held = held_out_losses(model, cfg.noise, cfg.n, cfg.d, st.held_out)
+        stages.append(StageResult(k, model, tr.metrics, held, time.perf_counter() - t0, tr.seeds, scale))
         if prev is not None and not stages[-1].blown and converged(held, prev.held, st):
             done = True
             break
@@ -155,4 +293,5 @@ def start_for(model: str, layers: int, noise: str, finished: Callable[[str, int]
     return finished(model, layers - 1) if layers > 1 else None
 
 
-__all__ = ["HELD_OUT", "Stages", "converged", "held_out_losses", "stage_config", "start_for", "train_stages"]
+__all__ = ["HELD_OUT", "Stages", "Stratified", "converged", "fit_scale", "held_out_losses", "scaled_model", "stage_config",
+           "start_for", "stratify", "train_stages"]

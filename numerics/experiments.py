@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from numerics import baselines, evaluation, models
-from numerics.continuation import Stages, start_for, train_stages
+from numerics.continuation import Stages, fit_scale, start_for, train_stages
 from numerics.data import PAPER_NOISES, Noise
 from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model
@@ -125,12 +125,12 @@ BUDGETS: dict[str, Budget] = {
     "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=3,
                     eval_sequences=100_000, tune_sequences=20_000, profile_sequences=1_000, profile_points=13,
                     seed_sequences=4_000, select_sequences=2048, beyond_depths=(),
-                    stages=Stages(steps=400, most=3, batch=512, seeds=1)),
+                    stages=Stages(steps=400, most=3, batch=512, seeds=1, held_out=20_000, scale_pool=2**17)),
     # For the tests: seconds, not meaning.
     "test": Budget("test", ("diag",), (1, 2), ("uniform:1", CATEGORICAL), seeds=2, eval_sequences=500,
                    tune_sequences=500, profile_sequences=100, profile_points=3, seed_sequences=200,
                    select_sequences=256, chunk=20, beyond_depths=(3,), tail_sequences=1000,
-                   stages=Stages(steps=20, most=2, batch=64, seeds=1, held_out=256)),
+                   stages=Stages(steps=20, most=2, batch=64, seeds=1, held_out=256, scale_pool=2048)),
 }
 
 
@@ -405,9 +405,12 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     dest = cell_dir(out, cell)
     if cell.keep_seeds:
         Ps, Qs = best.seeds()
+        scales = [fit_scale(Ps[k], Qs[k], cell.noise, budget.n, budget.d, st.scale_pool)[0] for k in range(Ps.shape[0])]
+        Qs = Qs * np.asarray(scales)[:, None, None, None, None]  # each seed's own fitted scale, as the stages do
         per = [evaluate_model(Ps[k], Qs[k], cell.noise, budget, budget.seed_sequences)["layers"]
                for k in range(Ps.shape[0])]
-        metrics["seeds"] = {"sequences": budget.seed_sequences, "stage": best.k, "loss": [p["loss"] for p in per],
+        metrics["seeds"] = {"sequences": budget.seed_sequences, "stage": best.k, "scale": scales,
+                            "loss": [p["loss"] for p in per],
                             "se": [p["se"] for p in per]}
         if metrics["failed"] is None:
             atomic_savez(dest / "seeds.npz", P=Ps, Q=Qs)

@@ -1,0 +1,50 @@
+"""The scale fit of the sweep's stages (:func:`numerics.continuation.fit_scale`): a stratified sample that keeps a
+pool's worst sequences and estimates its mean without bias, and a scale that removes a rare exploding context."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from numerics import constructions, evaluation, models
+from numerics.continuation import fit_scale, stratify
+
+N, D, NOISE = 6, 3, "uniform:1"
+
+
+def _gd(eta: float, layers: int = 6) -> tuple[np.ndarray, np.ndarray]:
+    """``layers`` GD steps of size ``eta``: the error on an eigenvalue ``λ`` of the context is ``(1 − ηλ)^L``, so a
+    step beyond ``2/λ`` explodes on the rare context with a large ``λ``."""
+    P, Q = models.universal(constructions.gd(eta, layers), D)
+    return np.asarray(P, np.float64), np.asarray(Q, np.float64)
+
+
+def test_stratified_sample_keeps_the_pool_worst_and_estimates_its_mean_without_bias():
+    P, Q = _gd(0.12)
+    key, pool, top = jax.random.PRNGKey(5), 4096, 64
+    full = evaluation.adjusted_per_sequence(P, Q, NOISE, N, D, key, pool, chunk=1024)  # the same sequences
+    s = stratify(P, Q, NOISE, N, D, key, pool, top, top, chunk=1024)  # four chunks: the worst merged across them
+    with jax.enable_x64(True):
+        a = np.asarray(evaluation.adjusted_full(P, Q, type(s.batch)(*s.batch), type(s.spectra)(*s.spectra)))
+    assert np.allclose(np.sort(a[:top]), np.sort(full)[-top:], rtol=1e-12) and s.pool_max == full.max()
+    assert abs(s.weight.sum() - 1.0) < 1e-12
+    rest = np.sort(full)[:-top]
+    r = len(a) - top
+    se = (pool - top) / pool * rest.std(ddof=1) / np.sqrt(r)
+    assert abs(float(np.sum(s.weight * a)) - full.mean()) < 4 * se
+    # the sample's estimate is far tighter than a uniform sample of the same size would be
+    assert se < full.std(ddof=1) / np.sqrt(len(a)) / 10
+
+
+def test_fit_scale_removes_a_rare_exploding_context_and_leaves_a_calm_model_alone():
+    P, Q = _gd(0.12)
+    fresh = jax.random.PRNGKey(11)
+    before = evaluation.adjusted_per_sequence(P, Q, NOISE, N, D, fresh, 20_000)
+    assert before.max() > 1e4  # the model explodes on a rare context
+    c, info = fit_scale(P, Q, NOISE, N, D, pool=8192)
+    after = evaluation.adjusted_per_sequence(P, c * Q, NOISE, N, D, fresh, 20_000)
+    assert info["searched"] and 0.5 <= c < 1
+    assert after.mean() < before.mean() / 100 and after.max() < evaluation.FAIL_MAX
+    calm_P, calm_Q = _gd(0.02)
+    c, info = fit_scale(calm_P, calm_Q, NOISE, N, D, pool=8192)
+    assert c == 1.0 and not info["searched"]

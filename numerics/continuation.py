@@ -49,8 +49,9 @@ HELD_OUT_STREAM = 4
 SCALE_POOL = 2**19
 SCALE_SHARE = 64
 SCALE_STREAM = 6
-#: The fit searches ``c`` in ``[SCALE_LOW, 1]`` when a pool sequence's adjusted loss exceeds ``SCALE_AT``.
-SCALE_AT = 100.0
+#: The fit searches ``c`` in ``[SCALE_LOW, 1]`` when a pool sequence's adjusted loss exceeds ``SCALE_AT`` (the
+#: evaluation's failure threshold, :data:`numerics.evaluation.FAIL_MAX`): a model without such a tail keeps ``c = 1``.
+SCALE_AT = evaluation.FAIL_MAX
 SCALE_LOW = 0.5
 #: Golden-section steps of the scale fit (the bracket shrinks to ``0.618^SCALE_STEPS`` of its width).
 SCALE_STEPS = 12
@@ -200,6 +201,12 @@ def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL
                "se_at_eval": seen[c][1], "mean_unscaled": seen[1.0][0]}
 
 
+def scale_constants() -> dict[str, float]:
+    """The constants of :func:`fit_scale` (part of a sweep cell's signature)."""
+    return {"at": SCALE_AT, "low": SCALE_LOW, "steps": SCALE_STEPS, "share": SCALE_SHARE, "down": SCALE_DOWN,
+            "slack": SCALE_SLACK, "se": SCALE_SE, "eval": SCALE_EVAL, "stream": SCALE_STREAM}
+
+
 def scaled_model(model: Path, noise: str, n: int, d: int, pool: int = SCALE_POOL) -> tuple[Path, dict]:
     """``model`` with its scale fitted (:func:`fit_scale`), saved beside it as ``scaled.npz`` with the scale in its
     meta; ``model`` itself when the fit keeps ``c = 1``."""
@@ -293,5 +300,5 @@ def start_for(model: str, layers: int, noise: str, finished: Callable[[str, int]
     return finished(model, layers - 1) if layers > 1 else None
 
 
-__all__ = ["HELD_OUT", "Stages", "Stratified", "converged", "fit_scale", "held_out_losses", "scaled_model", "stage_config",
-           "start_for", "stratify", "train_stages"]
+__all__ = ["HELD_OUT", "Stages", "Stratified", "converged", "fit_scale", "held_out_losses", "scale_constants",
+           "scaled_model", "stage_config", "start_for", "stratify", "train_stages"]

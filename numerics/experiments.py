@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from numerics import baselines, evaluation, models
-from numerics.continuation import Stages, fit_scale, start_for, train_stages
+from numerics.continuation import Stages, fit_scale, scale_constants, start_for, train_stages
 from numerics.data import PAPER_NOISES, Noise
 from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model
@@ -288,7 +288,7 @@ def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
     from numerics.training import config_dict
 
     return {"train": json.loads(json.dumps(config_dict(train_config(cell, budget)))),
-            "stages": asdict(budget.stages) | {"seeds": stage_seeds(cell, budget)},
+            "stages": asdict(budget.stages) | {"seeds": stage_seeds(cell, budget), "scale_fit": scale_constants()},
             "eval_sequences": budget.eval_sequences, "profile_sequences": budget.profile_sequences,
             "profile_points": budget.profile_points, "tail_sequences": tail_sequences(cell, budget),
             "seed_sequences": budget.seed_sequences if cell.keep_seeds else None}

@@ -1,7 +1,8 @@
-"""Shared jaxtyping aliases with the paper's dimension names (checked at runtime under pytest only).
+"""Shared jaxtyping aliases with the paper's dimension names, as documentation of shapes.
 
 ``B`` batch, ``n`` context length, ``d`` input dimension, ``D`` = d+1 token size, ``L`` layers,
-``H`` heads.
+``H`` heads.  No runtime check reads them: shapes are validated where data enters (``check_data``
+functions), with the one-line errors the command line prints.
 """
 
 from __future__ import annotations

@@ -1,16 +1,24 @@
-"""Test configuration: float64, Hypothesis profiles, runtime shape checks.
+"""Test configuration: float64, Hypothesis profiles, the session's trained models.
 
 Profiles (select with ``HYPOTHESIS_PROFILE=dev|ci|slow``; ``ci`` is the default when ``CI`` is
 set, else ``dev``).  ``deadline=None`` because JAX compiles on the first example.  ``ci`` is
 derandomised so a CI run is reproducible; ``--hypothesis-seed=N`` fixes the seed for any profile.
+Shared strategies, data and checks live in :mod:`tests.strategies`; heavy imports stay inside the
+fixtures so that collecting a single light test module stays fast.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jax
+import pytest
 from hypothesis import HealthCheck, Phase, settings
+
+if TYPE_CHECKING:
+    from tests.strategies import TrainedModel
 
 # Verification runs in float64; training code states float32 explicitly where it wants it.
 jax.config.update("jax_enable_x64", True)
@@ -23,3 +31,42 @@ settings.register_profile("slow", max_examples=200, **_common)
 settings.register_profile("noshrink", max_examples=25, phases=[Phase.explicit, Phase.reuse, Phase.generate], **_common)
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
 settings.load_profile(PROFILE)
+
+TRAINED = Path(__file__).parent / "data" / "trained"
+
+
+def _session_run(kind: str) -> TrainedModel:
+    from numerics import models
+    from numerics.training import TrainConfig, train
+    from tests.strategies import TRAINED_D, TRAINED_N, TrainedModel
+
+    cfg = TrainConfig(model=kind, layers=3, noise="uniform:1", steps=100, batch=256, n=TRAINED_N, d=TRAINED_D,
+                      seeds=1, chunk=100, dtype="float64", select_sequences=256, eval_sequences=256)
+    params = jax.tree_util.tree_map(lambda a: a[0], train(cfg).state.params)
+    return TrainedModel(kind, *models.universal(params, TRAINED_D), params)
+
+
+@pytest.fixture(scope="session")
+def trained() -> dict[str, TrainedModel]:
+    """``name -> TrainedModel`` for every trained model, ``d = 3``, ``n = 8``, three layers, ``uniform:1``.
+
+    * ``committed-{full,diag,gdpp}-3``: ``tests/data/trained/*.npz`` (universal ``P, Q``), made by
+      ``bash tests/data/trained/make.sh``; native parameters converted by ``models.from_universal``;
+    * ``session-{diag,gdpp}-3``: a short ``numerics.training.train`` run, once per session; native
+      parameters as trained.
+    """
+    import jax.numpy as jnp
+
+    from numerics import io, models
+    from tests.strategies import TrainedModel
+
+    out: dict[str, TrainedModel] = {}
+    for path in sorted(TRAINED.glob("*.npz")):
+        P, Q, meta = io.load_model(path)
+        assert meta["kind"] in models.KINDS
+        P, Q = jnp.asarray(P), jnp.asarray(Q)
+        out[f"committed-{path.stem}"] = TrainedModel(meta["kind"], P, Q, models.from_universal(meta["kind"], P, Q))
+    assert {"committed-full-3", "committed-diag-3", "committed-gdpp-3"} <= set(out), "committed models missing"
+    for kind in ("diag", "gdpp"):
+        out[f"session-{kind}-3"] = _session_run(kind)
+    return out

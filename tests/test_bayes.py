@@ -18,7 +18,7 @@ from numerics.spectral import ridge_predict, spectral
 # s >= 0.05, where cond <= ~1e4 and 1e-8 leaves a wide margin.
 DENSE_RTOL = 1e-8
 MP_ATOL = 1e-10
-# Doubling the quadrature nodes must move the loss by less than this (the criterion).
+# Doubling the quadrature nodes must move the loss by less than this (the convergence criterion of the quadrature).
 CONVERGED = 1e-4
 # Shared with tests/test_baselines.py so the kernels compile once per shape.
 TCHUNK = 10_000

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from tests.model_helpers import RTOL64, max_rel_err, scaled_model, toy_batch
+from tests.strategies import RTOL64, max_rel_err, scaled_model, toy_batch
 
 from numerics import models
 from numerics.cli import main

@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 import pytest
-from tests.model_helpers import RTOL64, max_rel_err, toy_batch
+from tests.strategies import RTOL64, max_rel_err, toy_batch
 
 from lintf_theory import derive_attention_head, derive_attention_inverse
 from numerics import convert, models

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from tests.diag_strategies import diag_problems, fraction_arrays, nonzero_rationals
+from tests.strategies import diag_problems, nonzero_rationals, rational_arrays
 from lintf_theory import derive_diagonal, diagonal_rule, layer_forward, layer_omegas, one_head_residual
 from lintf_theory import two_head_counterexample
 from lintf_theory._diagonal import head_symbols
@@ -46,7 +46,7 @@ def test_omegas_are_the_blocks_of_literal_G(p: dict) -> None:
     assert np.array_equal(G[d, :d], oyx * E[d, :d]) and G[d, d] == oyy * E[d, d]
 
 
-@given(fraction_arrays((4,), nonzero_rationals))
+@given(rational_arrays((4,), nonzero_rationals))
 def test_one_head_identity_numeric(h: object) -> None:
     oxx, oxy, oyx, oyy = layer_omegas(*([v] for v in h))
     assert oxx * oyy == oxy * oyx

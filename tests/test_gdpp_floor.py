@@ -24,7 +24,7 @@ from numerics.data import Noise
 from numerics.report import Entry
 from proofs.gdpp_ridge_floor import RTOL, counterexample, exact_prediction, float_gap, matrix_horner
 from proofs._diag_data import Context
-from tests.strategies import exact_array, exact_values, property_settings
+from tests.strategies import property_settings, rational_arrays, rationals
 
 U5, C13 = "uniform:5", "categorical:1,3"
 
@@ -33,8 +33,8 @@ U5, C13 = "uniform:5", "categorical:1,3"
 def gdpp_problems(draw: st.DrawFn):  # noqa: ANN201
     """A one-head GD++ model (``q_y = 0``) with ``L ≤ 3`` layers and exact data, ``d ≤ 2``, ``n ≤ 4``."""
     L, d, n = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 4))
-    heads = [[(draw(exact_values), draw(exact_values), draw(exact_values), Fraction(0))] for _ in range(L)]
-    ctx = Context(draw(exact_array((n, d))), draw(exact_array((n,))), draw(exact_array((d,))))
+    heads = [[(draw(rationals), draw(rationals), draw(rationals), Fraction(0))] for _ in range(L)]
+    ctx = Context(draw(rational_arrays((n, d))), draw(rational_arrays((n,))), draw(rational_arrays((d,))))
     return heads, ctx
 
 

@@ -9,7 +9,7 @@ import sympy as sp
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.diag_strategies import fraction_arrays, rationals
+from tests.strategies import rational_arrays, rationals
 from lintf_theory import derive_gdpp, exact_prediction_rule, gdpp_covariance_rule
 from lintf_theory import gdpp_eigen_rule, layer_forward, rescaling_rule, step_size_rule
 from lintf_theory._rational import diag_universal, solve, tokens
@@ -21,7 +21,7 @@ sizes = st.tuples(st.integers(1, 3), st.integers(1, 5))  # (d, n): d in [1,3], n
 def contexts(draw: st.DrawFn, min_n_over_d: int = 0):
     d, n = draw(sizes)
     n = max(n, d + min_n_over_d)
-    return d, n, tokens(draw(fraction_arrays((n, d))), draw(fraction_arrays((n,))), draw(fraction_arrays((d,))))
+    return d, n, tokens(draw(rational_arrays((n, d))), draw(rational_arrays((n,))), draw(rational_arrays((d,))))
 
 
 def _one_layer(Z, n, d, px, py, qx, qy):

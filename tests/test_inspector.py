@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tests.model_helpers import RTOL64, max_rel_err, scaled_model, toy_batch
+from tests.strategies import RTOL64, max_rel_err, scaled_model, toy_batch
 
 from numerics import inspector, models
 

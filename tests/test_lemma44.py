@@ -6,7 +6,7 @@ import numpy as np
 import sympy as sp
 from hypothesis import assume, given
 
-from tests.diag_strategies import diag_problems
+from tests.strategies import diag_problems
 from lintf_theory import alpha_l_rule, derive_lemma44, layer_omegas, lemma44_rule, run_recursion
 from lintf_theory._context_symbols import a_s, omega_xy, omega_yx, w_star
 from lintf_theory._layer import layer_forward

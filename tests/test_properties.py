@@ -4,83 +4,23 @@ Each property compares the model's literal forward pass (:func:`numerics.models.
 or its fast Gram-form pass (:func:`numerics.models.predict`) with the rules derived in
 :mod:`lintf_theory` and exported through the bridge.  The Theorem 4.1 properties (token form, query
 isolation, implicit weight, permutation invariance) are the public checks of :mod:`numerics.testing`,
-the ones users run on their own implementations.  The ``assert_*`` functions are shared with
-``tests/test_trained.py``; tolerances live in :mod:`tests.model_helpers` (``RTOL64``), with their
-justification.
+the ones users run on their own implementations.  The checks themselves live in
+:mod:`tests.strategies.checks`, shared with ``tests/test_trained.py``, with the tolerance ``RTOL64`` and
+its justification.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import jax.numpy as jnp
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics import inspector, models, testing
 from numerics.data import Batch
-from tests.model_helpers import RTOL64, max_rel_err, scaled_model, toy_batch
-from tests.strategies import ModelConfig, config_batch, model_configs, property_settings
-
-
-# 1-3. Theorem 4.1 through numerics.testing, on both of lintf's forward passes ----------------------
-def lintf_forwards(P: Any, Q: Any) -> dict[str, Any]:
-    """``models.forward_tokens`` (every layer's tokens) and ``models.predict`` as ``forward(X, y, x_query)``."""
-    return {"tokens": lambda X, y, q: models.forward_tokens(P, Q, X, y, q),
-            "predict": lambda X, y, q: models.predict(P, Q, X, y, q)}
-
-
-def _arrays(P: Any, Q: Any, b: Batch) -> tuple[np.ndarray, ...]:
-    return tuple(np.asarray(v, np.float64) for v in (P, Q, b.X, b.y, b.x_query))
-
-
-def assert_token_form(P: Any, Q: Any, b: Batch) -> None:
-    """Every token at every layer equals ``T^l e_i`` with ``T^l`` from the derived recursion."""
-    testing.check_token_form(lintf_forwards(P, Q)["tokens"], *_arrays(P, Q, b), rtol=RTOL64)
-
-
-def assert_query_isolation(P: Any, Q: Any, b: Batch, seed: int, s: float, t: float) -> None:
-    """Context tokens ignore ``x_t``; ``ŷ`` is linear in ``x_t``, equals ``⟨w^L, x_t⟩``, and autodiff gives ``w^L``."""
-    for name, forward in lintf_forwards(P, Q).items():
-        testing.check_query_isolation(forward, *_arrays(P, Q, b), rtol=RTOL64, seed=seed, s=s, t=t)
-        testing.check_implicit_weight(forward, *_arrays(P, Q, b), rtol=RTOL64, differentiate="jax")
-    w = inspector.implicit_states(P, Q, b.X, b.y, backend="numpy").w  # (L+1, B, d): every layer, not only L
-    assert max_rel_err(inspector.autodiff_weights(P, Q, b.X, b.y, b.x_query), w) < RTOL64
-
-
-# 3. Invariance -----------------------------------------------------------------------------------
-def assert_permutation_invariance(P: Any, Q: Any, b: Batch, seed: int) -> None:
-    testing.check_permutation_invariance(lintf_forwards(P, Q)["predict"], *_arrays(P, Q, b), rtol=RTOL64, seed=seed)
-    perm = np.random.default_rng(seed).permutation(b.X.shape[1])
-    y1 = models.predict(P, Q, b.X, b.y, b.x_query, all_layers=True)
-    y2 = models.predict(P, Q, b.X[:, perm], b.y[:, perm], b.x_query, all_layers=True)
-    assert max_rel_err(y2, y1) < RTOL64
-    s1 = inspector.implicit_states(P, Q, b.X, b.y, backend="numpy")
-    s2 = inspector.implicit_states(P, Q, b.X[:, perm], b.y[:, perm], backend="numpy")
-    for f in ("M", "u", "a", "w"):
-        assert max_rel_err(getattr(s2, f), getattr(s1, f)) < RTOL64
-
-
-def rotation_change(P: Any, Q: Any, b: Batch, seed: int) -> float:
-    """Relative change of ``ŷ`` when every ``x`` (context and query) is rotated by one orthogonal matrix."""
-    d = b.X.shape[-1]
-    R, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, d)))
-    R = jnp.asarray(R)
-    return max_rel_err(models.predict(P, Q, b.X @ R.T, b.y, b.x_query @ R.T),
-                       models.predict(P, Q, b.X, b.y, b.x_query))
-
-
-# 7. Layer-wise read-outs -------------------------------------------------------------------------
-def assert_readouts(P: Any, Q: Any, b: Batch) -> None:
-    """Loss of the read-out after each layer from token states = loss of ``⟨w^l, x_t⟩`` from the recursion."""
-    reads = -models.forward_tokens(P, Q, b.X, b.y, b.x_query)[:, :, -1, -1]  # (L+1, B)
-    w = inspector.implicit_states(P, Q, b.X, b.y, backend="numpy").w
-    loss_tokens = 0.5 * jnp.mean((b.y_query - reads) ** 2, axis=-1)
-    loss_weights = 0.5 * jnp.mean((b.y_query - jnp.einsum("lbd,bd->lb", w, b.x_query)) ** 2, axis=-1)
-    assert max_rel_err(loss_tokens, loss_weights) < RTOL64
-    assert max_rel_err(models.predict(P, Q, b.X, b.y, b.x_query, all_layers=True), reads) < RTOL64
+from tests.strategies import (RTOL64, ModelConfig, assert_permutation_invariance, assert_query_isolation, assert_readouts,
+                              assert_token_form, config_batch, model_configs, property_settings, rotation_change,
+                              scaled_model, toy_batch)
 
 
 def random_model(cfg: ModelConfig, batch: Batch) -> tuple[Any, Any]:

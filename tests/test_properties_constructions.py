@@ -1,4 +1,4 @@
-r"""Constructed transformers follow their derivations, over drawn data and parameters (issue 5, item 5).
+r"""Constructed transformers follow their derivations, over drawn data and parameters.
 
 The fixed-example versions live in ``tests/test_constructions.py``; here Hypothesis draws the
 step, the depth, the spectrum and the data.
@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from lintf_theory import layer_count
 from lintf_theory._gdpp import gdpp_eigen_rule
 from numerics import constructions, inspector, models
-from tests.model_helpers import RTOL64, max_rel_err
-from tests.strategies import ModelConfig, config_batch, model_configs, property_settings
+from tests.strategies import RTOL64, ModelConfig, config_batch, max_rel_err, model_configs, property_settings
 
 
 @property_settings()

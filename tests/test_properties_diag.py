@@ -1,7 +1,7 @@
-r"""DIAG and GD++ models against the derived diagonal form and Lemma 4.4 (issue 5, items 4 and 6).
+r"""DIAG and GD++ models against the derived diagonal form and Lemma 4.4.
 
 Parameter sources: random (scaled) DIAG models here; trained models in ``tests/test_trained.py``.
-The checks themselves are shared through :func:`omega_form_tokens` and :func:`lemma44_residual`.
+The checks themselves live in :mod:`tests.strategies.checks` (``omega_form_tokens``, ``lemma44_residual``).
 """
 
 from __future__ import annotations
@@ -13,60 +13,10 @@ import numpy as np
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from lintf_theory import alpha_l_rule, layer_omegas, lemma44_rule, run_recursion
-from lintf_theory._diagonal import diagonal_rule
+from lintf_theory import layer_omegas
 from numerics import models
-from proofs._exact import state_matrix
-from tests.model_helpers import RTOL64, max_rel_err, scaled_model
-from tests.strategies import ModelConfig, config_batch, model_configs, property_settings
-
-
-def omega_form_tokens(diag: models.Diag, X: np.ndarray, y: np.ndarray, xq: np.ndarray) -> np.ndarray:
-    r"""Tokens after every layer by the derived ω-form rule (bridge ``diagonal_rule``), one sequence.
-
-    ``x' = x + ω_xx Σ^l x + ω_xy y α^l``, ``y' = y + ω_yx ⟨α^l, x⟩ + ω_yy λ^l y`` with ``ω`` from
-    :func:`lintf_theory.layer_omegas`; returns ``(L+1, n+1, d+1)``.
-    """
-    f = diagonal_rule().numpy
-    n, d = X.shape
-    Z = np.concatenate([np.c_[X, y], np.r_[xq, 0.0][None]], axis=0)
-    out = [Z]
-    for l in range(np.shape(diag.px)[0]):
-        om = layer_omegas(*(np.asarray(p[l], dtype=np.float64) for p in diag))
-        Cx, Cy = Z[:n, :d], Z[:n, d]
-        Sigma, alpha, lam = Cx.T @ Cx, (Cx.T @ Cy)[:, None], np.array([[Cy @ Cy]])
-        rows = []
-        for e in Z:
-            xn, yn = f(Sigma, alpha, lam, *om, e[:d, None], np.array([[e[d]]]))
-            rows.append(np.r_[np.ravel(xn), np.ravel(yn)])
-        Z = np.stack(rows)
-        out.append(Z)
-    return np.stack(out)
-
-
-def lemma44_residual(P: Any, Q: Any, diag: models.Diag, X: np.ndarray, y: np.ndarray) -> float:
-    r"""Largest relative mismatch of ``u^{l+1}, w^{l+1}`` in the Lemma 4.4 form (bridge ``lemma44_rule``)
-    against the derived recursion (bridge ``run_recursion``), over all layers of one sequence."""
-    P, Q = np.asarray(P, dtype=np.float64), np.asarray(Q, dtype=np.float64)
-    S = X.T @ X
-    w_star = np.linalg.solve(S, X.T @ y)[:, None]
-    rho = float(np.sum((y - X @ w_star[:, 0]) ** 2))
-    states = run_recursion(P, Q, X, y, backend="numpy")
-    f, fa = lemma44_rule().numpy, alpha_l_rule().numpy
-    worst = 0.0
-    for l in range(P.shape[0]):
-        st_, nxt = states[l], states[l + 1]
-        M_, u_, a_, w_ = st_.M, st_.u[:, None], float(st_.a), st_.w[:, None]
-        Zl = np.c_[X, y] @ state_matrix(st_.M, st_.u, st_.a, st_.w).T  # layer-l context tokens (Theorem 4.1 form)
-        Xl, yl = Zl[:, :-1], Zl[:, -1]
-        om = layer_omegas(*(np.asarray(p[l], dtype=np.float64) for p in diag))
-        g = S @ (a_ * w_star - w_)
-        alpha_l = np.ravel(fa(M_, u_, a_, w_, w_star, rho, S))
-        Lu, Gam, s, Pi, Phi = f(M_, u_, a_, w_star, rho, Xl.T @ Xl, yl @ yl, *om)
-        u_next = np.ravel(u_ - Lu + Gam @ g)
-        w_next = np.ravel((1 + s) * w_ - Pi @ g - Phi @ u_)
-        worst = max(worst, max_rel_err(alpha_l, Xl.T @ yl), max_rel_err(u_next, nxt.u), max_rel_err(w_next, nxt.w))
-    return worst
+from tests.strategies import (RTOL64, ModelConfig, config_batch, lemma44_residual, max_rel_err, model_configs,
+                              omega_form_tokens, property_settings, scaled_model)
 
 
 def _diag_params(cfg: ModelConfig, b: Any) -> tuple[Any, Any, models.Diag]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from tests.model_helpers import scaled_model, toy_batch
+from tests.strategies import scaled_model, toy_batch
 
 from lintf_theory import weighted_layer_forward
 from lintf_theory._variants import attention_weights

@@ -57,3 +57,18 @@ def test_throughput_report_is_its_json() -> None:
     for key in ("speedup", "speedup_vs_plain_one_device"):
         for model, ratio in bench[key].items():
             assert f"{ratio:.2f}×" in page, f"throughput.md lacks {key}[{model}] = {ratio:.2f}×"
+
+
+def test_tails_report_is_its_json() -> None:
+    # docs/experiments/tails.md copies benchmarks/tail_recipes.py's output; the copy must stay equal to the file.
+    import json
+
+    log = json.loads((ROOT / "benchmarks" / "logs" / "tail-recipes.json").read_text())
+    page = (ROOT / "docs" / "experiments" / "tails.md").read_text()
+    f = "{:.3g}".format
+    for name, r in log["recipes"].items():
+        t, s, c = r["trained"], r["scaled"], r["scale"]
+        row = (f"| {name} | {f(t['mean'])} | {f(t['median'])} | {f(t['max'])} | "
+               f"{'fails' if t['failed'] else 'passes'} | {c['scale']:.3f} | {f(s['mean'])} | {f(s['max'])} | "
+               f"{f(s['tail_check']['max'])} |")
+        assert row in page, f"tails.md lacks the row of {name}: {row}"

@@ -29,7 +29,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
@@ -37,8 +37,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
-from numerics import training  # noqa: E402
-from numerics.training import TrainConfig, noise_values, training_devices  # noqa: E402
+from numerics import train as training  # noqa: E402
+from numerics.train import TrainConfig, noise_values, training_devices  # noqa: E402
 
 
 def trimmed(r: jnp.ndarray, delta: float) -> jnp.ndarray:
@@ -60,9 +60,9 @@ def chunks(cfg: TrainConfig, steps: int, adam: dict, loss: str = "huber") -> lis
     saved, saved_loss = training.optimizer, training.huber
     training.optimizer = lambda c: optax.chain(optax.clip_by_global_norm(c.clip), optax.scale_by_adam(**adam))
     training.huber = LOSSES[loss]
-    training._CHUNK_CACHE.clear()
+    training.CHUNK_CACHE.clear()
     try:
-        fn = training._chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
+        fn = training.chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
         state, out = training.init_state(cfg), []
         for _ in range(steps // cfg.chunk):
             state, ok, losses = fn(state, jnp.asarray(cfg.seed, jnp.int32), noise_values(cfg))
@@ -73,7 +73,7 @@ def chunks(cfg: TrainConfig, steps: int, adam: dict, loss: str = "huber") -> lis
                        + (f" rejected {np.asarray(state.rejected).tolist()}" if cfg.trust else ""))
     finally:
         training.optimizer, training.huber = saved, saved_loss
-        training._CHUNK_CACHE.clear()
+        training.CHUNK_CACHE.clear()
     return out
 
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
@@ -32,9 +32,10 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics import fastforward, training  # noqa: E402
+from numerics.models import forward as fastforward  # noqa: E402
+from numerics import train as training  # noqa: E402
 from numerics.cli.bench import timer  # noqa: E402
-from numerics.training import TrainConfig, training_devices  # noqa: E402
+from numerics.train import TrainConfig, training_devices  # noqa: E402
 
 
 def einsum_g(P: jax.Array, Q: jax.Array):  # noqa: ANN201
@@ -63,12 +64,12 @@ def build(cfg: TrainConfig, swap: dict, length: int):  # noqa: ANN201
     try:
         for name, f in swap.items():
             setattr(fastforward, name, f)
-        training._CHUNK_CACHE.clear()
+        training.CHUNK_CACHE.clear()
         return timer(cfg, length)  # compiles and warms up while the swap is in place
     finally:
         for name, f in saved.items():
             setattr(fastforward, name, f)
-        training._CHUNK_CACHE.clear()
+        training.CHUNK_CACHE.clear()
 
 
 def main() -> int:

@@ -24,7 +24,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics.constructions import gdpp_second_order  # noqa: E402
+from numerics.models.constructions import gdpp_second_order  # noqa: E402
 from numerics.data import sample  # noqa: E402
 from numerics.models import predict, universal  # noqa: E402
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
@@ -25,8 +25,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics.fastforward import predict_fast  # noqa: E402
-from numerics.training import (TrainConfig, _chunk_fn, data_key, draw, init_state, loss_fn,  # noqa: E402
+from numerics.models.forward import predict_fast  # noqa: E402
+from numerics.train import (TrainConfig, chunk_fn, data_key, draw, init_state, loss_fn,  # noqa: E402
                                noise_values, training_devices)
 
 
@@ -46,7 +46,7 @@ def main() -> int:
     print("gradient at step 0 / its norm:")
     print("  omega_xx", np.array2string(np.asarray(g.omega_xx) / norm, precision=3, max_line_width=200))
     print("  omega_yx", np.array2string(np.asarray(g.omega_yx) / norm, precision=3, max_line_width=200))
-    fn = _chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
+    fn = chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
     for c in range(args.chunks):
         state, ok, _ = fn(state, jnp.asarray(cfg.seed, jnp.int32), noise_values(cfg))
         p = jax.tree_util.tree_map(lambda a: a[0], state.params)

@@ -40,7 +40,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics import gdpp_fit as gf  # noqa: E402
+from numerics.baselines import gdpp_fit as gf  # noqa: E402
 from numerics.data import sample  # noqa: E402
 from numerics.models import Gdpp, predict, universal  # noqa: E402
 

@@ -16,19 +16,19 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics.training import TrainConfig, _chunk_fn, init_state, noise_values, training_devices  # noqa: E402
+from numerics.train import TrainConfig, chunk_fn, init_state, noise_values, training_devices  # noqa: E402
 
 
 def skipped_steps(cfg: TrainConfig, steps: int) -> tuple[list[int], list[bool]]:
     """The skipped steps of the first ``steps`` (seed 0) and whether each chunk passed the chunk check."""
-    fn = _chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
+    fn = chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
     state, skipped, passed = init_state(cfg), [], []
     for c in range(steps // cfg.chunk):
         state, ok, losses = fn(state, jnp.asarray(cfg.seed, jnp.int32), noise_values(cfg))

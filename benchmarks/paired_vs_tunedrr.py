@@ -18,7 +18,8 @@ import jax  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 
-from numerics import baselines, evaluation  # noqa: E402
+from numerics import baselines  # noqa: E402
+from numerics.evaluate import losses as evaluation  # noqa: E402
 from numerics.io import load_model  # noqa: E402
 from numerics.models import predict  # noqa: E402
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
@@ -30,7 +30,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from numerics.data import PAPER_NOISES  # noqa: E402
-from numerics.training import TrainConfig, adjusted_losses, finite_adjusted, train  # noqa: E402
+from numerics.train import TrainConfig, adjusted_losses, finite_adjusted, train  # noqa: E402
 
 
 def depths(spec: str) -> list[int]:

@@ -13,7 +13,7 @@ from ._check import Claim, Report
 
 def load(path: str | Path) -> Claim:
     """Parse and validate the table now (a one-line ``ValueError`` before any work); check it when run."""
-    from numerics import floor
+    from numerics.reproduce import floor
 
     rows = floor.read_printed(path)
 

@@ -15,7 +15,7 @@ def _mc_losses(key, noise: str, etas, n: int, d: int, batch: int) -> list[tuple[
     to avoid compiling the JAX sampler inside ``lintf verify`` (tests/test_closed_forms.py uses ``sample``)."""
     import jax
 
-    from numerics.constructions import gd
+    from numerics.models.constructions import gd
     from numerics.data import Noise
     from numerics.models import forward_tokens, universal
 

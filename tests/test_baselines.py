@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics import baselines, evaluation
+from numerics import baselines
+from numerics.evaluate import losses as evaluation
 from numerics.cli import main as lintf
 from numerics.data import Batch
-from numerics.spectral import ridge, ridge_weights, spectral
+from numerics.baselines.spectral import ridge, ridge_weights, spectral
 
 # Per-instance float64 linear algebra on well-conditioned 10×10 systems: agreement to 1e-9.
 LINALG_RTOL = 1e-9

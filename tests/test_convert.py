@@ -16,7 +16,8 @@ import pytest
 from tests.model_helpers import RTOL64, max_rel_err, toy_batch
 
 from lintf_theory import derive_attention_head, derive_attention_inverse
-from numerics import convert, models
+from numerics import models
+from numerics.models import convert
 from numerics.cli import main
 from numerics.errors import LintfError
 from numerics.io import load_model

@@ -27,7 +27,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from numerics import rundir, validate
+from numerics.train import rundir
+from numerics.cli import validate
 from numerics.cli import COMMANDS, build_parser, main
 from numerics.io import save_model
 

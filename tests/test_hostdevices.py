@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from numerics import hostdevices as hd
+from numerics.train import devices as hd
 
 ROOT = Path(__file__).resolve().parent.parent
 

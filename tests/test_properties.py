@@ -19,7 +19,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics import inspector, models, testing
+from numerics import models
+from numerics.evaluate import inspector
+from numerics.evaluate import testing
 from numerics.data import Batch
 from tests.model_helpers import RTOL64, max_rel_err, scaled_model, toy_batch
 from tests.strategies import ModelConfig, config_batch, model_configs, property_settings

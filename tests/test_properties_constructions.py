@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 from lintf_theory import layer_count
 from lintf_theory._gdpp import gdpp_eigen_rule
-from numerics import constructions, inspector, models
+from numerics import models
+from numerics.models import constructions
+from numerics.evaluate import inspector
 from tests.model_helpers import RTOL64, max_rel_err
 from tests.strategies import ModelConfig, config_batch, model_configs, property_settings
 

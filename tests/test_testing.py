@@ -9,7 +9,8 @@ from tests.model_helpers import scaled_model, toy_batch
 
 from lintf_theory import weighted_layer_forward
 from lintf_theory._variants import attention_weights
-from numerics import models, testing
+from numerics import models
+from numerics.evaluate import testing
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from numerics import io, models
-from numerics.training import TrainConfig, train
+from numerics.train import TrainConfig, train
 from tests.model_helpers import RTOL64, max_rel_err
 from tests.strategies import DEGENERACIES, ModelConfig, config_batch, property_settings
 from tests.test_properties import (assert_permutation_invariance, assert_query_isolation, assert_readouts,

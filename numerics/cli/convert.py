@@ -56,7 +56,7 @@ def _load(path: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numerics import convert
+    from numerics.models import convert
     from numerics.data import Noise, XDist
     from numerics.errors import LintfError
     from numerics.io import atomic_savez, save_model

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     import jax
 
     from numerics.data import check_sizes
-    from numerics.inspector import inspect, summary
+    from numerics.evaluate.inspector import inspect, summary
     from numerics.io import load_model
 
     if args.sigma is not None and not args.sigma >= 0:

@@ -88,8 +88,8 @@ class _Display:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numerics import experiments as ex
-    from numerics.report import write_outputs
+    from numerics.reproduce import experiments as ex
+    from numerics.reproduce.report import write_outputs
 
     budget = ex.get_budget(args.budget)
     parts = ex.parse_parts(args.only)

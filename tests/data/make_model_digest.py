@@ -53,11 +53,11 @@ def digest(path: Path) -> dict[str, Any]:
     import numpy as np
 
     from numerics.data import sample
-    from numerics.evaluation import oracle_predict
-    from numerics.fastforward import predict_fast
+    from numerics.evaluate.losses import oracle_predict
+    from numerics.models.forward import predict_fast
     from numerics.io import load_model
     from numerics.models import Full, predict
-    from numerics.spectral import spectral
+    from numerics.baselines.spectral import spectral
 
     P, Q, meta = load_model(path)
     noise, n, d = cell_setting(path, meta)
@@ -87,8 +87,8 @@ CONFIGS: tuple[dict[str, Any], ...] = (
 def signatures() -> dict[str, str]:
     """``budget/cell -> json.dumps(cell_signature)`` for every cell of every budget, and
     ``config/i -> json.dumps(config_dict)`` for :data:`CONFIGS`."""
-    from numerics import experiments as ex
-    from numerics.training import TrainConfig, config_dict
+    from numerics.reproduce import experiments as ex
+    from numerics.train import TrainConfig, config_dict
 
     out = {}
     for name, budget in ex.BUDGETS.items():

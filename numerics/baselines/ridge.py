@@ -33,9 +33,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numerics import bayes, evaluation
+from numerics.baselines import bayes
+from numerics.evaluate import losses as evaluation
 from numerics.data import Noise
-from numerics.spectral import Spectral, check_ols, check_s, ridge_predict, ridge_predict_grid
+from numerics.baselines.spectral import Spectral, check_ols, check_s, ridge_predict, ridge_predict_grid
 
 NAMES: tuple[str, ...] = ("OLS", "ConstRR", "ConstRR_Esigma2", "AdaRR", "TunedRR", "GD", "Bayes", "Oracle")
 #: Ridge at ``λ = E σ²``: the loss-minimising spectral filter, so no GD++ model has a lower expected loss.
@@ -93,6 +94,17 @@ def _tuned_loss_grid(sp: Spectral, y_query: jax.Array, caps: jax.Array, mults: j
     return jax.lax.map(one, jnp.stack([caps, mults], -1))
 
 
+def oracle_weights(X: jax.Array, y: jax.Array, sigma: jax.Array) -> jax.Array:
+    r"""The oracle ridge weights ``w_{σ²} = (Σ + σ_τ² I)^{-1} α`` per sequence, ``(B, d)``, for the true noise
+    levels ``sigma (B,)`` (``Σ = Xᵀ X``, ``α = Xᵀ y``; docs/model.md).  The adjusted loss of training's held-out
+    evaluation and the inspector's reference weights use it; the baselines' spectral route
+    (:func:`numerics.baselines.spectral.ridge_predict` at ``s = σ²``) computes the same predictor by eigenvalues."""
+    Sigma = jnp.einsum("bnd,bne->bde", X, X)
+    alpha = jnp.einsum("bnd,bn->bd", X, y)
+    eye = jnp.eye(X.shape[-1], dtype=Sigma.dtype)
+    return jnp.linalg.solve(Sigma + (sigma**2)[:, None, None] * eye, alpha[..., None])[..., 0]
+
+
 def _between(grid: np.ndarray, i: int) -> np.ndarray:
     """Refined points spanning the neighbours of ``grid[i]`` (geometric if positive, else linear)."""
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
@@ -137,8 +149,9 @@ def tune_eta(sp: Spectral, y_query: jax.Array) -> float:
 
 
 def tune(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, methods=NAMES,
-         chunk: int = evaluation.CHUNK) -> Tuned:
+         chunk: int | None = None) -> Tuned:
     """Tune ConstRR, TunedRR and GD on ``sequences`` fresh sequences drawn with ``key`` (float64)."""
+    chunk = evaluation.CHUNK if chunk is None else chunk
     if not {"ConstRR", "TunedRR", "GD"} & set(methods):
         return Tuned()
     with jax.enable_x64(True):
@@ -191,7 +204,7 @@ def check_methods(methods, n: int, d: int) -> tuple[str, ...]:
 
 def table(noise: Noise | str, n: int = 20, d: int = 10, sequences: int = 100_000, seed: int = 0,
           tune_sequences: int = 50_000, methods=NAMES, nodes: int = bayes.DEFAULT_NODES,
-          chunk: int = evaluation.CHUNK) -> dict[str, dict]:
+          chunk: int | None = None) -> dict[str, dict]:
     """Adjusted loss of every baseline on ``sequences`` evaluation sequences (float64, chunked).
 
     Returns ``{name: {"loss", "se", "raw", "raw_se", "count", ...tuned parameters}}``; ``loss`` is
@@ -199,6 +212,7 @@ def table(noise: Noise | str, n: int = 20, d: int = 10, sequences: int = 100_000
     among the methods also ``minus_Bayes`` ± ``minus_Bayes_se`` (paired ``ℓ_m − ℓ_Bayes``). The tuning set
     uses ``split(PRNGKey(seed))[0]``, the evaluation set ``[1]``.
     """
+    chunk = evaluation.CHUNK if chunk is None else chunk
     noise = Noise.parse(noise)
     methods = check_methods(methods, n, d)
     check_s(noise.values, "noise sigma")

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numerics._types import Inputs, Queries, Scalars, Targets
+from numerics.types import Inputs, Queries, Scalars, Targets
 
 
 class Spectral(NamedTuple):

@@ -54,9 +54,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numerics._types import Inputs, Queries, Scalars, Targets
+from numerics.types import Inputs, Queries, Scalars, Targets
 from numerics.data import Noise
-from numerics.spectral import Spectral, _inv, check_data, spectral
+from numerics.baselines.spectral import Spectral, _inv, check_data, spectral
 
 #: Gauss–Legendre points per panel, and the depth ``T`` of the log-σ range below ``σ_max``.
 PANEL_POINTS = 8

@@ -32,7 +32,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from numerics import evaluation
+from numerics.evaluate import losses as evaluation
 from numerics.data import Noise
 from numerics.io import load_model
 

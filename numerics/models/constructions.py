@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from numerics.models import Diag, Gdpp
+from numerics.models.kinds import Diag, Gdpp
 
 
 def _check_positive(name: str, value: float) -> float:
@@ -152,7 +152,7 @@ def implicit_weight(params: Gdpp | Diag, X: np.ndarray, y: np.ndarray, all_layer
     import jax
 
     from lintf_theory import run_recursion
-    from numerics.models import universal
+    from numerics.models.kinds import universal
 
     X = np.asarray(X, dtype=np.float64)
     arrays = [np.asarray(p, dtype=np.float64) for p in params]

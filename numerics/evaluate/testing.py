@@ -36,10 +36,10 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from . import inspector
-from .convert import to_universal
-from .io import check_real_finite
-from .models import check_data
+from numerics.evaluate import inspector
+from numerics.models.convert import to_universal
+from numerics.io import check_real_finite
+from numerics.models import check_data
 
 PROPERTIES = ("token form", "query isolation", "implicit weight", "permutation invariance")
 Forward = Callable[[np.ndarray, np.ndarray, np.ndarray], Any]

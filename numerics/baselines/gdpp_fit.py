@@ -53,8 +53,8 @@ from scipy.special import multigammaln
 
 from lintf_theory import gdpp_spectral_residual_rule, gdpp_spectral_rule
 
-from .data import Noise
-from .models import Gdpp
+from numerics.data import Noise
+from numerics.models import Gdpp
 
 #: Proposal mixture ``(π_k, f_k, c_k)``: ``W_d(ν_k, c_k I)`` with ``ν_k = d − 1 + f_k (n − d + 1)``.
 #: ``f = 1, c = 1`` is the target itself (defensive component).  The ``c = 2`` component makes the fit

@@ -22,7 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numerics import data, inspector
+from numerics import data
+from numerics.evaluate import inspector
 
 #: ``s`` grid of the ridge path (plus ``s = 0``); its span covers σ² from 1e-5 to 1e5.
 S_GRID = np.concatenate([[0.0], np.geomspace(1e-5, 1e5, 241)])

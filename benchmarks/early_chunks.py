@@ -84,7 +84,7 @@ def main() -> int:
     ap.add_argument("--noise", required=True)
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--chunk", type=int, default=50)
+    ap.add_argument("--chunk-steps", dest="chunk", type=int, default=50)
     ap.add_argument("--variant", action="append", default=[], help="NAME=JSON (TrainConfig fields, adam_eps, adam_b1, adam_b2, loss)")
     args = ap.parse_args()
     variants = dict(v.split("=", 1) for v in args.variant) or {"default": "{}"}

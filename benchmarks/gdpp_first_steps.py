@@ -34,7 +34,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--noise", default="uniform:0")
-    ap.add_argument("--chunk", type=int, default=4)
+    ap.add_argument("--chunk-steps", dest="chunk", type=int, default=4)
     ap.add_argument("--chunks", type=int, default=10)
     args = ap.parse_args()
     cfg = TrainConfig(model="gdpp", layers=args.layers, noise=args.noise, chunk=args.chunk)

@@ -44,7 +44,7 @@ def main() -> int:
     ap.add_argument("--noise", default="uniform:7")
     ap.add_argument("--lr", type=float, default=3.4e-3)
     ap.add_argument("--steps", type=int, default=150)
-    ap.add_argument("--chunk", type=int, default=50)
+    ap.add_argument("--chunk-steps", dest="chunk", type=int, default=50)
     args = ap.parse_args()
     for huber in (0.0, TrainConfig.huber):
         cfg = TrainConfig(model=args.model, layers=args.layers, noise=args.noise, lr=args.lr, chunk=args.chunk,

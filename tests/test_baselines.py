@@ -149,7 +149,7 @@ def test_bad_inputs() -> None:
 @pytest.mark.parametrize("argv", [["--noise", "uniform:-1"], ["--noise", "bogus:1"], ["--noise", "uniform:1", "--n", "5"],
                                   ["--noise", "uniform:1", "--methods", "OLS,Foo"], ["--noise", "uniform:1", "--nodes", "7"]])
 def test_cli_bad_input_is_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    assert lintf(["baselines", *argv, "--sequences", "10"]) == 2
+    assert lintf(["baselines", *argv, "--eval-sequences", "10"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("lintf baselines: error:") and "\n" not in err
 
@@ -157,8 +157,8 @@ def test_cli_bad_input_is_one_line(argv: list[str], capsys: pytest.CaptureFixtur
 def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    assert lintf(["baselines", "--noise", "categorical:1,3", "--sequences", "10000", "--tune-sequences", "20000",
-                  "--chunk", str(TCHUNK), "--seed", "3", "--json"]) == 0
+    assert lintf(["baselines", "--noise", "categorical:1,3", "--eval-sequences", "10000", "--tune-sequences", "20000",
+                  "--chunk-sequences", str(TCHUNK), "--seed", "3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     res = out["results"]["categorical:1,3"]
     assert set(res) == set(baselines.NAMES) and res["Oracle"]["loss"] == 0.0

@@ -76,7 +76,7 @@ def test_diag_with_omega_yy_or_omega_xy_is_not_linear_in_y() -> None:
 
 
 def test_baselines_json_carries_the_floor_at_the_prior_mean(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["baselines", "--noise", U5, "--noise", C13, "--json", "--sequences", "2000", "--tune-sequences", "4000",
+    assert main(["baselines", "--noise", U5, "--noise", C13, "--json", "--eval-sequences", "2000", "--tune-sequences", "4000",
                  "--methods", "ConstRR,ConstRR_Esigma2,Oracle"]) == 0
     res = json.loads(capsys.readouterr().out)["results"]
     assert Fraction(res[U5][baselines.FLOOR]["lam"]).limit_denominator(100) == Fraction(25, 3)

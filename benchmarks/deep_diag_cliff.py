@@ -1,4 +1,4 @@
-r"""How a deep DIAG run reaches the divergence guard's limit, step by step and layer by layer (issue 6).
+r"""How a deep DIAG run reaches the divergence guard's limit, step by step and layer by layer.
 
 Trains ``--seeds`` seeds with the default recipe and no rollback (as ``benchmarks/early_chunks.py``) up to step
 ``--until`` in chunks of 10, then one step at a time for ``--steps`` steps. After each single step it prints:

@@ -1,13 +1,13 @@
 r"""Each choice of the fast pass, timed inside the real training step against the alternative it replaced.
 
-Every variant swaps one function of :mod:`numerics.fastforward` and rebuilds the compiled training chunk
+Every variant swaps one function of :mod:`numerics.models.forward` and rebuilds the compiled training chunk
 (data drawn on device, forward, backward, Adam, divergence guard), exactly as ``lintf bench`` times it.
 The variants are timed in turn, round after round, in one process, so a change in the machine's load
 hits them alike; the best and the median of the rounds are printed.
 
 - ``current``: the pass as shipped.
 - ``einsum-PEQ`` (FULL only): ``G = P E Q`` as two einsum GEMMs over the batch, instead of
-  :func:`numerics.fastforward.full_g`'s one GEMM on the upper triangle of ``E``.
+  :func:`numerics.models.kinds.full_g`'s one GEMM on the upper triangle of ``E``.
 - ``folded-gram``: ``E⁰ = ctxᵀ ctx`` written plainly, which XLA compiles to a transposed-operand batched
   dot, instead of a copy behind ``optimization_barrier`` and a plain batched dot.
 - ``autodiff-sandwich``: autodiff's reverse rule of ``T E Tᵀ`` instead of the hand-written one.
@@ -59,7 +59,7 @@ VARIANTS = {
 
 def build(cfg: TrainConfig, swap: dict, length: int):  # noqa: ANN201
     """``lintf bench``'s timer of the compiled chunk, traced with ``swap``'s functions in place of
-    :mod:`numerics.fastforward`'s (the chunk cache is emptied around it, so no variant reuses another's)."""
+    :mod:`numerics.models.forward`'s (the chunk cache is emptied around it, so no variant reuses another's)."""
     saved = {name: getattr(fastforward, name) for name in swap}
     try:
         for name, f in swap.items():

@@ -1,4 +1,4 @@
-r"""FULL-7 after a DIAG start: which peak rate for the FULL phase (issue 6; an analysis, not a test).
+r"""FULL-7 after a DIAG start: which peak rate for the FULL phase (an analysis, not a test).
 
 Trains DIAG-7 at ``uniform:5`` (2000 steps, 2 seeds, the default recipe), embeds both seeds in FULL
 ``(P, Q)`` plus a ``N(0, 1e-3²)`` start of every entry, and trains all entries for 1000 more steps at

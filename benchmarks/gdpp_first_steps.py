@@ -1,4 +1,4 @@
-r"""Why deep GD++ rolls back from the random start (issue 6): its first training steps, seen one chunk at a time.
+r"""Why deep GD++ rolls back from the random start: its first training steps, seen one chunk at a time.
 
 Prints the gradient at the start (normalised to norm 1; ``ω_xx`` and ``ω_yx`` per layer), then runs the
 compiled training program in chunks of ``--chunk`` steps with no rollback, and after each chunk prints

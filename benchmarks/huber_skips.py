@@ -1,4 +1,4 @@
-r"""Skipped steps with and without the Huber training loss (issue 6): the compiled chunk program, from step 0.
+r"""Skipped steps with and without the Huber training loss: the compiled chunk program, from step 0.
 
 A deep model's rare sequence can have a residual so large that its square, or the norm of the gradient,
 overflows float32 while its pass stays below the overflow guard; the in-step guard then skips the whole

@@ -1,6 +1,6 @@
 r"""A saved model against TunedRR (and Bayes) on the *same* fresh sequences: paired differences.
 
-The time-to-quality target of issue 6 ("adjusted loss at or below TunedRR's") compares two numbers
+The time-to-quality target ("adjusted loss at or below TunedRR's") compares two numbers
 whose standard errors are each ~0.002 on 100 000 sequences; on the same sequences the difference
 ``ℓ_model − ℓ_TunedRR`` has a much smaller paired SE.  TunedRR's cap and multiplier are tuned on
 ``--tune`` sequences (key ``split(PRNGKey(seed))[0]``, as :func:`numerics.baselines.table`), the

@@ -1,6 +1,6 @@
-r"""No-NaN smoke sweep (issue 6): depths × the paper's 10 noise settings × models, default recipe, few steps.
+r"""No-NaN smoke sweep: depths × the paper's 10 noise settings × models, default recipe, few steps.
 
-Each cell trains with :class:`numerics.training.TrainConfig` defaults (batch 2048, per-model peak lr,
+Each cell trains with :class:`numerics.train.TrainConfig` defaults (batch 2048, per-model peak lr,
 warm-up + cosine, clipping, divergence guard) except ``--steps`` and a small held-out evaluation,
 then reports rollbacks (and the start steps of the chunks that failed), skipped steps, the last training
 loss, the adjusted loss on the finite ones of ``--eval`` float32 sequences and how many overflowed (``lintf train``'s ``metrics.json`` reports the same

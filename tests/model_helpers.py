@@ -20,7 +20,7 @@ B, N, D = 4, 6, 3
 
 
 def toy_batch(seed: int = 0, dtype=jnp.float64, n: int = N, d: int = D, batch: int = B) -> Batch:
-    """PAPER.md §2 sequences with ``σ ~ U(0, 1)``, drawn with NumPy (no jit compile: keeps tests fast)."""
+    """docs/model.md sequences with ``σ ~ U(0, 1)``, drawn with NumPy (no jit compile: keeps tests fast)."""
     rng = np.random.default_rng(seed)
     w = rng.standard_normal((batch, d))
     X = rng.standard_normal((batch, n, d))

@@ -71,7 +71,7 @@ def exact_problems(draw: st.DrawFn, cfg_strategy: st.SearchStrategy[Config] = co
 
 
 # ---------------------------------------------------------------------------------------------
-# Float64 configurations for the layer-by-layer properties (issue 5).
+# Float64 configurations for the layer-by-layer properties.
 # ---------------------------------------------------------------------------------------------
 KINDS = ("full", "diag", "gdpp")
 #: Degenerate but legal data: repeated context points, all-zero targets, rank-one inputs.

@@ -1,4 +1,4 @@
-"""Baselines (numerics.baselines, numerics.spectral) and evaluation helpers (numerics.evaluation)."""
+"""Baselines (numerics.baselines, numerics.baselines.spectral) and evaluation helpers (numerics.evaluate.losses)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_ols_residual_and_ada_sigma() -> None:
 
 @pytest.mark.parametrize("n,d", [(20, 10), pytest.param(8, 5, marks=pytest.mark.slow)])
 def test_one_layer_optimum_sigma0(n: int, d: int) -> None:
-    r"""σ = 0: the tuned GD step is 1/(n+d+1) and its loss is d(d+1)/(2(n+d+1)) (PAPER.md §2, the claim)."""
+    r"""σ = 0: the tuned GD step is 1/(n+d+1) and its loss is d(d+1)/(2(n+d+1)) (docs/model.md, the claim)."""
     r = baselines.table("fixed:0", n=n, d=d, sequences=20_000, tune_sequences=20_000, seed=1,
                         methods=("GD", "Oracle"), chunk=TCHUNK)
     eta_star, loss_star = 1 / (n + d + 1), d * (d + 1) / (2 * (n + d + 1))

@@ -1,4 +1,4 @@
-"""Bayes-optimal estimator (numerics.bayes): likelihood vs dense routes, quadrature, optimality."""
+"""Bayes-optimal estimator (numerics.baselines.bayes): likelihood vs dense routes, quadrature, optimality."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from numerics.baselines.spectral import ridge_predict, spectral
 # s >= 0.05, where cond <= ~1e4 and 1e-8 leaves a wide margin.
 DENSE_RTOL = 1e-8
 MP_ATOL = 1e-10
-# Doubling the quadrature nodes must move the loss by less than this (the issue's criterion).
+# Doubling the quadrature nodes must move the loss by less than this.
 CONVERGED = 1e-4
 # Shared with tests/test_baselines.py so the kernels compile once per shape.
 TCHUNK = 10_000

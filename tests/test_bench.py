@@ -37,7 +37,7 @@ def report():
 
 def test_throughput_rows_relate_rates_and_flops(report):
     runs = [(r["forward"], r["devices"]) for r in report["throughput"]]
-    # the plain pass on the fast pass's 2 devices, and on one: the "plain jitted implementation"
+    # the plain pass on the fast pass's 2 devices, and on one: a plain jitted implementation
     assert runs == [("fast", 2), ("plain", 2), ("plain", 1)] and report["devices"] == 2
     assert report["matmul_gflops"] > 0
     rows = {(r["forward"], r["devices"]): r for r in report["throughput"]}

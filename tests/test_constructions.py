@@ -1,4 +1,4 @@
-"""Hand-built transformers (numerics.constructions) against independent references."""
+"""Hand-built transformers (numerics.models.constructions) against independent references."""
 
 from __future__ import annotations
 

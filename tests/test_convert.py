@@ -1,4 +1,4 @@
-r"""``numerics.convert`` and ``lintf convert`` against forward passes written the way other code bases write them.
+r"""``numerics.models.convert`` and ``lintf convert`` against forward passes written the way other code bases write them.
 
 The reference passes below are NumPy transcriptions of softmax-free multi-head attention as it appears
 in JAX/Haiku code (row vectors ``h @ W``, heads as column slices of the fused ``W_Q, W_K, W_V`` and row

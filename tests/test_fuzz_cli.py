@@ -1,5 +1,5 @@
 """Hostile input to the ``lintf`` command, in-process (:func:`numerics.cli.main`): exit status 2, one line on stderr,
-no traceback, nothing created or changed on disk (:mod:`numerics.validate`).
+no traceback, nothing created or changed on disk (:mod:`numerics.cli.validate`).
 
 Every case is one bad argument or one malformed file on top of a command line that is otherwise valid.  Integer
 and float options are read from the real parser, so every sub-command, present and future, gets its share.  The

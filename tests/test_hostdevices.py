@@ -1,4 +1,4 @@
-"""The console command splits a CPU host into one XLA device per core (numerics.hostdevices)."""
+"""The console command splits a CPU host into one XLA device per core (numerics.train.devices)."""
 
 from __future__ import annotations
 

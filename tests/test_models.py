@@ -1,4 +1,4 @@
-"""Models (PAPER.md §1, §3 diagonal form): two forward passes, precisions, conversions, bad input."""
+"""Models (docs/model.md diagonal form): two forward passes, precisions, conversions, bad input."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_multihead_qy0_diag_converts_to_gdpp_with_same_predictions():
 
 
 def test_diag_model_equals_the_omega_form_of_its_universal_full_pass():
-    r"""PAPER.md §3 diagonal reparametrisation, typed here as the claim under test:
+    r"""docs/model.md diagonal reparametrisation, typed here as the claim under test:
     ``x' = x + ω_xx Σ x + ω_xy y α``, ``y' = y + ω_yx ⟨α, x⟩ + ω_yy λ y`` on every token, against
     the literal FULL pass of the DIAG model's universal ``P, Q``."""
     data = toy_batch(6)

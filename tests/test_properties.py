@@ -3,7 +3,7 @@ r"""Layer-by-layer properties of random, constructed and trained transformers.
 Each property compares the model's literal forward pass (:func:`numerics.models.forward_tokens`)
 or its fast Gram-form pass (:func:`numerics.models.predict`) with the rules derived in
 :mod:`lintf_theory` and exported through the bridge.  The Theorem 4.1 properties (token form, query
-isolation, implicit weight, permutation invariance) are the public checks of :mod:`numerics.testing`,
+isolation, implicit weight, permutation invariance) are the public checks of :mod:`numerics.evaluate.testing`,
 the ones users run on their own implementations.  The ``assert_*`` functions are shared with
 ``tests/test_trained.py``; tolerances live in :mod:`tests.model_helpers` (``RTOL64``), with their
 justification.
@@ -27,7 +27,7 @@ from tests.model_helpers import RTOL64, max_rel_err, scaled_model, toy_batch
 from tests.strategies import ModelConfig, config_batch, model_configs, property_settings
 
 
-# 1-3. Theorem 4.1 through numerics.testing, on both of lintf's forward passes ----------------------
+# 1-3. Theorem 4.1 through numerics.evaluate.testing, on both of lintf's forward passes ----------------------
 def lintf_forwards(P: Any, Q: Any) -> dict[str, Any]:
     """``models.forward_tokens`` (every layer's tokens) and ``models.predict`` as ``forward(X, y, x_query)``."""
     return {"tokens": lambda X, y, q: models.forward_tokens(P, Q, X, y, q),

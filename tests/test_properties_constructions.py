@@ -1,4 +1,4 @@
-r"""Constructed transformers follow their derivations, over drawn data and parameters (issue 5, item 5).
+r"""Constructed transformers follow their derivations, over drawn data and parameters.
 
 The fixed-example versions live in ``tests/test_constructions.py``; here Hypothesis draws the
 step, the depth, the spectrum and the data.

@@ -1,4 +1,4 @@
-r"""DIAG and GD++ models against the derived diagonal form and Lemma 4.4 (issue 5, items 4 and 6).
+r"""DIAG and GD++ models against the derived diagonal form and Lemma 4.4.
 
 Parameter sources: random (scaled) DIAG models here; trained models in ``tests/test_trained.py``.
 The checks themselves are shared through :func:`omega_form_tokens` and :func:`lemma44_residual`.

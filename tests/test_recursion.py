@@ -1,6 +1,6 @@
 """The exact forward pass equals the lambdified recursion exactly, at every layer, for every token.
 
-Issue 2, item 9.  Route 1: :func:`lintf_theory.layer_forward` written literally on exact
+Route 1: :func:`lintf_theory.layer_forward` written literally on exact
 rationals.  Route 2: :func:`lintf_theory.run_recursion`, the SymPy-derived Lemma 4.3 exported by
 lambdify, giving ``T^l = [[M, u], [−wᵀ, a]]`` with every token equal to ``T^l e_i``.
 """

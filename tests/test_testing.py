@@ -1,4 +1,4 @@
-"""``numerics.testing``: lintf's own passes satisfy it; implementations that break Theorem 4.1 are rejected."""
+"""``numerics.evaluate.testing``: lintf's own passes satisfy it; implementations that break Theorem 4.1 are rejected."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-r"""Trained transformers follow the derived update rules, layer by layer (issue 5).
+r"""Trained transformers follow the derived update rules, layer by layer.
 
 Two sources of trained models:
 * committed: ``tests/data/trained/{full,diag,gdpp}-3.npz`` (universal ``P, Q``; d=3, n=8, three
   layers, ``uniform:1``), made by ``bash tests/data/trained/make.sh``;
-* a short DIAG and GD++ training run (``numerics.training.train``) cached for the session.
+* a short DIAG and GD++ training run (``numerics.train.train``) cached for the whole test run.
 
 Every model goes through the same checks as the random ones in ``tests/test_properties.py``, on
 data drawn by Hypothesis (seed and degeneracy), plus the DIAG-specific ones of
@@ -34,16 +34,16 @@ TRAINED = Path(__file__).parent / "data" / "trained"
 D, N = 3, 8  # sizes of every trained model here
 
 
-def _session_run(kind: str) -> tuple[jax.Array, jax.Array]:
+def _fresh_run(kind: str) -> tuple[jax.Array, jax.Array]:
     cfg = TrainConfig(model=kind, layers=3, noise="uniform:1", steps=100, batch=256, n=N, d=D, seeds=1,
                       chunk=100, dtype="float64", select_sequences=256, eval_sequences=256)
     params = jax.tree_util.tree_map(lambda a: a[0], train(cfg).state.params)
     return models.universal(params, D)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def trained() -> dict[str, tuple[Any, Any]]:
-    """``name -> (P, Q)`` for every trained model (committed and session-trained)."""
+    """``name -> (P, Q)`` for every trained model (committed and freshly trained)."""
     out: dict[str, tuple[Any, Any]] = {}
     for path in sorted(TRAINED.glob("*.npz")):
         P, Q, meta = io.load_model(path)
@@ -51,11 +51,11 @@ def trained() -> dict[str, tuple[Any, Any]]:
         out[f"committed-{path.stem}"] = (jnp.asarray(P), jnp.asarray(Q))
     assert {"committed-full-3", "committed-diag-3", "committed-gdpp-3"} <= set(out), "committed models missing"
     for kind in ("diag", "gdpp"):
-        out[f"session-{kind}-3"] = _session_run(kind)
+        out[f"fresh-{kind}-3"] = _fresh_run(kind)
     return out
 
 
-NAMES = ["committed-full-3", "committed-diag-3", "committed-gdpp-3", "session-diag-3", "session-gdpp-3"]
+NAMES = ["committed-full-3", "committed-diag-3", "committed-gdpp-3", "fresh-diag-3", "fresh-gdpp-3"]
 DIAGONAL = [n for n in NAMES if "full" not in n]
 data_draws = st.tuples(st.integers(0, 2**16), st.sampled_from(DEGENERACIES))
 
@@ -79,7 +79,7 @@ def test_trained_models_follow_token_form_query_isolation_invariance_and_readout
         assert rotation_change(P, Q, b, draw[0]) < RTOL64
 
 
-@pytest.mark.parametrize("name", ["committed-gdpp-3", "session-gdpp-3"])
+@pytest.mark.parametrize("name", ["committed-gdpp-3", "fresh-gdpp-3"])
 def test_trained_gdpp_keeps_omega_xy_and_omega_yy_zero(trained: dict, name: str) -> None:
     P, Q = trained[name]
     _, wxy, _, wyy = models.omegas(models.diag_from_universal(P, Q))
@@ -87,7 +87,7 @@ def test_trained_gdpp_keeps_omega_xy_and_omega_yy_zero(trained: dict, name: str)
     models.gdpp_from_universal(P, Q)  # and it converts back to native GD++ parameters
 
 
-@pytest.mark.parametrize("name", ["committed-diag-3", "session-diag-3"])
+@pytest.mark.parametrize("name", ["committed-diag-3", "fresh-diag-3"])
 @property_settings(default_examples=4)
 @given(draw=data_draws)
 def test_trained_diag_omegas_reproduce_predictions_and_lemma_4_4(trained: dict, name: str,

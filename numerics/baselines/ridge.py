@@ -1,7 +1,7 @@
 r"""Closed-form baselines of the paper's Table 1 (§4), plus GD and the Bayes-optimal floor.
 
 All are ridge-type predictions ``ŷ(s) = x_tᵀ (Σ + sI)^{-1} α`` (one ``eigh`` per sequence, see
-:mod:`numerics.spectral`) with different choices of ``s``, or one GD step:
+:mod:`numerics.baselines.spectral`) with different choices of ``s``, or one GD step:
 
 ==========  =========================================================  ==========================
 name        prediction                                                 tuned on the tuning set
@@ -12,7 +12,7 @@ ConstRR     ``s = λ_c``, one value for all sequences                   ``λ_c``
 AdaRR       ``s = σ̂² = ρ / (n − d)``, ``ρ = ‖y − X w*‖²``               —
 TunedRR     ``s = m · min(σ̂², c)``                                     cap ``c``, multiplier ``m``
 GD          ``ŷ = η x_tᵀ α`` (one GD step from ``w = 0``)                ``η`` (exact least squares)
-Bayes       posterior mean under the noise prior (:mod:`numerics.bayes`)  —
+Bayes       posterior mean under the noise prior (:mod:`numerics.baselines.bayes`)  —
 ==========  =========================================================  ==========================
 
 ``ConstRR_Esigma2`` is ridge at ``s = E σ²`` of the noise prior, not tuned: the loss-minimising spectral
@@ -169,7 +169,7 @@ def tune(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, met
 
 
 def predictor(tuned: Tuned, noise: Noise | str, methods=NAMES, nodes: int = bayes.DEFAULT_NODES):
-    """``predict(batch, spectra) -> {name: ŷ (B,)}`` for :func:`numerics.evaluation.evaluate` / ``profile``."""
+    """``predict(batch, spectra) -> {name: ŷ (B,)}`` for :func:`numerics.evaluate.losses.evaluate` / ``profile``."""
     q = bayes.quadrature(noise, nodes)
     mean_sigma2 = Noise.parse(noise).mean_sigma2
     s_nodes, log_w = jnp.asarray(q.s), jnp.asarray(q.log_w)

@@ -33,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: ANN201 - argparse's hook; one line instead of usage + message
         head, _, rest = message.partition(": ")
         if head.startswith("argument ") and rest.startswith(head[len("argument "):].split("/")[-1] + " "):
-            message = rest  # a checked type's message names the option already (numerics.validate)
+            message = rest  # a checked type's message names the option already (numerics.cli.validate)
         raise _UsageError(f"{self.prog}: error: {' '.join(message.split())}")
 
 

@@ -1,6 +1,6 @@
 r"""``lintf baselines --noise SPEC [--n 20 --d 10 --eval-sequences 100000 --seed S] [--json]``.
 
-Prints the adjusted loss (method minus oracle ridge on the same sequences, PAPER.md §2) ± its
+Prints the adjusted loss (method minus oracle ridge on the same sequences, docs/model.md) ± its
 paired standard error for OLS, ConstRR, ConstRR at ``λ = E σ²`` (the floor of every GD++ model),
 AdaRR, TunedRR, GD and the Bayes-optimal floor (:mod:`numerics.baselines`). ``--noise paper`` (or
 ``all``) runs the paper's 10 settings (``uniform:0..7``, ``categorical:1,3``, ``categorical:1,3,5``) in

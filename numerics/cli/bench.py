@@ -2,9 +2,9 @@ r"""``lintf bench``: training throughput, achieved GFLOP/s, the machine's matmul
 
 Throughput is measured on the real training program (scanned chunk of Adam steps, data drawn
 on device) after one warm-up chunk, for the fast Gram pass and for the plain token pass, taking turns
-call by call (best of ``--reps``).  On a host split into several devices (:mod:`numerics.hostdevices`) the
+call by call (best of ``--reps``).  On a host split into several devices (:mod:`numerics.train.devices`) the
 plain pass is timed twice: on the same devices as the fast pass (the pass alone), and on one device, which is
-the issue's "plain jitted implementation" (a jitted program on an unsplit CPU is one XLA device).  FLOPs
+a plain jitted implementation (a jitted program on an unsplit CPU is one XLA device).  FLOPs
 per step come from XLA's ``cost_analysis`` of one compiled step (forward + backward + data + Adam).
 Time-to-quality trains a model with the default recipe and evaluates the adjusted loss on 16 384 held-out sequences after every chunk
 until it reaches the target: TunedRR's adjusted loss from :func:`numerics.baselines.table` for the
@@ -157,7 +157,7 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
     all_devices = training_devices(args.batch)
     for kind in kinds:
         # (forward, devices): the fast and plain passes on training's devices and, when those are several host
-        # devices, the plain pass on one device too: the issue's "plain jitted implementation" (one XLA device)
+        # devices, the plain pass on one device too: a plain jitted implementation (one XLA device)
         runs = [("fast", all_devices)]
         if not args.no_plain:
             runs += [("plain", all_devices)] + ([("plain", all_devices[:1])] if len(all_devices) > 1 else [])

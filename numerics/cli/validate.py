@@ -15,7 +15,7 @@ memory             :func:`memory` with the estimates :func:`train_bytes`, :func:
 paths              :func:`input_file`, :func:`output_file` (never an input), :func:`output_dir`
 ``.npz`` files     :func:`npz_headers` reads every array's dtype and shape from its header, before loading;
                    :func:`model_file` and :func:`data_file` check them, then the values' finiteness
-run directories    :func:`numerics.rundir.prepare` (config, checkpoint, writability)
+run directories    :func:`numerics.train.rundir.prepare` (config, checkpoint, writability)
 =================  =====================================================================================
 
 ``SEED_MAX = 2**31 − 1``: training passes the seed into its compiled programs as an ``int32``, and

@@ -1,6 +1,6 @@
 r"""Implicit-weight inspector: the per-layer state ``(M^l, u^l, a^l, w^l)`` of Theorem 4.1, two ways.
 
-Theorem 4.1 (PAPER.md §3): for any parameters there are ``M^l (d×d)``, ``u^l, w^l ∈ R^d`` and
+Theorem 4.1 (docs/model.md): for any parameters there are ``M^l (d×d)``, ``u^l, w^l ∈ R^d`` and
 ``a^l ∈ R``, functions of the context only, with
 
 .. math::
@@ -20,7 +20,7 @@ Two independent routes give ``w^l``:
    own forward pass :func:`numerics.models.predict` (``all_layers=True``).  ``ŷ^l`` is linear in
    ``x_t``, so the Jacobian is ``w^l`` exactly, whatever ``x_t``.
 
-Reference solutions (computed here with ``jnp.linalg.solve``, PAPER.md §2):
+Reference solutions (computed here with ``jnp.linalg.solve``, docs/model.md):
 ``w* = Σ^{-1} α`` (OLS) and ``w*_{σ²} = (Σ + σ² I)^{-1} α`` (ridge with the true ``σ``), where
 ``Σ = Σ_i x_i x_iᵀ`` and ``α = Σ_i y_i x_i``.
 

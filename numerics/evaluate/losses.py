@@ -1,6 +1,6 @@
 r"""Adjusted evaluation loss with paired standard errors, per-variance profiles and per-layer read-outs.
 
-The paper's metric (PAPER.md §2, §4) is a method's loss minus the loss of ridge with the true
+The paper's metric (docs/model.md) is a method's loss minus the loss of ridge with the true
 noise level (the *oracle*) on the same sequences:
 
 .. math::

@@ -1,4 +1,4 @@
-r"""Hand-built linear transformers whose parameters come from the derivations (PAPER.md §3, §5).
+r"""Hand-built linear transformers whose parameters come from the derivations (docs/model.md).
 
 * :func:`gd` -- ``L`` layers of gradient descent with step ``η`` on ``½ Σ_i (⟨w, x_i⟩ - y_i)²`` from
   ``w = 0``: GD++ parameters ``ω_xx = 0``, ``ω_yx = -η`` (the read-out ``ŷ = -y_{n+1}^L`` then equals

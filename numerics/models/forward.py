@@ -1,6 +1,6 @@
 r"""The cheapest exact forward pass used by training, and the plain pass it is measured against.
 
-Every layer multiplies every token, the query included, by one matrix (PAPER.md §1):
+Every layer multiplies every token, the query included, by one matrix (docs/model.md):
 
 .. math::
 
@@ -21,7 +21,7 @@ Structured ``G``.  For DIAG and GD++ heads ``P_k = diag(p_k)``, ``Q_k = diag(q_k
 .. math::  G^l = \Omega^l \odot E^l, \qquad \Omega^l = \sum_k p_k q_k^\top
            = \begin{pmatrix} \omega_{xx} 1 1^\top & \omega_{xy} 1 \\ \omega_{yx} 1^\top & \omega_{yy}\end{pmatrix},
 
-an element-wise product (``ω`` as in PAPER.md §3, :func:`numerics.models.omegas`) instead of two
+an element-wise product (``ω`` as in docs/model.md, :func:`numerics.models.omegas`) instead of two
 matrix products.  FULL computes ``G = Σ_k P_k E Q_k`` as one GEMM over the whole batch on the
 upper triangle of the symmetric ``E`` (:func:`full_g`): ``(B, D(D+1)/2) × (D(D+1)/2, D²)``, the
 same cost for any number of heads.  The last layer's Gram update is never formed (only the query is read).

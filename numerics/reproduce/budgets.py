@@ -25,7 +25,7 @@ EVAL_SEED = 0  # baselines.table(seed=0): tuning key split(PRNGKey(0))[0], evalu
 @dataclass(frozen=True)
 class Budget:
     """A sweep: the grid and the per-cell effort.  ``None`` training fields take
-    :class:`numerics.training.TrainConfig`'s defaults (the training issue's recipe)."""
+    :class:`numerics.train.TrainConfig`'s defaults."""
 
     name: str
     models: tuple[str, ...]
@@ -40,7 +40,7 @@ class Budget:
     select_sequences: int = 8192
     chunk: int | None = None
     beyond_depths: tuple[int, ...] = (8, 9, 10, 11, 12)
-    #: How each cell is trained (:mod:`numerics.continuation`): stages, continued over depth.
+    #: How each cell is trained (:mod:`numerics.train.continuation`): stages, continued over depth.
     stages: Stages = Stages(steps=1000, most=4, batch=1024, seeds=1)
     #: Fresh float64 sequences of the tail check of every model of depth >= :data:`TAIL_DEPTH`.
     tail_sequences: int = evaluation.TAIL_SEQUENCES
@@ -79,7 +79,7 @@ class Budget:
 
 BUDGETS: dict[str, Budget] = {
     # The full Table 1 (every model x depths 1-7 x the 10 noise settings) plus DIAG/FULL at depths 8-12 on
-    # uniform:5 and categorical:1,3; every cell by continuation (numerics.continuation) until converged.
+    # uniform:5 and categorical:1,3; every cell by continuation (numerics.train.continuation) until converged.
     "paper": Budget("paper", MODELS, tuple(range(1, 8)), PAPER_NOISES, seeds=5, eval_sequences=100_000,
                     tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=20_000,
                     stages=Stages(steps=1000, most=4, batch=1024, seeds=1)),

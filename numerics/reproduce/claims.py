@@ -55,10 +55,10 @@ class Claim:
 
 
 def build_table(cells: dict[str, dict[str, Any]], base: dict[str, dict[str, Any]]) -> Table:
-    """Table from the sweep's cell metrics and baseline results (:mod:`numerics.experiments`)."""
+    """Table from the sweep's cell metrics and baseline results (:mod:`numerics.reproduce.experiments`)."""
     t: Table = {}
     for m in cells.values():
-        if m.get("failed"):  # a failed cell is never a table entry (numerics.experiments.failure)
+        if m.get("failed"):  # a failed cell is never a table entry (numerics.reproduce.experiments.failure)
             continue
         e = m["eval"]
         t[(m["model"], int(m["layers"]), m["noise"])] = Entry(e["loss"], e["se"], e["minus_Bayes"], e["minus_Bayes_se"])
@@ -135,7 +135,7 @@ def claim_diag_matches_full(t: Table) -> Claim:
             ok.append(_match(a, b))
             ev.append(f"{nz} L={L}: DIAG {pm(a)} vs FULL {pm(b)}, {_diff_text(a, b)} → {_word(ok[-1], 'match', 'differ')}")
     if ev:
-        ev.insert(0, "caveat: FULL trains its DIAG sub-family first (numerics.training, 'FULL starts as DIAG'), so a "
+        ev.insert(0, "caveat: FULL trains its DIAG sub-family first (numerics.train, 'FULL starts as DIAG'), so a "
                      "match means FULL's extra freedom found nothing better at this budget; FULL trained from its random "
                      "start (`lintf train --diag-steps 0`) is not what this compares")
     return Claim("diag_matches_full", "DIAG matches FULL", verdict(ok), tuple(ev))
@@ -253,7 +253,7 @@ def claim_baseline_order(t: Table) -> Claim:
 
 
 def check_claims(t: Table, profiles: dict | None = None) -> list[Claim]:
-    """Every claim of PAPER.md §4 (plus the baselines' order and the Bayes floor)."""
+    """Every claim of docs/model.md (plus the baselines' order and the Bayes floor)."""
     claims = [claim_diag_matches_full(t), claim_gdpp_near_constrr(t), claim_four_layers_beat_adarr(t),
               claim_five_plus_match_tunedrr(t), claim_gdpp_superexponential(t),
               claim_diag_extrapolates(t, profiles or {}), claim_baseline_order(t)]

@@ -1,14 +1,14 @@
-r"""The paper's sweep (PAPER.md §4) as resumable cells: train, select the best seed, evaluate.
+r"""The paper's sweep (docs/model.md) as resumable cells: train, select the best seed, evaluate.
 
 A *cell* is one ``(model, L, noise)`` with ``model ∈ {gdpp, diag, full}`` (single head), ``n = 20``,
-``d = 10``.  Its number is the adjusted loss (PAPER.md §2)
+``d = 10``.  Its number is the adjusted loss (docs/model.md)
 
 .. math::
 
     \ell^{\rm adj} = \frac1N \sum_\tau \tfrac12(y_{t,\tau} - \hat y_\tau)^2
                    - \tfrac12\bigl(y_{t,\tau} - x_{t,\tau}^\top(\Sigma_\tau + \sigma_\tau^2 I)^{-1}\alpha_\tau\bigr)^2
 
-of the best of ``seeds`` seeds (vmapped in one program by :func:`numerics.training.train`; the
+of the best of ``seeds`` seeds (vmapped in one program by :func:`numerics.train.train`; the
 best is chosen on the training code's held-out selection stream), on ``eval_sequences`` fresh
 float64 sequences drawn with the key ``split(PRNGKey(0))[1]``: the *same* sequences
 :func:`numerics.baselines.table` (seed 0) evaluates the baselines on, so model − baseline and
@@ -19,14 +19,14 @@ model − Bayes are paired differences.  Alongside: the read-out after every lay
 =================  ===========================================================================
 file               content
 =================  ===========================================================================
-``RUNS/<budget>/<cell>/``   the training run directory (:func:`numerics.rundir.run`: checkpoint, loss curve); git-ignored
+``RUNS/<budget>/<cell>/``   the training run directory (:func:`numerics.train.rundir.run`: checkpoint, loss curve); git-ignored
 ``OUT/models/<cell>/``      ``model.npz`` (universal ``P, Q`` of the best seed), ``metrics.json``, and for the
                             Fig. 5 cells ``seeds.npz`` (every seed's ``P, Q``); a cell is finished when its
                             ``metrics.json`` exists, and a rerun skips it
 ``OUT/baselines/<noise>.json``  ConstRR, AdaRR, TunedRR, Bayes on the same sequences, plus profiles
 =================  ===========================================================================
 
-Departures from the paper: training uses :class:`numerics.training.TrainConfig`'s recipe (warm-up +
+Departures from the paper: training uses :class:`numerics.train.TrainConfig`'s recipe (warm-up +
 cosine Adam, clipping, divergence guard), not constant ``1e-4`` for 200 000 steps; ``quick`` is a
 reduced grid (see :data:`BUDGETS`).
 """
@@ -158,7 +158,7 @@ def _seed_params(cfg: Any, run: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Trained(NamedTuple):
-    """What a trainer returns: the run's metrics (:func:`numerics.rundir.run`), the best seed's model file,
+    """What a trainer returns: the run's metrics (:func:`numerics.train.rundir.run`), the best seed's model file,
     and a loader of every seed's universal ``P, Q`` ``(K, L, H, d+1, d+1)``."""
 
     metrics: dict[str, Any]
@@ -167,7 +167,7 @@ class Trained(NamedTuple):
 
 
 def train_rundir(cfg: Any, run: Path) -> Trained:
-    """The default trainer: :func:`numerics.rundir.run` (resumes from the run's checkpoint)."""
+    """The default trainer: :func:`numerics.train.rundir.run` (resumes from the run's checkpoint)."""
     from numerics.train import rundir
 
     tm = rundir.run(cfg, run, progress=False, baselines=False)
@@ -193,7 +193,7 @@ def tail_key() -> jax.Array:
 
 def failure(metrics: dict[str, Any]) -> str | None:
     """Why a cell fails the paper's evaluation (``None`` if it passes): tail rules on the evaluation sequences
-    (:func:`numerics.evaluation.tail_stats`), the tail check, or sequences excluded in the final phase."""
+    (:func:`numerics.evaluate.losses.tail_stats`), the tail check, or sequences excluded in the final phase."""
     if metrics["eval"]["tail"]["failed"]:
         return f"evaluation: {metrics['eval']['tail']['failed']}"
     tc = metrics.get("tail_check")

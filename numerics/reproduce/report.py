@@ -1,8 +1,8 @@
-r"""Table 1 and the automatic check of the paper's qualitative claims (PAPER.md §4).
+r"""Table 1 and the automatic check of the paper's qualitative claims (docs/model.md).
 
-Every entry is an adjusted loss (method − oracle ridge, PAPER.md §2) on the same evaluation
+Every entry is an adjusted loss (method − oracle ridge, docs/model.md) on the same evaluation
 sequences, with its paired standard error; ``minus_Bayes`` is the paired gap to the Bayes-optimal
-floor (PAPER.md §5).  A claim check reads a :data:`Table` (``(method, L, noise) → Entry``; baselines
+floor (docs/model.md).  A claim check reads a :data:`Table` (``(method, L, noise) → Entry``; baselines
 have ``L = 0``) and, for extrapolation, per-variance profiles, and returns a :class:`Claim` whose
 verdict is ``"holds"``, ``"does not hold"``, ``"undecided"`` (nothing contradicts it, but some comparison is
 too noisy to call: an entry's SE exceeds the match scale) or ``"not evaluated"`` (cells missing from the budget).
@@ -82,7 +82,7 @@ def profiles_of(cells: dict[str, dict[str, Any]]) -> dict[tuple[str, int, str], 
 
 
 def claims_markdown(claims: list[Claim], cmd: str) -> str:
-    out = ["| claim (PAPER.md §4) | verdict | regenerate |", "|---|---|---|"]
+    out = ["| claim (docs/model.md) | verdict | regenerate |", "|---|---|---|"]
     out += [f"| {c.text} | **{c.verdict}** | `{cmd}` |" for c in claims]
     for c in claims:
         out += ["", f"**{c.text}: {c.verdict}.**", ""] + [f"- {e}" for e in c.evidence]
@@ -183,7 +183,7 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
     secs = sum(m.get("seconds", 0.0) for m in sw.cells.values())
     st = budget.stages
     steps = (f"by continuation over depth, in stages of {st.steps} steps of batch {st.batch} and more until doubling "
-             f"the steps moves the held-out loss by less than {st.rel:.0%} or {st.se:g} SE (`numerics.continuation`)")
+             f"the steps moves the held-out loss by less than {st.rel:.0%} or {st.se:g} SE (`numerics.train.continuation`)")
     from numerics.reproduce.experiments import Cell, train_config
 
     diag_steps = train_config(Cell("full", 1, budget.noises[0]), budget).phase1_steps
@@ -196,9 +196,9 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         f"{', '.join(map(str, budget.depths))}, noise {', '.join(budget.noises)}; beyond the paper: DIAG/FULL at depths "
         f"{', '.join(map(str, budget.beyond_depths)) or 'none (up to 7 only; the paper budget has 8-12)'}.",
         f"- Training: {steps}; the Fig. 5 cells start from {budget.seeds} seeds "
-        "(`numerics.training.TrainConfig` recipe: warm-up + cosine Adam, clipping, divergence guard; FULL trains its "
+        "(`numerics.train.TrainConfig` recipe: warm-up + cosine Adam, clipping, divergence guard; FULL trains its "
         f"DIAG sub-family for the first {diag_steps} steps"
-        + ("; GD++ at σ_max = 0 starts from the spectral fit of `numerics.gdpp_fit`, `--init spectral`, seed 0 frozen "
+        + ("; GD++ at σ_max = 0 starts from the spectral fit of `numerics.baselines.gdpp_fit`, `--init spectral`, seed 0 frozen "
            "at the fit, where the paper trains GD++ with Adam alone" if budget.gdpp_spectral else "")
         + f"), n = {budget.n}, d = {budget.d}.",
         f"- Evaluation: {budget.eval_sequences} fresh float64 sequences per cell, the same sequences as the baselines "

@@ -1,13 +1,13 @@
 r"""Training one cell of a sweep by continuation: over depth, and in stages until the loss stops moving.
 
-A cell ``(model, L, noise)`` is trained in *stages*, each a complete :func:`numerics.training.train` run
+A cell ``(model, L, noise)`` is trained in *stages*, each a complete :func:`numerics.train.train` run
 (warm-up + cosine schedule, fresh Adam state) into its own run directory ``RUNS/<cell>/stage<k>/``:
 
 =========  ===================================================================================================
 stage      start and length
 =========  ===================================================================================================
 1          the *start*: the finished ``(L−1)``-layer cell of the same model and noise, with a new layer near the
-           identity appended (:func:`numerics.training.warm_params`); FULL starts from the finished DIAG cell of
+           identity appended (:func:`numerics.train.warm_params`); FULL starts from the finished DIAG cell of
            the same depth (its DIAG embedding); GD++ at ``σ_max = 0`` from the spectral fit; a cell without a
            finished predecessor from the small random start.  ``S`` steps, ``seeds`` seeds.
 k ≥ 2      the best earlier stage's model, one seed, ``S · 2^{k−2}`` steps at half the previous stage's peak rate:
@@ -17,9 +17,9 @@ k ≥ 2      the best earlier stage's model, one seed, ``S · 2^{k−2}`` steps 
 After each stage the model is evaluated on :data:`HELD_OUT` fresh float64 sequences (a key no other part of the
 sweep draws from).  The cell is *converged* when doubling its steps changed the held-out adjusted loss by less
 than ``rel`` of it or less than ``se`` standard errors of the paired difference, and the latest stage passes the
-held-out sequences have no adjusted loss above :data:`numerics.evaluation.FAIL_MAX`.  The cell keeps the stage
+held-out sequences have no adjusted loss above :data:`numerics.evaluate.losses.FAIL_MAX`.  The cell keeps the stage
 with the lowest held-out loss among those without such a sequence.  Training never excludes a sequence in a stage's final phase
-(:data:`numerics.training.TrainConfig.final_fraction`); the count is in ``metrics.json``.
+(:data:`numerics.train.TrainConfig.final_fraction`); the count is in ``metrics.json``.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def converged(new: np.ndarray, old: np.ndarray, st: Stages) -> bool:
 
 
 def stage_config(cfg: Any, st: Stages, k: int, start: Path | None) -> Any:
-    """Stage ``k``'s :class:`numerics.training.TrainConfig` from the cell's base config ``cfg``."""
+    """Stage ``k``'s :class:`numerics.train.TrainConfig` from the cell's base config ``cfg``."""
     steps = st.steps * 2 ** max(0, k - 2)
     kw: dict[str, Any] = {"steps": steps, "batch": st.batch, "seeds": st.seeds if k == 1 else 1,
                           "warmup": None, "warm_start": None if start is None else str(start)}
@@ -109,7 +109,7 @@ class StageResult:
 
     @property
     def blown(self) -> bool:
-        """A held-out sequence above :data:`numerics.evaluation.FAIL_MAX`, or a non-finite one."""
+        """A held-out sequence above :data:`numerics.evaluate.losses.FAIL_MAX`, or a non-finite one."""
         return not bool(np.all(self.held <= evaluation.FAIL_MAX))
 
     def summary(self) -> dict[str, Any]:
@@ -123,7 +123,7 @@ class StageResult:
 
 def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: Callable) -> tuple[StageResult, dict]:
     """Train ``cfg``'s cell in stages into ``run/stage<k>`` (each resumable); returns the chosen stage and a
-    summary for ``metrics.json``.  ``trainer(cfg, dir)`` trains one stage (:func:`numerics.experiments.train_rundir`)."""
+    summary for ``metrics.json``.  ``trainer(cfg, dir)`` trains one stage (:func:`numerics.reproduce.experiments.train_rundir`)."""
     stages: list[StageResult] = []
     done = False
     for k in range(1, st.most + 1):

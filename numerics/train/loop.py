@@ -81,7 +81,7 @@ def warm_params(cfg: TrainConfig, params: Any) -> Any:
 def adjusted_losses(cfg: TrainConfig, params: Any, stream: int, sequences: int,
                     chunk: int = 8192) -> tuple[np.ndarray, np.ndarray]:
     r"""Per-sequence losses ``½(y_t−ŷ)²`` ``(K, sequences)`` of ``params`` (leading seed axis) and of the
-    oracle ridge ``w_{σ²} = (Σ + σ_τ² I)^{-1} α`` (PAPER.md §2) ``(sequences,)`` on the same sequences.
+    oracle ridge ``w_{σ²} = (Σ + σ_τ² I)^{-1} α`` (docs/model.md) ``(sequences,)`` on the same sequences.
     The adjusted loss is their difference."""
     model, oracle = [], []
     one = jax.device_put(params, jax.devices()[0])  # trained parameters are replicated over the batch's devices
@@ -130,7 +130,7 @@ class Result:
     curve: list[list[float]] = field(default_factory=list)
     rollbacks: list[dict[str, Any]] = field(default_factory=list)
     steps_per_s: float = float("nan")
-    devices: int = 1  # how many devices shared the batch (part of the arithmetic: numerics.hostdevices)
+    devices: int = 1  # how many devices shared the batch (part of the arithmetic: numerics.train.devices)
     skipped: int = 0
     #: the starts of the last accepted chunks, oldest first, each with the curve's length and ``skipped`` then
     history: list[tuple[TrainState, int, int]] = field(default_factory=list)
@@ -142,7 +142,7 @@ def _to_host(state: TrainState) -> TrainState:
 
 def training_devices(batch: int) -> tuple:
     """The devices :func:`train` shards a batch over by default: every device whose count divides ``batch``
-    (:func:`numerics.hostdevices.usable`)."""
+    (:func:`numerics.train.devices.usable`)."""
     return tuple(usable(jax.devices(), batch))
 
 
@@ -150,7 +150,7 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
           on_chunk: Callable[[TrainState, Result], Any] | None = None,
           checkpoint: Callable[[TrainState, Result], None] | None = None,
           devices: list | None = None, stop_at: int | None = None) -> Result:
-    """Run (or continue from ``resume``, :func:`numerics.rundir.prepare`'s payload: ``leaves``, ``curve``,
+    """Run (or continue from ``resume``, :func:`numerics.train.rundir.prepare`'s payload: ``leaves``, ``curve``,
     ``rollbacks``, ``skipped`` and the earlier chunk starts ``history`` / ``history_marks``) to ``cfg.steps``
     (or ``stop_at``).
 

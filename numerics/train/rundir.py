@@ -2,7 +2,7 @@ r"""A training run directory: atomic checkpoints, resume, best-seed selection, m
 
 Layout of ``--out DIR``:
 
-* ``config.json``: the :class:`numerics.training.TrainConfig`, written with the first checkpoint; a restart
+* ``config.json``: the :class:`numerics.train.TrainConfig`, written with the first checkpoint; a restart
   with a different config into the same directory is refused (one-line error).  Nothing is written before
   the first checkpoint, so a run that stops earlier (out of memory, interrupted) blocks no later command; a
   ``config.json`` without a checkpoint or a result beside it is replaced.  A corrupt ``config.json`` or

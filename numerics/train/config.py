@@ -58,28 +58,45 @@ class TrainConfig:
     steps: int = field(default=3000, metadata={"help": 'training steps'})
     batch: int = field(default=2048, metadata={"help": 'sequences per step'})
     lr: float | None = field(default=None, metadata={"help": 'peak learning rate (default: per model kind)'})
-    warmup: int | None = field(default=None, metadata={"help": 'warm-up steps of the (last) phase (default 5%% of it, at least 150, at most half)'})
+    warmup: int | None = field(default=None, metadata={"help":
+        "warm-up steps of the (last) phase (default 5%% of it, at least 150, at most "
+        "half)"})
     clip: float = field(default=1.0, metadata={"help": 'global gradient-norm clip'})
     init_scale: float = field(default=1e-3, metadata={"help": None})
     explode: float = field(default=100.0, metadata={"help": None})
     seed: int = field(default=0, metadata={"help": 'master seed (init and data keys derive from it)'})
     n: int = field(default=20, metadata={"help": 'context length n'})
     d: int = field(default=10, metadata={"help": 'input dimension d'})
-    chunk: int = field(default=100, metadata={"help": 'steps per compiled chunk / checkpoint', "flag": '--chunk-steps'})
+    chunk: int = field(default=100, metadata={"help": "steps per compiled chunk / checkpoint", "flag": "--chunk-steps"})
     select_sequences: int = field(default=8192, metadata={"help": None})
     eval_sequences: int = field(default=100_000, metadata={"help": 'fresh sequences for the final evaluation'})
     dtype: str = field(default="float32", metadata={"help": 'float32 or float64'})
     max_rollbacks: int = field(default=30, metadata={"help": None})
     forward: str = field(default="fast", metadata={"help": None})
-    diag_steps: int | None = field(default=None, metadata={"help": 'FULL only: steps that train the DIAG sub-family first (default 2/3 of --steps; 0: none)'})
-    init: str = field(default="random", metadata={"help": 'random or spectral: GD++ only, start from the exact spectral fit (numerics.baselines.gdpp_fit); seed 0 stays the fit, seeds 1.. refine it with Adam'})
-    huber: float = field(default=30.0, metadata={"help": "training loss is Huber beyond this many √d (the target's standard deviation); 0: plain squared loss"})
-    gdpp_xx: str = field(default="nonpositive", metadata={"help": 'nonpositive or free: GD++ only, keep every ω_xx <= 0 while training (projected Adam) or leave it free'})
-    y_step: str | None = field(default=None, metadata={"help": "plain or scaled (default: scaled for FULL, plain for DIAG): divide Adam's step of q_y (FULL: Q_yy) by E y² = d + E σ² (numerics.train.step.y_step)"})  # None: the kind's default_y_step, filled in by __post_init__
-    trust: float = field(default=2.0, metadata={"help": 'reject a step that raises the median loss of its own batch (every 8th sequence) more than this factor, to above TRUST_FLOOR·d/2, and halve the rate until steps are accepted again; 0: off (numerics.train.config.TRUST_*)'})  # 0: no step rejection (:data:`TRUST_STRIDE`, :func:`make_chunk`)
-    final_fraction: float = field(default=0.1, metadata={"help": None})  # the last steps minimise the plain mean squared error (:func:`loss_fn`)
-    warm_start: str | None = field(default=None, metadata={"help": None})  # a model file whose layers start the first layers of every seed
-
+    diag_steps: int | None = field(default=None, metadata={"help":
+        "FULL only: steps that train the DIAG sub-family first (default 2/3 of --steps; "
+        "0: none)"})
+    init: str = field(default="random", metadata={"help":
+        "random or spectral: GD++ only, start from the exact spectral fit "
+        "(numerics.baselines.gdpp_fit); seed 0 stays the fit, seeds 1.. refine it with "
+        "Adam"})
+    huber: float = field(default=30.0, metadata={"help": "training loss is Huber beyond this many √d (the target's "
+                                                          "standard deviation); 0: plain squared loss"})
+    gdpp_xx: str = field(default="nonpositive", metadata={"help":
+        "nonpositive or free: GD++ only, keep every ω_xx <= 0 while training (projected "
+        "Adam) or leave it free"})
+    # None: the kind's default_y_step, filled in by __post_init__
+    y_step: str | None = field(default=None, metadata={"help":
+        "plain or scaled (default: scaled for FULL, plain for DIAG): divide Adam's step of q_y (FULL: Q_yy) by "
+        "E y² = d + E σ² (numerics.train.step.y_step)"})
+    trust: float = field(default=2.0, metadata={"help":
+        "reject a step that raises the median loss of its own batch (every 8th sequence) "
+        "more than this factor, to above TRUST_FLOOR·d/2, and halve the rate until steps "
+        "are accepted again; 0: off (numerics.train.config.TRUST_*)"})
+    # the last steps minimise the plain mean squared error (:func:`numerics.train.objective.loss_fn`)
+    final_fraction: float = field(default=0.1, metadata={"help": None})
+    # a model file whose layers start the first layers of every seed
+    warm_start: str | None = field(default=None, metadata={"help": None})
 
     def __post_init__(self) -> None:
         from numerics.data import check_sizes

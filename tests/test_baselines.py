@@ -84,10 +84,10 @@ def test_const_rr_recovers_fixed_sigma() -> None:
         yq = jnp.concatenate([p[0].y_query for p in parts])
         lam = baselines.tune_const(sp, yq)
         cap, mult = baselines.tune_tuned(sp, yq)
-        grid = np.asarray(baselines._mean_loss_grid(sp, yq, jnp.asarray(baselines.CONST_GRID)))
-        best = float(baselines._mean_loss_grid(sp, yq, jnp.asarray([lam]))[0])
-        ada = float(np.asarray(baselines._tuned_loss_grid(sp, yq, jnp.asarray([np.inf]), jnp.asarray([1.0])))[0])
-        tuned = float(np.asarray(baselines._tuned_loss_grid(sp, yq, jnp.asarray([cap]), jnp.asarray([mult])))[0])
+        grid = np.asarray(baselines.mean_loss_grid(sp, yq, jnp.asarray(baselines.CONST_GRID)))
+        best = float(baselines.mean_loss_grid(sp, yq, jnp.asarray([lam]))[0])
+        ada = float(np.asarray(baselines.tuned_loss_grid(sp, yq, jnp.asarray([np.inf]), jnp.asarray([1.0])))[0])
+        tuned = float(np.asarray(baselines.tuned_loss_grid(sp, yq, jnp.asarray([cap]), jnp.asarray([mult])))[0])
     assert 3.0 < lam < 5.3, lam
     assert best <= grid.min() and tuned <= ada  # refinement never loses; TunedRR contains AdaRR
 

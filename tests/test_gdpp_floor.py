@@ -22,7 +22,7 @@ from numerics import baselines
 from numerics.reproduce import floor
 from numerics.cli import main
 from numerics.data import Noise
-from numerics.reproduce.report import Entry
+from numerics.reproduce.claims import Entry
 from proofs.gdpp_ridge_floor import RTOL, counterexample, exact_prediction, float_gap, matrix_horner
 from proofs._diag_data import Context
 from tests.strategies import exact_array, exact_values, property_settings

@@ -19,9 +19,11 @@ from numerics import models
 from numerics.cli import main
 from numerics.errors import LintfError
 from numerics.io import save_model
-from numerics.reproduce.report import (Entry, check_claims, claim_baseline_order, claim_diag_extrapolates,
-                             claim_diag_matches_full, claim_five_plus_match_tunedrr, claim_four_layers_beat_adarr,
-                             claim_gdpp_near_constrr, claim_gdpp_superexponential, log_rates, write_outputs)
+from numerics.reproduce.claims import (Entry, check_claims, claim_baseline_order, claim_diag_extrapolates,
+                                       claim_diag_matches_full, claim_five_plus_match_tunedrr,
+                                       claim_four_layers_beat_adarr, claim_gdpp_near_constrr,
+                                       claim_gdpp_superexponential, log_rates)
+from numerics.reproduce.report import write_outputs
 
 TEST = ex.get_budget("test")
 

@@ -20,3 +20,9 @@ from numerics.baselines.ridge import tune as tune
 from numerics.baselines.ridge import tuned_as_dict as tuned_as_dict
 from numerics.baselines import bayes as bayes
 from numerics.baselines import gdpp_fit as gdpp_fit
+from numerics.baselines.ridge import gd_direction as gd_direction
+from numerics.baselines.ridge import mean_loss_grid as mean_loss_grid
+from numerics.baselines.ridge import tune_const as tune_const
+from numerics.baselines.ridge import tune_eta as tune_eta
+from numerics.baselines.ridge import tune_tuned as tune_tuned
+from numerics.baselines.ridge import tuned_loss_grid as tuned_loss_grid

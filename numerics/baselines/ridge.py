@@ -80,12 +80,12 @@ def gd_direction(sp: Spectral) -> jax.Array:
 
 
 @jax.jit
-def _mean_loss_grid(sp: Spectral, y_query: jax.Array, s_grid: jax.Array) -> jax.Array:
+def mean_loss_grid(sp: Spectral, y_query: jax.Array, s_grid: jax.Array) -> jax.Array:
     return jnp.mean(evaluation.per_sequence_loss(ridge_predict_grid(sp, s_grid), y_query), -1)
 
 
 @jax.jit
-def _tuned_loss_grid(sp: Spectral, y_query: jax.Array, caps: jax.Array, mults: jax.Array) -> jax.Array:
+def tuned_loss_grid(sp: Spectral, y_query: jax.Array, caps: jax.Array, mults: jax.Array) -> jax.Array:
     s2 = sigma2_hat(sp)
 
     def one(cm: jax.Array) -> jax.Array:
@@ -120,7 +120,7 @@ def tune_const(sp: Spectral, y_query: jax.Array) -> float:
     """ConstRR's ``λ_c``: coarse grid (``0`` included) then refinement rounds; deterministic."""
     grid = CONST_GRID
     for _ in range(REFINE + 1):
-        losses = np.asarray(_mean_loss_grid(sp, y_query, jnp.asarray(grid)))
+        losses = np.asarray(mean_loss_grid(sp, y_query, jnp.asarray(grid)))
         i = int(np.argmin(losses))
         best = float(grid[i])
         grid = _between(grid, i)
@@ -135,7 +135,7 @@ def tune_tuned(sp: Spectral, y_query: jax.Array) -> tuple[float, float]:
     mults = MULT_GRID
     for _ in range(REFINE + 1):
         C, M = np.meshgrid(caps, mults, indexing="ij")
-        losses = np.asarray(_tuned_loss_grid(sp, y_query, jnp.asarray(C.ravel()), jnp.asarray(M.ravel())))
+        losses = np.asarray(tuned_loss_grid(sp, y_query, jnp.asarray(C.ravel()), jnp.asarray(M.ravel())))
         i, j = np.unravel_index(int(np.argmin(losses)), C.shape)
         best = (float(caps[i]), float(mults[j]))
         caps, mults = _between(caps, i), _between(mults, j)

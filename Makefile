@@ -24,7 +24,7 @@ verify: $(STAMP)
 DEMO_NOISE = uniform:5
 demo: $(STAMP)
 	$(LINTF) verify
-	$(LINTF) baselines --noise $(DEMO_NOISE) --sequences 20000 --tune-sequences 20000
+	$(LINTF) baselines --noise $(DEMO_NOISE) --eval-sequences 20000 --tune-sequences 20000
 	$(LINTF) train --model diag --layers 3 --noise $(DEMO_NOISE) --steps 600 --batch 1024 --seeds 2 \
 	    --eval-sequences 20000 --out runs/demo-diag3
 	$(LINTF) inspect runs/demo-diag3/model.npz --noise $(DEMO_NOISE) --sequences 2048

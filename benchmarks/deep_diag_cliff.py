@@ -1,4 +1,4 @@
-r"""How a deep DIAG run reaches the divergence guard's limit, step by step and layer by layer (issue 6).
+r"""How a deep DIAG run reaches the divergence guard's limit, step by step and layer by layer.
 
 Trains ``--seeds`` seeds with the default recipe and no rollback (as ``benchmarks/early_chunks.py``) up to step
 ``--until`` in chunks of 10, then one step at a time for ``--steps`` steps. After each single step it prints:
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
@@ -28,9 +28,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics import training  # noqa: E402
-from numerics.fastforward import _layer_vectors, context_gram, sandwich  # noqa: E402
-from numerics.training import TrainConfig, noise_values, training_devices  # noqa: E402
+from numerics import train as training  # noqa: E402
+from numerics.models import context_gram, kind_of, sandwich  # noqa: E402
+from numerics.train import TrainConfig, noise_values, training_devices  # noqa: E402
 
 
 def layer_factors(params: training.Diag, b: object) -> jax.Array:
@@ -38,7 +38,7 @@ def layer_factors(params: training.Diag, b: object) -> jax.Array:
     whose pass has overflowed by layer ``l`` counts as ``+∞``)."""
     d = b.X.shape[-1]
     E = context_gram(b.X, b.y)
-    p, q = _layer_vectors(params, d)
+    p, q = kind_of(params).layer_vectors(params, d)
     omega = jnp.einsum("lha,lhc->lac", p, q)
     med = lambda v: jnp.median(jnp.where(jnp.isnan(v), jnp.inf, v))  # noqa: E731 - an overflowed sequence counts as +inf
     rows = []
@@ -63,7 +63,7 @@ def main() -> int:
     seed, values = jnp.asarray(cfg.seed, jnp.int32), noise_values(cfg)
     state = training.init_state(cfg)
     for _ in range(args.until // 10):
-        state, _, _ = training._chunk_fn(cfg, 10, dev)(state, seed, values)
+        state, _, _ = training.chunk_fn(cfg, 10, dev)(state, seed, values)
     b = training.draw(cfg, training.data_key(cfg.seed, 2, 0), 4096, None, values)  # the selection stream
     median = jax.jit(jax.vmap(lambda p: training.loss_fn(p, b, "fast", False, 0.0)[1]))
     factors = jax.jit(lambda p: layer_factors(p, b))
@@ -71,7 +71,7 @@ def main() -> int:
     np.set_printoptions(precision=2, suppress=True, linewidth=200)
     print(f"DIAG-{cfg.layers} {cfg.noise}, default recipe, no rollback; layers of seed {args.watch}")
     for _ in range(args.steps):
-        state, ok, _ = training._chunk_fn(cfg, 1, dev)(state, seed, values)
+        state, ok, _ = training.chunk_fn(cfg, 1, dev)(state, seed, values)
         f = np.asarray(factors(watch(state)))
         print(f"step {int(state.step):4d} accepted {np.asarray(ok).astype(int)} median {np.asarray(median(state.params))}")
         print(f"    log10|1 + w_yy E_yy| {f[:, 0]}")

@@ -1,8 +1,8 @@
-r"""Which of a deep run's first chunks fail, seed by seed, under variants of the training recipe (issue 6).
+r"""Which of a deep run's first chunks fail, seed by seed, under variants of the training recipe.
 
 Runs the compiled training chunks from step 0 with no rollback (a failed chunk is reported and its state
 kept, as ``benchmarks/huber_skips.py`` does), for each ``--variant NAME=JSON``. The JSON object holds
-:class:`numerics.training.TrainConfig` fields, optionally Adam's own ``adam_eps``, ``adam_b1``, ``adam_b2``
+:class:`numerics.train.TrainConfig` fields, optionally Adam's own ``adam_eps``, ``adam_b1``, ``adam_b2``
 (optax's defaults 1e-8, 0.9, 0.999), and ``loss``: the per-sequence training loss beyond ``δ`` (``huber``, the
 default: linear; ``trimmed``: constant, so a sequence beyond ``δ`` has zero gradient; ``cauchy``:
 ``½ δ² log(1 + r²/δ²)`` everywhere, whose force falls as ``δ²/r``).
@@ -29,7 +29,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
@@ -37,8 +37,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
-from numerics import training  # noqa: E402
-from numerics.training import TrainConfig, noise_values, training_devices  # noqa: E402
+from numerics import train as training  # noqa: E402
+from numerics.train import TrainConfig, noise_values, training_devices  # noqa: E402
 
 
 def trimmed(r: jnp.ndarray, delta: float) -> jnp.ndarray:
@@ -60,9 +60,9 @@ def chunks(cfg: TrainConfig, steps: int, adam: dict, loss: str = "huber") -> lis
     saved, saved_loss = training.optimizer, training.huber
     training.optimizer = lambda c: optax.chain(optax.clip_by_global_norm(c.clip), optax.scale_by_adam(**adam))
     training.huber = LOSSES[loss]
-    training._CHUNK_CACHE.clear()
+    training.CHUNK_CACHE.clear()
     try:
-        fn = training._chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
+        fn = training.chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
         state, out = training.init_state(cfg), []
         for _ in range(steps // cfg.chunk):
             state, ok, losses = fn(state, jnp.asarray(cfg.seed, jnp.int32), noise_values(cfg))
@@ -73,7 +73,7 @@ def chunks(cfg: TrainConfig, steps: int, adam: dict, loss: str = "huber") -> lis
                        + (f" rejected {np.asarray(state.rejected).tolist()}" if cfg.trust else ""))
     finally:
         training.optimizer, training.huber = saved, saved_loss
-        training._CHUNK_CACHE.clear()
+        training.CHUNK_CACHE.clear()
     return out
 
 
@@ -84,7 +84,7 @@ def main() -> int:
     ap.add_argument("--noise", required=True)
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--chunk", type=int, default=50)
+    ap.add_argument("--chunk-steps", dest="chunk", type=int, default=50)
     ap.add_argument("--variant", action="append", default=[], help="NAME=JSON (TrainConfig fields, adam_eps, adam_b1, adam_b2, loss)")
     args = ap.parse_args()
     variants = dict(v.split("=", 1) for v in args.variant) or {"default": "{}"}

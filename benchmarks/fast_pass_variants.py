@@ -1,13 +1,13 @@
 r"""Each choice of the fast pass, timed inside the real training step against the alternative it replaced.
 
-Every variant swaps one function of :mod:`numerics.fastforward` and rebuilds the compiled training chunk
+Every variant swaps one function of :mod:`numerics.models.forward` and rebuilds the compiled training chunk
 (data drawn on device, forward, backward, Adam, divergence guard), exactly as ``lintf bench`` times it.
 The variants are timed in turn, round after round, in one process, so a change in the machine's load
 hits them alike; the best and the median of the rounds are printed.
 
 - ``current``: the pass as shipped.
 - ``einsum-PEQ`` (FULL only): ``G = P E Q`` as two einsum GEMMs over the batch, instead of
-  :func:`numerics.fastforward.full_g`'s one GEMM on the upper triangle of ``E``.
+  :func:`numerics.models.kinds.full_g`'s one GEMM on the upper triangle of ``E``.
 - ``folded-gram``: ``E⁰ = ctxᵀ ctx`` written plainly, which XLA compiles to a transposed-operand batched
   dot, instead of a copy behind ``optimization_barrier`` and a plain batched dot.
 - ``autodiff-sandwich``: autodiff's reverse rule of ``T E Tᵀ`` instead of the hand-written one.
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
@@ -32,9 +32,10 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics import fastforward, training  # noqa: E402
+from numerics.models import forward as fastforward  # noqa: E402
+from numerics import train as training  # noqa: E402
 from numerics.cli.bench import timer  # noqa: E402
-from numerics.training import TrainConfig, training_devices  # noqa: E402
+from numerics.train import TrainConfig, training_devices  # noqa: E402
 
 
 def einsum_g(P: jax.Array, Q: jax.Array):  # noqa: ANN201
@@ -58,17 +59,17 @@ VARIANTS = {
 
 def build(cfg: TrainConfig, swap: dict, length: int):  # noqa: ANN201
     """``lintf bench``'s timer of the compiled chunk, traced with ``swap``'s functions in place of
-    :mod:`numerics.fastforward`'s (the chunk cache is emptied around it, so no variant reuses another's)."""
+    :mod:`numerics.models.forward`'s (the chunk cache is emptied around it, so no variant reuses another's)."""
     saved = {name: getattr(fastforward, name) for name in swap}
     try:
         for name, f in swap.items():
             setattr(fastforward, name, f)
-        training._CHUNK_CACHE.clear()
+        training.CHUNK_CACHE.clear()
         return timer(cfg, length)  # compiles and warms up while the swap is in place
     finally:
         for name, f in saved.items():
             setattr(fastforward, name, f)
-        training._CHUNK_CACHE.clear()
+        training.CHUNK_CACHE.clear()
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-r"""FULL-7 after a DIAG start: which peak rate for the FULL phase (issue 6; an analysis, not a test).
+r"""FULL-7 after a DIAG start: which peak rate for the FULL phase (an analysis, not a test).
 
 Trains DIAG-7 at ``uniform:5`` (2000 steps, 2 seeds, the default recipe), embeds both seeds in FULL
 ``(P, Q)`` plus a ``N(0, 1e-3²)`` start of every entry, and trains all entries for 1000 more steps at
@@ -20,13 +20,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 import jax  # noqa: E402
 
 from numerics.models import Full, universal  # noqa: E402
-from numerics.training import TrainConfig, adjusted_losses, init_state, optimizer, train  # noqa: E402
+from numerics.train import TrainConfig, adjusted_losses, init_state, optimizer, train  # noqa: E402
 
 t0 = time.time()
 c1 = TrainConfig(model="diag", layers=7, noise="uniform:5", steps=2000, seeds=2)

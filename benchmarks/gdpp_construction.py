@@ -1,7 +1,7 @@
-r"""GD++ at ``fixed:0``: loss of the derived Theorem 5.1 construction against depth (issue 6, target 3).
+r"""GD++ at ``fixed:0``: loss of the derived Theorem 5.1 construction against depth.
 
 For each eigenvalue window ``[μ, ν]`` and depth ``L = K + 1`` (``K`` preconditioning layers
-``ω_xx = −1/(3ν_l)``, then the GD read-out ``ω_yx = −1/μ_K``; :func:`numerics.constructions.gdpp_second_order`),
+``ω_xx = −1/(3ν_l)``, then the GD read-out ``ω_yx = −1/μ_K``; :func:`numerics.models.constructions.gdpp_second_order`),
 the loss ``½ E (y_t − ŷ)²`` on ``--sequences`` fresh noiseless sequences (float64, the Gram-form
 pass :func:`numerics.models.predict`).  Also prints quantiles of the extreme eigenvalues of
 ``Σ = XᵀX`` (Wishart, ``n = 20``, ``d = 10``), which decide what a fixed window can reach: a
@@ -24,7 +24,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics.constructions import gdpp_second_order  # noqa: E402
+from numerics.models.constructions import gdpp_second_order  # noqa: E402
 from numerics.data import sample  # noqa: E402
 from numerics.models import predict, universal  # noqa: E402
 

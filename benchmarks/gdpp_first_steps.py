@@ -1,4 +1,4 @@
-r"""Why deep GD++ rolls back from the random start (issue 6): its first training steps, seen one chunk at a time.
+r"""Why deep GD++ rolls back from the random start: its first training steps, seen one chunk at a time.
 
 Prints the gradient at the start (normalised to norm 1; ``ω_xx`` and ``ω_yx`` per layer), then runs the
 compiled training program in chunks of ``--chunk`` steps with no rollback, and after each chunk prints
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
@@ -25,8 +25,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics.fastforward import predict_fast  # noqa: E402
-from numerics.training import (TrainConfig, _chunk_fn, data_key, draw, init_state, loss_fn,  # noqa: E402
+from numerics.models.forward import predict_fast  # noqa: E402
+from numerics.train import (TrainConfig, chunk_fn, data_key, draw, init_state, loss_fn,  # noqa: E402
                                noise_values, training_devices)
 
 
@@ -34,7 +34,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--noise", default="uniform:0")
-    ap.add_argument("--chunk", type=int, default=4)
+    ap.add_argument("--chunk-steps", dest="chunk", type=int, default=4)
     ap.add_argument("--chunks", type=int, default=10)
     args = ap.parse_args()
     cfg = TrainConfig(model="gdpp", layers=args.layers, noise=args.noise, chunk=args.chunk)
@@ -46,7 +46,7 @@ def main() -> int:
     print("gradient at step 0 / its norm:")
     print("  omega_xx", np.array2string(np.asarray(g.omega_xx) / norm, precision=3, max_line_width=200))
     print("  omega_yx", np.array2string(np.asarray(g.omega_yx) / norm, precision=3, max_line_width=200))
-    fn = _chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
+    fn = chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
     for c in range(args.chunks):
         state, ok, _ = fn(state, jnp.asarray(cfg.seed, jnp.int32), noise_values(cfg))
         p = jax.tree_util.tree_map(lambda a: a[0], state.params)

@@ -1,13 +1,13 @@
 r"""GD++ at ``fixed:0`` per depth from the spectral fit: is the decline super-exponential, and is ``L = 7`` below ``1e-9``?
 
-Issue 6, target "GD++ at noise fixed:0 shows the second-order behaviour".  An analysis, not a test.
+Does GD++ at noise fixed:0 show the second-order behaviour?  An analysis, not a test.
 
-1. :func:`numerics.gdpp_fit.fit_gdpp` fits ``L = 1..7`` by continuation (the per-eigenvalue loss is
+1. :func:`numerics.baselines.gdpp_fit.fit_gdpp` fits ``L = 1..7`` by continuation (the per-eigenvalue loss is
    the derived bridge export of :mod:`lintf_theory._gdpp_spectral`); the depth-``L`` parameters are
    what ``lintf train --init spectral --layers L`` starts from (same seed, same fit).
 2. Independent route: ``½ mean (ŷ − y_t)²`` with :func:`numerics.models.predict` on ``--sequences``
    fresh float64 sequences (key ``PRNGKey(2024)``, disjoint from the fit's numpy stream).
-3. Tail-aware route: the exact per-sequence expected loss given ``Σ`` (:func:`numerics.gdpp_fit.sequence_losses`)
+3. Tail-aware route: the exact per-sequence expected loss given ``Σ`` (:func:`numerics.baselines.gdpp_fit.sequence_losses`)
    averaged over ``--spectra`` importance-sampled spectra (fresh seed), with standard errors, restricted
    to ``μ_max ≤ T`` for caps ``T`` (with ``P(μ_max > T)``) and uncapped; and over ``--plain`` spectra
    drawn from ``W_d(n, I)`` without importance sampling.  Why caps: for ``L ≥ 2`` the residual
@@ -40,7 +40,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics import gdpp_fit as gf  # noqa: E402
+from numerics.baselines import gdpp_fit as gf  # noqa: E402
 from numerics.data import sample  # noqa: E402
 from numerics.models import Gdpp, predict, universal  # noqa: E402
 

@@ -1,4 +1,4 @@
-r"""Skipped steps with and without the Huber training loss (issue 6): the compiled chunk program, from step 0.
+r"""Skipped steps with and without the Huber training loss: the compiled chunk program, from step 0.
 
 A deep model's rare sequence can have a residual so large that its square, or the norm of the gradient,
 overflows float32 while its pass stays below the overflow guard; the in-step guard then skips the whole
@@ -16,19 +16,19 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics.training import TrainConfig, _chunk_fn, init_state, noise_values, training_devices  # noqa: E402
+from numerics.train import TrainConfig, chunk_fn, init_state, noise_values, training_devices  # noqa: E402
 
 
 def skipped_steps(cfg: TrainConfig, steps: int) -> tuple[list[int], list[bool]]:
     """The skipped steps of the first ``steps`` (seed 0) and whether each chunk passed the chunk check."""
-    fn = _chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
+    fn = chunk_fn(cfg, cfg.chunk, training_devices(cfg.batch))
     state, skipped, passed = init_state(cfg), [], []
     for c in range(steps // cfg.chunk):
         state, ok, losses = fn(state, jnp.asarray(cfg.seed, jnp.int32), noise_values(cfg))
@@ -44,7 +44,7 @@ def main() -> int:
     ap.add_argument("--noise", default="uniform:7")
     ap.add_argument("--lr", type=float, default=3.4e-3)
     ap.add_argument("--steps", type=int, default=150)
-    ap.add_argument("--chunk", type=int, default=50)
+    ap.add_argument("--chunk-steps", dest="chunk", type=int, default=50)
     args = ap.parse_args()
     for huber in (0.0, TrainConfig.huber):
         cfg = TrainConfig(model=args.model, layers=args.layers, noise=args.noise, lr=args.lr, chunk=args.chunk,

@@ -1,6 +1,6 @@
 r"""A saved model against TunedRR (and Bayes) on the *same* fresh sequences: paired differences.
 
-The time-to-quality target of issue 6 ("adjusted loss at or below TunedRR's") compares two numbers
+The time-to-quality target ("adjusted loss at or below TunedRR's") compares two numbers
 whose standard errors are each ~0.002 on 100 000 sequences; on the same sequences the difference
 ``ℓ_model − ℓ_TunedRR`` has a much smaller paired SE.  TunedRR's cap and multiplier are tuned on
 ``--tune`` sequences (key ``split(PRNGKey(seed))[0]``, as :func:`numerics.baselines.table`), the
@@ -18,7 +18,8 @@ import jax  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 
-from numerics import baselines, evaluation  # noqa: E402
+from numerics import baselines  # noqa: E402
+from numerics.evaluate import losses as evaluation  # noqa: E402
 from numerics.io import load_model  # noqa: E402
 from numerics.models import predict  # noqa: E402
 

@@ -1,6 +1,6 @@
-r"""No-NaN smoke sweep (issue 6): depths × the paper's 10 noise settings × models, default recipe, few steps.
+r"""No-NaN smoke sweep: depths × the paper's 10 noise settings × models, default recipe, few steps.
 
-Each cell trains with :class:`numerics.training.TrainConfig` defaults (batch 2048, per-model peak lr,
+Each cell trains with :class:`numerics.train.TrainConfig` defaults (batch 2048, per-model peak lr,
 warm-up + cosine, clipping, divergence guard) except ``--steps`` and a small held-out evaluation,
 then reports rollbacks (and the start steps of the chunks that failed), skipped steps, the last training
 loss, the adjusted loss on the finite ones of ``--eval`` float32 sequences and how many overflowed (``lintf train``'s ``metrics.json`` reports the same
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
@@ -30,7 +30,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from numerics.data import PAPER_NOISES  # noqa: E402
-from numerics.training import TrainConfig, adjusted_losses, finite_adjusted, train  # noqa: E402
+from numerics.train import TrainConfig, adjusted_losses, finite_adjusted, train  # noqa: E402
 
 
 def depths(spec: str) -> list[int]:

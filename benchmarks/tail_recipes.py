@@ -2,7 +2,7 @@ r"""What removes the one-in-10⁵ exploding context of a trained deep model: the
 
 Trains one cell's first stage (the paper budget's: 1000 steps of batch 1024, one seed) from the small random
 start with the default Huber loss and with the plain squared loss, then fits each model's scale
-(:func:`numerics.continuation.fit_scale`).  Every model is evaluated on the sweep's 10⁵ evaluation sequences
+(:func:`numerics.train.continuation.fit_scale`).  Every model is evaluated on the sweep's 10⁵ evaluation sequences
 (mean, median, largest per-sequence adjusted loss, and whether the tail rules fail it); the scaled models also
 on the 10⁶-sequence tail check.  Writes one JSON object.
 
@@ -19,12 +19,14 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics import hostdevices  # noqa: E402
+from numerics.train import devices as hostdevices  # noqa: E402
 
 hostdevices.configure()  # as the lintf command: one host device per core, before JAX loads
 
-from numerics import evaluation, experiments, rundir  # noqa: E402
-from numerics.continuation import fit_scale, stage_config  # noqa: E402
+from numerics.evaluate import losses as evaluation  # noqa: E402
+from numerics.reproduce import experiments  # noqa: E402
+from numerics.train import rundir  # noqa: E402
+from numerics.train.continuation import fit_scale, stage_config  # noqa: E402
 from numerics.io import atomic_write_json, load_model  # noqa: E402
 
 

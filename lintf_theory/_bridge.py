@@ -40,11 +40,13 @@ class Exported:
         return _lambdify(self, "jax")
 
 
-_CACHE: dict[tuple[str, str], Callable[..., Any]] = {}
+#: Lambdified rules keyed by the rule itself (its arguments and outputs, compared structurally) and the backend:
+#: two different rules exported under the same name never share an entry.
+_CACHE: dict[tuple[tuple[sp.Basic, ...], tuple[sp.Basic, ...], str], Callable[..., Any]] = {}
 
 
 def _lambdify(rule: Exported, backend: str) -> Callable[..., Any]:
-    key = (rule.name, backend)
+    key = (rule.args, rule.outputs, backend)
     if key not in _CACHE:
         modules = backend  # SymPy's NumPyPrinter / JaxPrinter
         out = rule.outputs[0] if len(rule.outputs) == 1 else list(rule.outputs)

@@ -1,6 +1,6 @@
 r"""Exact expected loss of one-step GD (a one-layer linear transformer), from Wishart moments.
 
-Paper: PAPER.md §2 ("this convention is pinned by a closed form"); von Oswald et al. (2023).
+Paper: docs/model.md ("this convention is pinned by a closed form"); von Oswald et al. (2023).
 
 A one-layer GD model (``ω_xx = 0``, ``ω_yx = -η``) predicts ``ŷ = η ⟨α, x_t⟩`` (the recursion gives
 ``w^1 = -ω_yx α``).  With ``α = Σ w + Xᵀ ξ``, independent ``w ~ N(0, I)``, ``x_t ~ N(0, I)`` and
@@ -110,7 +110,7 @@ def closed_form_statements() -> list:
     from ._render import Statement
 
     g, m = derive_one_step_gd(), wishart_moments()
-    ref = "One-layer closed form (PAPER.md §2)"
+    ref = "One-layer closed form (docs/model.md)"
     return [
         Statement(ref, "Wishart moments", "\\mathbb E\\Sigma,\\ \\mathbb E\\Sigma^2", sp.Tuple(m.m1, m.m2), "Times $I_d$."),
         Statement(ref, "Expected loss of one GD step", "\\mathcal L(\\eta)", g.loss,

@@ -1,4 +1,4 @@
-r"""Symbols of the context statistics and of the diagonal parametrisation (PAPER.md §2, §3).
+r"""Symbols of the context statistics and of the diagonal parametrisation (docs/model.md).
 
 Shared by :mod:`._diagonal`, :mod:`._lemma44` and :mod:`._gdpp`; the numeric half uses the same
 names (``Sigma, alpha, lam, rho, omega_xx, ...``).

@@ -1,4 +1,4 @@
-r"""The diagonal reparametrisation of PAPER.md §3 (Section 5 of the paper), derived at block level.
+r"""The diagonal reparametrisation of docs/model.md (Section 5 of the paper), derived at block level.
 
 A DIAG head is ``P_k = diag(p_{x,k} I_d, p_{y,k})``, ``Q_k = diag(q_{x,k} I_d, q_{y,k})``.  With the
 context Gram ``E = Σ_j e_j e_jᵀ = [[Σ, α], [αᵀ, λ]]`` (itself derived from ``e = (x, y)`` by summing
@@ -46,7 +46,7 @@ def derive_context_gram() -> sp.BlockMatrix:
     r"""``E = Σ_j e_j e_jᵀ`` in blocks: form ``e eᵀ`` for ``e = (x, y)`` and sum over tokens.
 
     Summing is the replacement of the adjacent pairs ``(x, xᵀ) ↦ Σ``, ``(x, yᵀ) ↦ α``,
-    ``(y, xᵀ) ↦ αᵀ``, ``(y, yᵀ) ↦ λ`` (definitions of PAPER.md §2).
+    ``(y, xᵀ) ↦ αᵀ``, ``(y, yᵀ) ↦ λ`` (definitions of docs/model.md).
     """
     e = sp.BlockMatrix([[x], [y]])
     outer = sp.block_collapse(e * e.T)

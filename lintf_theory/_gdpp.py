@@ -1,4 +1,4 @@
-r"""GD++ (PAPER.md §3) and the ``ω_yy`` rescaling of Section 5.2, derived from the diagonal layer.
+r"""GD++ (docs/model.md) and the ``ω_yy`` rescaling of Section 5.2, derived from the diagonal layer.
 
 **GD++** is the diagonal layer (:mod:`._diagonal`) with ``ω_xy = ω_yy = 0``:
 

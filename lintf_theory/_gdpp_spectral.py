@@ -1,7 +1,7 @@
 r"""GD++ per eigenvalue: the implicit state and the expected loss as scalar recursions, derived.
 
 Paper: Vladymyrov et al. (NeurIPS 2024), Section 5.1 (GD++, Theorem 5.1) and Theorem 4.1 /
-Lemma 4.3 (PAPER.md §3).  Used by the spectral fit of :mod:`numerics.gdpp_fit` (issue 6).
+Lemma 4.3 (docs/model.md).  Used by the spectral fit of :mod:`numerics.baselines.gdpp_fit`.
 
 **Route.**  Start from the derived GD++ token rule (:func:`._gdpp.derive_gdpp`) and read off the
 blocks of ``G^l`` as coefficients: ``I + A = ∂x'/∂x``, ``b = ∂x'/∂y``, ``cᵀ = ∂y'/∂x``,
@@ -69,7 +69,7 @@ X_data = sp.MatrixSymbol("X", n, d)
 Y_data = sp.MatrixSymbol("Y", n, 1)
 xi = sp.MatrixSymbol("xi", n, 1)
 m_s, s_s, r_s, sigma = sp.symbols("m s r sigma")
-#: Summing bilinear forms over the context tokens (PAPER.md §2: Σ, α, λ).
+#: Summing bilinear forms over the context tokens (docs/model.md: Σ, α, λ).
 TOKEN_SUMS = {(X_data.T, X_data): Sigma, (X_data.T, Y_data): alpha, (Y_data.T, X_data): alpha.T, (Y_data.T, Y_data): lam}
 
 

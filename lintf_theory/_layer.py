@@ -1,4 +1,4 @@
-r"""The linear self-attention layer of PAPER.md §1, in SymPy, at two levels.
+r"""The linear self-attention layer of docs/model.md, in SymPy, at two levels.
 
 .. math::
 

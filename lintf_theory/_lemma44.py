@@ -50,7 +50,7 @@ y_data = sp.MatrixSymbol("Y", n, 1)
 r_data = sp.MatrixSymbol("r", n, 1)
 g = sp.MatrixSymbol("g", d, 1)
 
-#: Summing over tokens and using the normal equations ``Xᵀ r = 0`` (PAPER.md §2, OLS).
+#: Summing over tokens and using the normal equations ``Xᵀ r = 0`` (docs/model.md, OLS).
 TOKEN_SUMS = {
     (X_data.T, X_data): Sigma,
     (X_data.T, r_data): sp.ZeroMatrix(d, 1),

@@ -1,6 +1,6 @@
 r"""Theorem 4.2 (no quadratics): with noiseless targets every ``y^l`` lies in the column space of ``X``.
 
-Paper: Theorem 4.2 (PAPER.md §3).  Derived from the Theorem 4.1 token form
+Paper: Theorem 4.2 (docs/model.md).  Derived from the Theorem 4.1 token form
 (:func:`~lintf_theory._recursion.token_form`) and the Lemma 4.3 recursion, never typed:
 
 .. math::

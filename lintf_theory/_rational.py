@@ -33,7 +33,7 @@ def fraction_eye(d: int) -> Any:
 def diag_universal(px: Any, py: Any, qx: Any, qy: Any, d: int) -> tuple[Any, Any]:
     r"""DIAG heads as universal object arrays ``P, Q`` of shape ``(L, H, d+1, d+1)``.
 
-    ``P_k^l = diag(p_x I_d, p_y)``, ``Q_k^l = diag(q_x I_d, q_y)`` (PAPER.md §1); ``px..qy`` are ``(L, H)``.
+    ``P_k^l = diag(p_x I_d, p_y)``, ``Q_k^l = diag(q_x I_d, q_y)`` (docs/model.md); ``px..qy`` are ``(L, H)``.
     """
     px, py, qx, qy = (np.asarray(v, dtype=object) for v in (px, py, qx, qy))
     if px.ndim != 2 or not (px.shape == py.shape == qx.shape == qy.shape):

@@ -6,7 +6,7 @@ Start from a context token in the Theorem 4.1 form at layer ``l``,
 
 apply the layer ``e ↦ e + G e`` (:func:`~lintf_theory._layer.apply_layer_block`) and collect the
 coefficients of ``x_i`` and ``y_i``.  The result is the update of ``(M, u, a, w)`` in terms of the
-blocks ``A, b, c, δ`` of ``G^l = Σ_k P_k^l E^l Q_k^l`` (PAPER.md §3, Lemma 4.3).  Applying the same
+blocks ``A, b, c, δ`` of ``G^l = Σ_k P_k^l E^l Q_k^l`` (docs/model.md, Lemma 4.3).  Applying the same
 layer to the query ``(M^l x_t, −⟨w^l, x_t⟩)`` shows it keeps the form ``(M^{l+1} x_t, −⟨w^{l+1}, x_t⟩)``
 with the *same* tuple: the inductive step of Theorem 4.1 for every ``L``.  The base case is
 ``M^0 = I, u^0 = 0, a^0 = 1, w^0 = 0``.

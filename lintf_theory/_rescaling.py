@@ -1,6 +1,6 @@
 r"""Theorem 5.2: a two-layer DIAG model (``ω_yx`` then ``ω_yy``) matches ridge at two noise levels.
 
-Paper: Section 5.2, Theorem 5.2 (PAPER.md §3).  Project sign convention: ``ŷ = -y_{n+1}^L`` and the
+Paper: Section 5.2, Theorem 5.2 (docs/model.md).  Project sign convention: ``ŷ = -y_{n+1}^L`` and the
 DIAG layer ``y^{l+1} = y^l + ω_yx ⟨α^l, x^l⟩ + ω_yy λ^l y^l``.
 
 Derived here from the Lemma 4.3 recursion (layer 1: ``c = ω_yx α``; layer 2: ``δ = ω_yy λ^1``):

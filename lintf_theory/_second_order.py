@@ -1,6 +1,6 @@
 r"""GD++ is a second-order method: Lemmas A.2, A.3 and the layer count of Theorem 5.1, derived.
 
-Paper: Vladymyrov et al. (NeurIPS 2024), Section 5.1, Theorem 5.1, Lemmas A.2-A.3 (PAPER.md §3).
+Paper: Vladymyrov et al. (NeurIPS 2024), Section 5.1, Theorem 5.1, Lemmas A.2-A.3 (docs/model.md).
 
 **Eigenvalue map.**  A GD++ layer has ``P = diag(ω_xx I, ω_yx)``, ``Q = diag(I, 0)``.  Putting
 ``G = P E Q`` into the derived Gram map ``E' = E + E Gᵀ + G E + G E Gᵀ`` (Lemma 4.3 module) with

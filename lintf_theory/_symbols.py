@@ -6,7 +6,7 @@ that every product is a ``MatMul``.  A symbol that shadows a numeric quantity ca
 where both appear in one module (STYLE.md, habit 4).
 
 =============  ==============================================  ==================
-symbol         meaning (PAPER.md)                              shape
+symbol         meaning (docs/model.md)                              shape
 =============  ==============================================  ==================
 ``M, u, a, w`` implicit state of Theorem 4.1 at layer ``l``     d×d, d×1, 1×1, d×1
 ``A, b, c``    blocks of ``G = Σ_k P_k E Q_k``                 d×d, d×1, d×1

@@ -1,4 +1,4 @@
-r"""Reviewers' questions (PAPER.md §5): which changes to the layer keep the Theorem 4.1 token form.
+r"""Reviewers' questions (docs/model.md): which changes to the layer keep the Theorem 4.1 token form.
 
 The token form says: there is one context-dependent, query-free matrix ``T^l = [[M^l, u^l], [-w^lᵀ, a^l]]``
 with ``e_i^l = T^l e_i`` for every context token and for the query ``(x_t, 0)``.  The plain layer acts on

@@ -1,4 +1,4 @@
-r"""In-context linear-regression data with a per-sequence noise level (PAPER.md §2).
+r"""In-context linear-regression data with a per-sequence noise level (docs/model.md).
 
 For each sequence ``τ``: ``w_τ ~ N(0, I_d)``, ``σ_τ`` from the noise distribution,
 ``x_i ~ N(0, I_d)``, ``y_i = ⟨w_τ, x_i⟩ + ξ_i`` with ``ξ_i ~ N(0, σ_τ²)``, and a query

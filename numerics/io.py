@@ -1,7 +1,7 @@
 r"""Atomic file writes and the universal model format.
 
 A saved model is an ``.npz`` that always holds ``P`` and ``Q`` of shape ``(L, H, d+1, d+1)``:
-they define the model exactly under the layer rule of PAPER.md §1.  Native parameters may be
+they define the model exactly under the layer rule of docs/model.md.  Native parameters may be
 stored beside them under other names, plus a JSON string ``meta``.  :func:`load_model` refuses
 ``P, Q`` that are not real or hold NaN/±inf.
 """

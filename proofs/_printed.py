@@ -1,6 +1,6 @@
 r"""``lintf verify --printed FILE``: printed GD++ values against the ``λ = E σ²`` floor, as one more claim row.
 
-The table format and the rule are in :mod:`numerics.floor`; a value below the floor by more than
+The table format and the rule are in :mod:`numerics.reproduce.floor`; a value below the floor by more than
 ``Z_IMPOSSIBLE`` standard errors fails the row (the theorem behind it is ``proofs/gdpp_ridge_floor.py``).
 """
 
@@ -13,7 +13,7 @@ from ._check import Claim, Report
 
 def load(path: str | Path) -> Claim:
     """Parse and validate the table now (a one-line ``ValueError`` before any work); check it when run."""
-    from numerics import floor
+    from numerics.reproduce import floor
 
     rows = floor.read_printed(path)
 

@@ -62,16 +62,6 @@ def print_table(results: list[Result]) -> None:
     console.print(f"{len(results) - n_fail} passed, {n_fail} failed")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the results as a JSON list")
-    parser.add_argument("--only", metavar="NAMES", help="comma-separated module names or paper refs to run")
-    parser.add_argument("--latex", metavar="FILE", help="also write every derived statement as LaTeX/Markdown")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print what each claim checked")
-    parser.add_argument("--printed", metavar="FILE",
-                        help="also check printed GD++ values (CSV or JSON with noise, depth, value and optionally se) "
-                             "against ridge at lambda = E sigma^2; the format is in numerics/floor.py")
-
-
 def run(args: argparse.Namespace) -> int:
     from . import _printed
 
@@ -97,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from numerics.cli.verify import add_arguments
+
     parser = argparse.ArgumentParser(prog="python -m proofs", description="Run every proof-check script.")
     add_arguments(parser)
     args = parser.parse_args(argv)

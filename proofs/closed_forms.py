@@ -15,7 +15,7 @@ def _mc_losses(key, noise: str, etas, n: int, d: int, batch: int) -> list[tuple[
     to avoid compiling the JAX sampler inside ``lintf verify`` (tests/test_closed_forms.py uses ``sample``)."""
     import jax
 
-    from numerics.constructions import gd
+    from numerics.models.constructions import gd
     from numerics.data import Noise
     from numerics.models import forward_tokens, universal
 
@@ -35,7 +35,7 @@ def _mc_losses(key, noise: str, etas, n: int, d: int, batch: int) -> list[tuple[
 
 
 @claim("One GD step with step eta: E-loss d/2 (1 - 2 eta n + eta^2 n (n+d+1+sigma^2)); optimum eta = 1/(n+d+1+E sigma^2); "
-       "at sigma = 0 the loss is d(d+1)/(2(n+d+1))", ref="PAPER.md §2 closed form", routes=("symbolic", "numeric"))
+       "at sigma = 0 the loss is d(d+1)/(2(n+d+1))", ref="docs/model.md closed form", routes=("symbolic", "numeric"))
 def check(report: Report) -> None:
     import jax
 
@@ -45,7 +45,7 @@ def check(report: Report) -> None:
     m, g = wishart_moments(), derive_one_step_gd()
     report.ok(f"Wishart moments from chi-square moments: E Sigma = {m.m1} I, E Sigma^2 = {m.m2} I")
     report.ok(f"recursion: one GD layer gives w^1 = {g.step_coefficient} alpha; loss = {g.loss}")
-    printed = d * (d + 1) / (2 * (n + d + 1))  # the claim under test (PAPER.md §2)
+    printed = d * (d + 1) / (2 * (n + d + 1))  # the claim under test (docs/model.md)
     report.require(sp.simplify(g.loss_opt.subs(sigma2, 0) - printed) == 0 and sp.simplify(g.eta_opt.subs(sigma2, 0) - 1 / (n + d + 1)) == 0,
                    f"optimum eta* = {g.eta_opt}, loss* = {g.loss_opt}; at sigma = 0 equals printed d(d+1)/(2(n+d+1)) with eta = 1/(n+d+1)")
     report.require(g.affine_in_sigma2, "loss is affine in sigma^2 (second derivative 0): a noise prior enters only through E sigma^2")

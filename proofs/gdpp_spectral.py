@@ -38,7 +38,7 @@ def spectral_prediction_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_
     import jax
     import jax.numpy as jnp
 
-    from numerics.gdpp_fit import factors
+    from numerics.baselines.gdpp_fit import factors
     from numerics.models import Gdpp, predict, universal
 
     with jax.enable_x64(True):
@@ -60,7 +60,7 @@ def conditional_loss_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_XX,
     import jax.numpy as jnp
 
     from lintf_theory import gdpp_spectral_loss_rule
-    from numerics.gdpp_fit import factors
+    from numerics.baselines.gdpp_fit import factors
     from numerics.models import Gdpp, predict, universal
 
     with jax.enable_x64(True):

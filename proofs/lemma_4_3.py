@@ -2,7 +2,7 @@ r"""Lemma 4.3: the one-layer update of ``(M, u, a, w)`` in the blocks ``A, b, c,
 
 Routes:
 1. *symbolic*: the recursion derived by :func:`lintf_theory.derive_recursion` (coefficients of
-   ``x_i`` and ``y_i`` after applying the layer) equals the statement of PAPER.md §3, typed
+   ``x_i`` and ``y_i`` after applying the layer) equals the statement of docs/model.md, typed
    below only as the claim under test, exactly at block level for symbolic ``d``.
 2. *exact forward pass*: on random exact rational parameters and data (several ``d, n, H, L``),
    the bridge's lambdified recursion reproduces every token of the literal forward pass at every
@@ -23,7 +23,7 @@ from proofs._check import Report, claim
 from proofs._exact import rational_array, state_matrix
 
 I = sp.Identity(d)
-#: PAPER.md §3, Lemma 4.3, as printed there (the claim under test, never used by the numerics).
+#: docs/model.md, Lemma 4.3, as printed there (the claim under test, never used by the numerics).
 PRINTED = {
     "M": (I + A) * M - b * w.T,
     "u": (I + A) * u + b * a,

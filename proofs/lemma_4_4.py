@@ -24,7 +24,7 @@ from proofs._check import Report, claim
 from proofs._diag_data import col, context, forward_all, stats
 
 I = sp.Identity(d)
-#: The forms printed in the paper (PAPER.md §3), typed only as the claim under test.
+#: The forms printed in the paper (docs/model.md), typed only as the claim under test.
 PRINTED = {
     "Lambda": -omega_xy * a_s**2 * rho * I - omega_xx * Sigma_l,
     "Gamma": a_s * omega_xy * (M + a_s * u * w_star.T),

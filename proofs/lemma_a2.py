@@ -12,7 +12,7 @@ from proofs._check import Report, claim
 def check(report: Report) -> None:
     from lintf_theory import derive_lemma_a2
     from lintf_theory._second_order import eps
-    from numerics.constructions import gd, implicit_weight
+    from numerics.models.constructions import gd, implicit_weight
 
     A2 = derive_lemma_a2()
     report.require(A2.bound.holds, f"per eigen-direction error factor {A2.error_factor} (eta=1); "

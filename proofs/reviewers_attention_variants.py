@@ -1,4 +1,4 @@
-r"""Reviewers' question: which attention variants keep the Theorem 4.1 token form (PAPER.md §5).
+r"""Reviewers' question: which attention variants keep the Theorem 4.1 token form (docs/model.md).
 
 Decided for four row-weighted layers (:mod:`lintf_theory._variants`): the paper's layer, a per-layer
 scalar decay of the keys by key position (``γ_l^{n-1-j}``, same for every token), causal masking inside
@@ -98,7 +98,7 @@ def _counterexample(kind: str, rng: random.Random, n: int = 4, d: int = 2) -> bo
 @claim("Token form survives a per-layer scalar key decay (by key position) and a scalar gamma_l on the keys; "
        "causal masking and RetNet decay break the shared tuple (each token keeps its own), but y_hat = <w_t^L, x_t> "
        "stays linear in x_t; with causal masking the query shares the last context token's tuple",
-       ref="PAPER.md §5 (reviewers)", routes=("symbolic block", "entry-level polynomial ring", "exact counterexample"))
+       ref="docs/model.md (reviewers)", routes=("symbolic block", "entry-level polynomial ring", "exact counterexample"))
 def check(report: Report) -> None:
     from lintf_theory._variants import derive_query_recursion
 

@@ -1,4 +1,4 @@
-r"""Reviewers' question: one quadratic feed-forward layer breaks the Theorem 4.1 token form (PAPER.md §5).
+r"""Reviewers' question: one quadratic feed-forward layer breaks the Theorem 4.1 token form (docs/model.md).
 
 Model: attention layer → tokenwise FFN → attention layer, ``d = 2``, ``n = 3``, exact rational ``P, Q``.
 Two FFNs: the feature ``y ↦ y + x(1)²`` and a general quadratic MLP ``e ↦ e + W_2 (W_1 e)^{∘2}``; as a
@@ -42,7 +42,7 @@ def _tokens(ctx: np.ndarray, xts: list) -> np.ndarray:
 
 
 @claim("One quadratic feed-forward layer breaks the token form: y_hat is quadratic in x_t and no shared "
-       "(M, u, a, w) reproduces the tokens; a linear FFN keeps it", ref="PAPER.md §5 (reviewers)",
+       "(M, u, a, w) reproduces the tokens; a linear FFN keeps it", ref="docs/model.md (reviewers)",
        routes=("symbolic block", "polynomial ring", "explicit exact forward pass"))
 def check(report: Report) -> None:
     from lintf_theory._variants import derive_ffn_break, k_sym, quadratic_ffn, shared_tuple, square_feature

@@ -31,7 +31,7 @@ def _route_agreement(report: Report) -> None:
     from lintf_theory import run_recursion
     from lintf_theory._no_quadratics import noiseless_weight
     from numerics.models import init, universal
-    from numerics.no_quadratics import layer_targets
+    from numerics.models.no_quadratics import layer_targets
 
     rng = np.random.default_rng(7)
     worst_v, worst_ls = 0.0, 0.0
@@ -61,7 +61,7 @@ def check(report: Report) -> None:
     import sympy as sp
 
     from lintf_theory._no_quadratics import d, derive_theorem_4_2, n_sym
-    from numerics.no_quadratics import limit_tail, n_for_tail, random_full_cosines
+    from numerics.models.no_quadratics import limit_tail, n_for_tail, random_full_cosines
 
     t = derive_theorem_4_2()
     report.require(t.linear_in_x, f"y = w_tau^T x: y^l = v^T x with v = {t.weight}, and after one more layer "
@@ -92,7 +92,7 @@ def check(report: Report) -> None:
     means = [r[1] for r in rows]
     report.require(all(x > y for x, y in zip(means, means[1:])), "mean |cos| decreases as n grows away from d")
     rng = np.random.default_rng(11)
-    from numerics.no_quadratics import projection_bound, quadratic_feature
+    from numerics.models.no_quadratics import projection_bound, quadratic_feature
 
     X = rng.standard_normal((400, n_big, D))
     b = projection_bound(X, quadratic_feature(X))

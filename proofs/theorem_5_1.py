@@ -14,7 +14,7 @@ FLOOR = 1e-13  # float64: the read-out error stalls near 1e-16 * kappa-dependent
        ref="Theorem 5.1", routes=("symbolic", "numeric"))
 def check(report: Report) -> None:
     from lintf_theory import derive_lemma_a3, layer_count, layer_count_exact
-    from numerics.constructions import (gd_best_step_errors, gdpp_second_order, implicit_weight,
+    from numerics.models.constructions import (gd_best_step_errors, gdpp_second_order, implicit_weight,
                                         newton_schulz_errors, spectrum_data)
 
     c = derive_lemma_a3().c

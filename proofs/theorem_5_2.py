@@ -10,7 +10,7 @@ from proofs._check import Report, claim
 
 def _ridge_errors(sig_model: tuple[float, float], sigma: float, ns, trials: int, d: int = 4, seed: int = 0) -> np.ndarray:
     """Mean ||w^2 - w*_{sigma^2}|| / ||w*_{sigma^2}|| over trials, x_i ~ N(0, I/n), for each n."""
-    from numerics.constructions import implicit_weight, theorem_5_2
+    from numerics.models.constructions import implicit_weight, theorem_5_2
 
     rng = np.random.default_rng(seed)
     out = []

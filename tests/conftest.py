@@ -37,7 +37,7 @@ TRAINED = Path(__file__).parent / "data" / "trained"
 
 def _session_run(kind: str) -> TrainedModel:
     from numerics import models
-    from numerics.training import TrainConfig, train
+    from numerics.train import TrainConfig, train
     from tests.strategies import TRAINED_D, TRAINED_N, TrainedModel
 
     cfg = TrainConfig(model=kind, layers=3, noise="uniform:1", steps=100, batch=256, n=TRAINED_N, d=TRAINED_D,
@@ -52,7 +52,7 @@ def trained() -> dict[str, TrainedModel]:
 
     * ``committed-{full,diag,gdpp}-3``: ``tests/data/trained/*.npz`` (universal ``P, Q``), made by
       ``bash tests/data/trained/make.sh``; native parameters converted by ``models.from_universal``;
-    * ``session-{diag,gdpp}-3``: a short ``numerics.training.train`` run, once per session; native
+    * ``session-{diag,gdpp}-3``: a short ``numerics.train.train`` run, once per session; native
       parameters as trained.
     """
     import jax.numpy as jnp

@@ -1,4 +1,4 @@
-"""Baselines (numerics.baselines, numerics.spectral) and evaluation helpers (numerics.evaluation)."""
+"""Baselines (numerics.baselines, numerics.baselines.spectral) and evaluation helpers (numerics.evaluate.losses)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics import baselines, evaluation
+from numerics import baselines
+from numerics.evaluate import losses as evaluation
 from numerics.cli import main as lintf
 from numerics.data import Batch
-from numerics.spectral import ridge, ridge_weights, spectral
+from numerics.baselines.spectral import ridge, ridge_weights, spectral
 
 # Per-instance float64 linear algebra on well-conditioned 10×10 systems: agreement to 1e-9.
 LINALG_RTOL = 1e-9
@@ -205,7 +206,7 @@ def test_bad_inputs() -> None:
 @pytest.mark.parametrize("argv", [["--noise", "uniform:-1"], ["--noise", "bogus:1"], ["--noise", "uniform:1", "--n", "5"],
                                   ["--noise", "uniform:1", "--methods", "OLS,Foo"], ["--noise", "uniform:1", "--nodes", "7"]])
 def test_cli_bad_input_is_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    assert lintf(["baselines", *argv, "--sequences", "10"]) == 2
+    assert lintf(["baselines", *argv, "--eval-sequences", "10"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("lintf baselines: error:") and "\n" not in err
 
@@ -213,8 +214,8 @@ def test_cli_bad_input_is_one_line(argv: list[str], capsys: pytest.CaptureFixtur
 def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    assert lintf(["baselines", "--noise", "categorical:1,3", "--sequences", "10000", "--tune-sequences", "20000",
-                  "--chunk", str(TCHUNK), "--seed", "3", "--json"]) == 0
+    assert lintf(["baselines", "--noise", "categorical:1,3", "--eval-sequences", "10000", "--tune-sequences", "20000",
+                  "--chunk-sequences", str(TCHUNK), "--seed", "3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     res = out["results"]["categorical:1,3"]
     assert set(res) == set(baselines.NAMES) and res["Oracle"]["loss"] == 0.0

@@ -1,4 +1,4 @@
-"""Bayes-optimal estimator (numerics.bayes): likelihood vs dense routes, quadrature, optimality."""
+"""Bayes-optimal estimator (numerics.baselines.bayes): likelihood vs dense routes, quadrature, optimality."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics import baselines, bayes, data
-from numerics.spectral import ridge_predict, spectral
+from numerics import baselines, data
+from numerics.baselines import bayes
+from numerics.baselines.spectral import ridge_predict, spectral
 
 # Tolerances. The spectral likelihood is accurate to ~1e-13 (checked against 40-digit mpmath below);
 # the dense float64 route loses digits as cond(XXᵀ + sI) ~ μ_max/s grows, so we compare it only at

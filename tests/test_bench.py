@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from numerics.cli import build_parser, main
-from numerics.hostdevices import ENV
+from numerics.train.devices import ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -35,7 +35,7 @@ def test_one_step_loss_against_numerics_data_sample():
     import jax
 
     from lintf_theory._closed_forms import derive_one_step_gd  # noqa: F401  (derivation under test)
-    from numerics.constructions import gd
+    from numerics.models.constructions import gd
     from numerics.data import Noise, sample
     from numerics.models import forward_tokens, universal
 

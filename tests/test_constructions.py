@@ -1,4 +1,4 @@
-"""Hand-built transformers (numerics.constructions) against independent references."""
+"""Hand-built transformers (numerics.models.constructions) against independent references."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lintf_theory import layer_count
-from numerics.constructions import (gd, gd_explicit, gdpp_second_order, implicit_weight, spectrum_data,
+from numerics.models.constructions import (gd, gd_explicit, gdpp_second_order, implicit_weight, spectrum_data,
                                     theorem_5_2)
 from numerics.models import forward_tokens, universal
 

@@ -10,10 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from numerics import evaluation, models
-from numerics.continuation import Stages, converged, start_for
+from numerics import models
+from numerics.evaluate import losses as evaluation
+from numerics.train.continuation import Stages, converged, start_for
 from numerics.io import save_model
-from numerics.training import TrainConfig, init_state, loss_fn
+from numerics.train import TrainConfig, init_state, loss_fn
 
 
 def test_tail_rules_fail_a_single_exploding_sequence_and_a_noisy_mean():
@@ -99,7 +100,7 @@ def test_cells_start_from_the_previous_depth_and_full_from_diag(tmp_path):
 
 
 def test_a_failed_cell_keeps_its_metrics_but_no_model(tmp_path):
-    from numerics import experiments as ex
+    from numerics.reproduce import experiments as ex
 
     budget = ex.get_budget("test")
 

@@ -1,4 +1,4 @@
-r"""``numerics.convert`` and ``lintf convert`` against forward passes written the way other code bases write them.
+r"""``numerics.models.convert`` and ``lintf convert`` against forward passes written the way other code bases write them.
 
 The reference passes below are NumPy transcriptions of softmax-free multi-head attention as it appears
 in JAX/Haiku code (row vectors ``h @ W``, heads as column slices of the fused ``W_Q, W_K, W_V`` and row
@@ -16,7 +16,8 @@ import pytest
 from tests.strategies import RTOL64, max_rel_err, toy_batch
 
 from lintf_theory import derive_attention_head, derive_attention_inverse
-from numerics import convert, models
+from numerics import models
+from numerics.models import convert
 from numerics.cli import main
 from numerics.errors import LintfError
 from numerics.io import load_model

@@ -6,7 +6,7 @@ import re
 import shlex
 from pathlib import Path
 
-from numerics import testing
+from numerics.evaluate import testing
 from numerics.cli import main
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "your-own-model.md"

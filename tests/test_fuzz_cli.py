@@ -1,5 +1,5 @@
 """Hostile input to the ``lintf`` command, in-process (:func:`numerics.cli.main`): exit status 2, one line on stderr,
-no traceback, nothing created or changed on disk (:mod:`numerics.validate`).
+no traceback, nothing created or changed on disk (:mod:`numerics.cli.validate`).
 
 Every case is one bad argument or one malformed file on top of a command line that is otherwise valid.  Integer
 and float options are read from the real parser, so every sub-command, present and future, gets its share.  The
@@ -27,12 +27,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from numerics import rundir, validate
+from numerics.train import rundir
+from numerics.cli import validate
 from numerics.cli import COMMANDS, build_parser, main
 from numerics.io import save_model
 
 FAST, SLOW = 200, 2000
-RUN = ["--model", "diag", "--layers", "1", "--n", "4", "--d", "2", "--steps", "4", "--chunk", "2", "--batch", "8",
+RUN = ["--model", "diag", "--layers", "1", "--n", "4", "--d", "2", "--steps", "4", "--chunk-steps", "2", "--batch", "8",
        "--eval-sequences", "16", "--no-baselines", "--json"]
 COUNT = {"cases": 0}
 
@@ -139,7 +140,7 @@ def _cases(f: dict[str, Path], out: Path) -> st.SearchStrategy[list[str]]:
     M, D = str(f["model"]), str(f["data"])
     base = {
         "verify": ["verify", "--latex", str(out / "claims.md")],
-        "baselines": ["baselines", "--noise", "fixed:1", "--n", "5", "--d", "2", "--sequences", "8", "--tune-sequences", "8"],
+        "baselines": ["baselines", "--noise", "fixed:1", "--n", "5", "--d", "2", "--eval-sequences", "8", "--tune-sequences", "8"],
         "train": ["train", *RUN, "--out", str(out / "run")],
         "predict": ["predict", M, D, "--out", str(out / "p.npy")],
         "inspect": ["inspect", M, D, "--plot", str(out / "w.png")],
@@ -154,7 +155,7 @@ def _cases(f: dict[str, Path], out: Path) -> st.SearchStrategy[list[str]]:
                                   + [["--only", "no_such_claim"]]),
         "baselines": st.one_of(st.sampled_from(BAD_NOISE).map(lambda s: ["--noise", s]),
                                st.sampled_from([["--methods", "OLS,Foo"], ["--n", "2"], ["--nodes", "7"],
-                                                ["--d", "100000"], ["--sequences", "100000000", "--d", "1000"]])),
+                                                ["--d", "100000"], ["--eval-sequences", "100000000", "--d", "1000"]])),
         "train": st.one_of(st.sampled_from(BAD_NOISE).map(lambda s: ["--noise", s]),
                            st.sampled_from([["--model", "huge"], ["--dtype", "float16"], ["--heads", "2", "--model", "gdpp"],
                                             ["--init", "spectral"], ["--y-step", "x"], ["--trust", "0.5"],

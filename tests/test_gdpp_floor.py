@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 from lintf_theory._gdpp import mu
 from lintf_theory._gdpp_floor import derive_pointwise_optimum, filter_polynomials, v_s
 from lintf_theory._rational import fraction_eye
-from numerics import baselines, floor
+from numerics import baselines
+from numerics.reproduce import floor
 from numerics.cli import main
 from numerics.data import Noise
-from numerics.report import Entry
+from numerics.reproduce.claims import Entry
 from proofs.gdpp_ridge_floor import RTOL, counterexample, exact_prediction, float_gap, matrix_horner
 from proofs._diag_data import Context
 from tests.strategies import property_settings, rational_arrays, rationals
@@ -75,7 +76,7 @@ def test_diag_with_omega_yy_or_omega_xy_is_not_linear_in_y() -> None:
 
 
 def test_baselines_json_carries_the_floor_at_the_prior_mean(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["baselines", "--noise", U5, "--noise", C13, "--json", "--sequences", "2000", "--tune-sequences", "4000",
+    assert main(["baselines", "--noise", U5, "--noise", C13, "--json", "--eval-sequences", "2000", "--tune-sequences", "4000",
                  "--methods", "ConstRR,ConstRR_Esigma2,Oracle"]) == 0
     res = json.loads(capsys.readouterr().out)["results"]
     assert Fraction(res[U5][baselines.FLOOR]["lam"]).limit_denominator(100) == Fraction(25, 3)
@@ -88,7 +89,7 @@ def test_floor_predictor_is_ridge_at_the_prior_mean() -> None:
     import jax
 
     from numerics.data import sample
-    from numerics.spectral import spectral
+    from numerics.baselines.spectral import spectral
 
     b = sample(jax.random.PRNGKey(0), U5, 64, 20, 10, np.float64)
     pred = baselines.predictor(baselines.Tuned(lam_const=1.0), U5, (baselines.FLOOR,))
@@ -129,8 +130,8 @@ def test_report_flags_a_synthetic_gdpp_entry_below_the_floor() -> None:
 
 
 def test_report_writes_the_floor_claim(tmp_path) -> None:  # noqa: ANN001
-    from numerics import experiments as ex
-    from numerics.report import write_outputs
+    from numerics.reproduce import experiments as ex
+    from numerics.reproduce.report import write_outputs
 
     budget = ex.get_budget("test")
     nz = budget.noises[0]

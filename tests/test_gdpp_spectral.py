@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from lintf_theory import one_step_rule
-from numerics import gdpp_fit as gf
+from numerics.baselines import gdpp_fit as gf
 from numerics.cli import main as cli_main
 from numerics.models import Gdpp, predict, universal
-from numerics.rundir import run as run_dir
-from numerics.training import TrainConfig, init_state, train
+from numerics.train.rundir import run as run_dir
+from numerics.train import TrainConfig, init_state, train
 from proofs.gdpp_spectral import RTOL, conditional_loss_error, spectral_prediction_error
 
 #: Fit-sample size for the fast tests (the default is 200 000): enough for L <= 4.
@@ -86,7 +86,7 @@ def test_cli_init_spectral_error_is_one_line(capsys) -> None:
 
 
 def test_default_init_leaves_config_json_unchanged() -> None:
-    from numerics.training import config_dict
+    from numerics.train import config_dict
 
     assert "init" not in config_dict(TrainConfig(model="gdpp", layers=2))
     assert config_dict(TrainConfig(model="gdpp", layers=2, init="spectral"))["init"] == "spectral"

@@ -1,4 +1,4 @@
-"""The console command splits a CPU host into one XLA device per core (numerics.hostdevices)."""
+"""The console command splits a CPU host into one XLA device per core (numerics.train.devices)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from numerics import hostdevices as hd
+from numerics.train import devices as hd
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,7 +58,7 @@ def test_console_command_trains_on_the_split_host(tmp_path: Path) -> None:
     and its evaluation (the oracle ridge's batched solve at d = 10, which deadlocked when sharded) completes."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {hd.ENV: "2", "JAX_PLATFORMS": "cpu"}
     out = subprocess.run([sys.executable, "-m", "numerics.cli", "train", "--model", "diag", "--layers", "1",
-                          "--steps", "2", "--chunk", "2", "--batch", "8", "--eval-sequences", "1024",
+                          "--steps", "2", "--chunk-steps", "2", "--batch", "8", "--eval-sequences", "1024",
                           "--no-baselines", "--json", "--out", str(tmp_path / "run")],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from tests.strategies import RTOL64, max_rel_err, scaled_model, toy_batch
 
-from numerics import inspector, models
+from numerics import models
+from numerics.evaluate import inspector
 
 # (kind, L, H): FULL and DIAG up to 7 layers; FULL/DIAG share universal shapes, so jit caches are reused.
 CASES = [("full", 1, 1), ("full", 3, 2), ("full", 7, 1), ("diag", 1, 1), ("diag", 3, 2), ("diag", 7, 1)]

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lintf_theory import derive_theorem_4_2, layer_forward, noiseless_weight, run_recursion
-from numerics.no_quadratics import abs_cosine, limit_tail, projection_bound, quadratic_feature, random_full_cosines
+from numerics.models.no_quadratics import abs_cosine, limit_tail, projection_bound, quadratic_feature, random_full_cosines
 from tests.strategies import Config, exact_problems, rational_arrays
 
 # Smaller than the shared ``configs`` (L <= 2, n <= 5): exact Fractions through three layers are slow.

@@ -3,7 +3,7 @@ r"""Layer-by-layer properties of random, constructed and trained transformers.
 Each property compares the model's literal forward pass (:func:`numerics.models.forward_tokens`)
 or its fast Gram-form pass (:func:`numerics.models.predict`) with the rules derived in
 :mod:`lintf_theory` and exported through the bridge.  The Theorem 4.1 properties (token form, query
-isolation, implicit weight, permutation invariance) are the public checks of :mod:`numerics.testing`,
+isolation, implicit weight, permutation invariance) are the public checks of :mod:`numerics.evaluate.testing`,
 the ones users run on their own implementations.  The checks themselves live in
 :mod:`tests.strategies.checks`, shared with ``tests/test_trained.py``, with the tolerance ``RTOL64`` and
 its justification.

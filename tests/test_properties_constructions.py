@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 from lintf_theory import layer_count
 from lintf_theory._gdpp import gdpp_eigen_rule
-from numerics import constructions, inspector, models
+from numerics import models
+from numerics.evaluate import inspector
+from numerics.models import constructions
 from tests.strategies import RTOL64, ModelConfig, config_batch, max_rel_err, model_configs, property_settings
 
 

@@ -14,14 +14,16 @@ import jax
 import numpy as np
 import pytest
 
-from numerics import experiments as ex
+from numerics.reproduce import experiments as ex
 from numerics import models
 from numerics.cli import main
 from numerics.errors import LintfError
 from numerics.io import save_model
-from numerics.report import (Entry, check_claims, claim_baseline_order, claim_diag_extrapolates,
-                             claim_diag_matches_full, claim_five_plus_match_tunedrr, claim_four_layers_beat_adarr,
-                             claim_gdpp_near_constrr, claim_gdpp_superexponential, log_rates, write_outputs)
+from numerics.reproduce.claims import (Entry, check_claims, claim_baseline_order, claim_diag_extrapolates,
+                                       claim_diag_matches_full, claim_five_plus_match_tunedrr,
+                                       claim_four_layers_beat_adarr, claim_gdpp_near_constrr,
+                                       claim_gdpp_superexponential, log_rates)
+from numerics.reproduce.report import write_outputs
 
 TEST = ex.get_budget("test")
 
@@ -207,7 +209,7 @@ def test_cli_real_training_test_budget(tmp_path, capsys):
 
 def test_gdpp_cells_at_sigma_zero_start_from_the_spectral_fit() -> None:
     """Only GD++ at σ_max = 0 uses ``init="spectral"``; every other cell keeps the random start."""
-    from numerics.experiments import Cell, get_budget, train_config
+    from numerics.reproduce.experiments import Cell, get_budget, train_config
 
     b = get_budget("quick")
     assert train_config(Cell("gdpp", 4, "uniform:0"), b).init == "spectral"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lintf_theory import theorem_5_2_parameters
-from numerics.constructions import implicit_weight, theorem_5_2
+from numerics.models.constructions import implicit_weight, theorem_5_2
 from numerics.models import forward_tokens, universal
 
 

@@ -1,4 +1,4 @@
-"""``numerics.testing``: lintf's own passes satisfy it; implementations that break Theorem 4.1 are rejected."""
+"""``numerics.evaluate.testing``: lintf's own passes satisfy it; implementations that break Theorem 4.1 are rejected."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from tests.strategies import scaled_model, toy_batch
 
 from lintf_theory import weighted_layer_forward
 from lintf_theory._variants import attention_weights
-from numerics import models, testing
+from numerics import models
+from numerics.evaluate import testing
 
 
 @pytest.fixture(scope="module")

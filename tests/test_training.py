@@ -21,11 +21,11 @@ from numerics import models
 from numerics.cli import main as cli_main
 from numerics.data import sample
 from numerics.errors import LintfError
-from numerics.fastforward import predict_fast
+from numerics.models.forward import predict_fast
 from numerics.io import load_model
-from numerics.rundir import run as run_dir
-from numerics.rundir import save_checkpoint
-from numerics.training import _CHUNK_CACHE, Result, TrainConfig, diag_part, effective_params, init_state, train
+from numerics.train.rundir import run as run_dir
+from numerics.train.rundir import save_checkpoint
+from numerics.train import CHUNK_CACHE, Result, TrainConfig, diag_part, effective_params, init_state, train
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(layers=2, noise="uniform:2", n=6, d=3, batch=64, steps=20, chunk=5, select_sequences=256,
@@ -79,7 +79,7 @@ def test_fast_pass_gradient_matches_autodiff_of_token_pass(kind: str, heads: int
 def test_full_g_on_the_upper_triangle_is_p_e_q_for_symmetric_e() -> None:
     """fastforward.full_g (one GEMM on E's upper triangle) against Σ_k P_k E Q_k written out; the
     pairing of (c,e) with (e,c) needs E symmetric, so a non-symmetric E gives something else."""
-    from numerics.fastforward import full_g
+    from numerics.models.forward import full_g
 
     k1, k2, k3 = jax.random.split(jax.random.PRNGKey(6), 3)
     P, Q = (jax.random.normal(k, (2, 5, 5), jnp.float64) for k in (k1, k2))
@@ -103,7 +103,7 @@ def test_flat_normal_draw_equals_shaped_draw() -> None:
 def test_guard_drops_an_overflowing_sequence_with_zero_gradient(kind: str) -> None:
     """A sequence whose pass overflows float32 is dead: the training loss and gradient equal those of
     the batch without it, and stay finite (unguarded, one such sequence makes the gradient NaN)."""
-    from numerics.training import loss_fn
+    from numerics.train import loss_fn
 
     b = sample(jax.random.PRNGKey(3), "uniform:1", 16, 6, 3, jnp.float32)
     bad = b._replace(X=b.X.at[0].multiply(1e5))  # E^0 ~ 1e10·|E|: past max_float^(1/4) = 1.4e9
@@ -125,7 +125,7 @@ def test_huber_gradient_is_the_squared_loss_gradient_with_targets_moved_within_d
     """Two routes to the training gradient: autodiff of the Huber loss, and autodiff of the plain squared
     loss after moving each target to within ``δ`` of the prediction (``∂huber/∂r = clip(r, −δ, δ)``).
     A large ``δ`` gives back the plain squared loss, value and gradient."""
-    from numerics.training import loss_fn
+    from numerics.train import loss_fn
 
     b = sample(jax.random.PRNGKey(5), "uniform:1", 32, 6, 3, jnp.float64)
     params = models.init(kind, jax.random.PRNGKey(1), 3, 3, 1, 0.3, jnp.float64)
@@ -156,7 +156,7 @@ def test_huber_keeps_the_step_finite_when_one_residual_overflows_its_square() ->
     """One alive sequence with a residual of 1e20 (its square overflows float32): the squared loss (and its
     gradient's norm) is infinite, so the in-step guard would skip the step; the Huber loss and its gradient
     stay finite."""
-    from numerics.training import loss_fn
+    from numerics.train import loss_fn
 
     b = sample(jax.random.PRNGKey(6), "uniform:1", 16, 6, 3, jnp.float32)
     b = b._replace(y_query=b.y_query.at[0].set(1e20))
@@ -174,7 +174,7 @@ def test_huber_keeps_the_step_finite_when_one_residual_overflows_its_square() ->
 def test_same_seed_same_numbers_other_seed_differs() -> None:
     cfg = TrainConfig(model="full", seeds=2, **TINY)
     a = train(cfg)
-    _CHUNK_CACHE.clear()  # retrace: a key baked in at trace time (clock, counter) would now differ
+    CHUNK_CACHE.clear()  # retrace: a key baked in at trace time (clock, counter) would now differ
     jax.clear_caches()
     b = train(cfg)
     for x, y in zip(_leaves(a.state), _leaves(b.state)):
@@ -226,7 +226,7 @@ def test_gdpp_omega_xx_is_held_nonpositive_unless_free() -> None:
     above 0, so the projection is what holds them.  config.json records it for GD++ only."""
     from dataclasses import replace
 
-    from numerics.training import config_dict
+    from numerics.train import config_dict
 
     cfg = TrainConfig(model="gdpp", seeds=2, **TINY)
     assert np.all(np.asarray(init_state(cfg).params.omega_xx) <= 0)
@@ -256,7 +256,7 @@ def test_y_scaled_by_s_is_the_model_with_q_y_times_s_squared() -> None:
 @pytest.mark.parametrize("noise", ["uniform:2", "fixed:1.5", "categorical:1,3"])
 def test_y_moment_is_the_second_moment_of_the_data_y(noise: str) -> None:
     """``E y² = d + E σ²`` from the traced noise levels, against the mean of ``y²`` over drawn sequences."""
-    from numerics.training import noise_values, y_moment
+    from numerics.train import noise_values, y_moment
 
     cfg = TrainConfig(model="diag", **(TINY | {"noise": noise}))
     b = sample(jax.random.PRNGKey(5), noise, 100_000, 4, cfg.d, jnp.float64)
@@ -271,14 +271,14 @@ def test_y_step_divides_the_step_of_q_y_by_e_y2(kind: str) -> None:
     times less than ``"plain"``, and every other entry the same.  config.json records ``"scaled"`` (DIAG and FULL)."""
     from dataclasses import replace
 
-    from numerics.training import _chunk_fn, config_dict, noise_values, training_devices, y_moment
+    from numerics.train import chunk_fn, config_dict, noise_values, training_devices, y_moment
 
     cfg = TrainConfig(model=kind, diag_steps=0 if kind == "full" else None, **TINY)
     moved = {}
     for ys in ("scaled", "plain"):
         c = replace(cfg, y_step=ys)
         s0 = init_state(c)
-        s1, ok, _ = _chunk_fn(c, 1, training_devices(c.batch))(s0, jnp.asarray(0, jnp.int32), noise_values(c))
+        s1, ok, _ = chunk_fn(c, 1, training_devices(c.batch))(s0, jnp.asarray(0, jnp.int32), noise_values(c))
         assert bool(np.all(ok))
         moved[ys] = [np.asarray(a - z, np.float64) for a, z in zip(s1.params, s0.params)]
         assert config_dict(c).get("y_step", "plain") == ys
@@ -299,7 +299,7 @@ def test_y_step_divides_the_step_of_q_y_by_e_y2(kind: str) -> None:
 def test_y_step_defaults_to_scaled_for_full_and_plain_for_diag() -> None:
     """The per-model default (``DEFAULT_Y_STEP``), and what config.json records: FULL's choice always (its runs from
     before the scaled default were plain), DIAG's only when it is not the default."""
-    from numerics.training import config_dict
+    from numerics.train import config_dict
 
     full, diag = TrainConfig(model="full", **TINY), TrainConfig(model="diag", **TINY)
     assert (full.y_step, diag.y_step, TrainConfig(model="gdpp", **TINY).y_step) == ("scaled", "plain", "plain")
@@ -355,16 +355,16 @@ def test_a_rejected_step_leaves_the_state_and_halves_the_rate(lr: float, taken: 
 def test_a_step_that_stays_below_the_floor_is_kept(monkeypatch) -> None:
     """``TRUST_FLOOR``: the same step (``lr`` 10, which multiplies the median loss many times over) is rejected
     with the default floor, and kept when the floor is above the loss it reaches."""
-    import numerics.training as tr
+    import numerics.train.step as tr
 
     cfg = TrainConfig(model="diag", lr=10.0, warmup=0, **{**TINY, "steps": 1, "chunk": 1})
     verdicts = []
     for floor in (tr.TRUST_FLOOR, 1e30):
         monkeypatch.setattr(tr, "TRUST_FLOOR", floor)
-        _CHUNK_CACHE.clear()
+        CHUNK_CACHE.clear()
         res = train(cfg)
         verdicts.append((int(np.asarray(res.state.rejected)[0]), float(np.asarray(res.state.damp)[0])))
-    _CHUNK_CACHE.clear()
+    CHUNK_CACHE.clear()
     assert verdicts == [(1, 0.5), (0, 1.0)], verdicts
 
 
@@ -384,7 +384,7 @@ def _edge_chunks(edge_step: int, edge: float):
 
 def _start_at_zero(monkeypatch, cfg: TrainConfig) -> None:
     """Training starts from all-zero parameters, so that :func:`_edge_chunks`' parameters count ``Σ ρ``."""
-    import numerics.training as tr
+    import numerics.train.loop as tr
 
     zero = jax.tree_util.tree_map(jnp.zeros_like, init_state(cfg).params)
     monkeypatch.setattr(tr, "init_state", lambda c, template=False: init_state(c)._replace(params=zero))
@@ -393,9 +393,9 @@ def _start_at_zero(monkeypatch, cfg: TrainConfig) -> None:
 def test_a_start_at_the_edge_is_left_by_going_back_a_chunk(monkeypatch) -> None:
     """A chunk that fails again from the same start rolls back one chunk further, with the rate halved
     again, instead of retrying the same start until ``max_rollbacks`` (which raised before)."""
-    import numerics.training as tr
+    import numerics.train.loop as tr
 
-    monkeypatch.setattr(tr, "_chunk_fn", _edge_chunks(edge_step=10, edge=7.5))
+    monkeypatch.setattr(tr, "chunk_fn", _edge_chunks(edge_step=10, edge=7.5))
     cfg = TrainConfig(model="diag", **{**TINY, "steps": 20})
     _start_at_zero(monkeypatch, cfg)
     res = train(cfg)
@@ -409,10 +409,10 @@ def test_a_start_at_the_edge_is_left_by_going_back_a_chunk(monkeypatch) -> None:
 def test_deeper_rollback_after_resume_uses_the_checkpointed_history(tmp_path: Path, monkeypatch) -> None:
     """The chunk starts kept for going back are part of the checkpoint: interrupted at step 10 and resumed,
     the run ends where the uninterrupted run ends (without them it went back only to step 10 and stopped)."""
-    import numerics.rundir as rd
-    import numerics.training as tr
+    import numerics.train.rundir as rd
+    import numerics.train.loop as tr
 
-    monkeypatch.setattr(tr, "_chunk_fn", _edge_chunks(edge_step=15, edge=12.5))
+    monkeypatch.setattr(tr, "chunk_fn", _edge_chunks(edge_step=15, edge=12.5))
     cfg = TrainConfig(model="diag", **{**TINY, "steps": 25, "max_rollbacks": 4})
     _start_at_zero(monkeypatch, cfg)
     whole = train(cfg)
@@ -447,7 +447,7 @@ def test_metrics_hold_the_baselines_of_the_same_setting(tmp_path: Path, monkeypa
 def test_one_bad_batch_is_skipped_in_step(monkeypatch) -> None:
     """A single poisoned training batch (y = NaN at step 7) is skipped by the in-step guard: no rollback,
     one skipped step per seed, finite parameters, and the other steps' updates are kept."""
-    import numerics.training as tr
+    import numerics.train.step as tr
 
     bad_step = 7
     real_key, real_draw = tr.data_key, tr.draw
@@ -462,12 +462,12 @@ def test_one_bad_batch_is_skipped_in_step(monkeypatch) -> None:
 
     monkeypatch.setattr(tr, "data_key", key_with_index)
     monkeypatch.setattr(tr, "draw", draw)
-    _CHUNK_CACHE.clear()
+    CHUNK_CACHE.clear()
     try:
         cfg = TrainConfig(model="diag", seeds=2, **TINY)
         res = train(cfg)
     finally:
-        _CHUNK_CACHE.clear()
+        CHUNK_CACHE.clear()
     assert res.rollbacks == [] and res.skipped == cfg.seeds, (res.rollbacks, res.skipped)
     assert all(np.all(np.isfinite(x)) for x in _leaves(res.state.params))
     assert np.all(np.isfinite(np.asarray(res.curve)))
@@ -487,7 +487,7 @@ def test_checkpoint_refuses_non_finite(tmp_path: Path) -> None:
 # --- sharding ------------------------------------------------------------------------------------
 _SHARD_SCRIPT = r"""
 import json, jax, numpy as np
-from numerics.training import TrainConfig, train
+from numerics.train import TrainConfig, train
 cfg = TrainConfig(model="full", seeds=2, layers=2, noise="uniform:2", n=6, d=3, batch=64, steps=10, chunk=5)
 one = train(cfg, devices=jax.devices()[:1])
 two = train(cfg)

@@ -2,7 +2,7 @@
 
 Each sub-command lives in its own module ``numerics.cli.<name>`` exposing
 ``add_arguments(parser)`` and ``run(args) -> int``.  Every argument and input file is checked by
-:mod:`numerics.validate` before ``run`` starts; bad input raises :class:`ValueError` (or
+:mod:`numerics.cli.validate` before ``run`` starts; bad input raises :class:`ValueError` (or
 :class:`numerics.errors.LintfError`), which is printed as one line, exit status 2, as are the parser's own
 errors (unknown option, missing argument) and running out of memory.
 """
@@ -14,7 +14,7 @@ import importlib
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "verify": ("proofs._runner", "run every proof-check script (the paper's claims)"),
+    "verify": ("numerics.cli.verify", "run every proof-check script (the paper's claims)"),
     "baselines": ("numerics.cli.baselines", "adjusted loss of every baseline, Bayes-optimal floor included"),
     "train": ("numerics.cli.train", "train FULL / DIAG / GD++ linear transformers"),
     "predict": ("numerics.cli.predict", "evaluate a saved model on user data"),
@@ -33,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: ANN201 - argparse's hook; one line instead of usage + message
         head, _, rest = message.partition(": ")
         if head.startswith("argument ") and rest.startswith(head[len("argument "):].split("/")[-1] + " "):
-            message = rest  # a checked type's message names the option already (numerics.validate)
+            message = rest  # a checked type's message names the option already (numerics.cli.validate)
         raise _UsageError(f"{self.prog}: error: {' '.join(message.split())}")
 
 
@@ -47,7 +47,7 @@ def _load(module: str):  # noqa: ANN202
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from numerics import validate
+    from numerics.cli import validate
 
     parser = _Parser(prog="lintf", description="lintf: machine-checked theory and fast numerics for linear transformers as in-context learners.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the console command (not an in-process call): one host device per core, before JAX loads
-        from numerics import hostdevices
+        from numerics.train import devices as hostdevices
 
         try:
             hostdevices.configure()
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     if mod is None:
         print(f"lintf {args.command}: error: not available in this build", file=sys.stderr)
         return 2
-    from numerics import validate
+    from numerics.cli import validate
     from numerics.errors import LintfError
 
     try:

@@ -3,7 +3,7 @@ r"""Reading user data files for ``lintf predict`` and ``lintf inspect`` (one-lin
 A data file is an ``.npz`` holding
 
 =============  ===========  =====================================================
-array          shape        meaning (PAPER.md §2)
+array          shape        meaning (docs/model.md)
 =============  ===========  =====================================================
 ``X``          ``(B,n,d)``  context inputs ``x_i``
 ``y``          ``(B,n)``    context targets ``y_i``

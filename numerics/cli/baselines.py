@@ -1,6 +1,6 @@
-r"""``lintf baselines --noise SPEC [--n 20 --d 10 --sequences 100000 --seed S] [--json]``.
+r"""``lintf baselines --noise SPEC [--n 20 --d 10 --eval-sequences 100000 --seed S] [--json]``.
 
-Prints the adjusted loss (method minus oracle ridge on the same sequences, PAPER.md §2) ± its
+Prints the adjusted loss (method minus oracle ridge on the same sequences, docs/model.md) ± its
 paired standard error for OLS, ConstRR, ConstRR at ``λ = E σ²`` (the floor of every GD++ model),
 AdaRR, TunedRR, GD and the Bayes-optimal floor (:mod:`numerics.baselines`). ``--noise paper`` (or
 ``all``) runs the paper's 10 settings (``uniform:0..7``, ``categorical:1,3``, ``categorical:1,3,5``) in
@@ -13,7 +13,6 @@ import argparse
 import math
 import time
 
-from numerics.data import PAPER_NOISES, Noise
 from numerics.errors import LintfError
 from numerics.io import strict_json
 
@@ -24,11 +23,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "repeat for several")
     p.add_argument("--n", type=int, default=20, help="context length (default 20)")
     p.add_argument("--d", type=int, default=10, help="input dimension (default 10)")
-    p.add_argument("--sequences", type=int, default=100_000, help="evaluation sequences per setting (default 100000)")
+    p.add_argument("--eval-sequences", type=int, default=100_000,
+                   help="evaluation sequences per setting (default 100000)")
     p.add_argument("--tune-sequences", type=int, default=50_000,
                    help="tuning sequences for ConstRR/TunedRR/GD, drawn separately (default 50000)")
     p.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
-    p.add_argument("--chunk", type=int, default=20_000,
+    p.add_argument("--chunk-sequences", type=int, default=20_000,
                    help="sequences drawn and evaluated at once; bounds memory and fixes the data for a seed (default 20000)")
     p.add_argument("--methods", default=None,
                    help="comma list out of OLS,ConstRR,ConstRR_Esigma2,AdaRR,TunedRR,GD,Bayes,Oracle (default: "
@@ -38,7 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", action="store_true", help="print a Markdown table (for the README)")
 
 
-def _noises(specs: list[str]) -> list[Noise]:
+def _noises(specs: list[str]) -> list:
+    from numerics.data import PAPER_NOISES, Noise
+
     out: list[Noise] = []
     for s in specs:
         out += [Noise.parse(p) for p in PAPER_NOISES] if s.strip().lower() in ("paper", "all") else [Noise.parse(s)]
@@ -46,7 +48,8 @@ def _noises(specs: list[str]) -> list[Noise]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numerics import baselines, bayes
+    from numerics import baselines
+    from numerics.baselines import bayes
 
     noises = _noises(args.noise)
     methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods else baselines.NAMES
@@ -56,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     results, seconds = {}, {}
     for nz in noises:
         t0 = time.perf_counter()
-        results[str(nz)] = baselines.table(nz, n=args.n, d=args.d, sequences=args.sequences, seed=args.seed,
+        results[str(nz)] = baselines.table(nz, n=args.n, d=args.d, sequences=args.eval_sequences, seed=args.seed,
                                            tune_sequences=args.tune_sequences, methods=methods, nodes=nodes,
-                                           chunk=args.chunk)
+                                           chunk=args.chunk_sequences)
         seconds[str(nz)] = time.perf_counter() - t0
         bad = [f"{m} {k}" for m, r in results[str(nz)].items() for k in ("loss", "se")
                if isinstance(r.get(k), float) and not math.isfinite(r[k])]
@@ -66,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
             raise LintfError(f"--noise {nz}: {', '.join(bad)} not finite (the noise level's squares overflow); "
                              "use smaller noise levels")
     if args.json:
-        out = {"n": args.n, "d": args.d, "sequences": args.sequences, "tune_sequences": args.tune_sequences,
-               "seed": args.seed, "chunk": args.chunk, "seconds": seconds,
+        out = {"n": args.n, "d": args.d, "sequences": args.eval_sequences, "tune_sequences": args.tune_sequences,
+               "seed": args.seed, "chunk": args.chunk_sequences, "seconds": seconds,
                "results": results}
         print(strict_json(out))
         return 0
@@ -101,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _caption(args: argparse.Namespace) -> str:
-    return (f"Adjusted loss ± SE (method − oracle ridge, paired), n={args.n}, d={args.d}, {args.sequences} "
+    return (f"Adjusted loss ± SE (method − oracle ridge, paired), n={args.n}, d={args.d}, {args.eval_sequences} "
             f"sequences, {args.tune_sequences} tuning sequences, seed {args.seed}")
 
 

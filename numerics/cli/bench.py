@@ -2,13 +2,13 @@ r"""``lintf bench``: training throughput, achieved GFLOP/s, the machine's matmul
 
 Throughput is measured on the real training program (scanned chunk of Adam steps, data drawn
 on device) after one warm-up chunk, for the fast Gram pass and for the plain token pass, taking turns
-call by call (best of ``--reps``).  On a host split into several devices (:mod:`numerics.hostdevices`) the
+call by call (best of ``--reps``).  On a host split into several devices (:mod:`numerics.train.devices`) the
 plain pass is timed twice: on the same devices as the fast pass (the pass alone), and on one device, which is
-the issue's "plain jitted implementation" (a jitted program on an unsplit CPU is one XLA device).  FLOPs
+a plain jitted implementation (a jitted program on an unsplit CPU is one XLA device).  FLOPs
 per step come from XLA's ``cost_analysis`` of one compiled step (forward + backward + data + Adam).
 Time-to-quality trains a model with the default recipe and evaluates the adjusted loss on 16 384 held-out sequences after every chunk
 until it reaches the target: TunedRR's adjusted loss from :func:`numerics.baselines.table` for the
-same noise (``--target-sequences``, default 100 000), or ``--target``.  Evaluation time is excluded from the reported
+same noise (``--eval-sequences``, default 100 000), or ``--target``.  Evaluation time is excluded from the reported
 training time and shown separately.  Nothing here is a test: numbers depend on the machine and its load.
 """
 
@@ -19,7 +19,7 @@ import os
 import shlex
 import time
 
-from numerics.hostdevices import ENV
+from numerics.train.devices import ENV
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--noise", default="uniform:5", help="noise for time-to-quality (default uniform:5)")
     p.add_argument("--target", type=float, default=None,
                    help="adjusted-loss target (default: TunedRR's, from numerics.baselines.table)")
-    p.add_argument("--target-sequences", type=int, default=100_000,
+    p.add_argument("--eval-sequences", type=int, default=100_000,
                    help="evaluation sequences of the TunedRR target (default 100000)")
     p.add_argument("--max-steps", type=int, default=6000, help="step budget of a time-to-quality run")
     p.add_argument("--json", action="store_true", help="print the measurements as one JSON object")
@@ -58,12 +58,12 @@ def matmul_gflops(size: int = 1024, reps: int = 20) -> float:
 
 def step_flops(cfg, devices: tuple | None = None) -> float | None:  # noqa: ANN001
     """XLA's flop count of one training step (one-step chunk, all seeds) on ``devices`` (default: training's)."""
-    from numerics.training import _chunk_fn, init_state, noise_values, training_devices
+    from numerics.train import chunk_fn, init_state, noise_values, training_devices
 
     import jax.numpy as jnp
 
     devices = devices or training_devices(cfg.batch)
-    fn = _chunk_fn(cfg, 1, devices)
+    fn = chunk_fn(cfg, 1, devices)
     try:
         ca = fn.lower(init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg)).compile().cost_analysis()
     except Exception:  # noqa: BLE001 - cost analysis is optional in XLA backends
@@ -79,9 +79,9 @@ def timer(cfg, steps: int, devices: tuple | None = None):  # noqa: ANN001, ANN20
     import jax
     import jax.numpy as jnp
 
-    from numerics.training import _chunk_fn, init_state, noise_values, training_devices
+    from numerics.train import chunk_fn, init_state, noise_values, training_devices
 
-    fn = _chunk_fn(cfg, steps, devices or training_devices(cfg.batch))
+    fn = chunk_fn(cfg, steps, devices or training_devices(cfg.batch))
     args = (init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg))
     jax.block_until_ready(fn(*args))
     return lambda: jax.block_until_ready(fn(*args))
@@ -104,7 +104,7 @@ def throughput(cfgs: list, steps: int, reps: int = 3, devices: list | None = Non
 def time_to_quality(cfg, target: float) -> dict:  # noqa: ANN001
     import numpy as np
 
-    from numerics.training import adjusted_losses, effective_params, train
+    from numerics.train import adjusted_losses, effective_params, train
 
     spent = {"eval": 0.0, "reached": None, "loss": None}
     t0 = time.perf_counter()
@@ -131,7 +131,7 @@ def _check(args: argparse.Namespace) -> list[str]:
     """The model kinds, after one-line checks of every size argument."""
     from numerics.models import check_kind
 
-    for name in ("layers", "batch", "steps", "reps", "max_steps", "target_sequences"):
+    for name in ("layers", "batch", "steps", "reps", "max_steps", "eval_sequences"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     kinds = [k.strip() for k in args.models.split(",") if k.strip()]
@@ -146,7 +146,7 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
     """Every measurement of one ``lintf bench`` run as a dict; ``say`` gets each line as it is measured."""
     import jax
 
-    from numerics.training import TrainConfig, training_devices
+    from numerics.train import TrainConfig, training_devices
 
     kinds = _check(args)
     out: dict = {"devices": len(training_devices(args.batch)), "platform": jax.devices()[0].platform,
@@ -157,7 +157,7 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
     all_devices = training_devices(args.batch)
     for kind in kinds:
         # (forward, devices): the fast and plain passes on training's devices and, when those are several host
-        # devices, the plain pass on one device too: the issue's "plain jitted implementation" (one XLA device)
+        # devices, the plain pass on one device too: a plain jitted implementation (one XLA device)
         runs = [("fast", all_devices)]
         if not args.no_plain:
             runs += [("plain", all_devices)] + ([("plain", all_devices[:1])] if len(all_devices) > 1 else [])
@@ -191,9 +191,9 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
         if target is None:
             from numerics.baselines import table
 
-            tr = table(args.noise, n=20, d=10, sequences=args.target_sequences, methods=("TunedRR",))["TunedRR"]
+            tr = table(args.noise, n=20, d=10, sequences=args.eval_sequences, methods=("TunedRR",))["TunedRR"]
             target = tr["loss"]
-            source = f"TunedRR {tr['loss']:.5f} ± {tr['se']:.5f} on {args.target_sequences} sequences"
+            source = f"TunedRR {tr['loss']:.5f} ± {tr['se']:.5f} on {args.eval_sequences} sequences"
         for kind in kinds:
             cfg = TrainConfig(model=kind, layers=args.layers, noise=args.noise, steps=args.max_steps,
                               batch=args.batch, chunk=min(100, args.max_steps))

@@ -1,6 +1,6 @@
 r"""``lintf convert IN.npz --out OUT.npz``: attention weights to a lintf model, or a lintf model to weights.
 
-``IN.npz`` holding ``W_Q, W_K, W_V, W_O`` (see :mod:`numerics.convert` for the accepted shapes) is
+``IN.npz`` holding ``W_Q, W_K, W_V, W_O`` (see :mod:`numerics.models.convert` for the accepted shapes) is
 converted to a model file (universal ``P, Q`` plus a JSON ``meta`` that records the source and,
 if given, the data setting ``--noise`` / ``--x`` that ``lintf inspect`` then uses by default).
 ``IN.npz`` holding ``P, Q`` (a lintf model) is converted to weights with key size ``D = d+1``,
@@ -56,7 +56,7 @@ def _load(path: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numerics import convert
+    from numerics.models import convert
     from numerics.data import Noise, XDist
     from numerics.errors import LintfError
     from numerics.io import atomic_savez, save_model

@@ -1,10 +1,10 @@
 r"""``lintf inspect MODEL.npz [DATA.npz]``: per-layer implicit weights ``(M^l, u^l, a^l, w^l)`` of a saved model.
 
-Theorem 4.1 / Lemma 4.3 (PAPER.md §3): every layer keeps an implicit linear-regression weight
+Theorem 4.1 / Lemma 4.3 (docs/model.md): every layer keeps an implicit linear-regression weight
 ``w^l`` with read-out ``ŷ^l = ⟨w^l, x_t⟩``.  This command computes the states by the derived
 recursion (through the lintf_theory bridge), checks ``w^l`` against autodiff ``∂ŷ^l/∂x_t`` of the
 model's forward pass, and compares ``w^l`` with OLS ``w*`` and ridge ``w*_{σ²}`` layer by layer
-(batch means).  See :mod:`numerics.inspector`.
+(batch means).  See :mod:`numerics.evaluate.inspector`.
 
 Data: ``DATA.npz`` (as for ``lintf predict``; ``sigma`` and ``y_query`` are used if present), or
 without it ``--sequences`` fresh sequences drawn with ``--noise``, ``--x``, ``--n`` and ``--seed``.
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     import jax
 
     from numerics.data import check_sizes
-    from numerics.inspector import inspect, summary
+    from numerics.evaluate.inspector import inspect, summary
     from numerics.io import load_model
 
     if args.sigma is not None and not args.sigma >= 0:

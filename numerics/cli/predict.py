@@ -2,9 +2,9 @@ r"""``lintf predict MODEL.npz DATA.npz [--out preds.npy] [--json]``: evaluate a 
 
 The model is the universal ``.npz`` of :mod:`numerics.io` (``P, Q`` of shape ``(L, H, d+1, d+1)``);
 the data file holds ``X (B,n,d)``, ``y (B,n)``, ``x_query (B,d)`` and optionally ``y_query (B,)``
-(see :mod:`numerics.cli._userdata`).  The prediction is ``ŷ = −y_{n+1}^L`` (PAPER.md §1), computed
+(see :mod:`numerics.cli._userdata`).  The prediction is ``ŷ = −y_{n+1}^L`` (docs/model.md), computed
 in float64 by :func:`numerics.models.predict`.  With ``y_query`` the loss
-``½ mean_τ (y_t − ŷ)²`` (PAPER.md §2) is printed with its standard error.
+``½ mean_τ (y_t − ŷ)²`` (docs/model.md) is printed with its standard error.
 """
 
 from __future__ import annotations

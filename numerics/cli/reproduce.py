@@ -1,11 +1,11 @@
 r"""``lintf reproduce [--budget quick|paper] [--only table1,fig1,...] [--out results/] [--json]``.
 
-Trains every cell the requested parts need (:mod:`numerics.experiments`; finished cells under
+Trains every cell the requested parts need (:mod:`numerics.reproduce.experiments`; finished cells under
 ``OUT/models/`` are reused, an interrupted cell resumes from its checkpoint under ``--runs``),
 evaluates the baselines and the Bayes floor on the same sequences, then writes ``table1.csv``,
-``table1.md``, the figures and ``report.md`` (:mod:`numerics.report`) into ``OUT``.
+``table1.md``, the figures and ``report.md`` (:mod:`numerics.reproduce.report`) into ``OUT``.
 
-Example (the qualitative picture; see ``numerics.experiments.BUDGETS`` for what it covers)::
+Example (the qualitative picture; see ``numerics.reproduce.budgets.BUDGETS`` for what it covers)::
 
     python -m numerics.cli reproduce --budget quick --out results
 """
@@ -88,8 +88,8 @@ class _Display:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numerics import experiments as ex
-    from numerics.report import write_outputs
+    from numerics.reproduce import experiments as ex
+    from numerics.reproduce.report import write_outputs
 
     budget = ex.get_budget(args.budget)
     parts = ex.parse_parts(args.only)

@@ -1,6 +1,6 @@
 r"""The cheapest exact forward pass used by training, and the plain pass it is measured against.
 
-Every layer multiplies every token, the query included, by one matrix (PAPER.md §1):
+Every layer multiplies every token, the query included, by one matrix (docs/model.md):
 
 .. math::
 
@@ -21,7 +21,7 @@ Structured ``G``.  For DIAG and GD++ heads ``P_k = diag(p_k)``, ``Q_k = diag(q_k
 .. math::  G^l = \Omega^l \odot E^l, \qquad \Omega^l = \sum_k p_k q_k^\top
            = \begin{pmatrix} \omega_{xx} 1 1^\top & \omega_{xy} 1 \\ \omega_{yx} 1^\top & \omega_{yy}\end{pmatrix},
 
-an element-wise product (``ω`` as in PAPER.md §3, :func:`numerics.models.omegas`) instead of two
+an element-wise product (``ω`` as in docs/model.md, :func:`numerics.models.omegas`) instead of two
 matrix products.  FULL computes ``G = Σ_k P_k E Q_k`` as one GEMM over the whole batch on the
 upper triangle of the symmetric ``E`` (:func:`full_g`): ``(B, D(D+1)/2) × (D(D+1)/2, D²)``, the
 same cost for any number of heads.  The last layer's Gram update is never formed (only the query is read).
@@ -44,23 +44,14 @@ symbol             argument / array
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .models import Diag, Full, Gdpp, Params, _tokens
-
-
-def _layer_vectors(params: Diag | Gdpp, d: int) -> tuple[jax.Array, jax.Array]:
-    """Per-layer, per-head diagonals ``p, q`` of shape ``(L, H, d+1)`` (GD++: ``P = diag(ω_xx, ω_yx)``, ``Q = diag(1, 0)``)."""
-    if isinstance(params, Gdpp):
-        px, py = params.omega_xx[:, None], params.omega_yx[:, None]
-        qx, qy = jnp.ones_like(px), jnp.zeros_like(py)
-    else:
-        px, py, qx, qy = params
-    vec = lambda x, y: jnp.concatenate([jnp.repeat(x[..., None], d, -1), y[..., None]], -1)  # noqa: E731
-    return vec(px, py), vec(qx, qy)
+from lintf_theory import check_parameters, gram_update
+from numerics.models.kinds import Params, full_g, kind_of, universal
 
 
 def context_gram(X: jax.Array, y: jax.Array) -> jax.Array:
@@ -68,26 +59,6 @@ def context_gram(X: jax.Array, y: jax.Array) -> jax.Array:
     plain batched matmul (the barrier stops XLA from folding the copy into a slower transposed dot)."""
     ctx = jnp.concatenate([X, y[..., None]], axis=-1)
     return jax.lax.optimization_barrier(jnp.swapaxes(ctx, -1, -2)) @ ctx
-
-
-def upper(E: jax.Array) -> jax.Array:
-    """The upper triangle (diagonal included) of each ``(D, D)`` matrix, row by row: ``(..., D(D+1)/2)``."""
-    i, j = np.triu_indices(E.shape[-1])
-    return E[..., i, j]
-
-
-def full_g(P: jax.Array, Q: jax.Array) -> Callable[[jax.Array], jax.Array]:
-    r"""``E ↦ G = Σ_k P_k E Q_k`` for symmetric ``E (B, D, D)``, given one layer's ``P, Q (H, D, D)``.
-
-    ``G_{af} = Σ_{c,e} E_{ce} M_{ce,af}`` with ``M_{ce,af} = Σ_k (P_k)_{ac} (Q_k)_{ef}``; pairing ``(c,e)``
-    with ``(e,c)`` (``E`` symmetric) leaves the ``D(D+1)/2`` entries ``c ≤ e`` with weights
-    ``K_{ce} = M_{ce} + [c<e] M_{ec}``, so ``G`` is one GEMM ``upper(E) @ K``.  ``E`` must be symmetric
-    (a Gram matrix; the Gram map keeps it so); ``tests/test_training.py`` checks ``G`` against ``P E Q``."""
-    D = P.shape[-1]
-    i, j = np.triu_indices(D)
-    M = jnp.einsum("hac,hef->ceaf", P, Q)
-    K = (M[i, j] + jnp.where((i != j)[:, None, None], M[j, i], 0)).reshape(i.size, D * D)
-    return lambda E: (upper(E) @ K).reshape(E.shape)
 
 
 @jax.custom_vjp
@@ -130,19 +101,7 @@ def predict_fast(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array,
     E = context_gram(X, y)
     q = jnp.concatenate([x_query, jnp.zeros_like(x_query[..., :1])], axis=-1)[..., None]  # (B, D, 1)
     eye = jnp.eye(d + 1, dtype=E.dtype)
-    if isinstance(params, Full):
-        L = params.P.shape[0]
-        gs = [full_g(params.P[l], params.Q[l]) for l in range(L)]
-
-        def g_of(l: int, E: jax.Array) -> jax.Array:
-            return gs[l](E)
-    else:
-        p, qv = _layer_vectors(params, d)
-        omega = jnp.einsum("lha,lhc->lac", p, qv)  # Ω^l = Σ_k p_k q_kᵀ
-        L = omega.shape[0]
-
-        def g_of(l: int, E: jax.Array) -> jax.Array:
-            return omega[l] * E
+    L, g_of = kind_of(params).layer_g(params, d)
     alive = jnp.ones(E.shape[:-2], bool)
     t = float(jnp.finfo(E.dtype).max) ** 0.25
     for l in range(L):
@@ -166,15 +125,83 @@ def predict_fast(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array,
 
 def predict_plain(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
     r"""The plain pass: all ``n+1`` tokens, the layer rule written literally on universal ``P, Q``
-    (what the issue's "plain jitted implementation" does).  Used only as the benchmark reference."""
-    from .models import universal
-
+    (a plain jitted implementation).  Used only as the benchmark reference."""
     P, Q = universal(params, X.shape[-1])
     n = X.shape[-2]
-    Z = _tokens(X, y, x_query)
+    Z = tokens(X, y, x_query)
     for l in range(P.shape[0]):
         C = Z[..., :n, :]
         E = jnp.einsum("bja,bjc->bac", C, C)
         G = jnp.einsum("hac,bce,hef->baf", P[l], E, Q[l])
         Z = Z + jnp.einsum("baf,bif->bia", G, Z)
     return -Z[..., -1, -1]
+
+
+def check_data(P: Any, Q: Any, X: Any, y: Any, x_query: Any) -> tuple[int, int, int]:
+    r"""Validate a batch against universal parameters; return ``(B, n, d)``.
+
+    ``P, Q``: ``(L, H, d+1, d+1)``; ``X``: ``(B, n, d)``; ``y``: ``(B, n)``; ``x_query``: ``(B, d)``.
+    Shapes are static, so this also runs under ``jax.jit``.  One-line :class:`ValueError` otherwise.
+    """
+    xs = getattr(X, "shape", None)
+    if xs is None or len(xs) != 3:
+        raise ValueError(f"X must have shape (B, n, d), got shape {xs}")
+    B, n, d = (int(s) for s in xs)
+    if n < 1 or d < 1:
+        raise ValueError(f"X must have n >= 1 context points and d >= 1 inputs, got shape {tuple(xs)}")
+    check_parameters(P, Q, d)
+    if tuple(getattr(y, "shape", ())) != (B, n):
+        raise ValueError(f"y must have shape (B, n) = ({B}, {n}) to match X, got shape {getattr(y, 'shape', None)}")
+    if tuple(getattr(x_query, "shape", ())) != (B, d):
+        raise ValueError(f"x_query must have shape (B, d) = ({B}, {d}) to match X, "
+                         f"got shape {getattr(x_query, 'shape', None)}")
+    return B, n, d
+
+
+def readout(tokens: jax.Array) -> jax.Array:
+    r"""Prediction ``ŷ = −y_{n+1}`` from token arrays ``(..., n+1, d+1)`` (e.g. :func:`forward_tokens`)."""
+    return -tokens[..., -1, -1]
+
+
+def tokens(X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
+    """Token matrix ``(B, n+1, d+1)``: context ``(x_i, y_i)`` then the query ``(x_t, 0)``."""
+    ctx = jnp.concatenate([X, y[..., None]], axis=-1)
+    q = jnp.concatenate([x_query, jnp.zeros_like(x_query[..., :1])], axis=-1)
+    return jnp.concatenate([ctx, q[..., None, :]], axis=-2)
+
+
+def forward_tokens(P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
+    r"""Every layer's tokens, written literally: returns ``(L+1, B, n+1, d+1)``.
+
+    ``e_i^{l+1} = e_i^l + Σ_k P_k^l (Σ_{j≤n} e_j^l e_j^{lᵀ}) Q_k^l e_i^l`` for all ``n+1`` tokens.
+    """
+    n = check_data(P, Q, X, y, x_query)[1]
+    Z = tokens(X, y, x_query)
+    out = [Z]
+    for l in range(P.shape[0]):
+        C = Z[..., :n, :]
+        E = jnp.einsum("bja,bjc->bac", C, C)
+        G = jnp.einsum("hac,bce,hef->baf", P[l], E, Q[l])
+        Z = Z + jnp.einsum("baf,bif->bia", G, Z)
+        out.append(Z)
+    return jnp.stack(out)
+
+
+def predict(P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_query: jax.Array,
+            all_layers: bool = False) -> jax.Array:
+    r"""``ŷ = −y_{n+1}^L`` by the Gram-form pass; ``(B,)``, or ``(L+1, B)`` read-outs with ``all_layers``.
+
+    The read-out after layer ``l`` is ``−y_{n+1}^l`` (``0`` at ``l = 0``).
+    """
+    check_data(P, Q, X, y, x_query)
+    ctx = jnp.concatenate([X, y[..., None]], axis=-1)
+    E = jnp.einsum("bja,bjc->bac", ctx, ctx)
+    q = jnp.concatenate([x_query, jnp.zeros_like(x_query[..., :1])], axis=-1)
+    step = jax.vmap(gram_update, in_axes=(0, 0, None))
+    reads = [-q[..., -1]]
+    for l in range(P.shape[0]):
+        G = jnp.einsum("hac,bce,hef->baf", P[l], E, Q[l])
+        q = q + jnp.einsum("baf,bf->ba", G, q)
+        E = step(E, G, "jax")
+        reads.append(-q[..., -1])
+    return jnp.stack(reads) if all_layers else reads[-1]

@@ -33,7 +33,7 @@ import numpy as np
 
 from lintf_theory import attention_inverse_rule, attention_rule, check_parameters
 
-from .io import check_real_finite
+from numerics.io import check_real_finite
 
 CONVENTIONS = ("row", "column")
 NAMES = ("W_Q", "W_K", "W_V", "W_O")

@@ -2,7 +2,7 @@ r"""A training run directory: atomic checkpoints, resume, best-seed selection, m
 
 Layout of ``--out DIR``:
 
-* ``config.json``: the :class:`numerics.training.TrainConfig`, written with the first checkpoint; a restart
+* ``config.json``: the :class:`numerics.train.TrainConfig`, written with the first checkpoint; a restart
   with a different config into the same directory is refused (one-line error).  Nothing is written before
   the first checkpoint, so a run that stops earlier (out of memory, interrupted) blocks no later command; a
   ``config.json`` without a checkpoint or a result beside it is replaced.  A corrupt ``config.json`` or
@@ -30,10 +30,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from .errors import LintfError
-from .io import atomic_write_bytes, atomic_savez, atomic_write_json, save_model
-from .models import universal
-from .training import (Result, TrainConfig, TrainState, adjusted_losses, config_dict, finite_adjusted, nanmean,
+from numerics.errors import LintfError
+from numerics.io import atomic_write_bytes, atomic_savez, atomic_write_json, save_model
+from numerics.models import universal
+from numerics.train import (Result, TrainConfig, TrainState, adjusted_losses, config_dict, finite_adjusted, nanmean,
                        train)
 
 
@@ -51,7 +51,7 @@ def prepare(out: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
 
     One-line errors: ``out`` is not a writable directory; it holds a run with another config; its ``config.json``
     or ``checkpoint.npz`` is corrupt (the message says which file to delete)."""
-    from .validate import output_dir
+    from numerics.cli.validate import output_dir
 
     out = Path(out)
     output_dir(str(out), "--out")
@@ -83,7 +83,7 @@ def prepare(out: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
 def _read_checkpoint(ck: Path, cfg: TrainConfig) -> dict[str, Any]:
     """The resume payload of ``ck``, after checking every leaf against the state ``cfg`` trains (shape, dtype,
     finiteness) and the step against ``cfg.steps``."""
-    from .training import init_state
+    from numerics.train import init_state
 
     if not zipfile.is_zipfile(ck):
         raise ValueError("not an .npz archive")
@@ -145,7 +145,7 @@ def _baselines(cfg: TrainConfig) -> dict[str, Any] | None:
     """:func:`numerics.baselines.table` for the run's setting (ConstRR, AdaRR, TunedRR, Bayes, ...).
 
     OLS-based baselines (OLS, AdaRR, TunedRR) need ``n > d``; otherwise only the others are listed."""
-    from .baselines import NAMES, OLS_BASED, table
+    from numerics.baselines import NAMES, OLS_BASED, table
 
     methods = NAMES if cfg.n > cfg.d else tuple(m for m in NAMES if m not in OLS_BASED)
     return table(cfg.noise, n=cfg.n, d=cfg.d, sequences=BASELINE_SEQUENCES, seed=cfg.seed,

@@ -1,7 +1,7 @@
 r"""Figures of the reproduction (matplotlib, Agg backend), read from the sweep's cell metrics.
 
-Every curve is an adjusted loss (method − oracle ridge with the true ``σ_τ``, PAPER.md §2); the
-Bayes-optimal floor (PAPER.md §5) is drawn in every panel.  Figure numbers follow the paper
+Every curve is an adjusted loss (method − oracle ridge with the true ``σ_τ``, docs/model.md); the
+Bayes-optimal floor (docs/model.md) is drawn in every panel.  Figure numbers follow the paper
 (§4): 1 loss vs depth, 2 per-variance profiles, 3 categorical noise, 4 weights of a 4-layer FULL
 model, 5 read-out after each layer, 7 per-variance profiles of those read-outs.
 """

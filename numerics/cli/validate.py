@@ -15,7 +15,7 @@ memory             :func:`memory` with the estimates :func:`train_bytes`, :func:
 paths              :func:`input_file`, :func:`output_file` (never an input), :func:`output_dir`
 ``.npz`` files     :func:`npz_headers` reads every array's dtype and shape from its header, before loading;
                    :func:`model_file` and :func:`data_file` check them, then the values' finiteness
-run directories    :func:`numerics.rundir.prepare` (config, checkpoint, writability)
+run directories    :func:`numerics.train.rundir.prepare` (config, checkpoint, writability)
 =================  =====================================================================================
 
 ``SEED_MAX = 2**31 − 1``: training passes the seed into its compiled programs as an ``int32``, and
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import LintfError
+from numerics.errors import LintfError
 
 SEED_MAX = 2**31 - 1
 SIZE_MAX = 2**31 - 1
@@ -46,9 +46,9 @@ SIGMA_MAX = 1e6
 
 #: ``dest: (lo, hi)`` of every integer option of the command, whichever sub-command has it.
 INT_ARGS: dict[str, tuple[int, int]] = {
-    "seed": (0, SEED_MAX), "tune_sequences": (2, SIZE_MAX), "target_sequences": (2, SIZE_MAX),
+    "seed": (0, SEED_MAX), "tune_sequences": (2, SIZE_MAX),
     "warmup": (0, SIZE_MAX), "diag_steps": (0, SIZE_MAX),
-    **{k: (1, SIZE_MAX) for k in ("n", "d", "layers", "heads", "seeds", "steps", "batch", "chunk", "sequences",
+    **{k: (1, SIZE_MAX) for k in ("n", "d", "layers", "heads", "seeds", "steps", "batch", "chunk", "chunk_sequences", "sequences",
                                   "eval_sequences", "nodes", "reps", "max_steps")},
 }
 #: ``dest: (lo, lo_inclusive)`` of every float option: finite and ``> lo`` (``>= lo`` if inclusive); ``None``: any.
@@ -103,7 +103,7 @@ def seed(value: Any, flag: str = "--seed") -> int:
 
 def noise(spec: str, flag: str = "--noise"):  # noqa: ANN201
     """The parsed :class:`numerics.data.Noise`, with every level in ``[0, SIGMA_MAX]``."""
-    from .data import Noise
+    from numerics.data import Noise
 
     try:
         nz = Noise.parse(spec)
@@ -337,14 +337,15 @@ def _train(a: argparse.Namespace) -> None:
 
 
 def _baselines(a: argparse.Namespace) -> None:
-    from .data import PAPER_NOISES
+    from numerics.data import PAPER_NOISES
 
     for s in a.noise:
         for spec in PAPER_NOISES if s.strip().lower() in ("paper", "all") else [s]:
             noise(spec)
-    memory(baselines_bytes(a.n, a.d, a.sequences, a.tune_sequences, a.chunk, a.nodes or 256),
-           f"baselines with n={a.n}, d={a.d}, chunks of {min(a.chunk, max(a.sequences, a.tune_sequences))} sequences",
-           "--chunk, --d or --n")
+    memory(baselines_bytes(a.n, a.d, a.eval_sequences, a.tune_sequences, a.chunk_sequences, a.nodes or 256),
+           f"baselines with n={a.n}, d={a.d}, chunks of "
+           f"{min(a.chunk_sequences, max(a.eval_sequences, a.tune_sequences))} sequences",
+           "--chunk-sequences, --d or --n")
 
 
 def _predict(a: argparse.Namespace) -> None:
@@ -368,7 +369,7 @@ def _inspect(a: argparse.Namespace) -> None:
 
 
 def _reproduce(a: argparse.Namespace) -> None:
-    from . import experiments as ex
+    from numerics.reproduce import experiments as ex
 
     ex.get_budget(a.budget)
     ex.parse_parts(a.only)

@@ -1,4 +1,4 @@
-r"""One eigendecomposition of ``Σ`` per sequence, shared by every ridge-type predictor (PAPER.md §2).
+r"""One eigendecomposition of ``Σ`` per sequence, shared by every ridge-type predictor (docs/model.md).
 
 With ``Σ = Xᵀ X = V diag(μ) Vᵀ``, ``α = Xᵀ y``, ``β = Vᵀ α`` and ``γ = Vᵀ x_t``, ridge with any
 ``s = λ_ridge ≥ 0`` predicts
@@ -8,7 +8,7 @@ With ``Σ = Xᵀ X = V diag(μ) Vᵀ``, ``α = Xᵀ y``, ``β = Vᵀ α`` and ``
     \hat y(s) = x_t^\top (\Sigma + s I)^{+} \alpha = \sum_{k:\,\mu_k > 0} \frac{\gamma_k \beta_k}{\mu_k + s},
 
 so one ``eigh`` per sequence serves OLS (``s = 0``), the oracle (``s = σ_τ²``), ConstRR, AdaRR,
-TunedRR and every node of the Bayes mixture (:mod:`numerics.bayes`).
+TunedRR and every node of the Bayes mixture (:mod:`numerics.baselines.bayes`).
 
 ==============  ========================================================================
 symbol          field
@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numerics._types import Inputs, Queries, Scalars, Targets
+from numerics.types import Inputs, Queries, Scalars, Targets
 
 
 class Spectral(NamedTuple):

@@ -3,7 +3,7 @@ r"""Check any linear-attention implementation against Theorem 4.1, in the manner
 Theorem 4.1 (Lemma 4.3 gives the recursion): for parameters ``P, Q`` there are context-only
 ``T^l = [[M^l, u^l], [−(w^l)ᵀ, a^l]]`` with ``e_i^l = T^l e_i`` for every context token and for the
 query ``(x_t, 0)``, so ``ŷ = ⟨w^L, x_t⟩``.  ``T^l`` comes from the derived recursion through the
-bridge (:func:`numerics.inspector.implicit_states`, NumPy backend), never from the code under test.
+bridge (:func:`numerics.evaluate.inspector.implicit_states`, NumPy backend), never from the code under test.
 
 The code under test is a callable ``forward(X, y, x_query)`` with ``X (B, n, d)``, ``y (B, n)``,
 ``x_query (B, d)`` (float64 NumPy arrays) returning the predictions ``ŷ (B,)`` or every layer's tokens
@@ -36,10 +36,10 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from . import inspector
-from .convert import to_universal
-from .io import check_real_finite
-from .models import check_data
+from numerics.evaluate import inspector
+from numerics.models.convert import to_universal
+from numerics.io import check_real_finite
+from numerics.models import check_data
 
 PROPERTIES = ("token form", "query isolation", "implicit weight", "permutation invariance")
 Forward = Callable[[np.ndarray, np.ndarray, np.ndarray], Any]
@@ -201,7 +201,7 @@ def assert_follows_theorem_4_1(forward: Forward, P: Any = None, Q: Any = None, *
 
     The callable's parameters are given as universal ``P, Q`` or as attention ``weights``
     (``W_Q, W_K, W_V, W_O`` with ``convention``, ``value_scale``, ``y_only``, ``heads``, ``layers``; see
-    :func:`numerics.convert.to_universal`).  ``rtol`` is relative to the largest value compared: ``1e-10``
+    :func:`numerics.models.convert.to_universal`).  ``rtol`` is relative to the largest value compared: ``1e-10``
     suits float64 code of a few layers; float32 code needs about ``1e-4``.  Deterministic by ``seed``.
     """
     if weights is not None:

@@ -1,4 +1,4 @@
-r"""Hand-built linear transformers whose parameters come from the derivations (PAPER.md §3, §5).
+r"""Hand-built linear transformers whose parameters come from the derivations (docs/model.md).
 
 * :func:`gd` -- ``L`` layers of gradient descent with step ``η`` on ``½ Σ_i (⟨w, x_i⟩ - y_i)²`` from
   ``w = 0``: GD++ parameters ``ω_xx = 0``, ``ω_yx = -η`` (the read-out ``ŷ = -y_{n+1}^L`` then equals
@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from numerics.models import Diag, Gdpp
+from numerics.models.kinds import Diag, Gdpp
 
 
 def _check_positive(name: str, value: float) -> float:
@@ -152,7 +152,7 @@ def implicit_weight(params: Gdpp | Diag, X: np.ndarray, y: np.ndarray, all_layer
     import jax
 
     from lintf_theory import run_recursion
-    from numerics.models import universal
+    from numerics.models.kinds import universal
 
     X = np.asarray(X, dtype=np.float64)
     arrays = [np.asarray(p, dtype=np.float64) for p in params]

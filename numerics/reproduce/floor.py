@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from numerics.data import Noise
-from numerics.report import Claim, Entry, Table, _difference, _pm, _verdict
+from numerics.reproduce.claims import Claim, Entry, Table, difference, pm, verdict
 
 Z_IMPOSSIBLE = 3.0
 ATOL = 1e-9
@@ -56,7 +56,7 @@ def floor_of(noise: str | Noise, n: int, d: int, sequences: int, seed: int = 0, 
 
 def floor_entries(out: str | Path, budget: Any, noises: list[str]) -> dict[str, Entry]:
     r"""The floor per noise on the cells' evaluation sequences (``experiments.EVAL_SEED``), cached under ``OUT/baselines``."""
-    from numerics import experiments as ex
+    from numerics.reproduce import experiments as ex
     from numerics.io import atomic_write_json
 
     floors = {}
@@ -75,7 +75,7 @@ def floor_entries(out: str | Path, budget: Any, noises: list[str]) -> dict[str, 
 
 def below_floor(entry: Entry, floor: Entry) -> tuple[bool, float, float]:
     r"""``(flagged, difference, SE)``: the entry minus the floor, flagged when below by more than ``Z_IMPOSSIBLE`` SE."""
-    diff, se = _difference(entry, floor)
+    diff, se = difference(entry, floor)
     return diff < -(Z_IMPOSSIBLE * se + ATOL), diff, se
 
 
@@ -94,10 +94,10 @@ def claim_gdpp_floor(t: Table, floors: dict[str, Entry]) -> Claim:
             continue
         flag, diff, se = below_floor(e, floors[nz])
         ok.append(not flag)
-        ev.append(f"{nz} GD++-{L} {_pm(e)} vs ridge at lambda = E sigma^2 = {Noise.parse(nz).mean_sigma2:.4g} "
-                  f"{_pm(floors[nz])}: difference {diff:+.4f} ± {se:.4f} → {_verdict_text(flag, diff, se)}")
+        ev.append(f"{nz} GD++-{L} {pm(e)} vs ridge at lambda = E sigma^2 = {Noise.parse(nz).mean_sigma2:.4g} "
+                  f"{pm(floors[nz])}: difference {diff:+.4f} ± {se:.4f} → {_verdict_text(flag, diff, se)}")
     return Claim("gdpp_above_floor", "No GD++ entry lies below ridge at λ = E σ² (a theorem: GD++ is a spectral filter)",
-                 _verdict(ok), tuple(ev))
+                 verdict(ok), tuple(ev))
 
 
 # ----------------------------------------------------------------------------------------------- printed tables
@@ -171,7 +171,7 @@ def check_printed(rows: list[Printed], sequences: int = PRINTED_SEQ, seed: int =
         f = floors[r.noise]
         flag, diff, se = below_floor(Entry(r.value, r.se), f)
         text = (f"printed GD++-{r.depth} {r.noise}: {r.value:.4f}" + (f" ± {r.se:.4f}" if r.se else "")
-                + f" vs ridge at lambda = E sigma^2 = {Noise.parse(r.noise).mean_sigma2:.4g}: {_pm(f)} "
+                + f" vs ridge at lambda = E sigma^2 = {Noise.parse(r.noise).mean_sigma2:.4g}: {pm(f)} "
                 f"({sequences} sequences, seed {seed}), difference {diff:+.4f} ± {se:.4f} → {_verdict_text(flag, diff, se)}")
         out.append((r, f, flag, text))
     return out

@@ -1,7 +1,7 @@
 r"""Closed-form baselines of the paper's Table 1 (§4), plus GD and the Bayes-optimal floor.
 
 All are ridge-type predictions ``ŷ(s) = x_tᵀ (Σ + sI)^{-1} α`` (one ``eigh`` per sequence, see
-:mod:`numerics.spectral`) with different choices of ``s``, or one GD step:
+:mod:`numerics.baselines.spectral`) with different choices of ``s``, or one GD step:
 
 ==========  =========================================================  ==========================
 name        prediction                                                 tuned on the tuning set
@@ -12,7 +12,7 @@ ConstRR     ``s = λ_c``, one value for all sequences                   ``λ_c``
 AdaRR       ``s = σ̂² = ρ / (n − d)``, ``ρ = ‖y − X w*‖²``               —
 TunedRR     ``s = m · min(σ̂², c)``                                     cap ``c``, multiplier ``m``
 GD          ``ŷ = η x_tᵀ α`` (one GD step from ``w = 0``)                ``η`` (exact least squares)
-Bayes       posterior mean under the noise prior (:mod:`numerics.bayes`)  —
+Bayes       posterior mean under the noise prior (:mod:`numerics.baselines.bayes`)  —
 ==========  =========================================================  ==========================
 
 ``ConstRR_Esigma2`` is ridge at ``s = E σ²`` of the noise prior, not tuned: the loss-minimising spectral
@@ -33,9 +33,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numerics import bayes, evaluation
+from numerics.baselines import bayes
+from numerics.evaluate import losses as evaluation
 from numerics.data import Noise
-from numerics.spectral import Spectral, check_ols, check_s, ridge_predict, ridge_predict_grid
+from numerics.baselines.spectral import Spectral, check_ols, check_s, ridge_predict, ridge_predict_grid
 
 NAMES: tuple[str, ...] = ("OLS", "ConstRR", "ConstRR_Esigma2", "AdaRR", "TunedRR", "GD", "Bayes", "Oracle")
 #: Ridge at ``λ = E σ²``: the loss-minimising spectral filter, so no GD++ model has a lower expected loss.
@@ -79,18 +80,29 @@ def gd_direction(sp: Spectral) -> jax.Array:
 
 
 @jax.jit
-def _mean_loss_grid(sp: Spectral, y_query: jax.Array, s_grid: jax.Array) -> jax.Array:
+def mean_loss_grid(sp: Spectral, y_query: jax.Array, s_grid: jax.Array) -> jax.Array:
     return jnp.mean(evaluation.per_sequence_loss(ridge_predict_grid(sp, s_grid), y_query), -1)
 
 
 @jax.jit
-def _tuned_loss_grid(sp: Spectral, y_query: jax.Array, caps: jax.Array, mults: jax.Array) -> jax.Array:
+def tuned_loss_grid(sp: Spectral, y_query: jax.Array, caps: jax.Array, mults: jax.Array) -> jax.Array:
     s2 = sigma2_hat(sp)
 
     def one(cm: jax.Array) -> jax.Array:
         return jnp.mean(evaluation.per_sequence_loss(ridge_predict(sp, cm[1] * jnp.minimum(s2, cm[0])), y_query))
 
     return jax.lax.map(one, jnp.stack([caps, mults], -1))
+
+
+def oracle_weights(X: jax.Array, y: jax.Array, sigma: jax.Array) -> jax.Array:
+    r"""The oracle ridge weights ``w_{σ²} = (Σ + σ_τ² I)^{-1} α`` per sequence, ``(B, d)``, for the true noise
+    levels ``sigma (B,)`` (``Σ = Xᵀ X``, ``α = Xᵀ y``; docs/model.md).  The adjusted loss of training's held-out
+    evaluation and the inspector's reference weights use it; the baselines' spectral route
+    (:func:`numerics.baselines.spectral.ridge_predict` at ``s = σ²``) computes the same predictor by eigenvalues."""
+    Sigma = jnp.einsum("bnd,bne->bde", X, X)
+    alpha = jnp.einsum("bnd,bn->bd", X, y)
+    eye = jnp.eye(X.shape[-1], dtype=Sigma.dtype)
+    return jnp.linalg.solve(Sigma + (sigma**2)[:, None, None] * eye, alpha[..., None])[..., 0]
 
 
 def _between(grid: np.ndarray, i: int) -> np.ndarray:
@@ -108,7 +120,7 @@ def tune_const(sp: Spectral, y_query: jax.Array) -> float:
     """ConstRR's ``λ_c``: coarse grid (``0`` included) then refinement rounds; deterministic."""
     grid = CONST_GRID
     for _ in range(REFINE + 1):
-        losses = np.asarray(_mean_loss_grid(sp, y_query, jnp.asarray(grid)))
+        losses = np.asarray(mean_loss_grid(sp, y_query, jnp.asarray(grid)))
         i = int(np.argmin(losses))
         best = float(grid[i])
         grid = _between(grid, i)
@@ -123,7 +135,7 @@ def tune_tuned(sp: Spectral, y_query: jax.Array) -> tuple[float, float]:
     mults = MULT_GRID
     for _ in range(REFINE + 1):
         C, M = np.meshgrid(caps, mults, indexing="ij")
-        losses = np.asarray(_tuned_loss_grid(sp, y_query, jnp.asarray(C.ravel()), jnp.asarray(M.ravel())))
+        losses = np.asarray(tuned_loss_grid(sp, y_query, jnp.asarray(C.ravel()), jnp.asarray(M.ravel())))
         i, j = np.unravel_index(int(np.argmin(losses)), C.shape)
         best = (float(caps[i]), float(mults[j]))
         caps, mults = _between(caps, i), _between(mults, j)
@@ -137,8 +149,9 @@ def tune_eta(sp: Spectral, y_query: jax.Array) -> float:
 
 
 def tune(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, methods=NAMES,
-         chunk: int = evaluation.CHUNK) -> Tuned:
+         chunk: int | None = None) -> Tuned:
     """Tune ConstRR, TunedRR and GD on ``sequences`` fresh sequences drawn with ``key`` (float64)."""
+    chunk = evaluation.CHUNK if chunk is None else chunk
     if not {"ConstRR", "TunedRR", "GD"} & set(methods):
         return Tuned()
     with jax.enable_x64(True):
@@ -156,7 +169,7 @@ def tune(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, met
 
 
 def predictor(tuned: Tuned, noise: Noise | str, methods=NAMES, nodes: int = bayes.DEFAULT_NODES):
-    """``predict(batch, spectra) -> {name: ŷ (B,)}`` for :func:`numerics.evaluation.evaluate` / ``profile``."""
+    """``predict(batch, spectra) -> {name: ŷ (B,)}`` for :func:`numerics.evaluate.losses.evaluate` / ``profile``."""
     q = bayes.quadrature(noise, nodes)
     mean_sigma2 = Noise.parse(noise).mean_sigma2
     s_nodes, log_w = jnp.asarray(q.s), jnp.asarray(q.log_w)
@@ -191,7 +204,7 @@ def check_methods(methods, n: int, d: int) -> tuple[str, ...]:
 
 def table(noise: Noise | str, n: int = 20, d: int = 10, sequences: int = 100_000, seed: int = 0,
           tune_sequences: int = 50_000, methods=NAMES, nodes: int = bayes.DEFAULT_NODES,
-          chunk: int = evaluation.CHUNK) -> dict[str, dict]:
+          chunk: int | None = None) -> dict[str, dict]:
     """Adjusted loss of every baseline on ``sequences`` evaluation sequences (float64, chunked).
 
     Returns ``{name: {"loss", "se", "raw", "raw_se", "count", ...tuned parameters}}``; ``loss`` is
@@ -199,6 +212,7 @@ def table(noise: Noise | str, n: int = 20, d: int = 10, sequences: int = 100_000
     among the methods also ``minus_Bayes`` ± ``minus_Bayes_se`` (paired ``ℓ_m − ℓ_Bayes``). The tuning set
     uses ``split(PRNGKey(seed))[0]``, the evaluation set ``[1]``.
     """
+    chunk = evaluation.CHUNK if chunk is None else chunk
     noise = Noise.parse(noise)
     methods = check_methods(methods, n, d)
     check_s(noise.values, "noise sigma")

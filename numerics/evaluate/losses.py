@@ -1,6 +1,6 @@
 r"""Adjusted evaluation loss with paired standard errors, per-variance profiles and per-layer read-outs.
 
-The paper's metric (PAPER.md §2, §4) is a method's loss minus the loss of ridge with the true
+The paper's metric (docs/model.md) is a method's loss minus the loss of ridge with the true
 noise level (the *oracle*) on the same sequences:
 
 .. math::
@@ -27,7 +27,7 @@ import numpy as np
 
 from numerics import data
 from numerics.data import Batch, Noise
-from numerics.spectral import Spectral, ridge_predict, spectral
+from numerics.baselines.spectral import Spectral, ridge_predict, spectral
 
 #: Sequences per chunk: bounds memory (X is ``chunk·n·d`` floats) and fixes the data for a seed.
 CHUNK = 20_000
@@ -231,7 +231,7 @@ TAIL_SEQUENCES = 1_000_000
 @jax.jit
 def adjusted_full(P: jax.Array, Q: jax.Array, batch: Batch, sp: Spectral) -> jax.Array:
     """Per-sequence adjusted losses ``(B,)`` of the universal model ``P, Q`` (call under float64)."""
-    from numerics.fastforward import predict_fast
+    from numerics.models.forward import predict_fast
     from numerics.models import Full
 
     yhat = predict_fast(Full(P, Q), batch.X, batch.y, batch.x_query)

@@ -1,13 +1,13 @@
 r"""Training one cell of a sweep by continuation: over depth, and in stages until the loss stops moving.
 
-A cell ``(model, L, noise)`` is trained in *stages*, each a complete :func:`numerics.training.train` run
+A cell ``(model, L, noise)`` is trained in *stages*, each a complete :func:`numerics.train.train` run
 (warm-up + cosine schedule, fresh Adam state) into its own run directory ``RUNS/<cell>/stage<k>/``:
 
 =========  ===================================================================================================
 stage      start and length
 =========  ===================================================================================================
 1          the *start*: the finished ``(L−1)``-layer cell of the same model and noise, with a new layer near the
-           identity appended (:func:`numerics.training.warm_params`); FULL starts from the finished DIAG cell of
+           identity appended (:func:`numerics.train.warm_params`); FULL starts from the finished DIAG cell of
            the same depth (its DIAG embedding); GD++ at ``σ_max = 0`` from the spectral fit; a cell without a
            finished predecessor from the small random start.  ``S`` steps, ``seeds`` seeds.
 k ≥ 2      the best earlier stage's model, one seed, ``S · 2^{k−2}`` steps at half the previous stage's peak rate:
@@ -20,9 +20,9 @@ explodes at ``c = 1``.  Minibatch training meets the one-in-``10⁵`` context th
 in a stage; the pool holds it at its true rate.  Then the model is evaluated on :data:`HELD_OUT` fresh float64
 sequences (a key no other part of the sweep draws from).  The cell is *converged* when doubling its steps changed
 the held-out adjusted loss by less than ``rel`` of it or less than ``se`` standard errors of the paired difference,
-and the latest stage's held-out sequences pass the evaluation's tail rules (:func:`numerics.evaluation.tail_stats`).
+and the latest stage's held-out sequences pass the evaluation's tail rules (:func:`numerics.evaluate.losses.tail_stats`).
 The cell keeps the stage with the lowest held-out loss among those that pass.  Training never excludes a sequence
-in a stage's final phase (:data:`numerics.training.TrainConfig.final_fraction`); the count is in ``metrics.json``.
+in a stage's final phase (:data:`numerics.train.TrainConfig.final_fraction`); the count is in ``metrics.json``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import numpy as np
 
-from numerics import evaluation
+from numerics.evaluate import losses as evaluation
 from numerics.data import Batch, Noise
 from numerics.io import load_model, save_model
 
@@ -50,7 +50,7 @@ SCALE_POOL = 2**19
 SCALE_SHARE = 64
 SCALE_STREAM = 6
 #: The fit searches ``c`` in ``[SCALE_LOW, 1]`` when a pool sequence's adjusted loss exceeds ``SCALE_AT`` (the
-#: evaluation's failure threshold, :data:`numerics.evaluation.FAIL_MAX`): a model without such a tail keeps ``c = 1``.
+#: evaluation's failure threshold, :data:`numerics.evaluate.losses.FAIL_MAX`): a model without such a tail keeps ``c = 1``.
 SCALE_AT = evaluation.FAIL_MAX
 SCALE_LOW = 0.5
 #: Golden-section steps of the scale fit (the bracket shrinks to ``0.618^SCALE_STEPS`` of its width).
@@ -58,7 +58,7 @@ SCALE_STEPS = 12
 #: From the best mean, the fit lowers ``c`` in steps of ``SCALE_DOWN`` while the pool's mean stays within
 #: ``SCALE_SLACK`` of the best (the mean is flat near its minimum; the risk of a context beyond the pool's grows
 #: with ``c``), and further until an evaluation on ``SCALE_EVAL`` sequences is expected to have an SE below
-#: ``SCALE_SE`` × its mean (half the failure threshold :data:`numerics.evaluation.FAIL_SE_REL`).
+#: ``SCALE_SE`` × its mean (half the failure threshold :data:`numerics.evaluate.losses.FAIL_SE_REL`).
 SCALE_DOWN = 0.01
 SCALE_SLACK = 0.05
 SCALE_SE = 0.05
@@ -228,7 +228,7 @@ def converged(new: np.ndarray, old: np.ndarray, st: Stages) -> bool:
 
 
 def stage_config(cfg: Any, st: Stages, k: int, start: Path | None) -> Any:
-    """Stage ``k``'s :class:`numerics.training.TrainConfig` from the cell's base config ``cfg``."""
+    """Stage ``k``'s :class:`numerics.train.TrainConfig` from the cell's base config ``cfg``."""
     steps = st.steps * 2 ** max(0, k - 2)
     kw: dict[str, Any] = {"steps": steps, "batch": st.batch, "seeds": st.seeds if k == 1 else 1,
                           "warmup": None, "warm_start": None if start is None else str(start)}
@@ -253,7 +253,7 @@ class StageResult:
 
     @property
     def blown(self) -> bool:
-        """The held-out sequences fail the evaluation's tail rules (:func:`numerics.evaluation.tail_stats`)."""
+        """The held-out sequences fail the evaluation's tail rules (:func:`numerics.evaluate.losses.tail_stats`)."""
         return evaluation.tail_stats(self.held)["failed"] is not None
 
     def summary(self) -> dict[str, Any]:
@@ -267,7 +267,7 @@ class StageResult:
 
 def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: Callable) -> tuple[StageResult, dict]:
     """Train ``cfg``'s cell in stages into ``run/stage<k>`` (each resumable); returns the chosen stage and a
-    summary for ``metrics.json``.  ``trainer(cfg, dir)`` trains one stage (:func:`numerics.experiments.train_rundir`)."""
+    summary for ``metrics.json``.  ``trainer(cfg, dir)`` trains one stage (:func:`numerics.reproduce.experiments.train_rundir`)."""
     stages: list[StageResult] = []
     done = False
     for k in range(1, st.most + 1):

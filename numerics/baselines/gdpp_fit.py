@@ -1,4 +1,4 @@
-r"""Spectral fit of GD++: minimise the exact expected loss over the ``2L`` layer parameters (issue 6).
+r"""Spectral fit of GD++: minimise the exact expected loss over the ``2L`` layer parameters.
 
 For GD++ every quantity is a polynomial in ``Σ = XᵀX`` (:mod:`lintf_theory._gdpp_spectral`,
 derived), so given ``X`` the expected loss over ``w_τ, ξ, x_t`` is a sum over the eigenvalues
@@ -27,7 +27,7 @@ Choices (each documented where it is made):
   sorted sample; a block spans a tiny ``μ`` interval).  A few ``10⁴`` points instead of ``N·d``.
 * **Gauss–Newton (Levenberg–Marquardt)** on the residuals ``√weight_p · ρ_k(μ_p)`` with
   ``x_scale="jac"`` (the parameters span six decades: ``ω_xx^1 ≈ −1e-2``, ``ω_yx^L ≈ −70``), Jacobian by
-  ``jax.jacfwd`` in float64.  L-BFGS on the same objective stalled at ``L = 6`` (previous session).
+  ``jax.jacfwd`` in float64.  L-BFGS on the same objective stalls at ``L = 6``.
 * **Continuation over depth**: the ``L``-layer fit starts from the ``(L−1)``-layer optimum with one
   preconditioning layer (``ω_yx = 0``) inserted at every position ``p``, with
   ``ω_xx = −t/ν_p`` for ``t ∈ {1/3, 1, 3}`` (``ν_p``: the largest layer-``p`` eigenvalue
@@ -53,8 +53,8 @@ from scipy.special import multigammaln
 
 from lintf_theory import gdpp_spectral_residual_rule, gdpp_spectral_rule
 
-from .data import Noise
-from .models import Gdpp
+from numerics.data import Noise
+from numerics.models import Gdpp
 
 #: Proposal mixture ``(π_k, f_k, c_k)``: ``W_d(ν_k, c_k I)`` with ``ν_k = d − 1 + f_k (n − d + 1)``.
 #: ``f = 1, c = 1`` is the target itself (defensive component).  The ``c = 2`` component makes the fit

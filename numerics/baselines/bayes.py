@@ -1,4 +1,4 @@
-r"""The Bayes-optimal prediction under ``w ~ N(0, I_d)`` and the noise prior (PAPER.md §5; not in the paper).
+r"""The Bayes-optimal prediction under ``w ~ N(0, I_d)`` and the noise prior (docs/model.md; not in the paper).
 
 Given ``σ``, the posterior of ``w`` is Gaussian with mean ``w_{σ²} = (Σ + σ² I)^{-1} α`` (ridge).
 The noise level is unknown, so the posterior mean of the query target mixes ridge solutions,
@@ -28,7 +28,7 @@ softmax of ``log ω_j + log N(y; 0, XXᵀ + s_j I)`` (logsumexp-stable).
 ==============  ==========================================================================
 symbol          code
 ==============  ==========================================================================
-``μ_k, β, γ``   :class:`numerics.spectral.Spectral` ``mu, beta, gamma`` (``β = Vᵀα``, ``γ = Vᵀx_t``)
+``μ_k, β, γ``   :class:`numerics.baselines.spectral.Spectral` ``mu, beta, gamma`` (``β = Vᵀα``, ``γ = Vᵀx_t``)
 ``ρ, λ``        ``rho`` (OLS residual energy), ``lam = ‖y‖²``
 ``r``           numerical rank of ``X``; ``n − r`` is ``Spectral.dof``
 ``s_j, ω_j``    :class:`Quadrature` ``s`` (``σ_j²``) and ``log_w`` (``log ω_j``, prior mass of node j)
@@ -54,9 +54,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numerics._types import Inputs, Queries, Scalars, Targets
+from numerics.types import Inputs, Queries, Scalars, Targets
 from numerics.data import Noise
-from numerics.spectral import Spectral, _inv, check_data, spectral
+from numerics.baselines.spectral import Spectral, _inv, check_data, spectral
 
 #: Gauss–Legendre points per panel, and the depth ``T`` of the log-σ range below ``σ_max``.
 PANEL_POINTS = 8

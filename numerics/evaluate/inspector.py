@@ -1,6 +1,6 @@
 r"""Implicit-weight inspector: the per-layer state ``(M^l, u^l, a^l, w^l)`` of Theorem 4.1, two ways.
 
-Theorem 4.1 (PAPER.md §3): for any parameters there are ``M^l (d×d)``, ``u^l, w^l ∈ R^d`` and
+Theorem 4.1 (docs/model.md): for any parameters there are ``M^l (d×d)``, ``u^l, w^l ∈ R^d`` and
 ``a^l ∈ R``, functions of the context only, with
 
 .. math::
@@ -20,7 +20,7 @@ Two independent routes give ``w^l``:
    own forward pass :func:`numerics.models.predict` (``all_layers=True``).  ``ŷ^l`` is linear in
    ``x_t``, so the Jacobian is ``w^l`` exactly, whatever ``x_t``.
 
-Reference solutions (computed here with ``jnp.linalg.solve``, PAPER.md §2):
+Reference solutions (computed here with ``jnp.linalg.solve``, docs/model.md):
 ``w* = Σ^{-1} α`` (OLS) and ``w*_{σ²} = (Σ + σ² I)^{-1} α`` (ridge with the true ``σ``), where
 ``Σ = Σ_i x_i x_iᵀ`` and ``α = Σ_i y_i x_i``.
 
@@ -49,7 +49,7 @@ import numpy as np
 
 from lintf_theory import run_recursion
 
-from .models import check_data, predict
+from numerics.models import check_data, predict
 
 
 class States(NamedTuple):
@@ -116,13 +116,12 @@ def ols(X: Any, y: Any) -> jax.Array:
 
 
 def ridge(X: Any, y: Any, sigma: Any) -> jax.Array:
-    r"""``w*_{σ²} = (Σ + σ² I)^{-1} α`` per sequence, ``(B, d)``; ``sigma`` is ``(B,)`` or a scalar."""
+    r"""``w*_{σ²} = (Σ + σ² I)^{-1} α`` per sequence, ``(B, d)``; ``sigma`` is ``(B,)`` or a scalar
+    (:func:`numerics.baselines.ridge.oracle_weights`)."""
+    from numerics.baselines.ridge import oracle_weights  # the baselines import numerics.evaluate
+
     X, y = jnp.asarray(X), jnp.asarray(y)
-    d = X.shape[-1]
-    Sigma = jnp.einsum("bni,bnj->bij", X, X)
-    alpha = jnp.einsum("bn,bni->bi", y, X)
-    s2 = jnp.broadcast_to(jnp.asarray(sigma, dtype=X.dtype) ** 2, X.shape[:1])
-    return jnp.linalg.solve(Sigma + s2[:, None, None] * jnp.eye(d, dtype=X.dtype), alpha[..., None])[..., 0]
+    return oracle_weights(X, y, jnp.broadcast_to(jnp.asarray(sigma, dtype=X.dtype), X.shape[:1]))
 
 
 def compare(w: jax.Array, ref: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -1,7 +1,7 @@
 r"""Beyond the paper: implicit weights ``w^l`` of a trained model against the ridge path, and the depth gap.
 
-Theorem 4.1 (PAPER.md §3) gives every layer an implicit weight ``w^l`` with ``ŷ^l = ⟨w^l, x_t⟩``;
-:func:`numerics.inspector.implicit_states` computes it by the derived recursion (Lemma 4.3, through
+Theorem 4.1 (docs/model.md) gives every layer an implicit weight ``w^l`` with ``ŷ^l = ⟨w^l, x_t⟩``;
+:func:`numerics.evaluate.inspector.implicit_states` computes it by the derived recursion (Lemma 4.3, through
 the bridge).  We compare it with the ridge path
 
 .. math::
@@ -22,7 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numerics import data, inspector
+from numerics import data
+from numerics.evaluate import inspector
 
 #: ``s`` grid of the ridge path (plus ``s = 0``); its span covers σ² from 1e-5 to 1e5.
 S_GRID = np.concatenate([[0.0], np.geomspace(1e-5, 1e5, 241)])
@@ -30,7 +31,7 @@ S_GRID = np.concatenate([[0.0], np.geomspace(1e-5, 1e5, 241)])
 
 def trajectories(P: Any, Q: Any, noise: str, sequences: int, n: int, d: int, key: jax.Array,
                  show: int = 4) -> dict[str, np.ndarray]:
-    """Arrays for :func:`numerics.plots.fig_weights` (float64, ``sequences`` fresh sequences)."""
+    """Arrays for :func:`numerics.reproduce.plots.fig_weights` (float64, ``sequences`` fresh sequences)."""
     with jax.enable_x64(True):
         b = data.sample(key, noise, int(sequences), n, d, jnp.float64)
         st = inspector.implicit_states(jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64), b.X, b.y)

@@ -1,14 +1,14 @@
-r"""The paper's sweep (PAPER.md §4) as resumable cells: train, select the best seed, evaluate.
+r"""The paper's sweep (docs/model.md) as resumable cells: train, select the best seed, evaluate.
 
 A *cell* is one ``(model, L, noise)`` with ``model ∈ {gdpp, diag, full}`` (single head), ``n = 20``,
-``d = 10``.  Its number is the adjusted loss (PAPER.md §2)
+``d = 10``.  Its number is the adjusted loss (docs/model.md)
 
 .. math::
 
     \ell^{\rm adj} = \frac1N \sum_\tau \tfrac12(y_{t,\tau} - \hat y_\tau)^2
                    - \tfrac12\bigl(y_{t,\tau} - x_{t,\tau}^\top(\Sigma_\tau + \sigma_\tau^2 I)^{-1}\alpha_\tau\bigr)^2
 
-of the best of ``seeds`` seeds (vmapped in one program by :func:`numerics.training.train`; the
+of the best of ``seeds`` seeds (vmapped in one program by :func:`numerics.train.train`; the
 best is chosen on the training code's held-out selection stream), on ``eval_sequences`` fresh
 float64 sequences drawn with the key ``split(PRNGKey(0))[1]``: the *same* sequences
 :func:`numerics.baselines.table` (seed 0) evaluates the baselines on, so model − baseline and
@@ -19,14 +19,14 @@ model − Bayes are paired differences.  Alongside: the read-out after every lay
 =================  ===========================================================================
 file               content
 =================  ===========================================================================
-``RUNS/<budget>/<cell>/``   the training run directory (:func:`numerics.rundir.run`: checkpoint, loss curve); git-ignored
+``RUNS/<budget>/<cell>/``   the training run directory (:func:`numerics.train.rundir.run`: checkpoint, loss curve); git-ignored
 ``OUT/models/<cell>/``      ``model.npz`` (universal ``P, Q`` of the best seed), ``metrics.json``, and for the
                             Fig. 5 cells ``seeds.npz`` (every seed's ``P, Q``); a cell is finished when its
                             ``metrics.json`` exists, and a rerun skips it
 ``OUT/baselines/<noise>.json``  ConstRR, AdaRR, TunedRR, Bayes on the same sequences, plus profiles
 =================  ===========================================================================
 
-Departures from the paper: training uses :class:`numerics.training.TrainConfig`'s recipe (warm-up +
+Departures from the paper: training uses :class:`numerics.train.TrainConfig`'s recipe (warm-up +
 cosine Adam, clipping, divergence guard), not constant ``1e-4`` for 200 000 steps; ``quick`` is a
 reduced grid (see :data:`BUDGETS`).
 """
@@ -44,158 +44,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numerics import baselines, evaluation, models
-from numerics.continuation import Stages, fit_scale, scale_constants, start_for, train_stages
+from numerics import baselines, models
+from numerics.evaluate import losses as evaluation
+from numerics.train.continuation import Stages, fit_scale, start_for, train_stages
 from numerics.data import PAPER_NOISES, Noise
 from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model
-
-MODELS = ("gdpp", "diag", "full")
-PARTS = ("table1", "fig1", "fig2", "fig3", "fig4", "fig5", "fig7", "beyond")
-#: The noise of Fig. 5 / Fig. 7 and of the beyond-the-paper depth study.
-FOCUS = "uniform:5"
-CATEGORICAL = "categorical:1,3"
-BASELINES = ("ConstRR", "AdaRR", "TunedRR", "Bayes")
-EVAL_SEED = 0  # baselines.table(seed=0): tuning key split(PRNGKey(0))[0], evaluation key split(PRNGKey(0))[1]
-
-
-@dataclass(frozen=True)
-class Budget:
-    """A sweep: the grid and the per-cell effort.  ``None`` training fields take
-    :class:`numerics.training.TrainConfig`'s defaults (the training issue's recipe)."""
-
-    name: str
-    models: tuple[str, ...]
-    depths: tuple[int, ...]
-    noises: tuple[str, ...]
-    seeds: int
-    eval_sequences: int
-    tune_sequences: int
-    profile_sequences: int
-    profile_points: int
-    seed_sequences: int  # per-seed read-out evaluation (Fig. 5)
-    select_sequences: int = 8192
-    chunk: int | None = None
-    beyond_depths: tuple[int, ...] = (8, 9, 10, 11, 12)
-    #: How each cell is trained (:mod:`numerics.continuation`): stages, continued over depth.
-    stages: Stages = Stages(steps=1000, most=4, batch=1024, seeds=1)
-    #: Fresh float64 sequences of the tail check of every model of depth >= :data:`TAIL_DEPTH`.
-    tail_sequences: int = evaluation.TAIL_SEQUENCES
-    #: GD++ cells at σ_max = 0 start from the spectral fit (``TrainConfig.init="spectral"``): the
-    #: exact expected loss of GD++ minimised on Wishart spectra, then Adam (seed 0 frozen at the fit).
-    gdpp_spectral: bool = True
-    n: int = 20
-    d: int = 10
-
-    def __post_init__(self) -> None:
-        for m in self.models:
-            models.check_kind(m)
-        if not self.models or not self.depths or not self.noises:
-            raise ValueError("a budget needs at least one model, depth and noise setting")
-        for L in (*self.depths, *self.beyond_depths):
-            if int(L) < 1:
-                raise ValueError(f"depths must be >= 1, got {L}")
-        for nz in self.noises:
-            Noise.parse(nz)
-        for k in ("seeds", "eval_sequences", "tune_sequences", "profile_sequences", "seed_sequences",
-                  "select_sequences"):
-            if int(getattr(self, k)) < 1:
-                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
-        if int(self.profile_points) < 2:
-            raise ValueError(f"profile_points must be >= 2, got {self.profile_points}")
-
-    @property
-    def max_depth(self) -> int:
-        return max(self.depths)
-
-    def train_kwargs(self) -> dict[str, Any]:
-        kw = {"seeds": self.seeds, "select_sequences": self.select_sequences,
-              "eval_sequences": self.select_sequences, "n": self.n, "d": self.d}
-        return kw | ({"chunk": self.chunk} if self.chunk is not None else {})
-
-
-BUDGETS: dict[str, Budget] = {
-    # The full Table 1 (every model x depths 1-7 x the 10 noise settings) plus DIAG/FULL at depths 8-12 on
-    # uniform:5 and categorical:1,3; every cell by continuation (numerics.continuation) until converged.
-    "paper": Budget("paper", MODELS, tuple(range(1, 8)), PAPER_NOISES, seeds=5, eval_sequences=100_000,
-                    tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=20_000,
-                    stages=Stages(steps=1000, most=4, batch=1024, seeds=1)),
-    # The qualitative picture: 3 models x depths {1,2,4,7} x 3 noise settings (σ = 0, σ ~ U(0,5), σ ∈ {1,3}),
-    # shorter stages, the paper's evaluation.  Beyond the paper it has no depth > 7.
-    "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=3,
-                    eval_sequences=100_000, tune_sequences=20_000, profile_sequences=1_000, profile_points=13,
-                    seed_sequences=4_000, select_sequences=2048, beyond_depths=(),
-                    stages=Stages(steps=400, most=3, batch=512, seeds=1, held_out=20_000, scale_pool=2**17)),
-    # For the tests: seconds, not meaning.
-    "test": Budget("test", ("diag",), (1, 2), ("uniform:1", CATEGORICAL), seeds=2, eval_sequences=500,
-                   tune_sequences=500, profile_sequences=100, profile_points=3, seed_sequences=200,
-                   select_sequences=256, chunk=20, beyond_depths=(3,), tail_sequences=1000,
-                   stages=Stages(steps=20, most=2, batch=64, seeds=1, held_out=256, scale_pool=2048)),
-}
-
-
-def get_budget(name: str) -> Budget:
-    if name not in BUDGETS:
-        raise ValueError(f"--budget must be one of {', '.join(k for k in BUDGETS)}; got {name!r}")
-    return BUDGETS[name]
-
-
-def parse_parts(spec: str | None) -> tuple[str, ...]:
-    """``"table1,fig1"`` → parts; ``None`` / empty → all of :data:`PARTS`."""
-    if spec is None or not spec.strip():
-        return PARTS
-    parts = tuple(p.strip() for p in spec.split(",") if p.strip())
-    bad = [p for p in parts if p not in PARTS]
-    if bad or not parts:
-        raise ValueError(f"--only takes a comma list out of {','.join(PARTS)}; got {', '.join(bad) or 'nothing'}")
-    return parts
-
-
-def slug(noise: str) -> str:
-    """``uniform:5`` → ``uniform5``, ``categorical:1,3`` → ``categorical1_3`` (file names)."""
-    return str(Noise.parse(noise)).replace(":", "").replace(",", "_").replace(".", "p")
-
-
-@dataclass(frozen=True, order=True)
-class Cell:
-    model: str
-    layers: int
-    noise: str
-    keep_seeds: bool = field(default=False, compare=False)
-
-    @property
-    def name(self) -> str:
-        return f"{self.model}-L{self.layers}-{slug(self.noise)}"
-
-
-def cells_for(budget: Budget, parts: Iterable[str]) -> list[Cell]:
-    """The cells the requested parts need (deduplicated; Fig. 5 cells keep every seed)."""
-    parts, L = set(parts), budget.max_depth
-    want: set[tuple[str, int, str]] = set()
-    grid = {(m, d, nz) for m in budget.models for d in budget.depths for nz in budget.noises}
-    if parts & {"table1", "fig1"}:
-        want |= grid
-    if "fig2" in parts:
-        want |= {c for c in grid if c[1] == L and c[2].startswith("uniform")}
-        want |= {c for c in grid if c[2] == FOCUS}
-    if "fig3" in parts:
-        want |= {c for c in grid if c[2].startswith("categorical")}
-    if "fig4" in parts:
-        want.add(("full", 4, CATEGORICAL))
-    if parts & {"fig5", "fig7"}:
-        want |= {(m, L, FOCUS) for m in budget.models}
-    if "beyond" in parts:
-        want |= {(m, d, nz) for m in ("diag", "full") for d in (*budget.depths, *budget.beyond_depths)
-                 for nz in (FOCUS, CATEGORICAL)}
-        want.add(("diag", L, FOCUS))
-    return sorted(Cell(m, d, nz, keep_seeds=(nz == FOCUS and d == L)) for m, d, nz in want)
-
-
-def noises_for(cells: Iterable[Cell]) -> list[str]:
-    return sorted({c.noise for c in cells})
-
-
-# ----------------------------------------------------------------------------------------------- evaluation
+from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
+    PARTS, TAIL_DEPTH, cell_signature, cells_for, get_budget, noises_for, parse_parts, slug, stage_seeds,
+    tail_sequences, train_config)  # noqa: F401  (re-exported)
 
 
 def eval_key() -> jax.Array:
@@ -272,42 +129,6 @@ def _json(v: Any) -> Any:
 # ----------------------------------------------------------------------------------------------- cells
 
 
-def train_config(cell: Cell, budget: Budget) -> Any:
-    from numerics.training import TrainConfig
-
-    kw = budget.train_kwargs()
-    if budget.gdpp_spectral and cell.model == "gdpp" and Noise.parse(cell.noise).sigma_max == 0:
-        kw["init"] = "spectral"
-    return TrainConfig(model=cell.model, layers=cell.layers, noise=cell.noise, **kw)
-
-
-def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
-    """What a finished cell's numbers depend on; a stored cell with another signature is refused."""
-    from dataclasses import asdict
-
-    from numerics.training import config_dict
-
-    return {"train": json.loads(json.dumps(config_dict(train_config(cell, budget)))),
-            "stages": asdict(budget.stages) | {"seeds": stage_seeds(cell, budget), "scale_fit": scale_constants()},
-            "eval_sequences": budget.eval_sequences, "profile_sequences": budget.profile_sequences,
-            "profile_points": budget.profile_points, "tail_sequences": tail_sequences(cell, budget),
-            "seed_sequences": budget.seed_sequences if cell.keep_seeds else None}
-
-
-def stage_seeds(cell: Cell, budget: Budget) -> int:
-    """Seeds of the cell's first stage: the budget's ``seeds`` for the Fig. 5 cells (error bars over seeds),
-    else the stages' own."""
-    return budget.seeds if cell.keep_seeds else budget.stages.seeds
-
-
-#: Depth from which a model also passes the tail check on ``Budget.tail_sequences`` sequences.
-TAIL_DEPTH = 4
-
-
-def tail_sequences(cell: Cell, budget: Budget) -> int | None:
-    return budget.tail_sequences if cell.layers >= TAIL_DEPTH else None
-
-
 def cell_dir(out: Path, cell: Cell) -> Path:
     return out / "models" / cell.name
 
@@ -326,7 +147,8 @@ def load_cell(out: Path, cell: Cell, budget: Budget) -> dict[str, Any] | None:
 
 def _seed_params(cfg: Any, run: Path) -> tuple[np.ndarray, np.ndarray]:
     """Every seed's universal ``P, Q`` ``(K, L, H, d+1, d+1)`` from the run's final checkpoint."""
-    from numerics import rundir, training
+    from numerics.train import rundir
+    from numerics import train as training
 
     payload = rundir.prepare(run, cfg)
     template = training.init_state(cfg)
@@ -336,7 +158,7 @@ def _seed_params(cfg: Any, run: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Trained(NamedTuple):
-    """What a trainer returns: the run's metrics (:func:`numerics.rundir.run`), the best seed's model file,
+    """What a trainer returns: the run's metrics (:func:`numerics.train.rundir.run`), the best seed's model file,
     and a loader of every seed's universal ``P, Q`` ``(K, L, H, d+1, d+1)``."""
 
     metrics: dict[str, Any]
@@ -345,8 +167,8 @@ class Trained(NamedTuple):
 
 
 def train_rundir(cfg: Any, run: Path) -> Trained:
-    """The default trainer: :func:`numerics.rundir.run` (resumes from the run's checkpoint)."""
-    from numerics import rundir
+    """The default trainer: :func:`numerics.train.rundir.run` (resumes from the run's checkpoint)."""
+    from numerics.train import rundir
 
     tm = rundir.run(cfg, run, progress=False, baselines=False)
     if tm is None:  # pragma: no cover - only with stop_at
@@ -371,7 +193,7 @@ def tail_key() -> jax.Array:
 
 def failure(metrics: dict[str, Any]) -> str | None:
     """Why a cell fails the paper's evaluation (``None`` if it passes): tail rules on the evaluation sequences
-    (:func:`numerics.evaluation.tail_stats`), the tail check, or sequences excluded in the final phase."""
+    (:func:`numerics.evaluate.losses.tail_stats`), the tail check, or sequences excluded in the final phase."""
     if metrics["eval"]["tail"]["failed"]:
         return f"evaluation: {metrics['eval']['tail']['failed']}"
     tc = metrics.get("tail_check")
@@ -405,7 +227,8 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     dest = cell_dir(out, cell)
     if cell.keep_seeds:
         Ps, Qs = best.seeds()
-        scales = [fit_scale(Ps[k], Qs[k], cell.noise, budget.n, budget.d, st.scale_pool)[0] for k in range(Ps.shape[0])]
+        scales = [fit_scale(Ps[k], Qs[k], cell.noise, budget.n, budget.d, st.scale_pool)[0]
+                  for k in range(Ps.shape[0])]
         Qs = Qs * np.asarray(scales)[:, None, None, None, None]  # each seed's own fitted scale, as the stages do
         per = [evaluate_model(Ps[k], Qs[k], cell.noise, budget, budget.seed_sequences)["layers"]
                for k in range(Ps.shape[0])]

@@ -44,7 +44,7 @@ def layer_targets(P: Any, Q: Any, X: np.ndarray, y: np.ndarray, x_query: np.ndar
     """Context targets ``y^l`` of every layer from the literal forward pass (float64): ``(L+1, B, n)``."""
     import jax
 
-    from numerics.models import forward_tokens
+    from numerics.models.forward import forward_tokens
 
     n = X.shape[-2]
     with jax.enable_x64(True):  # one XLA program per shape instead of one per operation
@@ -62,7 +62,7 @@ def random_full_cosines(seed: int, n: int, d: int, layers: int, models: int, seq
     ``O(1)``) on fresh noiseless sequences ``x_i, w_τ ~ N(0, I)``; deterministic in ``seed``."""
     import jax
 
-    from numerics.models import init, universal
+    from numerics.models.kinds import init, universal
 
     for name, v, lo in (("n", n, 1), ("d", d, 1), ("layers", layers, 1), ("models", models, 1), ("seqs", seqs, 1)):
         if int(v) < lo:

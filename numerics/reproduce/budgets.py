@@ -1,0 +1,199 @@
+"""The sweeps of the reproduction: budgets (grid and effort), cells, and what a finished cell's numbers depend on
+(:func:`cell_signature`; a resumed sweep refuses a stored cell whose signature changed)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from numerics.data import PAPER_NOISES, Noise
+from numerics.evaluate import losses as evaluation
+from numerics.models.kinds import kind_of
+from numerics.train.continuation import Stages, scale_constants
+
+MODELS = ("gdpp", "diag", "full")
+PARTS = ("table1", "fig1", "fig2", "fig3", "fig4", "fig5", "fig7", "beyond")
+#: The noise of Fig. 5 / Fig. 7 and of the beyond-the-paper depth study.
+FOCUS = "uniform:5"
+CATEGORICAL = "categorical:1,3"
+BASELINES = ("ConstRR", "AdaRR", "TunedRR", "Bayes")
+EVAL_SEED = 0  # baselines.table(seed=0): tuning key split(PRNGKey(0))[0], evaluation key split(PRNGKey(0))[1]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A sweep: the grid and the per-cell effort.  ``None`` training fields take
+    :class:`numerics.train.TrainConfig`'s defaults."""
+
+    name: str
+    models: tuple[str, ...]
+    depths: tuple[int, ...]
+    noises: tuple[str, ...]
+    seeds: int
+    eval_sequences: int
+    tune_sequences: int
+    profile_sequences: int
+    profile_points: int
+    seed_sequences: int  # per-seed read-out evaluation (Fig. 5)
+    select_sequences: int = 8192
+    chunk: int | None = None
+    beyond_depths: tuple[int, ...] = (8, 9, 10, 11, 12)
+    #: How each cell is trained (:mod:`numerics.train.continuation`): stages, continued over depth.
+    stages: Stages = Stages(steps=1000, most=4, batch=1024, seeds=1)
+    #: Fresh float64 sequences of the tail check of every model of depth >= :data:`TAIL_DEPTH`.
+    tail_sequences: int = evaluation.TAIL_SEQUENCES
+    #: GD++ cells at σ_max = 0 start from the spectral fit (``TrainConfig.init="spectral"``): the
+    #: exact expected loss of GD++ minimised on Wishart spectra, then Adam (seed 0 frozen at the fit).
+    gdpp_spectral: bool = True
+    n: int = 20
+    d: int = 10
+
+    def __post_init__(self) -> None:
+        for m in self.models:
+            kind_of(m)
+        if not self.models or not self.depths or not self.noises:
+            raise ValueError("a budget needs at least one model, depth and noise setting")
+        for L in (*self.depths, *self.beyond_depths):
+            if int(L) < 1:
+                raise ValueError(f"depths must be >= 1, got {L}")
+        for nz in self.noises:
+            Noise.parse(nz)
+        for k in ("seeds", "eval_sequences", "tune_sequences", "profile_sequences", "seed_sequences",
+                  "select_sequences"):
+            if int(getattr(self, k)) < 1:
+                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        if int(self.profile_points) < 2:
+            raise ValueError(f"profile_points must be >= 2, got {self.profile_points}")
+
+    @property
+    def max_depth(self) -> int:
+        return max(self.depths)
+
+    def train_kwargs(self) -> dict[str, Any]:
+        kw = {"seeds": self.seeds, "select_sequences": self.select_sequences,
+              "eval_sequences": self.select_sequences, "n": self.n, "d": self.d}
+        return kw | ({"chunk": self.chunk} if self.chunk is not None else {})
+
+
+BUDGETS: dict[str, Budget] = {
+    # The full Table 1 (every model x depths 1-7 x the 10 noise settings) plus DIAG/FULL at depths 8-12 on
+    # uniform:5 and categorical:1,3; every cell by continuation (numerics.train.continuation) until converged.
+    "paper": Budget("paper", MODELS, tuple(range(1, 8)), PAPER_NOISES, seeds=5, eval_sequences=100_000,
+                    tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=20_000,
+                    stages=Stages(steps=1000, most=4, batch=1024, seeds=1)),
+    # The qualitative picture: 3 models x depths {1,2,4,7} x 3 noise settings (σ = 0, σ ~ U(0,5), σ ∈ {1,3}),
+    # shorter stages, the paper's evaluation.  Beyond the paper it has no depth > 7.
+    "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=3,
+                    eval_sequences=100_000, tune_sequences=20_000, profile_sequences=1_000, profile_points=13,
+                    seed_sequences=4_000, select_sequences=2048, beyond_depths=(),
+                    stages=Stages(steps=400, most=3, batch=512, seeds=1, held_out=20_000, scale_pool=2**17)),
+    # For the tests: seconds, not meaning.
+    "test": Budget("test", ("diag",), (1, 2), ("uniform:1", CATEGORICAL), seeds=2, eval_sequences=500,
+                   tune_sequences=500, profile_sequences=100, profile_points=3, seed_sequences=200,
+                   select_sequences=256, chunk=20, beyond_depths=(3,), tail_sequences=1000,
+                   stages=Stages(steps=20, most=2, batch=64, seeds=1, held_out=256, scale_pool=2048)),
+}
+
+
+def get_budget(name: str) -> Budget:
+    if name not in BUDGETS:
+        raise ValueError(f"--budget must be one of {', '.join(k for k in BUDGETS)}; got {name!r}")
+    return BUDGETS[name]
+
+
+def parse_parts(spec: str | None) -> tuple[str, ...]:
+    """``"table1,fig1"`` → parts; ``None`` / empty → all of :data:`PARTS`."""
+    if spec is None or not spec.strip():
+        return PARTS
+    parts = tuple(p.strip() for p in spec.split(",") if p.strip())
+    bad = [p for p in parts if p not in PARTS]
+    if bad or not parts:
+        raise ValueError(f"--only takes a comma list out of {','.join(PARTS)}; got {', '.join(bad) or 'nothing'}")
+    return parts
+
+
+def slug(noise: str) -> str:
+    """``uniform:5`` → ``uniform5``, ``categorical:1,3`` → ``categorical1_3`` (file names)."""
+    return str(Noise.parse(noise)).replace(":", "").replace(",", "_").replace(".", "p")
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    model: str
+    layers: int
+    noise: str
+    keep_seeds: bool = field(default=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        return f"{self.model}-L{self.layers}-{slug(self.noise)}"
+
+
+def cells_for(budget: Budget, parts: Iterable[str]) -> list[Cell]:
+    """The cells the requested parts need (deduplicated; Fig. 5 cells keep every seed)."""
+    parts, L = set(parts), budget.max_depth
+    want: set[tuple[str, int, str]] = set()
+    grid = {(m, d, nz) for m in budget.models for d in budget.depths for nz in budget.noises}
+    if parts & {"table1", "fig1"}:
+        want |= grid
+    if "fig2" in parts:
+        want |= {c for c in grid if c[1] == L and c[2].startswith("uniform")}
+        want |= {c for c in grid if c[2] == FOCUS}
+    if "fig3" in parts:
+        want |= {c for c in grid if c[2].startswith("categorical")}
+    if "fig4" in parts:
+        want.add(("full", 4, CATEGORICAL))
+    if parts & {"fig5", "fig7"}:
+        want |= {(m, L, FOCUS) for m in budget.models}
+    if "beyond" in parts:
+        want |= {(m, d, nz) for m in ("diag", "full") for d in (*budget.depths, *budget.beyond_depths)
+                 for nz in (FOCUS, CATEGORICAL)}
+        want.add(("diag", L, FOCUS))
+    return sorted(Cell(m, d, nz, keep_seeds=(nz == FOCUS and d == L)) for m, d, nz in want)
+
+
+def noises_for(cells: Iterable[Cell]) -> list[str]:
+    return sorted({c.noise for c in cells})
+
+
+# ----------------------------------------------------------------------------------------------- evaluation
+
+
+def train_config(cell: Cell, budget: Budget) -> Any:
+    from numerics.train.config import TrainConfig
+
+    kw = budget.train_kwargs()
+    if budget.gdpp_spectral and kind_of(cell.model).spectral_init and Noise.parse(cell.noise).sigma_max == 0:
+        kw["init"] = "spectral"
+    return TrainConfig(model=cell.model, layers=cell.layers, noise=cell.noise, **kw)
+
+
+def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
+    """What a finished cell's numbers depend on; a stored cell with another signature is refused."""
+    from dataclasses import asdict
+
+    from numerics.train.config import config_dict
+
+    return {"train": json.loads(json.dumps(config_dict(train_config(cell, budget)))),
+            "stages": asdict(budget.stages) | {"seeds": stage_seeds(cell, budget), "scale_fit": scale_constants()},
+            "eval_sequences": budget.eval_sequences, "profile_sequences": budget.profile_sequences,
+            "profile_points": budget.profile_points, "tail_sequences": tail_sequences(cell, budget),
+            "seed_sequences": budget.seed_sequences if cell.keep_seeds else None}
+
+
+def stage_seeds(cell: Cell, budget: Budget) -> int:
+    """Seeds of the cell's first stage: the budget's ``seeds`` for the Fig. 5 cells (error bars over seeds),
+    else the stages' own."""
+    return budget.seeds if cell.keep_seeds else budget.stages.seeds
+
+
+#: Depth from which a model also passes the tail check on ``Budget.tail_sequences`` sequences.
+TAIL_DEPTH = 4
+
+
+def tail_sequences(cell: Cell, budget: Budget) -> int | None:
+    return budget.tail_sequences if cell.layers >= TAIL_DEPTH else None
+
+

@@ -1,0 +1,220 @@
+"""The training configuration :class:`TrainConfig` and its JSON form :func:`config_dict`.
+
+JAX-free at import (the command line builds its ``lintf train`` options from :class:`TrainConfig`'s fields: each
+field's ``metadata["help"]`` is its help, ``None`` for a field the command line does not set, and
+``metadata.get("flag")`` overrides the option's name).  What each choice does: :mod:`numerics.train` and
+docs/training.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from typing import Any
+
+#: Peak learning rates and default ``y_step`` are per model kind (:class:`numerics.models.Kind`).
+#: Fewest warm-up steps of a phase (``default_warmup``): DIAG-7 at 1e-2 skipped 3 steps in its first 100 with a
+#: 150-step warm-up, and a FULL-7 DIAG phase with a 100-step warm-up diverged at step 100 (31 rollbacks).
+WARMUP_MIN = 150
+#: FULL only: the share of ``steps`` that trains the DIAG sub-family first (``diag_steps`` overrides it).
+DIAG_FRACTION = 2 / 3
+DTYPES = ("float32", "float64")
+#: A seed is declared diverged when this many consecutive steps have an exploding batch median.
+MAX_SKIPS = 3
+#: Good chunk starts kept for rolling back further than one chunk (:func:`train`).
+HISTORY = 3
+#: Initialisations: ``random`` (small Gaussian entries, the default) and ``spectral`` (GD++ only).
+INITS = ("random", "spectral")
+#: GD++'s ``ω_xx`` during training: kept ``≤ 0`` (projected after every step, the default) or ``free``.
+GDPP_XX = ("nonpositive", "free")
+#: DIAG's ``q_y`` (FULL's ``Q_yy``) step: Adam's own (``plain``) or divided by ``E y² = d + E σ²``
+#: (``scaled``, :func:`y_step`; measured in the README).
+Y_STEPS = ("plain", "scaled")
+#: Step rejection (``trust > 0``): the check runs on every ``TRUST_STRIDE``-th sequence of the step's batch, and an
+#: accepted step regrows the rejection factor ``damp`` by this much (up to 1).
+TRUST_STRIDE = 8
+TRUST_REGROW = 1.1
+#: ... and a step is rejected only where the new median is also above this fraction of ``d/2`` (the loss of ``ŷ = 0``):
+#: near a low-noise optimum a step that doubles a median of 1e-4 is Adam's ordinary jitter, not a way into the cliff.
+TRUST_FLOOR = 0.1
+
+
+def _x64_enabled() -> bool:
+    import jax
+
+    return bool(jax.config.jax_enable_x64)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a run; two runs with equal configs give equal numbers."""
+
+    model: str = field(metadata={"help": 'full, diag or gdpp'})
+    layers: int = field(metadata={"help": 'number of layers L >= 1'})
+    noise: str = field(default="uniform:5", metadata={"help": 'fixed:S, uniform:SMAX or categorical:S1,S2,...'})
+    heads: int = field(default=1, metadata={"help": 'heads per layer (GD++ needs 1)'})
+    seeds: int = field(default=1, metadata={"help": 'seeds trained together (vmap); the best is kept'})
+    steps: int = field(default=3000, metadata={"help": 'training steps'})
+    batch: int = field(default=2048, metadata={"help": 'sequences per step'})
+    lr: float | None = field(default=None, metadata={"help": 'peak learning rate (default: per model kind)'})
+    warmup: int | None = field(default=None, metadata={"help":
+        "warm-up steps of the (last) phase (default 5%% of it, at least 150, at most "
+        "half)"})
+    clip: float = field(default=1.0, metadata={"help": 'global gradient-norm clip'})
+    init_scale: float = field(default=1e-3, metadata={"help": None})
+    explode: float = field(default=100.0, metadata={"help": None})
+    seed: int = field(default=0, metadata={"help": 'master seed (init and data keys derive from it)'})
+    n: int = field(default=20, metadata={"help": 'context length n'})
+    d: int = field(default=10, metadata={"help": 'input dimension d'})
+    chunk: int = field(default=100, metadata={"help": "steps per compiled chunk / checkpoint", "flag": "--chunk-steps"})
+    select_sequences: int = field(default=8192, metadata={"help": None})
+    eval_sequences: int = field(default=100_000, metadata={"help": 'fresh sequences for the final evaluation'})
+    dtype: str = field(default="float32", metadata={"help": 'float32 or float64'})
+    max_rollbacks: int = field(default=30, metadata={"help": None})
+    forward: str = field(default="fast", metadata={"help": None})
+    diag_steps: int | None = field(default=None, metadata={"help":
+        "FULL only: steps that train the DIAG sub-family first (default 2/3 of --steps; "
+        "0: none)"})
+    init: str = field(default="random", metadata={"help":
+        "random or spectral: GD++ only, start from the exact spectral fit "
+        "(numerics.baselines.gdpp_fit); seed 0 stays the fit, seeds 1.. refine it with "
+        "Adam"})
+    huber: float = field(default=30.0, metadata={"help": "training loss is Huber beyond this many √d (the target's "
+                                                          "standard deviation); 0: plain squared loss"})
+    gdpp_xx: str = field(default="nonpositive", metadata={"help":
+        "nonpositive or free: GD++ only, keep every ω_xx <= 0 while training (projected "
+        "Adam) or leave it free"})
+    # None: the kind's default_y_step, filled in by __post_init__
+    y_step: str | None = field(default=None, metadata={"help":
+        "plain or scaled (default: scaled for FULL, plain for DIAG): divide Adam's step of q_y (FULL: Q_yy) by "
+        "E y² = d + E σ² (numerics.train.step.y_step)"})
+    trust: float = field(default=2.0, metadata={"help":
+        "reject a step that raises the median loss of its own batch (every 8th sequence) "
+        "more than this factor, to above TRUST_FLOOR·d/2, and halve the rate until steps "
+        "are accepted again; 0: off (numerics.train.config.TRUST_*)"})
+    # the last steps minimise the plain mean squared error (:func:`numerics.train.objective.loss_fn`)
+    final_fraction: float = field(default=0.1, metadata={"help": None})
+    # a model file whose layers start the first layers of every seed
+    warm_start: str | None = field(default=None, metadata={"help": None})
+
+    def __post_init__(self) -> None:
+        from numerics.data import check_sizes
+        from numerics.models.kinds import kind_of
+
+        kind = kind_of(self.model)
+        for name, lo in (("layers", 1), ("heads", 1), ("seeds", 1), ("steps", 1), ("batch", 1),
+                         ("chunk", 1), ("select_sequences", 1), ("eval_sequences", 1)):
+            if int(getattr(self, name)) < lo:
+                raise ValueError(f"{name} must be >= {lo}, got {getattr(self, name)}")
+        kind.check_heads(self.heads)
+        self.noise_dist  # parses and validates the noise spec once
+        check_sizes(self.n, self.d, self.batch)
+        if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a finite number > 0, got {self.lr}")
+        if self.diag_steps is not None and not kind.diag_phase and self.diag_steps != 0:
+            raise ValueError(f"diag_steps is a FULL-only warm start; it must be 0 for {self.model}, got {self.diag_steps}")
+        if self.diag_steps is not None and not 0 <= self.diag_steps < self.steps:
+            raise ValueError(f"diag_steps must be in [0, steps={self.steps}), got {self.diag_steps}")
+        if self.warmup is not None and not 0 <= self.warmup <= self.steps - self.phase1_steps:
+            raise ValueError(f"warmup must be in [0, {self.steps - self.phase1_steps}] (the steps after the "
+                             f"DIAG phase), got {self.warmup}")
+        if not (math.isfinite(self.huber) and self.huber >= 0):
+            raise ValueError(f"huber must be a finite number >= 0 (0: plain squared loss), got {self.huber}")
+        if not (math.isfinite(self.final_fraction) and 0 < self.final_fraction <= 1):
+            raise ValueError(f"final_fraction must be in (0, 1], got {self.final_fraction}")
+        if not (self.trust == 0 or (math.isfinite(self.trust) and self.trust > 1)):
+            raise ValueError(f"trust must be 0 (no step rejection) or a finite number > 1, got {self.trust}")
+        if not (self.clip > 0 and self.init_scale > 0 and self.explode > 1):
+            raise ValueError("clip and init_scale must be > 0 and explode > 1")
+        if self.forward not in ("fast", "plain"):
+            raise ValueError(f"forward must be fast or plain, got {self.forward!r}")
+        if self.gdpp_xx not in GDPP_XX:
+            raise ValueError(f"gdpp_xx must be one of {', '.join(GDPP_XX)}, got {self.gdpp_xx!r}")
+        if self.y_step is None:
+            object.__setattr__(self, "y_step", kind.default_y_step)
+        if self.y_step not in Y_STEPS:
+            raise ValueError(f"y_step must be one of {', '.join(Y_STEPS)}, got {self.y_step!r}")
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
+        if self.warm_start is not None and self.init != "random":
+            raise ValueError(f"warm_start replaces the random start; init must be 'random', got {self.init!r}")
+        if self.init == "spectral" and not kind.spectral_init:
+            raise ValueError(f"init 'spectral' needs model gdpp (a GD++ model is a polynomial in Σ), got {self.model!r}")
+        if self.init == "spectral" and self.n <= self.d:
+            raise ValueError(f"init 'spectral' needs context length n > d, got n={self.n}, d={self.d}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be float32 or float64, got {self.dtype!r}")
+        if self.dtype == "float64" and not _x64_enabled():
+            raise ValueError("dtype float64 needs jax_enable_x64 (the CLI sets it for --dtype float64)")
+
+    @property
+    def peak_lr(self) -> float:
+        return float(self.lr if self.lr is not None else self.kind.default_lr)
+
+    @property
+    def phase1_steps(self) -> int:
+        """``S₁``: steps that train only the DIAG sub-family of a FULL model (0 for DIAG and GD++)."""
+        if not self.kind.diag_phase:
+            return 0
+        return int(self.diag_steps if self.diag_steps is not None else min(round(DIAG_FRACTION * self.steps), self.steps - 1))
+
+    @property
+    def warmup_steps(self) -> int:
+        """Warm-up of the (last) phase: ``warmup``, else :func:`default_warmup` of its length."""
+        return int(self.warmup if self.warmup is not None else default_warmup(self.steps - self.phase1_steps))
+
+    @property
+    def final_start(self) -> int:
+        """The first step of the final phase: plain squared loss, and every sequence left out counted."""
+        return self.steps - max(1, math.ceil(self.final_fraction * self.steps))
+
+    @property
+    def huber_delta(self) -> float:
+        """``δ = huber · √d``: ``√d`` is the standard deviation of the target ``y_t = ⟨w, x_t⟩``."""
+        return float(self.huber * math.sqrt(self.d))
+
+    @property
+    def jdtype(self) -> Any:
+        import jax.numpy as jnp
+
+        return getattr(jnp, self.dtype)
+
+    @property
+    def kind(self) -> Any:
+        """The model kind object (:mod:`numerics.models.kinds`)."""
+        from numerics.models.kinds import kind_of
+
+        return kind_of(self.model)
+
+    @cached_property
+    def noise_dist(self) -> Any:
+        """``noise`` parsed once (:class:`numerics.data.Noise`); the config itself keeps the string."""
+        from numerics.data import Noise
+
+        return Noise.parse(self.noise)
+
+
+def default_warmup(steps: int) -> int:
+    """5 % of a phase's ``steps`` but at least :data:`WARMUP_MIN` (at most half the phase): deep models
+    need ~150 gentle Adam steps whatever the run's length."""
+    return max(1, min(max(WARMUP_MIN, steps // 20), steps // 2))
+
+
+def config_dict(cfg: TrainConfig) -> dict[str, Any]:
+    d = asdict(cfg)
+    d.update(peak_lr=cfg.peak_lr, warmup_steps=cfg.warmup_steps)
+    if cfg.init == "random":  # the default is left out, so run directories written before the option stay valid
+        del d["init"]
+    if cfg.warm_start is not None:  # the file's content, not only its name, defines the run
+        import hashlib
+        from pathlib import Path
+
+        d["warm_start_sha256"] = hashlib.sha256(Path(cfg.warm_start).read_bytes()).hexdigest()
+    if cfg.kind.name != "gdpp":  # GD++ only; GD++ run directories from before the option (trained free) are refused
+        del d["gdpp_xx"]
+    # DIAG's default is left out, so earlier DIAG run directories stay valid; FULL's is always written (FULL runs
+    # from before its default became "scaled" were plain, and are refused on resume)
+    if cfg.kind.name == "gdpp" or (cfg.kind.name == "diag" and cfg.y_step == "plain"):
+        del d["y_step"]
+    return d

@@ -1,0 +1,126 @@
+r"""The training objective: the batch drawn for a step, the Huber loss and the divergence guard's statistics.
+
+``ℒ(θ) = ½ E (y_t − ŷ_θ)²`` (docs/model.md) is estimated on a fresh batch each step, drawn on device from the key
+``fold_in(fold_in(PRNGKey(seed), 1), step)`` (:func:`data_key`), so the data depend on ``(seed, step)`` only.
+Training minimises ``mean huber_δ(y_t − ŷ)`` (:func:`loss_fn`); docs/training.md says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from numerics.data import Noise, sample_with_sigma
+from numerics.models.forward import predict_fast, predict_plain
+from numerics.models.kinds import Diag, Full, kind_of, universal
+from numerics.train.config import TrainConfig
+
+
+def data_key(seed: jax.Array | int, stream: int, index: jax.Array | int) -> jax.Array:
+    """Key of batch ``index`` in stream ``stream`` (1 training, 2 selection, 3 final eval) of master ``seed``."""
+    return jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(seed), stream), index)
+
+
+def static_config(cfg: TrainConfig) -> TrainConfig:
+    """The config with the seed and the noise levels zeroed: compiled programs are cached on it and take
+    the seed and :func:`noise_values` as arguments (one compile serves ``uniform:0`` … ``uniform:7``)."""
+    nz = cfg.noise_dist
+    return replace(cfg, seed=0, noise=str(Noise(nz.kind, tuple(0.0 for _ in nz.values))))
+
+
+def noise_values(cfg: TrainConfig) -> jax.Array:
+    """The noise levels of ``cfg.noise``, the traced argument of the compiled programs."""
+    return jnp.asarray(cfg.noise_dist.values, cfg.jdtype)
+
+
+def draw(cfg: TrainConfig, key: jax.Array, batch: int, sharding: Any = None, values: jax.Array | None = None) -> Any:
+    """A batch from the config's noise distribution (float ``cfg.dtype``), sharded over the batch axis;
+    ``values`` overrides the levels of ``cfg.noise`` (same kind and count)."""
+    ks, kd = jax.random.split(key)
+    sigma = cfg.noise_dist.sample_sigma(ks, batch, cfg.jdtype, values)
+    b = sample_with_sigma(kd, sigma, cfg.n, cfg.d, cfg.jdtype)
+    if sharding is not None:
+        b = jax.tree_util.tree_map(lambda a: jax.lax.with_sharding_constraint(a, sharding(a.ndim)), b)
+    return b
+
+
+def batch_sharding(devices: list | None = None) -> Callable[[int], NamedSharding]:
+    """``ndim ↦`` sharding that splits axis 0 (the batch) over all devices of a 1-D mesh."""
+    mesh = Mesh(np.asarray(devices if devices is not None else jax.devices()), ("batch",))
+    return lambda ndim: NamedSharding(mesh, PartitionSpec("batch", *([None] * (ndim - 1))))
+
+
+def diag_part(params: Full) -> Diag:
+    r"""The DIAG model a FULL ``(P, Q)`` is projected to during the DIAG phase: ``p_x`` = mean of the
+    ``x``-block's diagonal, ``p_y = P_{yy}`` (likewise ``q``); the orthogonal projection onto
+    ``diag(p_x I, p_y)``, so every diagonal ``x`` entry receives the same gradient and Adam moves them together."""
+    d = params.P.shape[-1] - 1
+
+    def split(M: jax.Array) -> tuple[jax.Array, jax.Array]:
+        dg = jnp.diagonal(M, axis1=-2, axis2=-1)
+        return jnp.mean(dg[..., :d], axis=-1), dg[..., d]
+
+    (px, py), (qx, qy) = split(params.P), split(params.Q)
+    return Diag(px, py, qx, qy)
+
+
+def effective_params(cfg: TrainConfig, params: Any, step: int) -> Any:
+    """The model that ``params`` (leading seed axis) define after ``step`` steps: in a FULL run's DIAG
+    phase, the FULL embedding of their DIAG projection (:func:`diag_part`); otherwise ``params``."""
+    if cfg.phase1_steps and step <= cfg.phase1_steps:
+        return jax.vmap(lambda p: Full(*universal(diag_part(p), cfg.d)))(params)
+    return params
+
+
+def huber(r: jax.Array, delta: float) -> jax.Array:
+    """``½ r²`` for ``|r| ≤ δ``, ``δ (|r| − ½ δ)`` beyond (``δ = 0``: ``½ r²`` everywhere)."""
+    sq = 0.5 * r**2
+    if not delta:
+        return sq
+    a = jnp.abs(r)
+    return jnp.where(a <= delta, sq, delta * (a - 0.5 * delta))
+
+
+class Aux(NamedTuple):
+    """:func:`loss_fn`'s auxiliary output."""
+
+    median: jax.Array  # batch median of ½ r², a dead sequence counted as +∞ (the divergence guard's statistic)
+    dropped: jax.Array  # sequences left out of the squared loss: dead, or beyond δ while the Huber loss applies
+
+
+def loss_fn(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False,
+            delta: float = 0.0, final: Any = False) -> tuple[jax.Array, Aux]:
+    """``mean huber_δ(y_t − ŷ)`` (``½ (y_t − ŷ)²`` where ``|y_t − ŷ| ≤ δ``) over the batch's *alive* sequences
+    (``predict_fast(guard=True)``: a sequence whose pass leaves the float range is dropped, with gradient
+    exactly 0) and, as auxiliary output (:class:`Aux`), the batch *median* of ``½ (y_t − ŷ)²`` with dead sequences
+    counted as ``+∞`` (the divergence guard's statistic) and the number of sequences the objective did not take as
+    ``½ r²``.  ``final`` (a traced bool) drops the Huber loss: the last
+    :data:`FINAL_FRACTION` of training minimises the plain mean squared error.  ``forward="plain"``: the literal
+    token pass.  ``diag_phase`` (FULL only, a traced bool): evaluate the DIAG projection :func:`diag_part` instead."""
+    if forward == "fast":
+        f = lambda p, X, y, xq: predict_fast(p, X, y, xq, guard=True)  # noqa: E731
+    else:
+        f = lambda p, X, y, xq: (predict_plain(p, X, y, xq), jnp.ones(X.shape[0], bool))  # noqa: E731
+
+    def stats(out: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, Aux]:
+        yhat, alive = out
+        r = yhat - b.y_query
+        sq = 0.5 * r**2
+        per = jnp.where(final, sq, huber(r, delta)) if delta else sq
+        mean = jnp.sum(jnp.where(alive, per, 0)) / jnp.sum(alive)  # NaN if every sequence is dead
+        clipped = (jnp.abs(r) > delta) & ~final if delta else jnp.zeros_like(alive)
+        dropped = jnp.sum(~alive | (alive & clipped)).astype(jnp.int32)
+        return mean, Aux(jnp.nanmedian(jnp.where(alive, sq, jnp.inf)), dropped)  # a dead sequence counts as exploding
+
+    if kind_of(params).diag_phase and diag_phase is not False:
+        return jax.lax.cond(diag_phase, lambda p: stats(f(diag_part(p), b.X, b.y, b.x_query)),
+                            lambda p: stats(f(p, b.X, b.y, b.x_query)), params)
+    return stats(f(params, b.X, b.y, b.x_query))
+
+

@@ -1,0 +1,61 @@
+"""Committed models predict bit-identically, and sweep signatures stay byte-identical.
+
+``tests/data/model_digest.json`` (written by ``tests/data/make_model_digest.py``) records, for every committed
+``results/**/model.npz``, its sha256 and the mean adjusted loss and prediction hashes on fixed float64
+sequences, and the JSON of every sweep cell's signature.  Every entry is recomputed here and must match exactly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+_SCRIPT = Path(__file__).resolve().parent / "data" / "make_model_digest.py"
+_spec = importlib.util.spec_from_file_location("make_model_digest", _SCRIPT)
+digest_script = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(digest_script)
+
+RECORD = json.loads(digest_script.OUT.read_text())
+MODELS = RECORD["models"]
+SIGNATURES = RECORD["signatures"]
+
+
+def test_record_settings_match_the_script():
+    assert (RECORD["sequences"], RECORD["seed"]) == (digest_script.SEQUENCES, digest_script.SEED)
+
+
+def test_every_committed_model_has_an_entry():
+    files = {str(p.relative_to(digest_script.ROOT)) for p in digest_script.model_files()}
+    missing = sorted(files - set(MODELS))
+    assert not missing, f"{len(missing)} model files have no digest entry (first: {missing[0]}); " \
+                        f"run `{digest_script.COMMAND}`"
+
+
+@pytest.mark.parametrize("rel", sorted(MODELS))
+def test_model_predicts_as_recorded(rel):
+    path = digest_script.ROOT / rel
+    entry = MODELS[rel]
+    if not path.exists():
+        pytest.fail(f"{rel} is in the digest but gone; run `{digest_script.COMMAND}`")
+    if digest_script.sha256(path) != entry["sha256"]:
+        pytest.fail(f"{rel} changed since the digest was recorded; run `{digest_script.COMMAND}`")
+    assert digest_script.digest(path) == entry
+
+
+@pytest.mark.parametrize("key", sorted(SIGNATURES))
+def test_signature_is_byte_identical(key):
+    current = _signatures()
+    assert key in current, f"{key} is no longer a sweep cell; run `{digest_script.COMMAND}`"
+    assert current[key] == SIGNATURES[key]
+
+
+_SIGS: dict[str, str] = {}
+
+
+def _signatures() -> dict[str, str]:
+    if not _SIGS:
+        _SIGS.update(digest_script.signatures())
+    return _SIGS

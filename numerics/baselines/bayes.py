@@ -11,7 +11,7 @@ each weighted by its posterior probability:
 
 and this minimises ``½ E (y_t − ŷ)²`` over all functions of ``(X, y, x_t)``. The marginal
 likelihood is evaluated through the eigenvalues ``μ_k`` of ``Σ`` only (our derivation; checked
-against a dense ``n × n`` computation in ``tests/test_bayes.py``):
+against a dense ``n × n`` computation in ``tests/baselines/test_bayes.py``):
 
 .. math::
 
@@ -61,7 +61,7 @@ from numerics.baselines.spectral import Spectral, _inv, check_data, spectral
 #: Gauss–Legendre points per panel, and the depth ``T`` of the log-σ range below ``σ_max``.
 PANEL_POINTS = 8
 LOG_DEPTH = 12.0
-#: Default number of log-σ nodes (``nodes / PANEL_POINTS`` panels); see ``tests/test_bayes.py`` for convergence.
+#: Default number of log-σ nodes (``nodes / PANEL_POINTS`` panels); see ``tests/baselines/test_bayes.py`` for convergence.
 DEFAULT_NODES = 192
 #: ``ρ`` below ``RHO_ATOL * λ`` counts as exact interpolation for an atom at ``σ = 0``.
 RHO_ATOL = 1e-20

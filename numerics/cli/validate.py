@@ -21,7 +21,7 @@ run directories    :func:`numerics.train.rundir.prepare` (config, checkpoint, wr
 ``SEED_MAX = 2**31 − 1``: training passes the seed into its compiled programs as an ``int32``, and
 ``jax.random.PRNGKey(s)`` keeps ``s`` as the low word of the key with a zero high word for every
 ``0 <= s <= SEED_MAX``, in 32- and 64-bit mode alike, so two distinct accepted seeds give distinct keys
-(``tests/test_fuzz_cli.py`` checks it).  Larger integers would wrap onto smaller seeds.
+(``tests/cli/test_fuzz.py`` checks it).  Larger integers would wrap onto smaller seeds.
 """
 
 from __future__ import annotations

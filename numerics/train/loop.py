@@ -110,7 +110,7 @@ def _eval_jit(cfg: TrainConfig, m: int) -> Callable:
     """Per-sequence losses of ``m`` sequences, on one device (:func:`adjusted_losses` moves the parameters there).
     Not sharded: on 2 host devices (jax 0.10.2, XLA CPU) the batched LAPACK solve of the oracle ridge deadlocked
     whenever the program spanned both devices (batch split, in ``jit`` and ``shard_map`` alike, or parameters
-    replicated by training); ``tests/test_hostdevices.py`` evaluates a trained model on the split host."""
+    replicated by training); ``tests/train/test_devices.py`` evaluates a trained model on the split host."""
     if (cfg, m) not in _EVAL_CACHE:
         def f(params, key, values):
             b = draw(cfg, key, m, None, values)

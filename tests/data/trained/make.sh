@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the committed trained models used by tests/test_trained.py (a few KB each).
+# Regenerates the committed trained models used by tests/properties/test_trained.py (a few KB each).
 # Run from the repository root: bash tests/data/trained/make.sh
 set -euo pipefail
 for kind in full diag gdpp; do

@@ -21,7 +21,7 @@ DENSE_RTOL = 1e-8
 MP_ATOL = 1e-10
 # Doubling the quadrature nodes must move the loss by less than this (the convergence criterion of the quadrature).
 CONVERGED = 1e-4
-# Shared with tests/test_baselines.py so the kernels compile once per shape.
+# Shared with tests/baselines/test_ridge.py so the kernels compile once per shape.
 TCHUNK = 10_000
 SHAPES = [(1, 3), (4, 6), (6, 6), (12, 5), (20, 10)]
 

@@ -1,6 +1,6 @@
 r"""DIAG and GD++ models against the derived diagonal form and Lemma 4.4.
 
-Parameter sources: random (scaled) DIAG models here; trained models in ``tests/test_trained.py``.
+Parameter sources: random (scaled) DIAG models here; trained models in ``tests/properties/test_trained.py``.
 The checks themselves live in :mod:`tests.strategies.checks` (``omega_form_tokens``, ``lemma44_residual``).
 """
 

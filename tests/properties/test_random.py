@@ -5,7 +5,7 @@ or its fast Gram-form pass (:func:`numerics.models.predict`) with the rules deri
 :mod:`lintf_theory` and exported through the bridge.  The Theorem 4.1 properties (token form, query
 isolation, implicit weight, permutation invariance) are the public checks of :mod:`numerics.evaluate.testing`,
 the ones users run on their own implementations.  The checks themselves live in
-:mod:`tests.strategies.checks`, shared with ``tests/test_trained.py``, with the tolerance ``RTOL64`` and
+:mod:`tests.strategies.checks`, shared with ``tests/properties/test_trained.py``, with the tolerance ``RTOL64`` and
 its justification.
 """
 

@@ -18,7 +18,7 @@ import pytest
 from numerics.cli import build_parser, main
 from numerics.train.devices import ENV
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 D, N = 10, 20  # the benchmark's sizes (the training defaults)
 BENCH = ["bench", "--models", "diag", "--layers", "3", "--batch", "64", "--steps", "2", "--max-steps", "4"]

@@ -2,8 +2,8 @@ r"""Trained transformers follow the derived update rules, layer by layer.
 
 The models come from the session fixture ``trained`` (``tests/conftest.py``): the committed
 ``tests/data/trained/{full,diag,gdpp}-3.npz`` and a short DIAG and GD++ training run.  Every model goes
-through the same checks as the random ones in ``tests/test_properties.py``, on data drawn by Hypothesis
-(seed and degeneracy), plus the DIAG-specific ones of ``tests/test_properties_diag.py`` and, for GD++,
+through the same checks as the random ones in ``tests/properties/test_random.py``, on data drawn by Hypothesis
+(seed and degeneracy), plus the DIAG-specific ones of ``tests/properties/test_diag.py`` and, for GD++,
 the layer written on its two native parameters (:func:`tests.strategies.gdpp_recursion`).
 """
 

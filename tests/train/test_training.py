@@ -27,7 +27,7 @@ from numerics.train.rundir import run as run_dir
 from numerics.train.rundir import save_checkpoint
 from numerics.train import CHUNK_CACHE, Result, TrainConfig, diag_part, effective_params, init_state, train
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = dict(layers=2, noise="uniform:2", n=6, d=3, batch=64, steps=20, chunk=5, select_sequences=256,
             eval_sequences=256)
 

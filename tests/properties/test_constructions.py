@@ -1,6 +1,6 @@
 r"""Constructed transformers follow their derivations, over drawn data and parameters.
 
-The fixed-example versions live in ``tests/test_constructions.py``; here Hypothesis draws the
+The fixed-example versions live in ``tests/models/test_constructions.py``; here Hypothesis draws the
 step, the depth, the spectrum and the data.
 """
 

@@ -226,7 +226,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, 
 
 def _fuzz(sandbox, examples: int) -> None:  # noqa: ANN001
     files, out, root = sandbox
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     repo_before = _snapshot(repo)
     start = COUNT["cases"]
 

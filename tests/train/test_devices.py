@@ -12,7 +12,7 @@ import pytest
 
 from numerics.train import devices as hd
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("cores,count", [(1, 1), (2, 2), (3, 2), (6, 4), (16, 8), (64, 8)])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import proofs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from numerics.evaluate import testing
 from numerics.cli import main
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "your-own-model.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "your-own-model.md"
 
 
 def blocks(lang: str) -> list[str]:

@@ -22,7 +22,7 @@ from tests.strategies import (DEGENERACIES, RTOL64, TRAINED_D, TRAINED_N, ModelC
                               config_batch, gdpp_recursion, lemma44_residual, max_rel_err, omega_form_tokens,
                               property_settings, rotation_change)
 
-NAMES = ["committed-full-3", "committed-diag-3", "committed-gdpp-3", "fresh-diag-3", "fresh-gdpp-3"]
+NAMES = ["committed-full-3", "committed-diag-3", "committed-gdpp-3", "session-diag-3", "session-gdpp-3"]
 DIAGONAL = [n for n in NAMES if "full" not in n]
 data_draws = st.tuples(st.integers(0, 2**16), st.sampled_from(DEGENERACIES))
 
@@ -60,7 +60,7 @@ def test_trained_gdpp_predicts_like_the_gdpp_layer_on_its_native_parameters(trai
         assert max_rel_err(models.predict(P, Q, b.X, b.y, b.x_query, all_layers=True), expected) < RTOL64
 
 
-@pytest.mark.parametrize("name", ["committed-diag-3", "fresh-diag-3"])
+@pytest.mark.parametrize("name", ["committed-diag-3", "session-diag-3"])
 @property_settings(default_examples=4)
 @given(draw=data_draws)
 def test_trained_diag_omegas_reproduce_predictions_and_lemma_4_4(trained: dict[str, TrainedModel], name: str,

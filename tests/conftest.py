@@ -1,4 +1,4 @@
-"""Test configuration: float64, Hypothesis profiles, the session's trained models.
+"""Test configuration: float64, Hypothesis profiles, the trained models of the test run.
 
 Profiles (select with ``HYPOTHESIS_PROFILE=dev|ci|slow``; ``ci`` is the default when ``CI`` is
 set, else ``dev``).  ``deadline=None`` because JAX compiles on the first example.  ``ci`` is
@@ -35,7 +35,7 @@ settings.load_profile(PROFILE)
 TRAINED = Path(__file__).parent / "data" / "trained"
 
 
-def _session_run(kind: str) -> TrainedModel:
+def _trained_now(kind: str) -> TrainedModel:
     from numerics import models
     from numerics.train import TrainConfig, train
     from tests.strategies import TRAINED_D, TRAINED_N, TrainedModel
@@ -52,7 +52,7 @@ def trained() -> dict[str, TrainedModel]:
 
     * ``committed-{full,diag,gdpp}-3``: ``tests/data/trained/*.npz`` (universal ``P, Q``), made by
       ``bash tests/data/trained/make.sh``; native parameters converted by ``models.from_universal``;
-    * ``session-{diag,gdpp}-3``: a short ``numerics.train.train`` run, once per session; native
+    * ``run-{diag,gdpp}-3``: a short ``numerics.train.train`` run, once per test run; native
       parameters as trained.
     """
     import jax.numpy as jnp
@@ -68,5 +68,5 @@ def trained() -> dict[str, TrainedModel]:
         out[f"committed-{path.stem}"] = TrainedModel(meta["kind"], P, Q, models.from_universal(meta["kind"], P, Q))
     assert {"committed-full-3", "committed-diag-3", "committed-gdpp-3"} <= set(out), "committed models missing"
     for kind in ("diag", "gdpp"):
-        out[f"session-{kind}-3"] = _session_run(kind)
+        out[f"run-{kind}-3"] = _trained_now(kind)
     return out

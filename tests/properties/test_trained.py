@@ -1,6 +1,6 @@
 r"""Trained transformers follow the derived update rules, layer by layer.
 
-The models come from the session fixture ``trained`` (``tests/conftest.py``): the committed
+The models come from the fixture ``trained`` (``tests/conftest.py``): the committed
 ``tests/data/trained/{full,diag,gdpp}-3.npz`` and a short DIAG and GD++ training run.  Every model goes
 through the same checks as the random ones in ``tests/properties/test_random.py``, on data drawn by Hypothesis
 (seed and degeneracy), plus the DIAG-specific ones of ``tests/properties/test_diag.py`` and, for GD++,
@@ -22,7 +22,7 @@ from tests.strategies import (DEGENERACIES, RTOL64, TRAINED_D, TRAINED_N, ModelC
                               config_batch, gdpp_recursion, lemma44_residual, max_rel_err, omega_form_tokens,
                               property_settings, rotation_change)
 
-NAMES = ["committed-full-3", "committed-diag-3", "committed-gdpp-3", "session-diag-3", "session-gdpp-3"]
+NAMES = ["committed-full-3", "committed-diag-3", "committed-gdpp-3", "run-diag-3", "run-gdpp-3"]
 DIAGONAL = [n for n in NAMES if "full" not in n]
 data_draws = st.tuples(st.integers(0, 2**16), st.sampled_from(DEGENERACIES))
 
@@ -46,7 +46,7 @@ def test_trained_models_follow_token_form_query_isolation_invariance_and_readout
         assert rotation_change(P, Q, b, draw[0]) < RTOL64
 
 
-@pytest.mark.parametrize("name", ["committed-gdpp-3", "session-gdpp-3"])
+@pytest.mark.parametrize("name", ["committed-gdpp-3", "run-gdpp-3"])
 @property_settings(default_examples=4)
 @given(draw=data_draws)
 def test_trained_gdpp_predicts_like_the_gdpp_layer_on_its_native_parameters(trained: dict[str, TrainedModel],
@@ -60,7 +60,7 @@ def test_trained_gdpp_predicts_like_the_gdpp_layer_on_its_native_parameters(trai
         assert max_rel_err(models.predict(P, Q, b.X, b.y, b.x_query, all_layers=True), expected) < RTOL64
 
 
-@pytest.mark.parametrize("name", ["committed-diag-3", "session-diag-3"])
+@pytest.mark.parametrize("name", ["committed-diag-3", "run-diag-3"])
 @property_settings(default_examples=4)
 @given(draw=data_draws)
 def test_trained_diag_omegas_reproduce_predictions_and_lemma_4_4(trained: dict[str, TrainedModel], name: str,

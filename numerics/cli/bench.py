@@ -146,6 +146,7 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
     """Every measurement of one ``lintf bench`` run as a dict; ``say`` gets each line as it is measured."""
     import jax
 
+    from numerics.models import kind_of
     from numerics.train import TrainConfig, training_devices
 
     kinds = _check(args)
@@ -164,7 +165,8 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
         # FULL's own phase (diag_steps=0): its DIAG phase runs the DIAG program (the DIAG line).  The plain pass is
         # the plain implementation: without step rejection (trust=0), whose check is an extra of the shipped step
         cfgs = [TrainConfig(model=kind, layers=args.layers, batch=args.batch, steps=10**6, forward=forward,
-                            diag_steps=0 if kind == "full" else None, trust=TrainConfig.trust if forward == "fast" else 0.0)
+                            diag_steps=0 if kind_of(kind).diag_phase else None,
+                            trust=TrainConfig.trust if forward == "fast" else 0.0)
                 for forward, _ in runs]
         rates = throughput(cfgs, args.steps, args.reps, [dv for _, dv in runs])
         rows = []

@@ -234,7 +234,7 @@ def stage_config(cfg: Any, st: Stages, k: int, start: Path | None) -> Any:
                           "warmup": None, "warm_start": None if start is None else str(start)}
     if start is not None:
         kw["init"] = "random"
-        if cfg.model == "full":
+        if cfg.kind.diag_phase:
             kw["diag_steps"] = 0  # the start is already a trained DIAG or FULL model
     if k > 1:
         kw["lr"] = cfg.peak_lr * 0.5 ** (k - 1)
@@ -293,10 +293,13 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
 def start_for(model: str, layers: int, noise: str, finished: Callable[[str, int], Path | None]) -> Path | None:
     """The model file a cell starts from (module docstring): ``finished(model, L)`` is the model file of the
     finished, passing cell ``(model, L, noise)`` or ``None``."""
-    if model == "gdpp" and Noise.parse(noise).sigma_max == 0:
+    from numerics.models import kind_of
+
+    kind = kind_of(model)
+    if kind.spectral_init and Noise.parse(noise).sigma_max == 0:
         return None  # the spectral fit
-    if model == "full":
-        return finished("diag", layers) or (finished("full", layers - 1) if layers > 1 else None)
+    if kind.diag_phase:  # FULL starts from the DIAG model of its depth (its DIAG embedding)
+        return finished("diag", layers) or (finished(model, layers - 1) if layers > 1 else None)
     return finished(model, layers - 1) if layers > 1 else None
 
 

@@ -47,7 +47,7 @@ symbol          meaning
 ==============  ==========================================================
 
 Checked against the model's forward pass on concrete data in ``proofs/gdpp_spectral.py`` and
-``tests/test_gdpp_spectral.py`` (the independent route: :func:`numerics.models.predict`).
+``tests/baselines/test_gdpp_fit.py`` (the independent route: :func:`numerics.models.predict`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ def _mc_losses(key, noise: str, etas, n: int, d: int, batch: int) -> list[tuple[
     """Monte Carlo ½E(y_t - ŷ)² of the one-layer GD construction (literal token pass), with standard errors.
 
     Data as in :mod:`numerics.data` (w, x_i, x_t ~ N(0, I), per-sequence sigma from ``Noise``), drawn with NumPy
-    to avoid compiling the JAX sampler inside ``lintf verify`` (tests/test_closed_forms.py uses ``sample``)."""
+    to avoid compiling the JAX sampler inside ``lintf verify`` (tests/theory/test_closed_forms.py uses ``sample``)."""
     import jax
 
     from numerics.models.constructions import gd

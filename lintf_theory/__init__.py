@@ -18,8 +18,8 @@ from ._bridge import recursion_rule as recursion_rule
 from ._bridge import recursion_step as recursion_step
 from ._bridge import run_recursion as run_recursion
 from ._bridge import split_blocks as split_blocks
-from ._layer import apply_layer_block as apply_layer_block
-from ._layer import layer_forward as layer_forward
+from .layer import apply_layer_block as apply_layer_block
+from .layer import layer_forward as layer_forward
 from ._recursion import closure_residuals as closure_residuals
 from ._recursion import derive_gram_update as derive_gram_update
 from ._recursion import derive_recursion as derive_recursion

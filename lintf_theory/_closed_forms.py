@@ -32,9 +32,9 @@ from functools import cache
 import sympy as sp
 from sympy.stats import ChiSquared, E
 
-from ._matexpr import simplify_matexpr
+from .matexpr import simplify_matexpr
 from ._recursion import derive_recursion
-from ._symbols import A, M, a, b, c, delta, u, w
+from .symbols import A, M, a, b, c, delta, u, w
 
 n, eta, sigma2 = sp.symbols("n eta sigma2", positive=True)
 d = sp.Symbol("d", positive=True, integer=True)

@@ -56,7 +56,7 @@ from functools import cache
 import sympy as sp
 
 from ._bridge import Exported, export
-from ._context_symbols import omega_xx, omega_yx
+from .symbols import omega_xx, omega_yx
 from ._gdpp import mu
 from ._gdpp_spectral import derive_gdpp_spectral, m_s, r_s, s_s, sigma
 from ._second_order import gdpp_eigenvalue_map

@@ -58,11 +58,10 @@ from functools import cache
 import sympy as sp
 
 from ._bridge import Exported, export
-from ._context_symbols import Sigma, alpha, lam, omega_xx, omega_yx, symmetric
+from .symbols import A, M, Sigma, a, alpha, b, c, d, delta, lam, omega_xx, omega_yx, symmetric, u, w, x, y
 from ._gdpp import derive_gdpp, mu
-from ._matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr
+from .matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr
 from ._recursion import derive_recursion, token_form
-from ._symbols import A, M, a, b, c, d, delta, u, w, x, y
 
 n = sp.Symbol("n", integer=True, positive=True)
 X_data = sp.MatrixSymbol("X", n, d)

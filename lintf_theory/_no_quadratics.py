@@ -41,9 +41,9 @@ from functools import cache
 
 import sympy as sp
 
-from ._matexpr import coefficient, is_zero, simplify_matexpr
+from .matexpr import coefficient, is_zero, simplify_matexpr
 from ._recursion import derive_recursion, token_form
-from ._symbols import a, d, w, x, y
+from .symbols import a, d, w, x, y
 
 w_tau = sp.MatrixSymbol("w_tau", d, 1)
 n_sym = sp.Symbol("n", integer=True, positive=True)

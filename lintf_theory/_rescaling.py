@@ -21,9 +21,9 @@ from functools import cache
 import sympy as sp
 
 from ._closed_forms import _scalar_coefficient
-from ._matexpr import simplify_matexpr
+from .matexpr import simplify_matexpr
 from ._recursion import derive_recursion
-from ._symbols import A, M, a, b, c, delta, u, w
+from .symbols import A, M, a, b, c, delta, u, w
 
 omega_yx, omega_yy, lam, lam1, Sig, al = sp.symbols("omega_yx omega_yy lam lambda1 Sigma alpha", real=True)
 n, v, R = sp.symbols("n v R", positive=True)

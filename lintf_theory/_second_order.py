@@ -16,7 +16,7 @@ non-decreasing on ``[0, ν]`` iff ``t <= 1/3``; then the condition number ``κ =
            \qquad κ'(1+ε) - 1 = \frac{ε^2 (ε + 3/4)}{(1 + 3ε/2)^2}.
 
 Everything is derived by SymPy from the eigenvalue map; inequalities are proved by
-:mod:`._certify` (Sturm root counting), never by sampling.
+:mod:`.certify` (Sturm root counting), never by sampling.
 
 =============  ======================================================
 symbol         meaning
@@ -36,10 +36,10 @@ from functools import cache
 
 import sympy as sp
 
-from ._certify import Certificate, nonnegative_on, positive_on_ray
-from ._layer import head_sum
+from .certify import Certificate, nonnegative_on, positive_on_ray
+from .layer import head_sum
 from ._recursion import derive_gram_update
-from ._symbols import d as d_sym
+from .symbols import d as d_sym
 
 mu, nu, kappa, eps, t, s = sp.symbols("mu nu kappa epsilon t s", positive=True)
 omega_xx, omega_yx, alpha_s, lam = sp.symbols("omega_xx omega_yx alpha lam", real=True)

@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ._layer import apply_layer_block
-from ._matexpr import coefficient, simplify_matexpr
+from .layer import apply_layer_block
+from .matexpr import coefficient, simplify_matexpr
 from ._recursion import derive_recursion, token_form
-from ._symbols import A, M, a, b, c, d, delta, u, w, x
+from .symbols import A, M, a, b, c, d, delta, u, w, x
 
 VARIANTS = ("standard", "key_decay", "causal", "retnet")
 
@@ -142,7 +142,7 @@ def derive_query_recursion() -> QueryRecursion:
     wq = simplify_matexpr((-coefficient(qy, x, ())).T)
     uses = bool({u, a} & (Mq.free_symbols | wq.free_symbols))
     r = derive_recursion()
-    from ._matexpr import is_zero
+    from .matexpr import is_zero
 
     return QueryRecursion(Mq, wq, uses, is_zero(Mq - r.M_next) and is_zero(wq - r.w_next))
 

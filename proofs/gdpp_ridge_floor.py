@@ -152,7 +152,7 @@ def check(report: Report) -> None:
     from lintf_theory._gdpp import mu
     from lintf_theory._gdpp_floor import (degree_law, derive_pointwise_optimum, filter_coefficient_rule,
                                           filter_polynomials, mean_sigma2, v_s)
-    from lintf_theory._rational import fraction_eye
+    from lintf_theory.exact import fraction_eye
     from numerics.data import Noise
 
     A_, b_, c_, delta_ = derive_gdpp_spectral().blocks

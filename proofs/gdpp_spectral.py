@@ -85,7 +85,7 @@ def conditional_loss_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_XX,
        ref="Section 5.1 (GD++), Theorem 4.1", routes=("symbolic", "float64 model pass", "float64 exact expectation"))
 def check(report: Report) -> None:
     from lintf_theory import derive_gdpp_spectral, gdpp_eigenvalue_map
-    from lintf_theory._context_symbols import omega_xx
+    from lintf_theory.symbols import omega_xx
     from lintf_theory._gdpp_spectral import m_s, mu
     from lintf_theory._second_order import mu as mu_gram
     from lintf_theory._second_order import omega_xx as omega_gram

@@ -46,7 +46,7 @@ def _tokens(ctx: np.ndarray, xts: list) -> np.ndarray:
        routes=("symbolic block", "polynomial ring", "explicit exact forward pass"))
 def check(report: Report) -> None:
     from lintf_theory._variants import derive_ffn_break, k_sym, quadratic_ffn, shared_tuple, square_feature
-    from lintf_theory._symbols import M, d
+    from lintf_theory.symbols import M, d
 
     f = derive_ffn_break()
     e1 = sp.ImmutableMatrix([1] + [0] * (D - 1))  # k = e_1: the feature y += beta x(1)^2 at layer 0 (M = I)

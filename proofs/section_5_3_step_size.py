@@ -18,12 +18,11 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
-from lintf_theory._context_symbols import Sigma, alpha, lam, omega_xy, omega_yx, rho, symmetric, w_star
-from lintf_theory._layer import layer_forward
-from lintf_theory._matexpr import is_zero, replace_adjacent, simplify_matexpr
-from lintf_theory._rational import diag_universal, solve
+from lintf_theory.symbols import Sigma, alpha, lam, omega_xy, omega_yx, rho, symmetric, w_star, x
+from lintf_theory.layer import layer_forward
+from lintf_theory.matexpr import is_zero, replace_adjacent, simplify_matexpr
+from lintf_theory.exact import diag_universal, solve
 from lintf_theory._step_size import OLS_SUMS, derive_step_size, exact_prediction_rule, r_tok, step_size_rule
-from lintf_theory._symbols import x
 from proofs._check import Report, claim
 from proofs._diag_data import col, context, forward_all, stats
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from lintf_theory._gdpp import mu
 from lintf_theory._gdpp_floor import derive_pointwise_optimum, filter_polynomials, v_s
-from lintf_theory._rational import fraction_eye
+from lintf_theory.exact import fraction_eye
 from numerics import baselines
 from numerics.reproduce import floor
 from numerics.cli import main

@@ -84,7 +84,7 @@ def test_quadratic_feature_and_its_second_difference():
     assert out.tolist() == [[3, 1, 2 + Fraction(9, 2)]]
     import sympy as sp
 
-    from lintf_theory._symbols import M, d, w, x
+    from lintf_theory.symbols import M, d, w, x
     from lintf_theory._variants import beta_sym, h_sym, k_sym
 
     rng = np.random.default_rng(3)

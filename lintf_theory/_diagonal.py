@@ -34,9 +34,9 @@ from functools import cache
 import sympy as sp
 
 from ._bridge import Exported, export
-from .symbols import A, OMEGAS, Sigma, alpha, b, c, d, delta, lam, x, y
 from .layer import apply_layer_block
 from .matexpr import is_zero, replace_adjacent, scalar_coefficient, simplify_matexpr
+from .symbols import A, OMEGAS, Sigma, alpha, b, c, d, delta, lam, x, y
 
 OMEGA_NAMES = ("omega_xx", "omega_xy", "omega_yx", "omega_yy")
 

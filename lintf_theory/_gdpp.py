@@ -22,17 +22,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import sympy as sp
 
 from ._bridge import Exported, export
-from .symbols import A, OMEGAS, Sigma, a, a_s, b, c, d, delta, lam, lam_l, omega_xx, omega_yx, omega_yy, symmetric, x, y
 from ._diagonal import derive_diagonal
-from .matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr
 from ._recursion import derive_recursion
+from .matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr
+from .symbols import A, OMEGAS, Sigma, a, a_s, b, c, d, delta, lam, lam_l, omega_xx, omega_yx, omega_yy, symmetric, x, y
 
 mu = sp.Symbol("mu")
 v = sp.MatrixSymbol("v", d, 1)
+
+
+class GdppSymbols(NamedTuple):
+    r"""Symbols of the GD++ layer: an eigenpair ``Σ v = μ v`` (``mu``, ``v``)."""
+
+    mu: sp.Symbol
+    v: sp.MatrixSymbol
+
+
+GDPP_SYMBOLS = GdppSymbols(mu, v)
 
 
 def only(*keep: sp.Symbol) -> dict[sp.Symbol, sp.Expr]:

@@ -33,16 +33,35 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import sympy as sp
 
+from ._recursion import derive_gram_update
 from .certify import Certificate, nonnegative_on, positive_on_ray
 from .layer import head_sum
-from ._recursion import derive_gram_update
 from .symbols import d as d_sym
 
 mu, nu, kappa, eps, t, s = sp.symbols("mu nu kappa epsilon t s", positive=True)
 omega_xx, omega_yx, alpha_s, lam = sp.symbols("omega_xx omega_yx alpha lam", real=True)
+
+
+class SecondOrderSymbols(NamedTuple):
+    r"""Symbols of the second-order analysis (table in this module's docstring); positive ``mu``, ``omega_xx`` real."""
+
+    mu: sp.Symbol
+    nu: sp.Symbol
+    kappa: sp.Symbol
+    eps: sp.Symbol
+    t: sp.Symbol
+    s: sp.Symbol
+    omega_xx: sp.Symbol
+    omega_yx: sp.Symbol
+    alpha_s: sp.Symbol
+    lam: sp.Symbol
+
+
+SECOND_ORDER_SYMBOLS = SecondOrderSymbols(mu, nu, kappa, eps, t, s, omega_xx, omega_yx, alpha_s, lam)
 
 
 @cache

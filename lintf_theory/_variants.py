@@ -30,14 +30,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import sympy as sp
 
+from ._recursion import derive_recursion, token_form
 from .layer import apply_layer_block
 from .matexpr import coefficient, simplify_matexpr
-from ._recursion import derive_recursion, token_form
 from .symbols import A, M, a, b, c, d, delta, u, w, x
 
 VARIANTS = ("standard", "key_decay", "causal", "retnet")
@@ -122,6 +122,17 @@ def shared_tuple(Z0: Any, Z1: Any) -> sp.Matrix | None:
 k_sym = sp.MatrixSymbol("k", d, 1)
 h_sym = sp.MatrixSymbol("h", d, 1)
 beta_sym = sp.MatrixSymbol("beta", 1, 1)
+
+
+class VariantSymbols(NamedTuple):
+    r"""Symbols of the quadratic feed-forward block: key ``k``, hidden ``h`` (``d×1``) and scale ``β`` (``1×1``)."""
+
+    k_sym: sp.MatrixSymbol
+    h_sym: sp.MatrixSymbol
+    beta_sym: sp.MatrixSymbol
+
+
+VARIANT_SYMBOLS = VariantSymbols(k_sym, h_sym, beta_sym)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ A linear-attention head as code bases write it, with a value scale ``s`` and an 
 a column update by transposition, sums over the context by replacing the adjacent pair
 ``(h_j, h_jᵀ)`` with ``E = Σ_j h_j h_jᵀ`` and splits the single product at ``E``: the factors on
 the left are ``P``, those on the right (before ``h_i``) are ``Q``, so that ``Δh_i = P E Q h_i``, the
-head of the layer rule in :mod:`._layer`.  A multi-head layer sums its heads, so each head gives one
+head of the layer rule in :mod:`.layer`.  A multi-head layer sums its heads, so each head gives one
 pair ``(P_k, Q_k)``.  :func:`derive_attention_inverse` solves the derived ``P, Q`` for ``W_O, W_Q``
 with ``K = d+1`` and the choice ``W_K = W_V = I`` (``s`` and ``Π = I`` kept as given).
 """
@@ -30,9 +30,8 @@ from functools import cache
 import sympy as sp
 
 from ._bridge import Exported, export
-from ._matexpr import is_zero, replace_adjacent, simplify_matexpr
-from ._recursion import E_sym
-from ._symbols import d
+from .matexpr import is_zero, replace_adjacent, simplify_matexpr
+from .symbols import E_sym, d
 
 CONVENTIONS = ("row", "column")
 _D1 = d + 1

@@ -19,8 +19,8 @@ from typing import Any, NamedTuple
 
 import sympy as sp
 
-from ._recursion import E_sym, G_sym, derive_gram_update, derive_recursion
-from ._symbols import A, BLOCKS, STATE, a, b, c, delta
+from ._recursion import derive_gram_update, derive_recursion
+from .symbols import A, BLOCKS, STATE, E_sym, G_sym, a, b, c, delta
 
 
 @dataclass(frozen=True)

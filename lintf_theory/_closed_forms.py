@@ -28,16 +28,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import sympy as sp
 from sympy.stats import ChiSquared, E
 
-from ._matexpr import simplify_matexpr
 from ._recursion import derive_recursion
-from ._symbols import A, M, a, b, c, delta, u, w
+from .matexpr import simplify_matexpr
+from .symbols import A, M, a, b, c, delta, u, w
 
 n, eta, sigma2 = sp.symbols("n eta sigma2", positive=True)
 d = sp.Symbol("d", positive=True, integer=True)
+
+
+class OneStepSymbols(NamedTuple):
+    r"""Symbols of the one-step GD closed forms: dimension ``d``, context size ``n``, step ``η``, noise variance ``σ²``."""
+
+    d: sp.Symbol
+    n: sp.Symbol
+    eta: sp.Symbol
+    sigma2: sp.Symbol
+
+
+ONE_STEP_SYMBOLS = OneStepSymbols(d, n, eta, sigma2)
 
 
 @dataclass(frozen=True)

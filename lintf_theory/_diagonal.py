@@ -19,10 +19,10 @@ and the layer ``e ↦ e + G e`` becomes
     y' = y + \omega_{yx}\langle\alpha, x\rangle + \omega_{yy}\lambda y .
 
 The ω's are read off as the scalar coefficient of each block of ``E`` in the matching block of
-``G`` (:func:`~lintf_theory._matexpr.scalar_coefficient`), never typed.  For one head
+``G`` (:func:`~lintf_theory.matexpr.scalar_coefficient`), never typed.  For one head
 ``ω_xx ω_yy − ω_xy ω_yx`` expands to zero; for two heads it does not (:func:`two_head_counterexample`).
 
-Symbols: see :mod:`._context_symbols`.  ``y`` and ``λ`` are ``1×1`` matrices here.
+Symbols: see :mod:`.symbols`.  ``y`` and ``λ`` are ``1×1`` matrices here.
 """
 
 from __future__ import annotations
@@ -34,10 +34,9 @@ from functools import cache
 import sympy as sp
 
 from ._bridge import Exported, export
-from ._context_symbols import OMEGAS, Sigma, alpha, lam
-from ._layer import apply_layer_block
-from ._matexpr import is_zero, replace_adjacent, scalar_coefficient, simplify_matexpr
-from ._symbols import A, b, c, d, delta, x, y
+from .layer import apply_layer_block
+from .matexpr import is_zero, replace_adjacent, scalar_coefficient, simplify_matexpr
+from .symbols import A, OMEGAS, Sigma, alpha, b, c, d, delta, lam, x, y
 
 OMEGA_NAMES = ("omega_xx", "omega_xy", "omega_yx", "omega_yy")
 

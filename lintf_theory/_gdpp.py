@@ -15,25 +15,35 @@ map is that polynomial at ``Σ = μ I`` applied to ``v``.
 ``y' = (1 + ω_yy λ) y``; in the implicit state of Theorem 4.1 it scales ``a`` and ``w`` by the same
 factor and keeps ``M, u``.  With ``ω_yy < 0`` a larger ``λ`` (noisier data) is shrunk more.
 
-Symbols: :mod:`._context_symbols` (``λ`` is a ``1×1`` matrix in the rule, a scalar in the factor).
+Symbols: :mod:`.symbols` (``λ`` is a ``1×1`` matrix in the rule, a scalar in the factor).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import sympy as sp
 
 from ._bridge import Exported, export
-from ._context_symbols import OMEGAS, Sigma, a_s, lam, lam_l, omega_xx, omega_yx, omega_yy, symmetric
 from ._diagonal import derive_diagonal
-from ._matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr
 from ._recursion import derive_recursion
-from ._symbols import A, a, b, c, d, delta, x, y
+from .matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr
+from .symbols import A, OMEGAS, Sigma, a, a_s, b, c, d, delta, lam, lam_l, omega_xx, omega_yx, omega_yy, symmetric, x, y
 
 mu = sp.Symbol("mu")
 v = sp.MatrixSymbol("v", d, 1)
+
+
+class GdppSymbols(NamedTuple):
+    r"""Symbols of the GD++ layer: an eigenpair ``Σ v = μ v`` (``mu``, ``v``)."""
+
+    mu: sp.Symbol
+    v: sp.MatrixSymbol
+
+
+GDPP_SYMBOLS = GdppSymbols(mu, v)
 
 
 def only(*keep: sp.Symbol) -> dict[sp.Symbol, sp.Expr]:

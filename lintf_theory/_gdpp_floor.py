@@ -52,20 +52,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import sympy as sp
 
 from ._bridge import Exported, export
-from ._context_symbols import omega_xx, omega_yx
 from ._gdpp import mu
 from ._gdpp_spectral import derive_gdpp_spectral, m_s, r_s, s_s, sigma
 from ._second_order import gdpp_eigenvalue_map
 from ._second_order import mu as mu_second_order
 from ._second_order import omega_xx as omega_xx_second_order
+from .symbols import omega_xx, omega_yx
 
 f_s, v_s, lam_r = sp.symbols("f v lam_r")
 layer = sp.Symbol("l", integer=True, nonnegative=True)
 depth = sp.Symbol("L", integer=True, positive=True)
+
+
+class GdppFloorSymbols(NamedTuple):
+    r"""Symbols of the ridge floor (table in this module's docstring): filter value ``f``, noise ``v``, ridge ``λ``, layer ``l``, depth ``L``."""
+
+    f_s: sp.Symbol
+    v_s: sp.Symbol
+    lam_r: sp.Symbol
+    layer: sp.Symbol
+    depth: sp.Symbol
+
+
+GDPP_FLOOR_SYMBOLS = GdppFloorSymbols(f_s, v_s, lam_r, layer, depth)
 
 
 def layer_omegas(L: int) -> tuple[tuple[sp.Symbol, ...], tuple[sp.Symbol, ...]]:

@@ -54,21 +54,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import sympy as sp
 
 from ._bridge import Exported, export
-from ._context_symbols import Sigma, alpha, lam, omega_xx, omega_yx, symmetric
 from ._gdpp import derive_gdpp, mu
-from ._matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr
 from ._recursion import derive_recursion, token_form
-from ._symbols import A, M, a, b, c, d, delta, u, w, x, y
+from .matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr
+from .symbols import A, M, Sigma, a, alpha, b, c, d, delta, lam, omega_xx, omega_yx, symmetric, u, w, x, y
 
 n = sp.Symbol("n", integer=True, positive=True)
 X_data = sp.MatrixSymbol("X", n, d)
 Y_data = sp.MatrixSymbol("Y", n, 1)
 xi = sp.MatrixSymbol("xi", n, 1)
 m_s, s_s, r_s, sigma = sp.symbols("m s r sigma")
+
+
+class GdppSpectralSymbols(NamedTuple):
+    r"""Symbols of the GD++ spectral loss (table in this module's docstring): the per-eigenvalue ``m, s, r`` and noise ``σ``."""
+
+    m_s: sp.Symbol
+    s_s: sp.Symbol
+    r_s: sp.Symbol
+    sigma: sp.Symbol
+
+
+GDPP_SPECTRAL_SYMBOLS = GdppSpectralSymbols(m_s, s_s, r_s, sigma)
 #: Summing bilinear forms over the context tokens (docs/model.md: Σ, α, λ).
 TOKEN_SUMS = {(X_data.T, X_data): Sigma, (X_data.T, Y_data): alpha, (Y_data.T, X_data): alpha.T, (Y_data.T, Y_data): lam}
 

@@ -9,7 +9,7 @@ form of Theorem 4.1 applied column-wise (``x ↦ Xᵀ``, ``y ↦ yᵀ``) gives t
     \alpha^l = \sum_i y_i^l x_i^l = (M + u\,w^{*\top})\, g + a\rho\, u,
     \qquad g = \Sigma (a w^* - w)
 
-(``XᵀX ↦ Σ``, ``Xᵀr ↦ 0``, ``rᵀr ↦ ρ`` by :func:`~lintf_theory._matexpr.replace_adjacent`, then
+(``XᵀX ↦ Σ``, ``Xᵀr ↦ 0``, ``rᵀr ↦ ρ`` by :func:`~lintf_theory.matexpr.replace_adjacent`, then
 ``w ↦ a w* − Σ^{-1} g`` inside ``α^l``).  Inserting ``A = ω_xx Σ^l, b = ω_xy α^l, c = ω_yx α^l,
 δ = ω_yy λ^l`` (:mod:`._diagonal`) into Lemma 4.3 (:mod:`._recursion`) gives
 
@@ -26,8 +26,8 @@ Result (derived, see :func:`derive_lemma44`): ``Λ = −ω_xx Σ^l − ω_xy a²
 ``Γ = a ω_xy (M + u w*ᵀ)``, ``s = ω_yy λ^l``, ``Π = ω_yx Mᵀ (M + u w*ᵀ)``, ``Φ = a ρ ω_yx Mᵀ``.
 The paper prints ``Γ`` and ``Π`` with ``a u w*ᵀ`` instead of ``u w*ᵀ`` (``proofs/lemma_4_4.py``).
 
-Symbols: ``M, u, w`` of :mod:`._symbols` (layer ``l``), ``a`` as the scalar ``a_s``, the rest in
-:mod:`._context_symbols`.
+Symbols: ``M, u, w`` of :mod:`.symbols` (layer ``l``), ``a`` as the scalar ``a_s``, the rest in
+:mod:`.symbols`.
 """
 
 from __future__ import annotations
@@ -38,11 +38,12 @@ from functools import cache
 import sympy as sp
 
 from ._bridge import Exported, export
-from ._context_symbols import OMEGAS, Sigma, Sigma_l, a_s, alpha, lam, lam_l, rho, symmetric, w_star
+from .symbols import (
+    A, M, OMEGAS, Sigma, Sigma_l, a, a_s, alpha, b, c, d, delta, lam, lam_l, rho, symmetric, u, w, w_star)
 from ._diagonal import derive_diagonal
-from ._matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr, split_terms
+from .matexpr import (
+    coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr, split_terms)
 from ._recursion import derive_recursion, token_form
-from ._symbols import A, M, a, b, c, d, delta, u, w
 
 n = sp.Symbol("n", integer=True, positive=True)
 X_data = sp.MatrixSymbol("X", n, d)

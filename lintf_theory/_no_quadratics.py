@@ -38,16 +38,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import sympy as sp
 
-from ._matexpr import coefficient, is_zero, simplify_matexpr
 from ._recursion import derive_recursion, token_form
-from ._symbols import a, d, w, x, y
+from .matexpr import coefficient, is_zero, simplify_matexpr
+from .symbols import a, d, w, x, y
 
 w_tau = sp.MatrixSymbol("w_tau", d, 1)
 n_sym = sp.Symbol("n", integer=True, positive=True)
 X_sym = sp.MatrixSymbol("X", n_sym, d)
+
+
+class Theorem42Symbols(NamedTuple):
+    r"""Symbols of Theorem 4.2: the task weight ``w_τ``, the context size ``n`` and the data matrix ``X`` (``n×d``)."""
+
+    w_tau: sp.MatrixSymbol
+    n_sym: sp.Symbol
+    X_sym: sp.MatrixSymbol
+
+
+THEOREM_4_2_SYMBOLS = Theorem42Symbols(w_tau, n_sym, X_sym)
 
 
 @dataclass(frozen=True)

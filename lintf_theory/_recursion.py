@@ -4,7 +4,7 @@ Start from a context token in the Theorem 4.1 form at layer ``l``,
 
 .. math::  x_i^l = M^l x_i + y_i u^l, \qquad y_i^l = a^l y_i - \langle w^l, x_i \rangle,
 
-apply the layer ``e ↦ e + G e`` (:func:`~lintf_theory._layer.apply_layer_block`) and collect the
+apply the layer ``e ↦ e + G e`` (:func:`~lintf_theory.layer.apply_layer_block`) and collect the
 coefficients of ``x_i`` and ``y_i``.  The result is the update of ``(M, u, a, w)`` in terms of the
 blocks ``A, b, c, δ`` of ``G^l = Σ_k P_k^l E^l Q_k^l`` (docs/model.md, Lemma 4.3).  Applying the same
 layer to the query ``(M^l x_t, −⟨w^l, x_t⟩)`` shows it keeps the form ``(M^{l+1} x_t, −⟨w^{l+1}, x_t⟩)``
@@ -22,9 +22,9 @@ from functools import cache
 
 import sympy as sp
 
-from ._layer import apply_layer_block
-from ._matexpr import coefficient, is_zero, replace_adjacent, simplify_matexpr
-from ._symbols import a, d, M, u, w, x, y
+from .layer import apply_layer_block
+from .matexpr import coefficient, is_zero, replace_adjacent, simplify_matexpr
+from .symbols import E_sym, G_sym, a, d, M, u, w, x, y
 
 
 @dataclass(frozen=True)
@@ -90,8 +90,6 @@ def token_form_is_closed() -> bool:
 # Gram-matrix map of the context: E^{l+1} from E^l and G^l.
 # ---------------------------------------------------------------------------------------------
 _D1 = d + 1
-E_sym = sp.MatrixSymbol("E", _D1, _D1)
-G_sym = sp.MatrixSymbol("G", _D1, _D1)
 _e = sp.MatrixSymbol("e", _D1, 1)
 
 

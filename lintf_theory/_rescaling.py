@@ -17,18 +17,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import sympy as sp
 
 from ._closed_forms import _scalar_coefficient
-from ._matexpr import simplify_matexpr
 from ._recursion import derive_recursion
-from ._symbols import A, M, a, b, c, delta, u, w
+from .matexpr import simplify_matexpr
+from .symbols import A, M, a, b, c, delta, u, w
 
 omega_yx, omega_yy, lam, lam1, Sig, al = sp.symbols("omega_yx omega_yy lam lambda1 Sigma alpha", real=True)
 n, v, R = sp.symbols("n v R", positive=True)
 s1, s2, s3, sig2 = sp.symbols("sigma1_sq sigma2_sq sigma3_sq sigma_sq", positive=True)
 P_nyy = sp.Symbol("P")  # n ω_yx ω_yy
+
+
+class Theorem52Symbols(NamedTuple):
+    r"""Symbols of Theorem 5.2: the two layer parameters, the noise variances ``σ_1², σ_2², σ²`` and ``P = n ω_yx ω_yy``."""
+
+    omega_yx: sp.Symbol
+    omega_yy: sp.Symbol
+    n: sp.Symbol
+    s1: sp.Symbol
+    s2: sp.Symbol
+    sig2: sp.Symbol
+    P_nyy: sp.Symbol
+
+
+THEOREM_5_2_SYMBOLS = Theorem52Symbols(omega_yx, omega_yy, n, s1, s2, sig2, P_nyy)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ non-decreasing on ``[0, ν]`` iff ``t <= 1/3``; then the condition number ``κ =
            \qquad κ'(1+ε) - 1 = \frac{ε^2 (ε + 3/4)}{(1 + 3ε/2)^2}.
 
 Everything is derived by SymPy from the eigenvalue map; inequalities are proved by
-:mod:`._certify` (Sturm root counting), never by sampling.
+:mod:`.certify` (Sturm root counting), never by sampling.
 
 =============  ======================================================
 symbol         meaning
@@ -33,16 +33,35 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import sympy as sp
 
-from ._certify import Certificate, nonnegative_on, positive_on_ray
-from ._layer import head_sum
 from ._recursion import derive_gram_update
-from ._symbols import d as d_sym
+from .certify import Certificate, nonnegative_on, positive_on_ray
+from .layer import head_sum
+from .symbols import d as d_sym
 
 mu, nu, kappa, eps, t, s = sp.symbols("mu nu kappa epsilon t s", positive=True)
 omega_xx, omega_yx, alpha_s, lam = sp.symbols("omega_xx omega_yx alpha lam", real=True)
+
+
+class SecondOrderSymbols(NamedTuple):
+    r"""Symbols of the second-order analysis (table in this module's docstring); positive ``mu``, ``omega_xx`` real."""
+
+    mu: sp.Symbol
+    nu: sp.Symbol
+    kappa: sp.Symbol
+    eps: sp.Symbol
+    t: sp.Symbol
+    s: sp.Symbol
+    omega_xx: sp.Symbol
+    omega_yx: sp.Symbol
+    alpha_s: sp.Symbol
+    lam: sp.Symbol
+
+
+SECOND_ORDER_SYMBOLS = SecondOrderSymbols(mu, nu, kappa, eps, t, s, omega_xx, omega_yx, alpha_s, lam)
 
 
 @cache

@@ -25,25 +25,36 @@ neglected part, propagated through layer 2, is
     \qquad \langle\alpha, w^*\rangle = w^{*\top}\Sigma w^* ,
 
 derived from the dropped term itself (not as a difference), and ``exact = approx + neglected``
-holds identically (:func:`derive_step_size`).  Symbols: :mod:`._context_symbols`; ``x_t`` is the query.
+holds identically (:func:`derive_step_size`).  Symbols: :mod:`.symbols`; ``x_t`` is the query.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import sympy as sp
 
 from ._bridge import Exported, export
-from ._context_symbols import Sigma, alpha, lam, omega_xy, omega_yx, rho, w_star
 from ._diagonal import derive_diagonal
 from ._gdpp import only
-from ._matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr, split_terms
-from ._symbols import d, x, y
+from .symbols import Sigma, alpha, d, lam, omega_xy, omega_yx, rho, w_star, x, y
+from .matexpr import (
+    coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr, split_terms)
 
 x_t = sp.MatrixSymbol("x_t", d, 1)
 r_tok = sp.MatrixSymbol("r", 1, 1)  # the residual r_i of one token
+
+
+class StepSizeSymbols(NamedTuple):
+    r"""Symbols of the step-size derivation: the query ``x_t`` and the residual ``r`` of one token (``1×1``)."""
+
+    x_t: sp.MatrixSymbol
+    r_tok: sp.MatrixSymbol
+
+
+STEP_SIZE_SYMBOLS = StepSizeSymbols(x_t, r_tok)
 
 #: Sums over context tokens: definitions of Σ, α, λ, and the OLS facts Σ r_i x_i = 0, Σ r_i² = ρ.
 RAW_SUMS = {(x, x.T): Sigma, (x, y.T): alpha, (y, x.T): alpha.T, (y, y.T): lam}

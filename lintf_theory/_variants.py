@@ -30,15 +30,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import sympy as sp
 
-from ._layer import apply_layer_block
-from ._matexpr import coefficient, simplify_matexpr
 from ._recursion import derive_recursion, token_form
-from ._symbols import A, M, a, b, c, d, delta, u, w, x
+from .layer import apply_layer_block
+from .matexpr import coefficient, simplify_matexpr
+from .symbols import A, M, a, b, c, d, delta, u, w, x
 
 VARIANTS = ("standard", "key_decay", "causal", "retnet")
 
@@ -124,6 +124,17 @@ h_sym = sp.MatrixSymbol("h", d, 1)
 beta_sym = sp.MatrixSymbol("beta", 1, 1)
 
 
+class VariantSymbols(NamedTuple):
+    r"""Symbols of the quadratic feed-forward block: key ``k``, hidden ``h`` (``d×1``) and scale ``β`` (``1×1``)."""
+
+    k_sym: sp.MatrixSymbol
+    h_sym: sp.MatrixSymbol
+    beta_sym: sp.MatrixSymbol
+
+
+VARIANT_SYMBOLS = VariantSymbols(k_sym, h_sym, beta_sym)
+
+
 @dataclass(frozen=True)
 class QueryRecursion:
     r"""The query alone under ``e ↦ (I + G_t) e``: ``M_t' , w_t'`` and whether ``u, a`` enter."""
@@ -142,7 +153,7 @@ def derive_query_recursion() -> QueryRecursion:
     wq = simplify_matexpr((-coefficient(qy, x, ())).T)
     uses = bool({u, a} & (Mq.free_symbols | wq.free_symbols))
     r = derive_recursion()
-    from ._matexpr import is_zero
+    from .matexpr import is_zero
 
     return QueryRecursion(Mq, wq, uses, is_zero(Mq - r.M_next) and is_zero(wq - r.w_next))
 

@@ -7,8 +7,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from lintf_theory._layer import layer_forward
-from lintf_theory._rational import diag_universal, rational_array, tokens
+from lintf_theory.exact import diag_universal, rational_array, tokens
+from lintf_theory.layer import layer_forward
 
 
 class Context(NamedTuple):

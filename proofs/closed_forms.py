@@ -39,7 +39,9 @@ def _mc_losses(key, noise: str, etas, n: int, d: int, batch: int) -> list[tuple[
 def check(report: Report) -> None:
     import jax
 
-    from lintf_theory._closed_forms import d, derive_one_step_gd, n, one_step_rule, sigma2, wishart_moments
+    from lintf_theory import ONE_STEP_SYMBOLS, derive_one_step_gd, one_step_rule, wishart_moments
+
+    d, n, sigma2 = ONE_STEP_SYMBOLS.d, ONE_STEP_SYMBOLS.n, ONE_STEP_SYMBOLS.sigma2
     from numerics.data import Noise
 
     m, g = wishart_moments(), derive_one_step_gd()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from lintf_theory._diagonal import derive_diagonal, diagonal_rule, layer_omegas, omegas_as_sums
-from lintf_theory._rational import diag_universal, rational_array
+from lintf_theory import derive_diagonal, diagonal_rule, layer_omegas, omegas_as_sums
+from lintf_theory.exact import diag_universal, rational_array
 from proofs._check import Report, claim
 from proofs._diag_data import col, context, forward_all, one, stats
 

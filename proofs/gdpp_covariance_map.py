@@ -13,14 +13,14 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
-from lintf_theory._context_symbols import Sigma, alpha, omega_xx, omega_yx
-from lintf_theory._diagonal import diagonal_rule
-from lintf_theory._gdpp import derive_gdpp, gdpp_covariance_rule, gdpp_eigen_rule, mu
-from lintf_theory._matexpr import is_zero
-from lintf_theory._rational import diag_universal
-from lintf_theory._symbols import d, x, y
+from lintf_theory import GDPP_SYMBOLS, derive_gdpp, diagonal_rule, gdpp_covariance_rule, gdpp_eigen_rule
+from lintf_theory.exact import diag_universal
+from lintf_theory.matexpr import is_zero
+from lintf_theory.symbols import Sigma, alpha, d, omega_xx, omega_yx, x, y
 from proofs._check import Report, claim
 from proofs._diag_data import col, context, forward_all, one, stats
+
+mu = GDPP_SYMBOLS.mu
 
 #: Relative tolerance of the float64 eigenvalue comparison: eigvalsh of a well-conditioned 3x3
 #: matrix is accurate to a few ulps of the largest eigenvalue; 1e-10 leaves ample margin.

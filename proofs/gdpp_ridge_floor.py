@@ -65,7 +65,7 @@ def float_gap(L: int, seed: int) -> float:
     import jax
     import jax.numpy as jnp
 
-    from lintf_theory._gdpp_floor import filter_coefficient_rule
+    from lintf_theory import filter_coefficient_rule
     from numerics.models import Gdpp, predict, universal
 
     rng = np.random.default_rng(seed)
@@ -100,8 +100,9 @@ def _sequences(rng: np.random.Generator, noise: str, N: int):  # noqa: ANN202
 
 def filter_family_mc(noise: str, seed: int, edges: np.ndarray | None = None) -> dict:
     r"""Least-squares piecewise-constant filter on raw sequences, and its comparison with ``f*`` (see module docstring)."""
-    from lintf_theory._gdpp_floor import derive_pointwise_optimum, f_s, ridge_floor_rule, v_s
-    from lintf_theory._gdpp import mu as mu_sym
+    from lintf_theory import GDPP_FLOOR_SYMBOLS, GDPP_SYMBOLS, derive_pointwise_optimum, ridge_floor_rule
+
+    f_s, v_s, mu_sym = GDPP_FLOOR_SYMBOLS.f_s, GDPP_FLOOR_SYMBOLS.v_s, GDPP_SYMBOLS.mu
     from numerics.data import Noise
 
     mu, z, yt = _sequences(np.random.default_rng(seed), noise, MC_SEQUENCES)
@@ -148,13 +149,12 @@ def counterexample(kind: str) -> tuple[Fraction, Fraction]:
        routes=("symbolic p_L recursion", "exact + float64 forward pass", "symbolic pointwise optimum",
                "Monte Carlo filter family", "exact DIAG counterexample"))
 def check(report: Report) -> None:
-    from lintf_theory import derive_gdpp_spectral
-    from lintf_theory._gdpp import mu
-    from lintf_theory._gdpp_floor import (degree_law, derive_pointwise_optimum, filter_coefficient_rule,
-                                          filter_polynomials, mean_sigma2, v_s)
-    from lintf_theory._rational import fraction_eye
+    from lintf_theory import (GDPP_FLOOR_SYMBOLS, GDPP_SYMBOLS, degree_law, derive_gdpp_spectral,
+                              derive_pointwise_optimum, filter_coefficient_rule, filter_polynomials, mean_sigma2)
+    from lintf_theory.exact import fraction_eye
     from numerics.data import Noise
 
+    mu, v_s = GDPP_SYMBOLS.mu, GDPP_FLOOR_SYMBOLS.v_s
     A_, b_, c_, delta_ = derive_gdpp_spectral().blocks
     report.require(b_.is_ZeroMatrix and delta_.is_ZeroMatrix,
                    f"symbolic: the GD++ layer's G has b = {b_}, delta = {delta_}: x' ignores y and y' is not rescaled")
@@ -205,7 +205,9 @@ def depth_sym(law) -> sp.Symbol:  # noqa: ANN001
 
 
 def _check_optimum(report: Report, po, mean_sigma2, v_s, Noise) -> None:  # noqa: ANN001
-    from lintf_theory._gdpp import mu
+    from lintf_theory import GDPP_SYMBOLS
+
+    mu = GDPP_SYMBOLS.mu
 
     mu_p, v_p = sp.Symbol("mu", positive=True), sp.Symbol("v", nonnegative=True)
     report.require(po.sigma2_degree == 1, f"symbolic: the per-eigenvalue loss {po.loss_f} is affine in sigma^2, so "

@@ -84,11 +84,11 @@ def conditional_loss_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_XX,
        "E[(y_hat - y_t)^2 | X]/2 = sum_j (r_j^2 + sigma^2 mu_j s_j^2)/2",
        ref="Section 5.1 (GD++), Theorem 4.1", routes=("symbolic", "float64 model pass", "float64 exact expectation"))
 def check(report: Report) -> None:
-    from lintf_theory import derive_gdpp_spectral, gdpp_eigenvalue_map
-    from lintf_theory._context_symbols import omega_xx
-    from lintf_theory._gdpp_spectral import m_s, mu
-    from lintf_theory._second_order import mu as mu_gram
-    from lintf_theory._second_order import omega_xx as omega_gram
+    from lintf_theory import GDPP_SPECTRAL_SYMBOLS, GDPP_SYMBOLS, SECOND_ORDER_SYMBOLS, derive_gdpp_spectral, gdpp_eigenvalue_map
+    from lintf_theory.symbols import omega_xx
+
+    m_s, mu = GDPP_SPECTRAL_SYMBOLS.m_s, GDPP_SYMBOLS.mu
+    mu_gram, omega_gram = SECOND_ORDER_SYMBOLS.mu, SECOND_ORDER_SYMBOLS.omega_xx
 
     g = derive_gdpp_spectral()
     report.ok(f"derived: m' = {g.m_next}, s' = {g.s_next}, r' = {g.r_next}, loss = {g.loss}, residuals = {g.residuals}")

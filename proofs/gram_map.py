@@ -18,10 +18,9 @@ import numpy as np
 import sympy as sp
 
 from lintf_theory import derive_gram_update, gram_update, layer_forward
-from lintf_theory._layer import head_sum
-from lintf_theory._matexpr import is_zero
-from lintf_theory._recursion import E_sym, G_sym
-from lintf_theory._symbols import d
+from lintf_theory.layer import head_sum
+from lintf_theory.matexpr import is_zero
+from lintf_theory.symbols import E_sym, G_sym, d
 from proofs._check import Report, claim
 from proofs._exact import rational_array
 

@@ -17,8 +17,8 @@ import numpy as np
 import sympy as sp
 
 from lintf_theory import derive_recursion, layer_forward, run_recursion
-from lintf_theory._matexpr import is_zero, scalarize
-from lintf_theory._symbols import A, M, a, b, c, d, delta, u, w
+from lintf_theory.matexpr import is_zero, scalarize
+from lintf_theory.symbols import A, M, a, b, c, d, delta, u, w
 from proofs._check import Report, claim
 from proofs._exact import rational_array, state_matrix
 

@@ -13,13 +13,10 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from lintf_theory._bridge import run_recursion
-from lintf_theory._context_symbols import Sigma_l, a_s, lam_l, omega_xx, omega_xy, omega_yx, omega_yy, rho, w_star
-from lintf_theory._diagonal import layer_omegas
-from lintf_theory._lemma44 import derive_lemma44, lemma44_rule
-from lintf_theory._matexpr import is_zero
-from lintf_theory._rational import diag_universal, fraction_eye, rational_array, solve
-from lintf_theory._symbols import M, d, u
+from lintf_theory import derive_lemma44, layer_omegas, lemma44_rule, run_recursion
+from lintf_theory.exact import diag_universal, fraction_eye, rational_array, solve
+from lintf_theory.matexpr import is_zero
+from lintf_theory.symbols import M, Sigma_l, a_s, d, lam_l, omega_xx, omega_xy, omega_yx, omega_yy, rho, u, w_star
 from proofs._check import Report, claim
 from proofs._diag_data import col, context, forward_all, stats
 

@@ -11,7 +11,9 @@ from proofs._check import Report, claim
        ref="Lemma A.2", routes=("symbolic", "numeric"))
 def check(report: Report) -> None:
     from lintf_theory import derive_lemma_a2
-    from lintf_theory._second_order import eps
+    from lintf_theory import SECOND_ORDER_SYMBOLS
+
+    eps = SECOND_ORDER_SYMBOLS.eps
     from numerics.models.constructions import gd, implicit_weight
 
     A2 = derive_lemma_a2()

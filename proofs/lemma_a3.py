@@ -13,7 +13,9 @@ from proofs._check import Report, claim
        ref="Lemma A.3", routes=("symbolic", "numeric"))
 def check(report: Report) -> None:
     from lintf_theory import derive_lemma_a3, gdpp_eigenvalue_map, gram_update, kappa_next_rule
-    from lintf_theory._second_order import t
+    from lintf_theory import SECOND_ORDER_SYMBOLS
+
+    t = SECOND_ORDER_SYMBOLS.t
 
     L = derive_lemma_a3()
     report.require(L.monotone.holds, f"f'(nu s) = {sp.factor(L.fprime_scaled)} >= 0 on s in [0,1]: {L.monotone}")

@@ -12,9 +12,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from lintf_theory._diagonal import derive_diagonal, diagonal_rule, omega_rule, one_head_residual, two_head_counterexample
-from lintf_theory._layer import context_gram, head_sum
-from lintf_theory._rational import diag_universal, rational_array, tokens
+from lintf_theory import derive_diagonal, diagonal_rule, omega_rule, one_head_residual, two_head_counterexample
+from lintf_theory.exact import diag_universal, rational_array, tokens
+from lintf_theory.layer import context_gram, head_sum
 from proofs._check import Report, claim
 from proofs._diag_data import col, context, forward_all, one, stats
 

@@ -1,6 +1,6 @@
 r"""Reviewers' question: which attention variants keep the Theorem 4.1 token form (docs/model.md).
 
-Decided for four row-weighted layers (:mod:`lintf_theory._variants`): the paper's layer, a per-layer
+Decided for four row-weighted layers (:func:`lintf_theory.weighted_layer_forward`): the paper's layer, a per-layer
 scalar decay of the keys by key position (``γ_l^{n-1-j}``, same for every token), causal masking inside
 the context (the query attends to all ``n``), and RetNet-like causal relative decay ``γ^{i-j}``.
 
@@ -50,8 +50,7 @@ def _const(R, arr):
 def _ring_layers(kind: str, rng: random.Random, n: int, d: int, layers: int) -> dict[str, bool]:
     """``layers`` (1 or 2) literal layers of ``kind`` on ring tokens; the facts route 2 decides."""
     from lintf_theory import recursion_step
-    from lintf_theory._bridge import State
-    from lintf_theory._variants import attention_weights, token_G, weighted_layer_forward, query_step
+    from lintf_theory import State, attention_weights, query_step, token_G, weighted_layer_forward
 
     R, Z0, xt_idx, g1, g2 = _ring(n, d)
     params = [([_const(R, rational_array(rng, (d + 1, d + 1), scale=1, den=2))],
@@ -84,7 +83,7 @@ def _counterexample(kind: str, rng: random.Random, n: int = 4, d: int = 2) -> bo
     """True iff one rational layer of ``kind`` admits a shared ``T`` over 4 context tokens and 2 queries."""
     from fractions import Fraction
 
-    from lintf_theory._variants import attention_weights, shared_tuple, weighted_layer_forward
+    from lintf_theory import attention_weights, shared_tuple, weighted_layer_forward
 
     P = [rational_array(rng, (d + 1, d + 1), scale=1, den=2)]
     Q = [rational_array(rng, (d + 1, d + 1), scale=1, den=2)]
@@ -100,7 +99,7 @@ def _counterexample(kind: str, rng: random.Random, n: int = 4, d: int = 2) -> bo
        "stays linear in x_t; with causal masking the query shares the last context token's tuple",
        ref="docs/model.md (reviewers)", routes=("symbolic block", "entry-level polynomial ring", "exact counterexample"))
 def check(report: Report) -> None:
-    from lintf_theory._variants import derive_query_recursion
+    from lintf_theory import derive_query_recursion
 
     q = derive_query_recursion()
     report.require(not q.uses_u_or_a and q.matches_lemma_4_3,
@@ -129,7 +128,7 @@ def check(report: Report) -> None:
     from fractions import Fraction
 
     from lintf_theory import layer_forward
-    from lintf_theory._variants import attention_weights, weighted_layer_forward
+    from lintf_theory import attention_weights, weighted_layer_forward
 
     P, Q = [rational_array(rng, (3, 3), den=2)], [rational_array(rng, (3, 3), den=2)]
     Z0 = rational_array(rng, (4, 3), den=3)

@@ -6,7 +6,7 @@ control, the linear FFN ``e ↦ e + F e`` (which keeps the form: ``T ↦ (I + F)
 
 Routes:
 1. *symbolic block*: after the feature ``y += β (kᵀ x)²`` the query target's second difference along ``h``
-   is ``2β (kᵀ M h)²`` (:func:`lintf_theory._variants.derive_ffn_break`); any linear form has zero.
+   is ``2β (kᵀ M h)²`` (:func:`lintf_theory.derive_ffn_break`); any linear form has zero.
 2. *polynomial ring*: context rationals, ``x_t`` symbolic: ``ŷ`` is a polynomial of degree 2 in ``x_t``.
 3. *explicit forward pass* (Fractions): ``ŷ(x_t + h) - 2ŷ(x_t) + ŷ(x_t - h)`` is nonzero and equals route 2's
    quadratic part; and after the FFN no single ``T`` reproduces the context tokens and two queries.
@@ -45,9 +45,10 @@ def _tokens(ctx: np.ndarray, xts: list) -> np.ndarray:
        "(M, u, a, w) reproduces the tokens; a linear FFN keeps it", ref="docs/model.md (reviewers)",
        routes=("symbolic block", "polynomial ring", "explicit exact forward pass"))
 def check(report: Report) -> None:
-    from lintf_theory._variants import derive_ffn_break, k_sym, quadratic_ffn, shared_tuple, square_feature
-    from lintf_theory._symbols import M, d
+    from lintf_theory import VARIANT_SYMBOLS, derive_ffn_break, quadratic_ffn, shared_tuple, square_feature
+    from lintf_theory.symbols import M, d
 
+    k_sym = VARIANT_SYMBOLS.k_sym
     f = derive_ffn_break()
     e1 = sp.ImmutableMatrix([1] + [0] * (D - 1))  # k = e_1: the feature y += beta x(1)^2 at layer 0 (M = I)
     inst = f.second_difference.subs(d, D)

@@ -13,12 +13,10 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
-from lintf_theory._bridge import run_recursion
-from lintf_theory._context_symbols import a_s, lam_l, omega_yy
-from lintf_theory._gdpp import derive_rescaling, rescaling_rule
-from lintf_theory._matexpr import is_zero
-from lintf_theory._rational import diag_universal
-from lintf_theory._symbols import M, u, w, x
+from lintf_theory import derive_rescaling, rescaling_rule, run_recursion
+from lintf_theory.exact import diag_universal
+from lintf_theory.matexpr import is_zero
+from lintf_theory.symbols import M, a_s, lam_l, omega_yy, u, w, x
 from proofs._check import Report, claim
 from proofs._diag_data import context, forward_all, stats
 

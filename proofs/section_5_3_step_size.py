@@ -18,14 +18,15 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
-from lintf_theory._context_symbols import Sigma, alpha, lam, omega_xy, omega_yx, rho, symmetric, w_star
-from lintf_theory._layer import layer_forward
-from lintf_theory._matexpr import is_zero, replace_adjacent, simplify_matexpr
-from lintf_theory._rational import diag_universal, solve
-from lintf_theory._step_size import OLS_SUMS, derive_step_size, exact_prediction_rule, r_tok, step_size_rule
-from lintf_theory._symbols import x
+from lintf_theory import OLS_SUMS, STEP_SIZE_SYMBOLS, derive_step_size, exact_prediction_rule, step_size_rule
+from lintf_theory.exact import diag_universal, solve
+from lintf_theory.layer import layer_forward
+from lintf_theory.matexpr import is_zero, replace_adjacent, simplify_matexpr
+from lintf_theory.symbols import Sigma, alpha, lam, omega_xy, omega_yx, rho, symmetric, w_star, x
 from proofs._check import Report, claim
 from proofs._diag_data import col, context, forward_all, stats
+
+r_tok = STEP_SIZE_SYMBOLS.r_tok
 
 
 @claim("w_xy-only layer then w_yx-only layer: y_hat = -w_yx (1 + w_xy lam) <alpha, x_t> exactly; neglecting the "

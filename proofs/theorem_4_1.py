@@ -19,9 +19,9 @@ from __future__ import annotations
 import random
 
 from lintf_theory import closure_residuals, gram_update, layer_forward, recursion_step
-from lintf_theory._bridge import State
-from lintf_theory._layer import head_sum
-from lintf_theory._matexpr import is_zero
+from lintf_theory import State
+from lintf_theory.layer import head_sum
+from lintf_theory.matexpr import is_zero
 from proofs._check import Report, claim
 from proofs._exact import PolyTokens, rational_array, state_matrix
 

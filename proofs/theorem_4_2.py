@@ -1,7 +1,7 @@
 r"""Theorem 4.2 (no quadratics): noiseless targets at every layer lie in col(X); cosine with x(1)² is small for n ≫ d.
 
 Routes:
-1. *symbolic block* (:func:`lintf_theory._no_quadratics.derive_theorem_4_2`): substituting ``y = w_τᵀ x``
+1. *symbolic block* (:func:`lintf_theory.derive_theorem_4_2`): substituting ``y = w_τᵀ x``
    into the Theorem 4.1 token form gives ``y^l = (a^l w_τ - w^l)ᵀ x`` identically, and again after one
    more layer (induction); ``P_X X = X`` and ``P_Xᵀ = P_X`` give ``|cos| ≤ ‖P_X q‖/‖q‖``; Gaussian moments
    give the leading order ``(d+4)/n`` and the limit law of ``n‖P_X q‖²/‖q‖²``.
@@ -29,7 +29,7 @@ def _route_agreement(report: Report) -> None:
     import jax
 
     from lintf_theory import run_recursion
-    from lintf_theory._no_quadratics import noiseless_weight
+    from lintf_theory import noiseless_weight
     from numerics.models import init, universal
     from numerics.models.no_quadratics import layer_targets
 
@@ -60,7 +60,10 @@ def _route_agreement(report: Report) -> None:
 def check(report: Report) -> None:
     import sympy as sp
 
-    from lintf_theory._no_quadratics import d, derive_theorem_4_2, n_sym
+    from lintf_theory import THEOREM_4_2_SYMBOLS, derive_theorem_4_2
+    from lintf_theory.symbols import d
+
+    n_sym = THEOREM_4_2_SYMBOLS.n_sym
     from numerics.models.no_quadratics import limit_tail, n_for_tail, random_full_cosines
 
     t = derive_theorem_4_2()

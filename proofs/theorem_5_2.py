@@ -30,7 +30,10 @@ def _ridge_errors(sig_model: tuple[float, float], sigma: float, ns, trials: int,
        "(omega_yx, n omega_yx omega_yy): w^2 -> ridge for both noise levels as n -> infinity",
        ref="Theorem 5.2", routes=("symbolic", "numeric"))
 def check(report: Report) -> None:
-    from lintf_theory._rescaling import P_nyy, derive_theorem_5_2, omega_yx, s1, s2, sig2
+    from lintf_theory import THEOREM_5_2_SYMBOLS, derive_theorem_5_2
+
+    P_nyy, omega_yx, sig2 = THEOREM_5_2_SYMBOLS.P_nyy, THEOREM_5_2_SYMBOLS.omega_yx, THEOREM_5_2_SYMBOLS.sig2
+    s1, s2 = THEOREM_5_2_SYMBOLS.s1, THEOREM_5_2_SYMBOLS.s2
 
     t = derive_theorem_5_2()
     report.ok(f"recursion: w^2 = {t.w2_coefficient} * alpha, lambda^1 = {t.lambda1} (d=1 instance)")

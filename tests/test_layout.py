@@ -1,9 +1,9 @@
 """The package layout: small modules, no private imports across packages, and the direction of imports.
 
 * no module of ``numerics``, ``lintf_theory`` or ``proofs`` has more than :data:`MAX_LINES` lines;
-* no module imports a private (underscore) module or name of another package (``numerics.models`` and
-  ``numerics.train`` are different packages); ``proofs`` reading ``lintf_theory``'s derivation modules is the one
-  exception left (:data:`EXEMPT`);
+* no module of those packages, of ``tests`` or of ``benchmarks`` imports a private (underscore) module or name of
+  another package (``numerics.models`` and ``numerics.train`` are different packages): proofs and tests reach
+  ``lintf_theory`` through its public names (``lintf_theory``, ``lintf_theory.symbols``, ...) like any user;
 * importing ``numerics`` (and building the ``lintf`` command line) imports neither ``proofs`` nor JAX.
 """
 
@@ -18,13 +18,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("numerics", "lintf_theory", "proofs")
+#: Every folder of Python code whose imports are checked: the packages, their tests and the benchmarks.
+CHECKED = (*PACKAGES, "tests", "benchmarks")
 MAX_LINES = 400
-#: (importing top-level package, imported top-level package) pairs not checked yet.
-EXEMPT = {("proofs", "lintf_theory")}
 
 
-def modules() -> list[Path]:
-    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+def modules(folders: tuple[str, ...] = PACKAGES) -> list[Path]:
+    return sorted(p for pkg in folders for p in (ROOT / pkg).rglob("*.py"))
 
 
 def package_of(path: Path) -> str:
@@ -50,7 +50,7 @@ def private_imports(path: Path) -> list[str]:
             continue
         for mod, name in pairs:
             parts = mod.split(".")
-            if parts[0] not in PACKAGES or (here.split(".")[0], parts[0]) in EXEMPT:
+            if parts[0] not in CHECKED:
                 continue
             # the package that owns the imported thing: the module path up to its first private part
             private = [i for i, p in enumerate(parts) if p.startswith("_")]
@@ -74,16 +74,17 @@ def test_modules_are_small():
     assert not big, f"modules over {MAX_LINES} lines: {big}"
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", modules(CHECKED), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_private_import_across_packages(path):
     assert private_imports(path) == []
 
 
 def test_the_private_import_check_can_fail(tmp_path):
     probe = ROOT / "numerics" / "cli" / "_layout_probe.py"
-    probe.write_text("from numerics.reproduce.report import _f\nfrom lintf_theory._symbols import d\n")
+    probe.write_text("from numerics.reproduce.report import _f\nfrom lintf_theory._gdpp import mu\n"
+                     "from lintf_theory.symbols import d\nfrom lintf_theory import GDPP_SYMBOLS\n")
     try:
-        assert private_imports(probe) == ["numerics.reproduce.report:_f", "lintf_theory._symbols:d"]
+        assert private_imports(probe) == ["numerics.reproduce.report:_f", "lintf_theory._gdpp:mu"]
     finally:
         probe.unlink()
 

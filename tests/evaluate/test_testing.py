@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from tests.strategies import scaled_model, toy_batch
 
 from lintf_theory import weighted_layer_forward
-from lintf_theory._variants import attention_weights
+from lintf_theory import attention_weights
 from numerics import models
 from numerics.evaluate import testing
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lintf_theory import layer_count
-from lintf_theory._gdpp import gdpp_eigen_rule
+from lintf_theory import gdpp_eigen_rule
 from numerics import models
 from numerics.evaluate import inspector
 from numerics.models import constructions

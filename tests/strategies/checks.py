@@ -18,7 +18,7 @@ from lintf_theory import alpha_l_rule, diagonal_rule, layer_omegas, lemma44_rule
 from numerics import models
 from numerics.evaluate import inspector, testing
 from numerics.data import Batch
-from proofs._exact import state_matrix
+from proofs import state_matrix
 
 # Tolerance of "agree to float64 precision" for two routes through <= 7 layers of O(1) products:
 # rounding grows like L·(d+1)·n·eps ≈ 7·4·6·2.2e-16 ≈ 4e-14 relative to the largest entry; 1e-12

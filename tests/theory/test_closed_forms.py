@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lintf_theory._closed_forms import d, n, one_step_rule, wishart_moments
+from lintf_theory import ONE_STEP_SYMBOLS, one_step_rule, wishart_moments
+
+d, n = ONE_STEP_SYMBOLS.d, ONE_STEP_SYMBOLS.n
 
 
 def test_wishart_moments_monte_carlo():
@@ -34,7 +36,7 @@ def test_one_step_loss_against_numerics_data_sample():
     """Monte Carlo with the project's sampler (numerics.data.sample, float64) and the literal one-layer model."""
     import jax
 
-    from lintf_theory._closed_forms import derive_one_step_gd  # noqa: F401  (derivation under test)
+    from lintf_theory import derive_one_step_gd  # noqa: F401  (derivation under test)
     from numerics.models.constructions import gd
     from numerics.data import Noise, sample
     from numerics.models import forward_tokens, universal

@@ -11,9 +11,9 @@ from hypothesis import given
 from tests.strategies import diag_problems, nonzero_rationals, rational_arrays
 from lintf_theory import derive_diagonal, diagonal_rule, layer_forward, layer_omegas, one_head_residual
 from lintf_theory import two_head_counterexample
-from lintf_theory._diagonal import head_symbols
-from lintf_theory._layer import context_gram, head_sum
-from lintf_theory._rational import diag_universal, rational_array, tokens
+from lintf_theory import head_symbols
+from lintf_theory.exact import diag_universal, rational_array, tokens
+from lintf_theory.layer import context_gram, head_sum
 
 
 def _model(p: dict) -> tuple[object, object]:

@@ -15,17 +15,18 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lintf_theory._gdpp import mu
-from lintf_theory._gdpp_floor import derive_pointwise_optimum, filter_polynomials, v_s
-from lintf_theory._rational import fraction_eye
+from lintf_theory import GDPP_FLOOR_SYMBOLS, GDPP_SYMBOLS, derive_pointwise_optimum, filter_polynomials
+from lintf_theory.exact import fraction_eye
 from numerics import baselines
 from numerics.reproduce import floor
 from numerics.cli import main
 from numerics.data import Noise
 from numerics.reproduce.claims import Entry
+from proofs import Context
 from proofs.gdpp_ridge_floor import RTOL, counterexample, exact_prediction, float_gap, matrix_horner
-from proofs._diag_data import Context
 from tests.strategies import property_settings, rational_arrays, rationals
+
+mu, v_s = GDPP_SYMBOLS.mu, GDPP_FLOOR_SYMBOLS.v_s
 
 U5, C13 = "uniform:5", "categorical:1,3"
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tests.strategies import rational_arrays, rationals
 from lintf_theory import derive_gdpp, exact_prediction_rule, gdpp_covariance_rule
 from lintf_theory import gdpp_eigen_rule, layer_forward, rescaling_rule, step_size_rule
-from lintf_theory._rational import diag_universal, solve, tokens
+from lintf_theory.exact import diag_universal, solve, tokens
 
 sizes = st.tuples(st.integers(1, 3), st.integers(1, 5))  # (d, n): d in [1,3], n in [1,5]
 

@@ -8,11 +8,10 @@ from hypothesis import assume, given
 
 from tests.strategies import diag_problems
 from lintf_theory import alpha_l_rule, derive_lemma44, layer_omegas, lemma44_rule, run_recursion
-from lintf_theory._context_symbols import a_s, omega_xy, omega_yx, w_star
-from lintf_theory._layer import layer_forward
-from lintf_theory._matexpr import is_zero
-from lintf_theory._rational import diag_universal, solve, tokens
-from lintf_theory._symbols import M, u
+from lintf_theory.exact import diag_universal, solve, tokens
+from lintf_theory.layer import layer_forward
+from lintf_theory.matexpr import is_zero
+from lintf_theory.symbols import M, a_s, omega_xy, omega_yx, u, w_star
 
 
 def _setup(p: dict):

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 
 from lintf_theory import layer_forward, run_recursion
-from proofs._exact import state_matrix
+from proofs import state_matrix
 from tests.strategies import ExactProblem, exact_problems
 
 

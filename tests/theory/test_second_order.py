@@ -8,9 +8,11 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lintf_theory import derive_lemma_a2, derive_lemma_a3, kappa_next_rule, layer_count, layer_count_exact
-from lintf_theory._second_order import eps as eps_sym
-from lintf_theory._certify import nonnegative_on, positive_on, positive_on_ray
+from lintf_theory import (SECOND_ORDER_SYMBOLS, derive_lemma_a2, derive_lemma_a3, kappa_next_rule, layer_count,
+                          layer_count_exact)
+from lintf_theory.certify import nonnegative_on, positive_on, positive_on_ray
+
+eps_sym = SECOND_ORDER_SYMBOLS.eps
 
 s = sp.Symbol("s")
 

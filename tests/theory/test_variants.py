@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from lintf_theory import (attention_weights, derive_ffn_break, derive_query_recursion, initial_state, layer_forward,
                           quadratic_ffn, query_step, recursion_step, shared_tuple, weighted_layer_forward)
-from lintf_theory._variants import square_feature, token_G
+from lintf_theory import square_feature, token_G
 from numerics.models import forward_tokens
-from proofs._exact import rational_array, state_matrix
+from proofs import rational_array, state_matrix
 from tests.strategies import Config, exact_problems, rationals_in
 
 one_layer = st.builds(Config, d=st.integers(1, 3), n=st.integers(2, 5), H=st.integers(1, 2), L=st.just(1))
@@ -84,8 +84,10 @@ def test_quadratic_feature_and_its_second_difference():
     assert out.tolist() == [[3, 1, 2 + Fraction(9, 2)]]
     import sympy as sp
 
-    from lintf_theory._symbols import M, d, w, x
-    from lintf_theory._variants import beta_sym, h_sym, k_sym
+    from lintf_theory import VARIANT_SYMBOLS
+    from lintf_theory.symbols import M, d, w, x
+
+    beta_sym, h_sym, k_sym = VARIANT_SYMBOLS.beta_sym, VARIANT_SYMBOLS.h_sym, VARIANT_SYMBOLS.k_sym
 
     rng = np.random.default_rng(3)
     vals = {s: rng.standard_normal(s.shape) for s in (M.subs(d, 2), w.subs(d, 2), x.subs(d, 2), k_sym.subs(d, 2), h_sym.subs(d, 2))}

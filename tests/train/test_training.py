@@ -40,7 +40,7 @@ def _leaves(state) -> list[np.ndarray]:
 def test_factored_gram_map_is_the_derived_rule() -> None:
     """(I+G) E (I+G)^T expands to the bridge's derived Gram map E + E G^T + G E + G E G^T."""
     from lintf_theory import derive_gram_update
-    from lintf_theory._recursion import E_sym, G_sym
+    from lintf_theory.symbols import E_sym, G_sym
 
     eye = sp.Identity(E_sym.shape[0])
     factored = (eye + G_sym) * E_sym * (eye + G_sym).T

@@ -23,7 +23,7 @@ from typing import Any
 
 import sympy as sp
 
-from ._symbols import A, b, c, delta
+from .symbols import A, b, c, delta
 
 
 def context_gram(Z: Any, n: int) -> Any:

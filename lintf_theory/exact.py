@@ -1,7 +1,7 @@
 r"""Exact rational test data: NumPy ``object`` arrays of :class:`fractions.Fraction`, from a seed.
 
 Used by the proof scripts and tests as the *numeric* route of algebraic checks: the literal
-forward pass (:func:`~lintf_theory._layer.layer_forward`) and the bridge exports both run on
+forward pass (:func:`~lintf_theory.layer.layer_forward`) and the bridge exports both run on
 these arrays, and the comparison is exact equality.
 """
 

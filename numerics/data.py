@@ -158,7 +158,7 @@ def check_sizes(n: int, d: int, batch: int = 1) -> None:
 
 def normal(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:
     """``jax.random.normal(key, shape, dtype)``, drawn flat and reshaped: the same numbers (the default
-    partitionable Threefry counts over the flattened index; ``tests/train/test_training.py`` checks it),
+    partitionable Threefry counts over the flattened index; ``tests/models/test_forward.py`` checks it),
     about 3x faster on XLA CPU for a 3-D shape such as ``(B, n, d)``."""
     size = int(np.prod(shape, dtype=np.int64))
     return jax.random.normal(key, (size,), dtype).reshape(shape)

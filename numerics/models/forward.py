@@ -10,7 +10,7 @@ Every layer multiplies every token, the query included, by one matrix (docs/mode
 so the context enters only through its Gram matrix ``E^l = Σ_{j≤n} e_j^l e_j^{lᵀ}`` (``(d+1)×(d+1)``)
 and the ``n`` context tokens never need to be carried.  The factored Gram map ``T E Tᵀ`` with
 ``T = I + G`` is the derived bridge rule ``E + E Gᵀ + G E + G E Gᵀ``
-(:func:`lintf_theory.derive_gram_update`) regrouped; ``tests/train/test_training.py`` checks the
+(:func:`lintf_theory.derive_gram_update`) regrouped; ``tests/models/test_forward.py`` checks the
 regrouping symbolically against the derived rule and the pass numerically against the literal
 token pass :func:`numerics.models.forward_tokens`.  It costs two batched ``(d+1)³`` products per
 layer instead of three.
@@ -69,7 +69,7 @@ def sandwich(T: jax.Array, E: jax.Array) -> jax.Array:
     ``∂/∂T = (C + Cᵀ)(T E)`` (reusing ``T E`` from the forward pass) and ``∂/∂E = Tᵀ C T``:
     three batched matmuls instead of autodiff's four plus transposes (the training step with autodiff's
     rule is the ``autodiff-sandwich`` row of ``python benchmarks/fast_pass_variants.py``).  ``E`` is symmetric in exact arithmetic (a Gram matrix); its round-off
-    asymmetry changes the gradient at round-off level only (``tests/train/test_training.py`` compares with
+    asymmetry changes the gradient at round-off level only (``tests/models/test_forward.py`` compares with
     autodiff of the literal token pass in float64)."""
     return (T @ E) @ jnp.swapaxes(T, -1, -2)
 

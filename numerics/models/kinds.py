@@ -71,7 +71,7 @@ def full_g(P: jax.Array, Q: jax.Array) -> Callable[[jax.Array], jax.Array]:
     ``G_{af} = Σ_{c,e} E_{ce} M_{ce,af}`` with ``M_{ce,af} = Σ_k (P_k)_{ac} (Q_k)_{ef}``; pairing ``(c,e)``
     with ``(e,c)`` (``E`` symmetric) leaves the ``D(D+1)/2`` entries ``c ≤ e`` with weights
     ``K_{ce} = M_{ce} + [c<e] M_{ec}``, so ``G`` is one GEMM ``upper(E) @ K``.  ``E`` must be symmetric
-    (a Gram matrix; the Gram map keeps it so); ``tests/train/test_training.py`` checks ``G`` against ``P E Q``."""
+    (a Gram matrix; the Gram map keeps it so); ``tests/models/test_forward.py`` checks ``G`` against ``P E Q``."""
     D = P.shape[-1]
     i, j = np.triu_indices(D)
     M = jnp.einsum("hac,hef->ceaf", P, Q)

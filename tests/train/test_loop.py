@@ -1,173 +1,24 @@
-"""Training: exact fast pass, determinism, resume, divergence recovery, 2-device sharding, CLI errors.
-
-Sizes are tiny (d=3, n=6, batch 64, a few dozen steps) so the whole file runs in well under 90 s.
-"""
+"""The training loop: determinism, resume, FULL's DIAG phase, GD++'s projection, the y step, and the recovery from
+divergence (rollback, step rejection, skipped steps)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import sympy as sp
 
 from numerics import models
-from numerics.cli import main as cli_main
 from numerics.data import sample
 from numerics.errors import LintfError
-from numerics.models.forward import predict_fast
 from numerics.io import load_model
 from numerics.train.rundir import run as run_dir
 from numerics.train.rundir import save_checkpoint
 from numerics.train import CHUNK_CACHE, Result, TrainConfig, diag_part, effective_params, init_state, train
-
-ROOT = Path(__file__).resolve().parents[2]
-TINY = dict(layers=2, noise="uniform:2", n=6, d=3, batch=64, steps=20, chunk=5, select_sequences=256,
-            eval_sequences=256)
-
-
-def _leaves(state) -> list[np.ndarray]:
-    return [np.asarray(x) for x in jax.tree_util.tree_leaves(state)]
-
-
-# --- the fast pass is exact ----------------------------------------------------------------------
-def test_factored_gram_map_is_the_derived_rule() -> None:
-    """(I+G) E (I+G)^T expands to the bridge's derived Gram map E + E G^T + G E + G E G^T."""
-    from lintf_theory import derive_gram_update
-    from lintf_theory.symbols import E_sym, G_sym
-
-    eye = sp.Identity(E_sym.shape[0])
-    factored = (eye + G_sym) * E_sym * (eye + G_sym).T
-    residual = sp.expand(factored - derive_gram_update())
-    assert sp.simplify(residual.doit()) == sp.ZeroMatrix(*E_sym.shape) or residual.doit() == 0
-
-
-@pytest.mark.parametrize("kind,heads", [("full", 2), ("diag", 2), ("gdpp", 1)])
-def test_fast_pass_matches_literal_token_pass(kind: str, heads: int) -> None:
-    d, n, L = 3, 7, 4
-    params = models.init(kind, jax.random.PRNGKey(1), L, d, heads, scale=0.3, dtype=jnp.float64)
-    b = sample(jax.random.PRNGKey(2), "uniform:2", 16, n, d, jnp.float64)
-    P, Q = models.universal(params, d)
-    ref = -models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1]
-    got = predict_fast(params, b.X, b.y, b.x_query)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(ref))))
-
-
-@pytest.mark.parametrize("kind,heads", [("full", 2), ("diag", 2), ("gdpp", 1)])
-def test_fast_pass_gradient_matches_autodiff_of_token_pass(kind: str, heads: int) -> None:
-    """The hand-written reverse rule of the Gram map (fastforward.sandwich) gives autodiff's gradient."""
-    d, n, L = 3, 7, 4
-    params = models.init(kind, jax.random.PRNGKey(3), L, d, heads, scale=0.3, dtype=jnp.float64)
-    b = sample(jax.random.PRNGKey(4), "uniform:2", 16, n, d, jnp.float64)
-
-    def ref_loss(p):
-        P, Q = models.universal(p, d)
-        return jnp.mean((-models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1] - b.y_query) ** 2)
-
-    want = jax.grad(ref_loss)(params)
-    got = jax.grad(lambda p: jnp.mean((predict_fast(p, b.X, b.y, b.x_query) - b.y_query) ** 2))(params)
-    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9 * float(jnp.max(jnp.abs(w))))
-
-
-def test_full_g_on_the_upper_triangle_is_p_e_q_for_symmetric_e() -> None:
-    """fastforward.full_g (one GEMM on E's upper triangle) against Σ_k P_k E Q_k written out; the
-    pairing of (c,e) with (e,c) needs E symmetric, so a non-symmetric E gives something else."""
-    from numerics.models.forward import full_g
-
-    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(6), 3)
-    P, Q = (jax.random.normal(k, (2, 5, 5), jnp.float64) for k in (k1, k2))
-    A = jax.random.normal(k3, (4, 5, 5), jnp.float64)
-    E = A @ jnp.swapaxes(A, -1, -2)
-    want = sum(P[h] @ E @ Q[h] for h in range(2))
-    np.testing.assert_allclose(np.asarray(full_g(P, Q)(E)), np.asarray(want), rtol=1e-12, atol=1e-12)
-    assert not np.allclose(np.asarray(full_g(P, Q)(A)), np.asarray(sum(P[h] @ A @ Q[h] for h in range(2))))
-
-
-def test_flat_normal_draw_equals_shaped_draw() -> None:
-    """data.normal draws flat for speed; the numbers must be those of jax.random.normal(key, shape)."""
-    from numerics.data import normal
-
-    k = jax.random.PRNGKey(5)
-    for dt in (jnp.float32, jnp.float64):
-        np.testing.assert_array_equal(np.asarray(normal(k, (8, 6, 3), dt)), np.asarray(jax.random.normal(k, (8, 6, 3), dt)))
-
-
-@pytest.mark.parametrize("kind", ["full", "diag"])
-def test_guard_drops_an_overflowing_sequence_with_zero_gradient(kind: str) -> None:
-    """A sequence whose pass overflows float32 is dead: the training loss and gradient equal those of
-    the batch without it, and stay finite (unguarded, one such sequence makes the gradient NaN)."""
-    from numerics.train import loss_fn
-
-    b = sample(jax.random.PRNGKey(3), "uniform:1", 16, 6, 3, jnp.float32)
-    bad = b._replace(X=b.X.at[0].multiply(1e5))  # E^0 ~ 1e10·|E|: past max_float^(1/4) = 1.4e9
-    clean = jax.tree_util.tree_map(lambda a: a[1:], b)
-    params = models.init(kind, jax.random.PRNGKey(0), 4, 3, 1, 0.05, jnp.float32)
-    (l_bad, med_bad), g_bad = jax.value_and_grad(loss_fn, has_aux=True)(params, bad)
-    (l_ok, _), g_ok = jax.value_and_grad(loss_fn, has_aux=True)(params, clean)
-    yhat, alive = predict_fast(params, bad.X, bad.y, bad.x_query, guard=True)
-    assert not bool(alive[0]) and bool(jnp.all(alive[1:]))
-    assert not np.isfinite(float(predict_fast(params, bad.X, bad.y, bad.x_query)[0]))  # it does overflow
-    np.testing.assert_allclose(float(l_bad), float(l_ok), rtol=1e-6)
-    for a, c in zip(jax.tree_util.tree_leaves(g_bad), jax.tree_util.tree_leaves(g_ok)):
-        assert np.all(np.isfinite(np.asarray(a)))
-        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-5, atol=1e-6)
-
-
-@pytest.mark.parametrize("kind", ["full", "diag"])
-def test_huber_gradient_is_the_squared_loss_gradient_with_targets_moved_within_delta(kind: str) -> None:
-    """Two routes to the training gradient: autodiff of the Huber loss, and autodiff of the plain squared
-    loss after moving each target to within ``δ`` of the prediction (``∂huber/∂r = clip(r, −δ, δ)``).
-    A large ``δ`` gives back the plain squared loss, value and gradient."""
-    from numerics.train import loss_fn
-
-    b = sample(jax.random.PRNGKey(5), "uniform:1", 32, 6, 3, jnp.float64)
-    params = models.init(kind, jax.random.PRNGKey(1), 3, 3, 1, 0.3, jnp.float64)
-    yhat = predict_fast(params, b.X, b.y, b.x_query)
-    delta = float(np.quantile(np.abs(np.asarray(yhat - b.y_query)), 0.7))  # about a third of them beyond δ
-    moved = b._replace(y_query=yhat - jnp.clip(yhat - b.y_query, -delta, delta))
-    g_huber = jax.grad(lambda p: loss_fn(p, b, delta=delta)[0])(params)
-    g_moved = jax.grad(lambda p: _sq_at(p, moved))(params)
-    for a, c in zip(jax.tree_util.tree_leaves(g_huber), jax.tree_util.tree_leaves(g_moved)):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-9, atol=1e-12)
-    assert not np.allclose(np.asarray(jax.tree_util.tree_leaves(g_huber)[0]),
-                           np.asarray(jax.tree_util.tree_leaves(jax.grad(lambda p: loss_fn(p, b)[0])(params))[0]))
-    big = 10 * float(jnp.max(jnp.abs(yhat - b.y_query)))
-    (l_big, _), g_big = jax.value_and_grad(lambda p: loss_fn(p, b, delta=big), has_aux=True)(params)
-    (l_sq, _), g_sq = jax.value_and_grad(lambda p: loss_fn(p, b), has_aux=True)(params)
-    assert float(l_big) == float(l_sq)
-    for a, c in zip(jax.tree_util.tree_leaves(g_big), jax.tree_util.tree_leaves(g_sq)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
-
-
-def _sq_at(params, b):
-    """``½ mean (ŷ_θ − y')²`` with the moved targets ``y'`` held fixed (their own dependence on θ cut)."""
-    yhat = predict_fast(params, b.X, b.y, b.x_query)
-    return 0.5 * jnp.mean((yhat - jax.lax.stop_gradient(b.y_query)) ** 2)
-
-
-def test_huber_keeps_the_step_finite_when_one_residual_overflows_its_square() -> None:
-    """One alive sequence with a residual of 1e20 (its square overflows float32): the squared loss (and its
-    gradient's norm) is infinite, so the in-step guard would skip the step; the Huber loss and its gradient
-    stay finite."""
-    from numerics.train import loss_fn
-
-    b = sample(jax.random.PRNGKey(6), "uniform:1", 16, 6, 3, jnp.float32)
-    b = b._replace(y_query=b.y_query.at[0].set(1e20))
-    params = models.init("diag", jax.random.PRNGKey(2), 4, 3, 1, 0.05, jnp.float32)
-    (l_sq, _), g_sq = jax.value_and_grad(loss_fn, has_aux=True)(params, b)
-    (l_h, _), g_h = jax.value_and_grad(lambda p: loss_fn(p, b, delta=30 * 3**0.5), has_aux=True)(params)
-    import optax
-
-    # the step's finiteness check: loss and gradient norm (the norm squares the entries)
-    assert not (np.isfinite(float(l_sq)) and np.isfinite(float(optax.tree.norm(g_sq))))
-    assert np.isfinite(float(l_h)) and np.isfinite(float(optax.tree.norm(g_h)))
+from tests.strategies.training import TINY, leaves
 
 
 # --- determinism and resume ----------------------------------------------------------------------
@@ -177,11 +28,11 @@ def test_same_seed_same_numbers_other_seed_differs() -> None:
     CHUNK_CACHE.clear()  # retrace: a key baked in at trace time (clock, counter) would now differ
     jax.clear_caches()
     b = train(cfg)
-    for x, y in zip(_leaves(a.state), _leaves(b.state)):
+    for x, y in zip(leaves(a.state), leaves(b.state)):
         np.testing.assert_array_equal(x, y)
     assert a.curve == b.curve
     c = train(TrainConfig(model="full", seeds=2, **{**TINY, "seed": 1}))
-    assert not np.array_equal(_leaves(a.state)[0], _leaves(c.state)[0])
+    assert not np.array_equal(leaves(a.state)[0], leaves(c.state)[0])
 
 
 def test_resume_after_interrupt_equals_uninterrupted(tmp_path: Path) -> None:
@@ -335,7 +186,7 @@ def test_a_rate_far_too_large_is_damped_by_step_rejection_without_rollback() -> 
     assert res.rollbacks == [] and res.skipped == 0, (res.rollbacks, res.skipped)
     assert np.all(rejected >= 5), rejected
     assert np.all(np.asarray(res.state.damp) < 1e-2)  # damped by at least 2^-7 from 1e3 towards a sane rate
-    assert all(np.all(np.isfinite(x)) for x in _leaves(res.state.params))
+    assert all(np.all(np.isfinite(x)) for x in leaves(res.state.params))
 
 
 @pytest.mark.parametrize("lr,taken", [(1e4, False), (1e-3, True)])
@@ -344,8 +195,8 @@ def test_a_rejected_step_leaves_the_state_and_halves_the_rate(lr: float, taken: 
     ``rejected`` counts it; accepted (``lr`` 1e-3), the step is taken and ``damp`` stays at its cap 1."""
     cfg = TrainConfig(model="diag", seeds=2, lr=lr, warmup=0, **{**TINY, "steps": 1, "chunk": 1})
     start, res = init_state(cfg), train(cfg)
-    moved = [not np.array_equal(a, b) for a, b in zip(_leaves(start.params) + _leaves(start.opt_state),
-                                                      _leaves(res.state.params) + _leaves(res.state.opt_state))]
+    moved = [not np.array_equal(a, b) for a, b in zip(leaves(start.params) + leaves(start.opt_state),
+                                                      leaves(res.state.params) + leaves(res.state.opt_state))]
     assert all(moved) if taken else not any(moved)
     assert np.asarray(res.state.damp).tolist() == ([1.0, 1.0] if taken else [0.5, 0.5])
     assert np.asarray(res.state.rejected).tolist() == ([0, 0] if taken else [1, 1])
@@ -402,7 +253,7 @@ def test_a_start_at_the_edge_is_left_by_going_back_a_chunk(monkeypatch) -> None:
     assert [(e["step"], e.get("to")) for e in res.rollbacks] == [(10, None), (10, 5)]
     assert float(res.state.rho[0]) == 0.25 and int(res.state.step) == 20
     # the redone chunk 5..10 at ρ = 1/4 and the rest: 5 + 5/4 + 10/4
-    assert float(_leaves(res.state.params)[0].ravel()[0]) == pytest.approx(5 + 1.25 + 2.5)
+    assert float(leaves(res.state.params)[0].ravel()[0]) == pytest.approx(5 + 1.25 + 2.5)
     assert [c[0] for c in res.curve] == [5, 10, 15, 20]
 
 
@@ -419,7 +270,7 @@ def test_deeper_rollback_after_resume_uses_the_checkpointed_history(tmp_path: Pa
     train(cfg, checkpoint=lambda s, r: save_checkpoint(tmp_path, s, r), stop_at=15)
     rest = train(cfg, resume=rd.prepare(tmp_path, cfg))
     assert rest.rollbacks == whole.rollbacks and [e.get("to") for e in whole.rollbacks] == [None, 10]
-    for a, b in zip(_leaves(rest.state), _leaves(whole.state)):
+    for a, b in zip(leaves(rest.state), leaves(whole.state)):
         np.testing.assert_array_equal(a, b)
     assert rest.curve == whole.curve
 
@@ -469,11 +320,11 @@ def test_one_bad_batch_is_skipped_in_step(monkeypatch) -> None:
     finally:
         CHUNK_CACHE.clear()
     assert res.rollbacks == [] and res.skipped == cfg.seeds, (res.rollbacks, res.skipped)
-    assert all(np.all(np.isfinite(x)) for x in _leaves(res.state.params))
+    assert all(np.all(np.isfinite(x)) for x in leaves(res.state.params))
     assert np.all(np.isfinite(np.asarray(res.curve)))
     monkeypatch.undo()
     clean = train(cfg)  # unpoisoned data: the skipped step changes the result
-    assert not np.array_equal(_leaves(res.state.params)[0], _leaves(clean.state.params)[0])
+    assert not np.array_equal(leaves(res.state.params)[0], leaves(clean.state.params)[0])
 
 
 def test_checkpoint_refuses_non_finite(tmp_path: Path) -> None:
@@ -482,49 +333,3 @@ def test_checkpoint_refuses_non_finite(tmp_path: Path) -> None:
     bad = s._replace(params=jax.tree_util.tree_map(lambda a: a.at[0].set(jnp.nan), s.params))
     with pytest.raises(LintfError, match="non-finite"):
         save_checkpoint(tmp_path, bad, Result(bad))
-
-
-# --- sharding ------------------------------------------------------------------------------------
-_SHARD_SCRIPT = r"""
-import json, jax, numpy as np
-from numerics.train import TrainConfig, train
-cfg = TrainConfig(model="full", seeds=2, layers=2, noise="uniform:2", n=6, d=3, batch=64, steps=10, chunk=5)
-one = train(cfg, devices=jax.devices()[:1])
-two = train(cfg)
-diff = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / (1e-3 + np.abs(np.asarray(a)))))
-           for a, b in zip(jax.tree_util.tree_leaves(one.state.params), jax.tree_util.tree_leaves(two.state.params)))
-print(json.dumps({"devices": len(jax.devices()), "rel_diff": diff, "curve_diff":
-      float(np.max(np.abs(np.asarray(one.curve) - np.asarray(two.curve))))}))
-"""
-
-
-def test_two_device_sharding_matches_single_device() -> None:
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run([sys.executable, "-c", _SHARD_SCRIPT], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    r = json.loads(out.stdout.strip().splitlines()[-1])
-    assert r["devices"] == 2
-    # float32 sums over the batch in a different order: agreement to float32 round-off, amplified by 10 Adam steps.
-    assert r["rel_diff"] < 1e-4 and r["curve_diff"] < 1e-5, r
-
-
-# --- one-line CLI errors -------------------------------------------------------------------------
-@pytest.mark.parametrize("argv,needle", [
-    (["--model", "mlp", "--layers", "2"], "model kind"),
-    (["--model", "diag", "--layers", "0"], "layers"),
-    (["--model", "diag", "--layers", "2", "--steps", "0"], "steps"),
-    (["--model", "diag", "--layers", "2", "--noise", "gauss:3"], "noise spec"),
-    (["--model", "diag", "--layers", "2", "--out", "__FILE__/sub"], "--out"),
-    (["--model", "diag", "--layers", "2", "--diag-steps", "1"], "diag_steps"),
-    (["--model", "diag", "--layers", "2", "--y-step", "sometimes"], "y_step must be one of plain, scaled"),
-    (["--model", "diag", "--layers", "2", "--trust", "0.5"], "trust must be 0 (no step rejection) or a finite number > 1"),
-])
-def test_cli_errors_are_one_line(argv: list[str], needle: str, tmp_path: Path, capsys) -> None:
-    f = tmp_path / "afile"
-    f.write_text("")
-    argv = [a.replace("__FILE__", str(f)) for a in argv]
-    rc = cli_main(["train", *argv, "--steps" if "--steps" not in argv else "--seed", "1" if "--steps" not in argv
-                   else "0", "--batch", "8", "--n", "4", "--d", "2", "--json"])
-    err = capsys.readouterr().err.strip()
-    assert rc == 2 and len(err.splitlines()) == 1 and needle in err, err

@@ -1,0 +1,30 @@
+"""``lintf train``: bad input gets a one-line error before any work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from numerics.cli import main as cli_main
+
+
+# --- one-line CLI errors -------------------------------------------------------------------------
+@pytest.mark.parametrize("argv,needle", [
+    (["--model", "mlp", "--layers", "2"], "model kind"),
+    (["--model", "diag", "--layers", "0"], "layers"),
+    (["--model", "diag", "--layers", "2", "--steps", "0"], "steps"),
+    (["--model", "diag", "--layers", "2", "--noise", "gauss:3"], "noise spec"),
+    (["--model", "diag", "--layers", "2", "--out", "__FILE__/sub"], "--out"),
+    (["--model", "diag", "--layers", "2", "--diag-steps", "1"], "diag_steps"),
+    (["--model", "diag", "--layers", "2", "--y-step", "sometimes"], "y_step must be one of plain, scaled"),
+    (["--model", "diag", "--layers", "2", "--trust", "0.5"], "trust must be 0 (no step rejection) or a finite number > 1"),
+])
+def test_cli_errors_are_one_line(argv: list[str], needle: str, tmp_path: Path, capsys) -> None:
+    f = tmp_path / "afile"
+    f.write_text("")
+    argv = [a.replace("__FILE__", str(f)) for a in argv]
+    rc = cli_main(["train", *argv, "--steps" if "--steps" not in argv else "--seed", "1" if "--steps" not in argv
+                   else "0", "--batch", "8", "--n", "4", "--d", "2", "--json"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and needle in err, err

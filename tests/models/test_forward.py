@@ -1,0 +1,77 @@
+"""The fast Gram-form pass that training differentiates: the derived Gram map, the literal token pass and autodiff
+of it, and the flat draw it is fed."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import sympy as sp
+
+from numerics import models
+from numerics.data import sample
+from numerics.models.forward import predict_fast
+
+
+# --- the fast pass is exact ----------------------------------------------------------------------
+def test_factored_gram_map_is_the_derived_rule() -> None:
+    """(I+G) E (I+G)^T expands to the bridge's derived Gram map E + E G^T + G E + G E G^T."""
+    from lintf_theory import derive_gram_update
+    from lintf_theory.symbols import E_sym, G_sym
+
+    eye = sp.Identity(E_sym.shape[0])
+    factored = (eye + G_sym) * E_sym * (eye + G_sym).T
+    residual = sp.expand(factored - derive_gram_update())
+    assert sp.simplify(residual.doit()) == sp.ZeroMatrix(*E_sym.shape) or residual.doit() == 0
+
+
+@pytest.mark.parametrize("kind,heads", [("full", 2), ("diag", 2), ("gdpp", 1)])
+def test_fast_pass_matches_literal_token_pass(kind: str, heads: int) -> None:
+    d, n, L = 3, 7, 4
+    params = models.init(kind, jax.random.PRNGKey(1), L, d, heads, scale=0.3, dtype=jnp.float64)
+    b = sample(jax.random.PRNGKey(2), "uniform:2", 16, n, d, jnp.float64)
+    P, Q = models.universal(params, d)
+    ref = -models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1]
+    got = predict_fast(params, b.X, b.y, b.x_query)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(ref))))
+
+
+@pytest.mark.parametrize("kind,heads", [("full", 2), ("diag", 2), ("gdpp", 1)])
+def test_fast_pass_gradient_matches_autodiff_of_token_pass(kind: str, heads: int) -> None:
+    """The hand-written reverse rule of the Gram map (fastforward.sandwich) gives autodiff's gradient."""
+    d, n, L = 3, 7, 4
+    params = models.init(kind, jax.random.PRNGKey(3), L, d, heads, scale=0.3, dtype=jnp.float64)
+    b = sample(jax.random.PRNGKey(4), "uniform:2", 16, n, d, jnp.float64)
+
+    def ref_loss(p):
+        P, Q = models.universal(p, d)
+        return jnp.mean((-models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1] - b.y_query) ** 2)
+
+    want = jax.grad(ref_loss)(params)
+    got = jax.grad(lambda p: jnp.mean((predict_fast(p, b.X, b.y, b.x_query) - b.y_query) ** 2))(params)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9 * float(jnp.max(jnp.abs(w))))
+
+
+def test_full_g_on_the_upper_triangle_is_p_e_q_for_symmetric_e() -> None:
+    """fastforward.full_g (one GEMM on E's upper triangle) against Σ_k P_k E Q_k written out; the
+    pairing of (c,e) with (e,c) needs E symmetric, so a non-symmetric E gives something else."""
+    from numerics.models.forward import full_g
+
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(6), 3)
+    P, Q = (jax.random.normal(k, (2, 5, 5), jnp.float64) for k in (k1, k2))
+    A = jax.random.normal(k3, (4, 5, 5), jnp.float64)
+    E = A @ jnp.swapaxes(A, -1, -2)
+    want = sum(P[h] @ E @ Q[h] for h in range(2))
+    np.testing.assert_allclose(np.asarray(full_g(P, Q)(E)), np.asarray(want), rtol=1e-12, atol=1e-12)
+    assert not np.allclose(np.asarray(full_g(P, Q)(A)), np.asarray(sum(P[h] @ A @ Q[h] for h in range(2))))
+
+
+def test_flat_normal_draw_equals_shaped_draw() -> None:
+    """data.normal draws flat for speed; the numbers must be those of jax.random.normal(key, shape)."""
+    from numerics.data import normal
+
+    k = jax.random.PRNGKey(5)
+    for dt in (jnp.float32, jnp.float64):
+        np.testing.assert_array_equal(np.asarray(normal(k, (8, 6, 3), dt)), np.asarray(jax.random.normal(k, (8, 6, 3), dt)))

@@ -1,0 +1,84 @@
+"""The training objective: the overflow guard drops a sequence with a zero gradient, and the Huber loss is the squared
+loss with targets moved within δ."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from numerics import models
+from numerics.data import sample
+from numerics.models.forward import predict_fast
+
+
+@pytest.mark.parametrize("kind", ["full", "diag"])
+def test_guard_drops_an_overflowing_sequence_with_zero_gradient(kind: str) -> None:
+    """A sequence whose pass overflows float32 is dead: the training loss and gradient equal those of
+    the batch without it, and stay finite (unguarded, one such sequence makes the gradient NaN)."""
+    from numerics.train import loss_fn
+
+    b = sample(jax.random.PRNGKey(3), "uniform:1", 16, 6, 3, jnp.float32)
+    bad = b._replace(X=b.X.at[0].multiply(1e5))  # E^0 ~ 1e10·|E|: past max_float^(1/4) = 1.4e9
+    clean = jax.tree_util.tree_map(lambda a: a[1:], b)
+    params = models.init(kind, jax.random.PRNGKey(0), 4, 3, 1, 0.05, jnp.float32)
+    (l_bad, med_bad), g_bad = jax.value_and_grad(loss_fn, has_aux=True)(params, bad)
+    (l_ok, _), g_ok = jax.value_and_grad(loss_fn, has_aux=True)(params, clean)
+    yhat, alive = predict_fast(params, bad.X, bad.y, bad.x_query, guard=True)
+    assert not bool(alive[0]) and bool(jnp.all(alive[1:]))
+    assert not np.isfinite(float(predict_fast(params, bad.X, bad.y, bad.x_query)[0]))  # it does overflow
+    np.testing.assert_allclose(float(l_bad), float(l_ok), rtol=1e-6)
+    for a, c in zip(jax.tree_util.tree_leaves(g_bad), jax.tree_util.tree_leaves(g_ok)):
+        assert np.all(np.isfinite(np.asarray(a)))
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["full", "diag"])
+def test_huber_gradient_is_the_squared_loss_gradient_with_targets_moved_within_delta(kind: str) -> None:
+    """Two routes to the training gradient: autodiff of the Huber loss, and autodiff of the plain squared
+    loss after moving each target to within ``δ`` of the prediction (``∂huber/∂r = clip(r, −δ, δ)``).
+    A large ``δ`` gives back the plain squared loss, value and gradient."""
+    from numerics.train import loss_fn
+
+    b = sample(jax.random.PRNGKey(5), "uniform:1", 32, 6, 3, jnp.float64)
+    params = models.init(kind, jax.random.PRNGKey(1), 3, 3, 1, 0.3, jnp.float64)
+    yhat = predict_fast(params, b.X, b.y, b.x_query)
+    delta = float(np.quantile(np.abs(np.asarray(yhat - b.y_query)), 0.7))  # about a third of them beyond δ
+    moved = b._replace(y_query=yhat - jnp.clip(yhat - b.y_query, -delta, delta))
+    g_huber = jax.grad(lambda p: loss_fn(p, b, delta=delta)[0])(params)
+    g_moved = jax.grad(lambda p: _sq_at(p, moved))(params)
+    for a, c in zip(jax.tree_util.tree_leaves(g_huber), jax.tree_util.tree_leaves(g_moved)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-9, atol=1e-12)
+    assert not np.allclose(np.asarray(jax.tree_util.tree_leaves(g_huber)[0]),
+                           np.asarray(jax.tree_util.tree_leaves(jax.grad(lambda p: loss_fn(p, b)[0])(params))[0]))
+    big = 10 * float(jnp.max(jnp.abs(yhat - b.y_query)))
+    (l_big, _), g_big = jax.value_and_grad(lambda p: loss_fn(p, b, delta=big), has_aux=True)(params)
+    (l_sq, _), g_sq = jax.value_and_grad(lambda p: loss_fn(p, b), has_aux=True)(params)
+    assert float(l_big) == float(l_sq)
+    for a, c in zip(jax.tree_util.tree_leaves(g_big), jax.tree_util.tree_leaves(g_sq)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
+
+
+def _sq_at(params, b):
+    """``½ mean (ŷ_θ − y')²`` with the moved targets ``y'`` held fixed (their own dependence on θ cut)."""
+    yhat = predict_fast(params, b.X, b.y, b.x_query)
+    return 0.5 * jnp.mean((yhat - jax.lax.stop_gradient(b.y_query)) ** 2)
+
+
+def test_huber_keeps_the_step_finite_when_one_residual_overflows_its_square() -> None:
+    """One alive sequence with a residual of 1e20 (its square overflows float32): the squared loss (and its
+    gradient's norm) is infinite, so the in-step guard would skip the step; the Huber loss and its gradient
+    stay finite."""
+    from numerics.train import loss_fn
+
+    b = sample(jax.random.PRNGKey(6), "uniform:1", 16, 6, 3, jnp.float32)
+    b = b._replace(y_query=b.y_query.at[0].set(1e20))
+    params = models.init("diag", jax.random.PRNGKey(2), 4, 3, 1, 0.05, jnp.float32)
+    (l_sq, _), g_sq = jax.value_and_grad(loss_fn, has_aux=True)(params, b)
+    (l_h, _), g_h = jax.value_and_grad(lambda p: loss_fn(p, b, delta=30 * 3**0.5), has_aux=True)(params)
+    import optax
+
+    # the step's finiteness check: loss and gradient norm (the norm squares the entries)
+    assert not (np.isfinite(float(l_sq)) and np.isfinite(float(optax.tree.norm(g_sq))))
+    assert np.isfinite(float(l_h)) and np.isfinite(float(optax.tree.norm(g_h)))

@@ -336,6 +336,15 @@ def test_corrupt_run_directory_is_named_never_overwritten(finished_run: Path, tm
     assert name in line and "delete" in line and "corrupt" in line, line
 
 
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler (it raises KeyboardInterrupt) for the test, whatever an earlier test of the same
+    process installed; the previous handler comes back afterwards."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _interrupt_before_first_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     """A real SIGINT delivered while the first checkpoint is about to be written."""
     real = rundir.save_checkpoint
@@ -348,7 +357,8 @@ def _interrupt_before_first_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rundir, "save_checkpoint", save)
 
 
-def test_interrupt_before_first_checkpoint_blocks_nothing(tmp_path: Path, monkeypatch, capsys) -> None:  # noqa: ANN001
+def test_interrupt_before_first_checkpoint_blocks_nothing(tmp_path: Path, monkeypatch, capsys,  # noqa: ANN001
+                                                           default_sigint) -> None:  # noqa: ANN001
     """Interrupted before its first checkpoint, a run leaves no checkpoint; a corrected command then runs in the
     same directory (and the same command would too)."""
     run = tmp_path / "R"
@@ -363,7 +373,8 @@ def test_interrupt_before_first_checkpoint_blocks_nothing(tmp_path: Path, monkey
 
 
 @pytest.mark.slow
-def test_interrupt_after_a_checkpoint_resumes_bit_identically(tmp_path: Path, monkeypatch, finished_run) -> None:  # noqa: ANN001
+def test_interrupt_after_a_checkpoint_resumes_bit_identically(tmp_path: Path, monkeypatch, finished_run,  # noqa: ANN001
+                                                               default_sigint) -> None:  # noqa: ANN001
     """SIGINT after the first checkpoint; the same command then ends with the uninterrupted run's model."""
     real, run = rundir.save_checkpoint, tmp_path / "R"
 

@@ -11,7 +11,7 @@ from typing import Any
 from numerics.data import PAPER_NOISES, Noise
 from numerics.evaluate import losses as evaluation
 from numerics.models.kinds import kind_of
-from numerics.train.continuation import Stages, scale_constants
+from numerics.train.continuation import RESCUE_POOL, Stages, scale_constants
 
 MODELS = ("gdpp", "diag", "full")
 PARTS = ("table1", "fig1", "fig2", "fig3", "fig4", "fig5", "fig7", "beyond")
@@ -44,6 +44,8 @@ class Budget:
     stages: Stages = Stages(steps=1000, most=4, batch=1024, seeds=1)
     #: Fresh float64 sequences of the tail check of every model of depth >= :data:`TAIL_DEPTH`.
     tail_sequences: int = evaluation.TAIL_SEQUENCES
+    #: Pool of the rescue of a cell that fails its evaluation (:func:`numerics.reproduce.experiments.rescue`).
+    rescue_pool: int = RESCUE_POOL
     #: GD++ cells at σ_max = 0 start from the spectral fit (``TrainConfig.init="spectral"``): the
     #: exact expected loss of GD++ minimised on Wishart spectra, then Adam (seed 0 frozen at the fit).
     gdpp_spectral: bool = True
@@ -61,7 +63,7 @@ class Budget:
         for nz in self.noises:
             Noise.parse(nz)
         for k in ("seeds", "eval_sequences", "tune_sequences", "profile_sequences", "seed_sequences",
-                  "select_sequences"):
+                  "select_sequences", "rescue_pool"):
             if int(getattr(self, k)) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if int(self.profile_points) < 2:
@@ -87,12 +89,12 @@ BUDGETS: dict[str, Budget] = {
     # shorter stages, the paper's evaluation.  Beyond the paper it has no depth > 7.
     "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=3,
                     eval_sequences=100_000, tune_sequences=20_000, profile_sequences=1_000, profile_points=13,
-                    seed_sequences=4_000, select_sequences=2048, beyond_depths=(),
+                    seed_sequences=4_000, select_sequences=2048, beyond_depths=(), rescue_pool=2**20,
                     stages=Stages(steps=400, most=3, batch=512, seeds=1, held_out=20_000, scale_pool=2**17)),
     # For the tests: seconds, not meaning.
     "test": Budget("test", ("diag",), (1, 2), ("uniform:1", CATEGORICAL), seeds=2, eval_sequences=500,
                    tune_sequences=500, profile_sequences=100, profile_points=3, seed_sequences=200,
-                   select_sequences=256, chunk=20, beyond_depths=(3,), tail_sequences=1000,
+                   select_sequences=256, chunk=20, beyond_depths=(3,), tail_sequences=1000, rescue_pool=4096,
                    stages=Stages(steps=20, most=2, batch=64, seeds=1, held_out=256, scale_pool=2048)),
 }
 

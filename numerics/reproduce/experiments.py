@@ -46,10 +46,12 @@ import numpy as np
 
 from numerics import baselines, models
 from numerics.evaluate import losses as evaluation
-from numerics.train.continuation import Stages, fit_scale, start_for, train_stages
+from numerics.train.continuation import (RESCUE_STREAM, Stages, fit_scale, rescue_constants, start_for,
+                                         train_stages)
 from numerics.data import PAPER_NOISES, Noise
 from numerics.errors import LintfError
-from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model
+from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model, save_model
+from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
     PARTS, TAIL_DEPTH, cell_signature, cells_for, get_budget, noises_for, parse_parts, slug, stage_seeds,
     tail_sequences, train_config)  # noqa: F401  (re-exported)
@@ -139,7 +141,11 @@ def load_cell(out: Path, cell: Cell, budget: Budget) -> dict[str, Any] | None:
     if not path.exists():
         return None
     m = json.loads(path.read_text())
-    if m.get("signature") != cell_signature(cell, budget):
+    rescued = m.get("rescue")
+    same_rescue = rescued is not None and rescued.get("constants") == rescue_constants(budget.rescue_pool)
+    if m.get("failed") and not m["train"].get("dropped_final") and not same_rescue:
+        return None  # a failed cell without this rescue: rescue it (its training resumes from its run directory)
+    if m.get("signature") != cell_signature(cell, budget) or (rescued is not None and not same_rescue):
         raise LintfError(f"{path} was made with another configuration (budget {m.get('budget')!r}); "
                          f"use another --out or delete {cell_dir(out, cell)}")
     return m
@@ -205,25 +211,52 @@ def failure(metrics: dict[str, Any]) -> str | None:
     return None
 
 
+def assess(P: Any, Q: Any, cell: Cell, budget: Budget) -> dict[str, Any]:
+    """A model's evaluation (every read-out on the evaluation sequences, tails included), its per-variance profile,
+    and for depth >= :data:`TAIL_DEPTH` the tail check."""
+    out = {"eval": evaluate_model(P, Q, cell.noise, budget), "profile": profile_model(P, Q, cell.noise, budget)}
+    n_tail = tail_sequences(cell, budget)
+    if n_tail:
+        out["tail_check"] = evaluation.tail_check(P, Q, cell.noise, budget.n, budget.d, tail_key(), n_tail)
+    return out
+
+
+def rescue(P: Any, Q: Any, cell: Cell, budget: Budget, metrics: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
+    """The scale fit (:func:`numerics.train.continuation.fit_scale`) again, on ``budget.rescue_pool`` sequences of its
+    own stream: for a model that fails its evaluation because of a context rarer than the stages' pools.  Returns the
+    rescued ``Q`` (``Q`` itself when the larger pool holds no sequence above the fit's threshold either) and the
+    record stored under ``"rescue"``: the constants, the fit's summary, and the failure it answered."""
+    c, info = fit_scale(P, Q, cell.noise, budget.n, budget.d, budget.rescue_pool, RESCUE_STREAM)
+    record = {"constants": rescue_constants(budget.rescue_pool), "fit": info, "scale": c,
+              "before": {"failed": metrics["failed"], "loss": metrics["eval"]["loss"],
+                         "max": metrics["eval"]["tail"].get("max"),
+                         "tail_check_max": (metrics.get("tail_check") or {}).get("max")}}
+    return np.asarray(Q, np.float64) * c, record
+
+
 def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir) -> dict[str, Any]:
     """Train (resuming, by continuation), evaluate and store one cell; returns its metrics.  A cell that fails the
-    evaluation (:func:`failure`) keeps its metrics, with the reason under ``"failed"``, but no ``model.npz``."""
+    evaluation (:func:`failure`) gets one :func:`rescue`; one that still fails keeps its metrics, with the reason
+    under ``"failed"``, but no ``model.npz``."""
     t0 = time.perf_counter()
     cfg = train_config(cell, budget)
     start = start_for(cell.model, cell.layers, cell.noise, lambda m, L: finished_model(out, Cell(m, L, cell.noise)))
     st = budget.stages if not cell.keep_seeds else replace(budget.stages, seeds=budget.seeds)
     best, summary = train_stages(cfg, st, start, runs / budget.name / cell.name, trainer)
     t_train = time.perf_counter() - t0
-    P, Q, _ = load_model(best.model)
+    P, Q, meta = load_model(best.model)
     metrics: dict[str, Any] = {
         "cell": cell.name, "model": cell.model, "layers": cell.layers, "noise": cell.noise, "budget": budget.name,
         "signature": cell_signature(cell, budget), "train": summary | {"seconds": t_train},
-        "eval": evaluate_model(P, Q, cell.noise, budget), "profile": profile_model(P, Q, cell.noise, budget),
-    }
-    n_tail = tail_sequences(cell, budget)
-    if n_tail:
-        metrics["tail_check"] = evaluation.tail_check(P, Q, cell.noise, budget.n, budget.d, tail_key(), n_tail)
+    } | assess(P, Q, cell, budget)
     metrics["failed"] = failure(metrics)
+    rescued = False
+    if metrics["failed"] and not summary.get("dropped_final"):
+        Q, metrics["rescue"] = rescue(P, Q, cell, budget, metrics)
+        rescued = metrics["rescue"]["scale"] < 1.0
+        if rescued:
+            metrics |= assess(P, Q, cell, budget)
+            metrics["failed"] = failure(metrics)
     dest = cell_dir(out, cell)
     if cell.keep_seeds:
         Ps, Qs = best.seeds()
@@ -237,7 +270,10 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
                             "se": [p["se"] for p in per]}
         if metrics["failed"] is None:
             atomic_savez(dest / "seeds.npz", P=Ps, Q=Qs)
-    if metrics["failed"] is None:
+    if metrics["failed"] is None and rescued:
+        scale = float(meta.get("scale", 1.0)) * metrics["rescue"]["scale"]
+        save_model(dest / "model.npz", P, Q, meta | {"scale": scale})
+    elif metrics["failed"] is None:
         atomic_write_bytes(dest / "model.npz", best.model.read_bytes())
     metrics["seconds"] = time.perf_counter() - t0
     atomic_write_json(dest / "metrics.json", metrics)  # written last: its presence marks the cell finished
@@ -271,6 +307,7 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
         t = time.perf_counter()
         have[c.name] = run_cell(c, budget, out, runs, trainer)
         trained.append(c.name)
+        clear_caches()  # the next cell compiles its own programs; these would only accumulate
         if progress:
             progress("cell", {"name": c.name, "seconds": time.perf_counter() - t,
                               "loss": have[c.name]["eval"]["loss"]})
@@ -282,5 +319,5 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     return Sweep({k: v for k, v in have.items() if v is not None}, base, trained, time.perf_counter() - t0)
 
 
-__all__ = ["BUDGETS", "Budget", "Cell", "PARTS", "Sweep", "cells_for", "get_budget", "parse_parts", "run_cell",
-           "sweep"]
+__all__ = ["BUDGETS", "Budget", "Cell", "PARTS", "Sweep", "assess", "cells_for", "get_budget", "parse_parts", "rescue",
+           "run_cell", "sweep"]

@@ -22,7 +22,7 @@ _EXPORTS = {
                   "noise_values", "static_config"),
     "step": ("CHUNK_CACHE", "TrainState", "chunk_fn", "lr_at", "make_chunk", "optimizer", "project", "y_moment",
              "y_step"),
-    "loop": ("Result", "adjusted_losses", "finite_adjusted", "init_state", "nanmean", "train", "training_devices",
+    "loop": ("Result", "adjusted_losses", "clear_caches", "finite_adjusted", "init_state", "nanmean", "train", "training_devices",
              "warm_params"),
     "rundir": ("run",),
     "continuation": ("Stages",),
@@ -35,8 +35,8 @@ if TYPE_CHECKING:  # the static view of the same names (documentation tools, typ
                                        TRUST_REGROW, TRUST_STRIDE, WARMUP_MIN, Y_STEPS, TrainConfig, config_dict,
                                        default_warmup)
     from numerics.train.continuation import Stages  # noqa: F401
-    from numerics.train.loop import (Result, adjusted_losses, finite_adjusted, init_state, nanmean, train,  # noqa: F401
-                                     training_devices, warm_params)
+    from numerics.train.loop import (Result, adjusted_losses, clear_caches, finite_adjusted, init_state,  # noqa: F401
+                                     nanmean, train, training_devices, warm_params)
     from numerics.train.objective import (Aux, batch_sharding, data_key, diag_part, draw, effective_params,  # noqa: F401
                                           huber, loss_fn, noise_values, static_config)
     from numerics.train.rundir import run  # noqa: F401

@@ -63,6 +63,11 @@ SCALE_DOWN = 0.01
 SCALE_SLACK = 0.05
 SCALE_SE = 0.05
 SCALE_EVAL = 100_000
+#: The rescue of a cell that fails its evaluation (:func:`numerics.reproduce.experiments.run_cell`): the scale fit
+#: again, on a pool of ``RESCUE_POOL`` sequences from ``fold_in(PRNGKey(0), RESCUE_STREAM)``, eight times the
+#: stage pool, so that it holds about four of the one-in-``10⁶`` contexts the tail check can meet.
+RESCUE_POOL = 2**22
+RESCUE_STREAM = 7
 
 @dataclass(frozen=True)
 class Stages:
@@ -145,11 +150,12 @@ def stratify(P: Any, Q: Any, noise: str, n: int, d: int, key: jax.Array, pool: i
     return Stratified(rows[0], rows[1], weight, worst)
 
 
-def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL) -> tuple[float, dict]:
+def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL,
+              stream: int = SCALE_STREAM) -> tuple[float, dict]:
     r"""The scale ``c ∈ [SCALE_LOW, 1]`` of the model ``P, c·Q`` fitted to the mean adjusted loss over a pool of
-    ``pool`` fresh float64 sequences of its own key (golden section on the pool's stratified sample,
-    :func:`stratify`, then the conservative edge of the minimum: :data:`SCALE_SLACK`, :data:`SCALE_SE`); ``1`` when
-    no pool sequence exceeds :data:`SCALE_AT` at ``c = 1``.  Returns ``c`` and a summary.
+    ``pool`` fresh float64 sequences of the key ``fold_in(PRNGKey(0), stream)`` (golden section on the pool's
+    stratified sample, :func:`stratify`, then the conservative edge of the minimum: :data:`SCALE_SLACK`,
+    :data:`SCALE_SE`); ``1`` when no pool sequence exceeds :data:`SCALE_AT` at ``c = 1``.  Returns ``c`` and a summary.
 
     ``c`` multiplies every layer's update (a layer is linear in its ``Q``) and keeps the model in its kind.  A deep
     model is a high-degree polynomial of its context; minibatch training tunes it to the contexts it meets, and a
@@ -158,7 +164,7 @@ def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL
     import jax.numpy as jnp
 
     P, Q = np.asarray(P, np.float64), np.asarray(Q, np.float64)
-    key = jax.random.fold_in(jax.random.PRNGKey(0), SCALE_STREAM)
+    key = jax.random.fold_in(jax.random.PRNGKey(0), stream)
     share = max(1, pool // SCALE_SHARE)
     sample = stratify(P, Q, noise, n, d, key, pool, share, share)
     if sample.pool_max <= SCALE_AT:
@@ -205,6 +211,12 @@ def scale_constants() -> dict[str, float]:
     """The constants of :func:`fit_scale` (part of a sweep cell's signature)."""
     return {"at": SCALE_AT, "low": SCALE_LOW, "steps": SCALE_STEPS, "share": SCALE_SHARE, "down": SCALE_DOWN,
             "slack": SCALE_SLACK, "se": SCALE_SE, "eval": SCALE_EVAL, "stream": SCALE_STREAM}
+
+
+def rescue_constants(pool: int = RESCUE_POOL) -> dict[str, float]:
+    """What a rescued cell's numbers depend on beyond its signature: the rescue pool, its stream and the fit's
+    constants."""
+    return scale_constants() | {"pool": int(pool), "stream": RESCUE_STREAM}
 
 
 def scaled_model(model: Path, noise: str, n: int, d: int, pool: int = SCALE_POOL) -> tuple[Path, dict]:
@@ -303,5 +315,5 @@ def start_for(model: str, layers: int, noise: str, finished: Callable[[str, int]
     return finished(model, layers - 1) if layers > 1 else None
 
 
-__all__ = ["HELD_OUT", "Stages", "Stratified", "converged", "fit_scale", "held_out_losses", "scale_constants",
-           "scaled_model", "stage_config", "start_for", "stratify", "train_stages"]
+__all__ = ["HELD_OUT", "Stages", "Stratified", "converged", "fit_scale", "held_out_losses", "rescue_constants",
+           "scale_constants", "scaled_model", "stage_config", "start_for", "stratify", "train_stages"]

@@ -39,7 +39,7 @@ from numerics.models.kinds import init
 from numerics.train.config import HISTORY, TrainConfig
 from numerics.train.devices import usable
 from numerics.train.objective import data_key, draw, noise_values, static_config
-from numerics.train.step import TrainState, chunk_fn, optimizer, project
+from numerics.train.step import CHUNK_CACHE, TrainState, chunk_fn, optimizer, project
 
 
 def init_state(cfg: TrainConfig, template: bool = False) -> TrainState:
@@ -120,6 +120,15 @@ def _eval_jit(cfg: TrainConfig, m: int) -> Callable:
             return 0.5 * (yhat - b.y_query) ** 2, oracle
         _EVAL_CACHE[(cfg, m)] = jax.jit(f)
     return _EVAL_CACHE[(cfg, m)]
+
+
+def clear_caches() -> None:
+    """Drop every compiled program: the training chunks, the held-out programs and JAX's own caches.  A long sweep
+    compiles new programs cell after cell (each cell's config is a new cache key); without this, their code
+    mappings accumulate until XLA cannot map more (``LLVM compilation error: Cannot allocate memory``)."""
+    CHUNK_CACHE.clear()
+    _EVAL_CACHE.clear()
+    jax.clear_caches()
 
 
 @dataclass

@@ -19,6 +19,7 @@ from numerics import models
 from numerics.cli import main
 from numerics.errors import LintfError
 from numerics.io import save_model
+from numerics.models.constructions import gd
 from numerics.reproduce.claims import (Entry, check_claims, claim_baseline_order, claim_diag_extrapolates,
                                        claim_diag_matches_full, claim_five_plus_match_tunedrr,
                                        claim_four_layers_beat_adarr, claim_gdpp_near_constrr,
@@ -82,11 +83,54 @@ def test_rerun_skips_finished_cells(swept):
 
 
 def test_deleted_cell_is_retrained_alone(swept):
+    from numerics.train import CHUNK_CACHE
+
     root, stub, _ = swept
     victim = ex.Cell("diag", 1, "uniform:1")
     (root / "out" / "models" / victim.name / "metrics.json").unlink()
+    CHUNK_CACHE["sentinel"] = object()  # a compiled program of an earlier cell
     again = ex.sweep(TEST, ("table1",), root / "out", root / "runs", trainer=stub)
     assert again.trained == [victim.name]
+    assert "sentinel" not in CHUNK_CACHE  # the sweep drops every cell's programs before the next
+
+
+class ExplodingTrainer(StubTrainer):
+    """Writes plain gradient descent with the step 0.08 (``gd``): its adjusted loss passes 10³ on about one
+    sequence in 500, and halving its update makes it safe."""
+
+    def __call__(self, cfg, run: Path) -> ex.Trained:
+        self.calls.append(run.parent.name)
+        P, Q = (np.asarray(x, np.float64) for x in models.universal(gd(0.08, cfg.layers), cfg.d))
+        save_model(run / "model.npz", P, Q)
+        return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz", lambda: (P[None], Q[None]))
+
+
+def test_a_failed_cell_is_rescued_by_the_larger_pool(tmp_path):
+    """The stages' pool (2 sequences) misses the tail, the evaluation fails, and the rescue's pool (4096) fits a scale
+    that passes; without a rescue that finds the tail, the cell fails and keeps no model."""
+    from dataclasses import replace
+
+    from numerics.io import load_model
+
+    cell = ex.Cell("diag", 2, "uniform:1")
+    blind = replace(TEST, depths=(2,), noises=(cell.noise,), stages=replace(TEST.stages, scale_pool=2))
+    m = ex.run_cell(cell, blind, tmp_path / "out", tmp_path / "runs", ExplodingTrainer())
+    assert "1.49e+03 > 1000" in m["rescue"]["before"]["failed"] and m["failed"] is None
+    assert m["rescue"]["scale"] < 0.9 and m["eval"]["tail"]["max"] < 1e3
+    P, Q, meta = load_model(tmp_path / "out" / "models" / cell.name / "model.npz")
+    P0, Q0 = (np.asarray(x) for x in models.universal(gd(0.08, 2), 10))
+    np.testing.assert_allclose(Q, m["rescue"]["scale"] * Q0, rtol=1e-15)
+    assert meta["scale"] == m["rescue"]["scale"]
+    assert ex.load_cell(tmp_path / "out", cell, blind) is not None
+    with pytest.raises(LintfError, match="another configuration"):  # rescued with other constants: refused
+        ex.load_cell(tmp_path / "out", cell, replace(blind, rescue_pool=8192))
+
+    small = replace(blind, rescue_pool=2)
+    m = ex.run_cell(cell, small, tmp_path / "o2", tmp_path / "r2", ExplodingTrainer())
+    assert m["failed"] and m["rescue"]["scale"] == 1.0
+    assert not (tmp_path / "o2" / "models" / cell.name / "model.npz").exists()
+    assert ex.load_cell(tmp_path / "o2", cell, small) is not None  # failed after this rescue: finished
+    assert ex.load_cell(tmp_path / "o2", cell, blind) is None  # failed before another rescue: redone
 
 
 def test_cell_from_other_config_is_refused(swept):

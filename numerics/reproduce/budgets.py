@@ -134,7 +134,9 @@ class Cell:
 
 
 def cells_for(budget: Budget, parts: Iterable[str]) -> list[Cell]:
-    """The cells the requested parts need (deduplicated; Fig. 5 cells keep every seed)."""
+    """The cells the requested parts need (deduplicated; Fig. 5 cells keep every seed), in training order: by depth,
+    and within a depth each FULL cell after the DIAG cell it starts from.  A sweep that stops early has trained
+    every model at the depths it reached."""
     parts, L = set(parts), budget.max_depth
     want: set[tuple[str, int, str]] = set()
     grid = {(m, d, nz) for m in budget.models for d in budget.depths for nz in budget.noises}
@@ -153,7 +155,8 @@ def cells_for(budget: Budget, parts: Iterable[str]) -> list[Cell]:
         want |= {(m, d, nz) for m in ("diag", "full") for d in (*budget.depths, *budget.beyond_depths)
                  for nz in (FOCUS, CATEGORICAL)}
         want.add(("diag", L, FOCUS))
-    return sorted(Cell(m, d, nz, keep_seeds=(nz == FOCUS and d == L)) for m, d, nz in want)
+    return sorted((Cell(m, d, nz, keep_seeds=(nz == FOCUS and d == L)) for m, d, nz in want),
+                  key=lambda c: (c.layers, kind_of(c.model).diag_phase, c.model, c.noise))
 
 
 def noises_for(cells: Iterable[Cell]) -> list[str]:

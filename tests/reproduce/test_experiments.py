@@ -222,6 +222,21 @@ def test_extrapolation_claim_uses_unseen_sigma_only():
 # ------------------------------------------------------------------------------- CLI errors
 
 
+@pytest.mark.parametrize("name", ["paper", "quick"])
+def test_cells_come_in_training_order(name):
+    """Every cell a cell starts from comes before it, and depth never decreases (a sweep cut short has every model
+    at the depths it reached)."""
+    from numerics.train.continuation import start_for
+
+    cells = ex.cells_for(ex.get_budget(name), ex.PARTS)
+    where = {(c.model, c.layers, c.noise): i for i, c in enumerate(cells)}
+    asked = []
+    for i, c in enumerate(cells):
+        start_for(c.model, c.layers, c.noise, lambda m, L: asked.append((i, where.get((m, L, c.noise)))))
+    assert asked and all(j is None or j < i for i, j in asked)
+    assert [c.layers for c in cells] == sorted(c.layers for c in cells)
+
+
 def test_parts_and_budgets_are_validated():
     assert ex.parse_parts(None) == ex.PARTS and ex.parse_parts("fig4, beyond") == ("fig4", "beyond")
     for bad in ("table1,fig6", ",", "Fig1"):

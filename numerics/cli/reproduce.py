@@ -27,6 +27,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", default="runs/reproduce",
                    help="training run directories with checkpoints (default runs/reproduce; git-ignored)")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of progress and text")
+    p.add_argument("--no-train", action="store_true",
+                   help="write the tables, figures and report from the cells finished so far, training none")
+    p.add_argument("--convergence", action="store_true",
+                   help="retrain the budget's convergence cells with every stage twice as long and compare "
+                        "(finished cells only; writes OUT/convergence.json) instead of sweeping")
 
 
 def _fmt(s: float) -> str:
@@ -94,21 +99,39 @@ def run(args: argparse.Namespace) -> int:
     budget = ex.get_budget(args.budget)
     parts = ex.parse_parts(args.only)
     t0 = time.perf_counter()
+    if args.convergence:
+        return _convergence(budget, args)
     show = _Display(f"reproduce --budget {budget.name}", rich=sys.stderr.isatty(), quiet=args.json)
     try:
-        sw = ex.sweep(budget, parts, args.out, args.runs, progress=show)
+        sw = ex.sweep(budget, parts, args.out, args.runs, progress=show, train=not args.no_train)
     finally:
         show.stop()
     res = write_outputs(sw, budget, parts, args.out, args.out)
     secs = time.perf_counter() - t0
     if args.json:
         print(strict_json({"budget": budget.name, "parts": list(parts), "out": args.out, "cells": len(sw.cells),
-                          "trained": sw.trained, "seconds": secs, "files": res["files"],
+                          "trained": sw.trained, "missing": sw.missing, "seconds": secs, "files": res["files"],
                           "claims": [{"claim": c.key, "text": c.text, "verdict": c.verdict, "evidence": list(c.evidence)}
                                      for c in res["claims"]]}, indent=2))
         return 0
-    print(f"{len(sw.cells)} cells ({len(sw.trained)} trained now) in {_fmt(secs)}; wrote "
+    print(f"{len(sw.cells)} cells ({len(sw.trained)} trained now"
+          + (f", {len(sw.missing)} not trained" if sw.missing else "") + f") in {_fmt(secs)}; wrote "
           f"{', '.join(res['files'])} to {args.out}/")
     for c in res["claims"]:
         print(f"  {c.verdict:>14}: {c.text}")
+    return 0
+
+
+def _convergence(budget, args: argparse.Namespace) -> int:  # noqa: ANN001
+    from numerics.reproduce import convergence
+
+    def show(event: str, info: dict) -> None:
+        e = info["entry"]
+        if not args.json:
+            print(f"{info['name']}: " + ("not finished" if e is None else "failed" if e.get("failed") else
+                                         f"{e['loss']:.4g} -> {e['loss_longer']:.4g} ({e['relative']:+.1%}), "
+                                         f"{'holds' if e['holds'] else 'does not hold'}"), file=sys.stderr, flush=True)
+
+    res = convergence.check(budget, args.out, args.runs, progress=show)
+    print(strict_json(res, indent=2) if args.json else convergence.markdown(res), end="\n" if args.json else "")
     return 0

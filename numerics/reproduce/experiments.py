@@ -234,13 +234,16 @@ def rescue(P: Any, Q: Any, cell: Cell, budget: Budget, metrics: dict[str, Any]) 
     return np.asarray(Q, np.float64) * c, record
 
 
-def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir) -> dict[str, Any]:
-    """Train (resuming, by continuation), evaluate and store one cell; returns its metrics.  A cell that fails the
-    evaluation (:func:`failure`) gets one :func:`rescue`; one that still fails keeps its metrics, with the reason
-    under ``"failed"``, but no ``model.npz``."""
+def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir,
+             starts: Path | None = None) -> dict[str, Any]:
+    """Train (resuming, by continuation from the finished cells under ``starts``, default ``out``), evaluate and
+    store one cell; returns its metrics.  A cell that fails the evaluation (:func:`failure`) gets one
+    :func:`rescue`; one that still fails keeps its metrics, with the reason under ``"failed"``, but no
+    ``model.npz``."""
     t0 = time.perf_counter()
     cfg = train_config(cell, budget)
-    start = start_for(cell.model, cell.layers, cell.noise, lambda m, L: finished_model(out, Cell(m, L, cell.noise)))
+    start = start_for(cell.model, cell.layers, cell.noise,
+                      lambda m, L: finished_model(starts or out, Cell(m, L, cell.noise)))
     st = budget.stages if not cell.keep_seeds else replace(budget.stages, seeds=budget.seeds)
     best, summary = train_stages(cfg, st, start, runs / budget.name / cell.name, trainer)
     t_train = time.perf_counter() - t0
@@ -288,11 +291,14 @@ class Sweep:
     baselines: dict[str, dict[str, Any]]
     trained: list[str]
     seconds: float
+    missing: list[str] = field(default_factory=list)  # cells not finished (``train=False``)
 
 
 def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Path = "runs/reproduce",
-          progress: Callable[[str, dict[str, Any]], None] | None = None, trainer: Trainer = train_rundir) -> Sweep:
-    """Run every missing cell the parts need (finished cells are read back), then the baselines.
+          progress: Callable[[str, dict[str, Any]], None] | None = None, trainer: Trainer = train_rundir,
+          train: bool = True) -> Sweep:
+    """Run every missing cell the parts need (finished cells are read back), then the baselines; with
+    ``train=False`` only read the finished cells back (the others are listed under ``missing``).
 
     ``progress(event, info)`` is called with ``("start", {"total", "done"})``, ``("cell", {...})`` after
     each cell and ``("baselines", {"noise"})``."""
@@ -300,6 +306,8 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     cells = cells_for(budget, parts)
     have = {c.name: load_cell(out, c, budget) for c in cells}
     todo = [c for c in cells if have[c.name] is None]
+    missing = [] if train else [c.name for c in todo]
+    todo = todo if train else []
     if progress:
         progress("start", {"total": len(cells), "done": len(cells) - len(todo), "todo": [c.name for c in todo]})
     trained = []
@@ -316,7 +324,7 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
         if progress:
             progress("baselines", {"noise": nz})
         base[nz] = baseline_results(nz, budget, out)
-    return Sweep({k: v for k, v in have.items() if v is not None}, base, trained, time.perf_counter() - t0)
+    return Sweep({k: v for k, v in have.items() if v is not None}, base, trained, time.perf_counter() - t0, missing)
 
 
 __all__ = ["BUDGETS", "Budget", "Cell", "PARTS", "Sweep", "assess", "cells_for", "get_budget", "parse_parts", "rescue",

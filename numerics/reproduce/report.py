@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +107,8 @@ def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path,
     grid_cells = {k: v for k, v in cells.items() if v["layers"] in budget.depths and v["noise"] in budget.noises}
     noises = [nz for nz in budget.noises if nz in base]
     files: list[str] = []
+    missing = set(getattr(sw, "missing", ()))
+    parts = tuple(p for p in parts if p == "table1" or not any(c.name in missing for c in ex.cells_for(budget, (p,))))
     table = build_table(grid_cells, {nz: base[nz] for nz in noises})
     if "table1" in parts:
         atomic_write_text(out / "table1.csv", table_csv(table))
@@ -204,7 +207,9 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         f"- Evaluation: {budget.eval_sequences} fresh float64 sequences per cell, the same sequences as the baselines "
         f"(tuned on {budget.tune_sequences} others), so every difference is paired; profiles: {budget.profile_points} "
         f"σ values × {budget.profile_sequences} sequences.",
-        f"- {len(sw.cells)} cells, {secs / 60:.1f} min of cell time (training + evaluation, summed over cells).", "",
+        f"- {len(sw.cells)} cells, {secs / 60:.1f} min of cell time (training + evaluation, summed over cells)"
+        + (f"; **{len(sw.missing)} cells are not trained yet** (`–` in the tables; a claim that needs one is not "
+           "evaluated, and a figure that needs one is not drawn)." if getattr(sw, "missing", None) else "."), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "
         "paired SE. **Bayes** is the Bayes-optimal floor (posterior mean under the noise prior): no method can beat it "
         "on average.", "", "## The paper's claims, checked", "", _heavy_tails(table), claims_markdown(claims, cmd("table1")),
@@ -218,4 +223,10 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
             lines += [f"**{part}**: {cap}. Regenerate: `{cmd(part)}`.", "", f"![{part}]({part}.png)", ""]
     if beyond_md:
         lines += ["## Beyond the paper", "", beyond_md]
+    if (out / "convergence.json").exists():
+        from numerics.reproduce import convergence
+
+        res = json.loads((out / "convergence.json").read_text())
+        lines += ["## Convergence", "", f"Regenerate: `python -m numerics.cli reproduce --budget {budget.name} "
+                  f"--out {out} --convergence`.", "", convergence.markdown(res)]
     return "\n".join(lines) + "\n"

@@ -275,3 +275,64 @@ def test_gdpp_cells_at_sigma_zero_start_from_the_spectral_fit() -> None:
     assert train_config(Cell("gdpp", 4, "uniform:5"), b).init == "random"
     assert train_config(Cell("diag", 4, "uniform:0"), b).init == "random"
     assert train_config(Cell("full", 4, "uniform:0"), b).init == "random"
+
+
+class DriftingTrainer(StubTrainer):
+    """Gradient descent whose step grows with the steps trained (``gd(steps / 2000)``): a cell that never converges."""
+
+    def __call__(self, cfg, run: Path) -> ex.Trained:
+        self.calls.append(run.parent.name)
+        P, Q = (np.asarray(x, np.float64) for x in models.universal(gd(cfg.steps / 2000, cfg.layers), cfg.d))
+        save_model(run / "model.npz", P, Q)
+        return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz", lambda: (P[None], Q[None]))
+
+
+def test_convergence_check_reruns_with_twice_the_steps(swept, capsys):
+    """A stub trained the same whatever its steps holds the check; one whose model moves with the steps does not;
+    the report carries the table."""
+    from dataclasses import replace
+
+    from numerics.reproduce import convergence
+
+    root, stub, sw = swept
+    out = root / "conv"
+    import shutil
+
+    shutil.copytree(root / "out", out)
+    cell = convergence.CELLS["test"][0]
+    res = convergence.check(TEST, out, root / "runs", trainer=stub)
+    e = res["cells"][cell.name]
+    assert e["holds"] and e["change"] == 0.0 and e["steps_longer"] == 2 * e["steps"]
+    assert ex.load_cell(out / "convergence", cell, replace(TEST, stages=TEST.stages.scaled(2)))["cell"] == cell.name
+    (out / "convergence.json").unlink()
+    res = convergence.check(TEST, out, root / "runs2", trainer=DriftingTrainer(), cells=(cell,))
+    assert res["cells"][cell.name]["holds"]  # the finished retrained cell is reused: same model, same verdict
+    shutil.rmtree(out / "convergence")
+    (out / "convergence.json").unlink()
+    res = convergence.check(TEST, out, root / "runs3", trainer=DriftingTrainer(), cells=(cell,))
+    e = res["cells"][cell.name]
+    assert not e["holds"] and abs(e["relative"]) > 0.03
+    write_outputs(sw, TEST, ("table1",), out)
+    assert "## Convergence" in (out / "report.md").read_text() and "**no**" in (out / "report.md").read_text()
+    assert convergence.check(TEST, out, root / "runs3", cells=(ex.Cell("diag", 3, "uniform:1"),))["pending"]
+
+
+def test_no_train_writes_what_the_finished_cells_allow(swept, tmp_path):
+    """``train=False`` trains nothing: the table shows the missing cell as "–", the report counts it, and a figure
+    that needs it is not drawn."""
+    import shutil
+
+    root, stub, _ = swept
+    shutil.copytree(root / "out", tmp_path / "out")
+    victim = ex.Cell("diag", 2, "uniform:1")
+    (tmp_path / "out" / "models" / victim.name / "metrics.json").unlink()
+    (tmp_path / "out" / "fig1.png").unlink(missing_ok=True)
+    n = len(stub.calls)
+    sw = ex.sweep(TEST, ("table1", "fig1", "fig5"), tmp_path / "out", root / "runs", trainer=stub, train=False)
+    assert sw.missing == [victim.name] and sw.trained == [] and len(stub.calls) == n
+    res = write_outputs(sw, TEST, ("table1", "fig1", "fig5"), tmp_path / "out")
+    assert "fig1.png" not in res["files"] and "fig5.png" in res["files"]
+    assert not (tmp_path / "out" / "fig1.png").exists()
+    row = next(r for r in (tmp_path / "out" / "table1.md").read_text().splitlines() if r.startswith("| DIAG-2 |"))
+    assert row.endswith("| – |")  # columns categorical:1,3, uniform:1
+    assert "**1 cells are not trained yet**" in (tmp_path / "out" / "report.md").read_text()

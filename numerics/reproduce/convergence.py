@@ -1,0 +1,120 @@
+r"""The convergence check of a sweep: chosen cells retrained with every stage twice as long.
+
+A cell's training stops when doubling its steps no longer moves its held-out loss
+(:mod:`numerics.train.continuation`).  This check asks the same question from outside the cell, on the
+evaluation sequences: :func:`check_cell` retrains the finished cell ``(model, L, noise)`` with every stage
+:data:`FACTOR` times longer (:meth:`numerics.train.continuation.Stages.scaled`), starting from the same finished
+cell it started from, into ``OUT/convergence/models/<cell>/`` (run directories under
+``RUNS/convergence<FACTOR>/``).  Both models are evaluated on the budget's evaluation sequences, and the check
+holds when the paired change of the mean adjusted loss is below :data:`REL` of it or :data:`SE` standard errors
+of the paired difference.
+
+:data:`CELLS` names the cells per budget, spread over the three models, shallow and deep, and the noise settings.
+``OUT/convergence.json`` keeps one entry per checked cell; a rerun reuses both the entries and the retrained
+cells.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from numerics.evaluate import losses as evaluation
+from numerics.io import atomic_write_json, load_model
+from numerics.reproduce.budgets import Budget, Cell
+from numerics.reproduce.experiments import Trainer, cell_dir, eval_key, load_cell, run_cell, train_rundir
+
+#: How many times longer every stage of the retrained cell is.
+FACTOR = 2
+#: The check holds when the loss moves by less than ``REL`` of it or ``SE`` paired standard errors.
+REL = 0.03
+SE = 2.0
+
+#: The cells each budget checks.
+CELLS: dict[str, tuple[Cell, ...]] = {
+    "paper": tuple(Cell(m, L, nz) for m, L, nz in (
+        ("gdpp", 2, "uniform:3"), ("gdpp", 4, "categorical:1,3,5"), ("gdpp", 7, "uniform:0"),
+        ("diag", 1, "uniform:7"), ("diag", 3, "uniform:5"), ("diag", 4, "categorical:1,3"), ("diag", 7, "uniform:2"),
+        ("full", 2, "categorical:1,3"), ("full", 3, "uniform:1"), ("full", 4, "uniform:6"), ("full", 7, "uniform:5"),
+        ("diag", 10, "uniform:5"))),
+    "quick": tuple(Cell(m, L, nz) for m, L, nz in (
+        ("gdpp", 4, "uniform:5"), ("diag", 2, "categorical:1,3"), ("diag", 4, "uniform:0"), ("full", 4, "uniform:5"))),
+    "test": (Cell("diag", 1, "uniform:1"),),
+}
+
+
+def losses(model: Path, cell: Cell, budget: Budget) -> np.ndarray:
+    """Per-sequence adjusted losses of a saved model on the budget's evaluation sequences."""
+    P, Q, _ = load_model(model)
+    return evaluation.adjusted_per_sequence(P, Q, cell.noise, budget.n, budget.d, eval_key(), budget.eval_sequences)
+
+
+def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = FACTOR,
+               trainer: Trainer = train_rundir) -> dict[str, Any] | None:
+    """Retrain the finished cell with every stage ``factor`` times longer and compare (module docstring); ``None``
+    when the cell is not finished or failed its evaluation."""
+    base = load_cell(out, cell, budget)
+    if base is None or base.get("failed"):
+        return None
+    longer = replace(budget, stages=budget.stages.scaled(factor))
+    where = out / "convergence"
+    again = load_cell(where, cell, longer) or run_cell(cell, longer, where, runs / f"convergence{factor}", trainer,
+                                                       starts=out)
+    a = losses(cell_dir(out, cell) / "model.npz", cell, budget)
+    entry = {"cell": cell.name, "factor": factor, "steps": base["train"]["steps"],
+             "steps_longer": again["train"]["steps"], "loss": float(a.mean()),
+             "se": float(a.std(ddof=1) / np.sqrt(len(a)))}
+    if again.get("failed"):
+        return entry | {"failed": again["failed"], "holds": False}
+    diff = losses(cell_dir(where, cell) / "model.npz", cell, budget) - a
+    change, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
+    return entry | {"loss_longer": float(a.mean() + change), "change": change, "change_se": se,
+                    "relative": change / abs(float(a.mean())),
+                    "holds": abs(change) <= max(REL * abs(float(a.mean())), SE * se)}
+
+
+def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, ...] | None = None,
+          progress: Callable[[str, dict[str, Any]], None] | None = None,
+          trainer: Trainer = train_rundir) -> dict[str, Any]:
+    """Check every cell of ``cells`` (default :data:`CELLS` of the budget) that is finished; write and return
+    ``OUT/convergence.json``: ``{"budget", "factor", "rel", "se", "cells": {name: entry}, "pending": [names]}``."""
+    out, runs = Path(out), Path(runs)
+    path = out / "convergence.json"
+    have = json.loads(path.read_text())["cells"] if path.exists() else {}
+    res: dict[str, Any] = {"budget": budget.name, "factor": FACTOR, "rel": REL, "se": SE, "cells": {}, "pending": []}
+    for cell in CELLS.get(budget.name, ()) if cells is None else cells:
+        entry = have.get(cell.name) or check_cell(cell, budget, out, runs, FACTOR, trainer)
+        if entry is None:
+            res["pending"].append(cell.name)
+        else:
+            res["cells"][cell.name] = entry
+        if progress:
+            progress("convergence", {"name": cell.name, "entry": entry})
+        atomic_write_json(path, res)
+    return res
+
+
+def markdown(res: dict[str, Any]) -> str:
+    """The check as a table: the cell, its steps, the loss, the longer run's and the paired change."""
+    rows = [f"Every stage retrained {res['factor']}× longer; the check holds when the paired change is below "
+            f"{res['rel']:.0%} of the loss or {res['se']:g} SE.", "",
+            "| cell | steps | loss | steps ×2 | loss ×2 | change (paired) | holds |", "|---|--:|--:|--:|--:|--:|---|"]
+    for name, e in res["cells"].items():
+        if e.get("failed"):
+            rows.append(f"| {name} | {e['steps']} | {e['loss']:.4g} | {e['steps_longer']} | "
+                        f"failed: {e['failed']} | – | no |")
+            continue
+        rows.append(f"| {name} | {e['steps']} | {e['loss']:.4g} ± {e['se']:.2g} | {e['steps_longer']} | "
+                    f"{e['loss_longer']:.4g} | {e['change']:+.2g} ± {e['change_se']:.2g} ({e['relative']:+.1%}) | "
+                    f"{'yes' if e['holds'] else '**no**'} |")
+    if res["pending"]:
+        rows += ["", f"Not yet checked (the cell is not finished): {', '.join(res['pending'])}."]
+    return "\n".join(rows) + "\n"
+
+
+__all__ = ["CELLS", "FACTOR", "REL", "SE", "check", "check_cell", "losses", "markdown"]

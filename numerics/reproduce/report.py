@@ -23,16 +23,13 @@ import csv
 import io
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from numerics.data import Noise
-from numerics.reproduce.claims import (BASE_NAMES, Claim, Entry, MODEL_NAMES, Table, _f, _noises, build_table,
-                                      check_claims,
-                                      difference, pm, verdict)
+from numerics.reproduce.claims import (BASE_NAMES, Claim, MODEL_NAMES, Table, _f, _noises, build_table, check_claims,
+                                      pm)
 
 
 def table_csv(t: Table) -> str:

@@ -124,30 +124,28 @@ def stratify(P: Any, Q: Any, noise: str, n: int, d: int, key: jax.Array, pool: i
     picked = np.sort(np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist()).choice(pool, rest, False))
     keep_rows, keep_loss, keep_idx, uni = [], np.empty(0), np.empty(0, np.int64), []
     start, worst = 0, -np.inf
-    with jax.enable_x64(True):
-        Pj, Qj = jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64)
-        for b, sp in evaluation.batches(key, noise, pool, n, d, chunk):
-            a = np.asarray(evaluation.adjusted_full(Pj, Qj, b, sp))
-            a = np.where(np.isfinite(a), a, np.inf)
-            worst = max(worst, float(a.max()))
-            rows = (b, sp)
-            mine = picked[(picked >= start) & (picked < start + len(a))] - start
-            uni.append((jax.tree_util.tree_map(lambda x: np.asarray(x)[mine], rows), mine + start))
-            best = np.argsort(-a, kind="stable")[:top]
-            keep_rows.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[best], rows))
-            keep_loss = np.concatenate([keep_loss, a[best]])
-            keep_idx = np.concatenate([keep_idx, best + start])
-            order = np.argsort(-keep_loss, kind="stable")[:top]
-            cat = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *keep_rows)
-            keep_rows = [jax.tree_util.tree_map(lambda x: x[order], cat)]
-            keep_loss, keep_idx = keep_loss[order], keep_idx[order]
-            start += len(a)
+    for b, a in evaluation.adjusted_chunks(P, Q, noise, n, d, key, pool, chunk):
+        a = np.where(np.isfinite(a), a, np.inf)
+        worst = max(worst, float(a.max()))
+        mine = picked[(picked >= start) & (picked < start + len(a))] - start
+        uni.append((jax.tree_util.tree_map(lambda x: np.asarray(x)[mine], b), mine + start))
+        best = np.argsort(-a, kind="stable")[:top]
+        keep_rows.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[best], b))
+        keep_loss = np.concatenate([keep_loss, a[best]])
+        keep_idx = np.concatenate([keep_idx, best + start])
+        order = np.argsort(-keep_loss, kind="stable")[:top]
+        cat = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *keep_rows)
+        keep_rows = [jax.tree_util.tree_map(lambda x: x[order], cat)]
+        keep_loss, keep_idx = keep_loss[order], keep_idx[order]
+        start += len(a)
     uni_rows = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *[u[0] for u in uni])
     others = ~np.isin(np.concatenate([u[1] for u in uni]), keep_idx)
     r = int(others.sum())
     rows = jax.tree_util.tree_map(lambda t, u: np.concatenate([t, u[others]]), keep_rows[0], uni_rows)
+    with jax.enable_x64(True):  # the sample's spectra, for the oracle of the scaled models
+        sp = jax.tree_util.tree_map(np.asarray, evaluation.spectral(*map(jnp.asarray, (rows.X, rows.y, rows.x_query))))
     weight = np.concatenate([np.full(len(keep_idx), 1.0 / pool), np.full(r, (pool - len(keep_idx)) / (pool * r))])
-    return Stratified(rows[0], rows[1], weight, worst)
+    return Stratified(rows, sp, weight, worst)
 
 
 def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL,

@@ -311,11 +311,12 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     if progress:
         progress("start", {"total": len(cells), "done": len(cells) - len(todo), "todo": [c.name for c in todo]})
     trained = []
-    for c in todo:
+    for i, c in enumerate(todo):
         t = time.perf_counter()
         have[c.name] = run_cell(c, budget, out, runs, trainer)
         trained.append(c.name)
-        clear_caches()  # the next cell compiles its own programs; these would only accumulate
+        if i + 1 == len(todo) or (todo[i + 1].model, todo[i + 1].layers) != (c.model, c.layers):
+            clear_caches()  # cells of one model and depth share their programs (any noise); others only accumulate
         if progress:
             progress("cell", {"name": c.name, "seconds": time.perf_counter() - t,
                               "loss": have[c.name]["eval"]["loss"]})

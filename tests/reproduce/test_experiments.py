@@ -91,7 +91,19 @@ def test_deleted_cell_is_retrained_alone(swept):
     CHUNK_CACHE["sentinel"] = object()  # a compiled program of an earlier cell
     again = ex.sweep(TEST, ("table1",), root / "out", root / "runs", trainer=stub)
     assert again.trained == [victim.name]
-    assert "sentinel" not in CHUNK_CACHE  # the sweep drops every cell's programs before the next
+    assert "sentinel" not in CHUNK_CACHE  # the sweep drops the programs of a model and depth when it is done
+
+
+def test_the_sweep_keeps_programs_within_a_model_and_depth(swept, monkeypatch):
+    root, stub, _ = swept
+    cleared = []
+    monkeypatch.setattr(ex, "clear_caches", lambda: cleared.append(len(stub.calls)))
+    for c in ("diag-L1-uniform1", "diag-L1-categorical1_3", "diag-L2-uniform1"):
+        (root / "out" / "models" / c / "metrics.json").unlink()
+    n = len(stub.calls)
+    again = ex.sweep(TEST, ("table1",), root / "out", root / "runs", trainer=stub)
+    assert again.trained == ["diag-L1-categorical1_3", "diag-L1-uniform1", "diag-L2-uniform1"]
+    assert [k - n for k in cleared] == [2 * TEST.stages.most, 3 * TEST.stages.most]  # after depth 1, after depth 2
 
 
 class ExplodingTrainer(StubTrainer):

@@ -72,3 +72,21 @@ def test_tails_report_is_its_json() -> None:
                f"{'fails' if t['failed'] else 'passes'} | {c['scale']:.3f} | {f(s['mean'])} | {f(s['max'])} | "
                f"{f(s['tail_check']['max'])} |")
         assert row in page, f"tails.md lacks the row of {name}: {row}"
+
+
+def test_tails_rescue_rows_are_the_committed_metrics() -> None:
+    # The rescue section of docs/experiments/tails.md copies the rescued quick cells' metrics.json.
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "tails.md").read_text()
+    f = "{:.3g}".format
+    rescued = [p for p in sorted((ROOT / "results" / "models").glob("*/metrics.json"))
+               if json.loads(p.read_text()).get("rescue")]
+    assert rescued, "no committed quick cell was rescued; tails.md describes two"
+    for path in rescued:
+        m = json.loads(path.read_text())
+        r, b = m["rescue"], m["rescue"]["before"]
+        row = (f"| `{m['cell']}` | {f(b['loss'])} | {f(b['max'])} | {f(b['tail_check_max'])} | "
+               f"{f(r['fit']['pool_max'])} | {r['scale']:.3f} | {f(m['eval']['loss'])} | "
+               f"{f(m['eval']['tail']['max'])} | {f(m['tail_check']['max'])} |")
+        assert row in page, f"tails.md lacks the rescue row of {m['cell']}: {row}"

@@ -47,6 +47,8 @@ class Claim:
     text: str
     verdict: str  # one of VERDICTS
     evidence: tuple[str, ...]
+    #: The model cells ``(model, L, noise)`` of the comparisons that failed (the report says how each was trained).
+    failing: tuple[tuple[str, int, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -128,21 +130,22 @@ def verdict(ok: list[bool | None]) -> str:
 
 
 def claim_diag_matches_full(t: Table) -> Claim:
-    ok, ev = [], []
+    ok, ev, bad = [], [], []
     for nz in _noises(t):
         for L in sorted(set(_depths(t, "diag", nz)) & set(_depths(t, "full", nz))):
             a, b = t[("diag", L, nz)], t[("full", L, nz)]
             ok.append(_match(a, b))
             ev.append(f"{nz} L={L}: DIAG {pm(a)} vs FULL {pm(b)}, {_diff_text(a, b)} → {_word(ok[-1], 'match', 'differ')}")
+            bad += [("diag", L, nz), ("full", L, nz)] if ok[-1] is False else []
     if ev:
         ev.insert(0, "caveat: FULL trains its DIAG sub-family first (numerics.train, 'FULL starts as DIAG'), so a "
                      "match means FULL's extra freedom found nothing better at this budget; FULL trained from its random "
                      "start (`lintf train --diag-steps 0`) is not what this compares")
-    return Claim("diag_matches_full", "DIAG matches FULL", verdict(ok), tuple(ev))
+    return Claim("diag_matches_full", "DIAG matches FULL", verdict(ok), tuple(ev), tuple(bad))
 
 
 def claim_gdpp_near_constrr(t: Table) -> Claim:
-    ok, ev = [], []
+    ok, ev, bad = [], [], []
     for nz in _noises(t):
         if ("ConstRR", 0, nz) not in t or Noise.parse(nz).sigma_max == 0 or not _depths(t, "gdpp", nz):
             continue
@@ -151,12 +154,13 @@ def claim_gdpp_near_constrr(t: Table) -> Claim:
         r = g.loss / c.loss if c.loss > 0 else float("inf")
         ok.append(abs(r - 1) <= NEAR_REL)
         ev.append(f"{nz}: GD++-{L} {pm(g)}, ConstRR {pm(c)}, ratio {r:.2f}" + (f", AdaRR {pm(a)}" if a else ""))
+        bad += [] if ok[-1] else [("gdpp", L, nz)]
     return Claim("gdpp_near_constrr", f"GD++ settles near ConstRR (deepest GD++ within ±{NEAR_REL:.0%} of ConstRR)",
-                 verdict(ok), tuple(ev))
+                 verdict(ok), tuple(ev), tuple(bad))
 
 
 def claim_four_layers_beat_adarr(t: Table) -> Claim:
-    ok, ev = [], []
+    ok, ev, bad = [], [], []
     for nz in _noises(t):
         nzp = Noise.parse(nz)
         if nzp.kind != "uniform" or nzp.sigma_max < 4 or ("AdaRR", 0, nz) not in t:
@@ -167,11 +171,13 @@ def claim_four_layers_beat_adarr(t: Table) -> Claim:
                 e = t[(m, 4, nz)]
                 ok.append(e.loss < a.loss)
                 ev.append(f"{nz}: {MODEL_NAMES[m]}-4 {pm(e)} vs AdaRR {pm(a)} → {'beats' if ok[-1] else 'does not beat'}")
-    return Claim("four_layers_beat_adarr", "4-layer DIAG and FULL beat AdaRR for σ_max ≥ 4", verdict(ok), tuple(ev))
+                bad += [] if ok[-1] else [(m, 4, nz)]
+    return Claim("four_layers_beat_adarr", "4-layer DIAG and FULL beat AdaRR for σ_max ≥ 4", verdict(ok), tuple(ev),
+                 tuple(bad))
 
 
 def claim_five_plus_match_tunedrr(t: Table) -> Claim:
-    ok, ev = [], []
+    ok, ev, bad = [], [], []
     for nz in _noises(t):
         if ("TunedRR", 0, nz) not in t or Noise.parse(nz).sigma_max == 0:
             continue
@@ -182,8 +188,9 @@ def claim_five_plus_match_tunedrr(t: Table) -> Claim:
                 ok.append(True if e.loss <= r.loss else _match(e, r))
                 ev.append(f"{nz}: {MODEL_NAMES[m]}-{L} {pm(e)} vs TunedRR {pm(r)}, {_diff_text(e, r)} → "
                           f"{_word(ok[-1], 'matches or beats', 'worse')}")
+                bad += [(m, L, nz)] if ok[-1] is False else []
     return Claim("five_plus_match_tunedrr", "DIAG/FULL with 5 or more layers match or beat TunedRR (σ_max > 0)",
-                 verdict(ok), tuple(ev))
+                 verdict(ok), tuple(ev), tuple(bad))
 
 
 def log_rates(depths: list[int], losses: list[float]) -> list[float]:
@@ -257,6 +264,7 @@ def check_claims(t: Table, profiles: dict | None = None) -> list[Claim]:
     claims = [claim_diag_matches_full(t), claim_gdpp_near_constrr(t), claim_four_layers_beat_adarr(t),
               claim_five_plus_match_tunedrr(t), claim_gdpp_superexponential(t),
               claim_diag_extrapolates(t, profiles or {}), claim_baseline_order(t)]
-    return [Claim(c.key, c.text, c.verdict, c.evidence or ("the budget has no cells this check needs",)) for c in claims]
+    return [Claim(c.key, c.text, c.verdict, c.evidence or ("the budget has no cells this check needs",), c.failing)
+            for c in claims]
 
 

@@ -79,12 +79,35 @@ def profiles_of(cells: dict[str, dict[str, Any]]) -> dict[tuple[str, int, str], 
             for m in cells.values()}
 
 
-def claims_markdown(claims: list[Claim], cmd: str) -> str:
+def claims_markdown(claims: list[Claim], cmd: str, cells: dict[str, dict[str, Any]] | None = None,
+                    checked: dict[str, dict[str, Any]] | None = None) -> str:
+    """The verdict table, then each claim's evidence; for a claim that does not hold, how each failing cell was
+    trained (:func:`training_reason`, from ``cells``' metrics and the convergence check's entries ``checked``)."""
     out = ["| claim (docs/model.md) | verdict | regenerate |", "|---|---|---|"]
     out += [f"| {c.text} | **{c.verdict}** | `{cmd}` |" for c in claims]
+    by_key = {(m["model"], int(m["layers"]), m["noise"]): m for m in (cells or {}).values()}
     for c in claims:
         out += ["", f"**{c.text}: {c.verdict}.**", ""] + [f"- {e}" for e in c.evidence]
+        why = [training_reason(by_key[k], (checked or {}).get(by_key[k]["cell"])) for k in c.failing if k in by_key]
+        if c.verdict == "does not hold" and why:
+            out += ["", "Why, from how the failing cells were trained:", ""] + [f"- {w}" for w in why]
     return "\n".join(out) + "\n"
+
+
+def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> str:
+    """How a cell was trained, as the reason a comparison with it failed: its steps and stages, whether doubling the
+    steps still moved its held-out loss, and the convergence check's rerun when there is one."""
+    st = m["train"]["stages"]
+    moved = (f"the last doubling of its steps moved its held-out loss by "
+             f"{st[-1]['held_out'] / st[-2]['held_out'] - 1:+.1%}" if len(st) > 1 and st[-2]["held_out"] else "")
+    text = (f"{MODEL_NAMES[m['model']]}-{m['layers']} at {m['noise']}: {m['train']['steps']} steps in {len(st)} "
+            + ("stages, stopped by the convergence rule (" + moved + ")" if m["train"]["converged"] else
+               "stages, stopped at the budget's last stage while still moving (" + moved + "): undertrained at this "
+               "budget"))
+    if check and not check.get("failed"):
+        text += (f"; retrained with twice the steps it moves by {check['relative']:+.1%} "
+                 f"({'within' if check['holds'] else 'beyond'} the convergence tolerance)")
+    return text
 
 
 def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path, out_arg: str | None = None) -> dict[str, Any]:
@@ -168,6 +191,12 @@ def _beyond_markdown(cells: dict, noises: list[str], L: int, tr: dict, cmd: str)
     return "\n".join(out) + "\n"
 
 
+def _checked(out: Path) -> dict[str, dict[str, Any]]:
+    """The convergence check's entries (``OUT/convergence.json``), if it ran."""
+    path = out / "convergence.json"
+    return json.loads(path.read_text())["cells"] if path.exists() else {}
+
+
 def _heavy_tails(t: Table) -> str:
     """A note on entries whose SE exceeds a quarter of the loss (a few sequences dominate the mean)."""
     bad = [f"{MODEL_NAMES[m]}-{L} {nz} ({e.loss:.3g} ± {e.se:.3g})" for (m, L, nz), e in sorted(t.items())
@@ -209,7 +238,8 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
            "evaluated, and a figure that needs one is not drawn)." if getattr(sw, "missing", None) else "."), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "
         "paired SE. **Bayes** is the Bayes-optimal floor (posterior mean under the noise prior): no method can beat it "
-        "on average.", "", "## The paper's claims, checked", "", _heavy_tails(table), claims_markdown(claims, cmd("table1")),
+        "on average.", "", "## The paper's claims, checked", "", _heavy_tails(table),
+        claims_markdown(claims, cmd("table1"), sw.cells, _checked(out)),
         "## Table 1", "", f"Regenerate: `{cmd('table1')}` (also `table1.csv`).", "", table_markdown(table), "",
         "Gap to the Bayes floor (method − Bayes, paired):", "", table_markdown(table, gap=True), "", "## Figures", ""]
     caps = {"fig1": "adjusted loss against depth per noise setting", "fig2": "per-variance profiles",

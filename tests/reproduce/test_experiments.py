@@ -202,6 +202,28 @@ def test_claims_hold_and_fail_on_synthetic_tables():
     assert claim_five_plus_match_tunedrr(wild | {("diag", 7, U5): Entry(0.09, 0.001)}).verdict == "does not hold"
 
 
+def test_a_claim_that_does_not_hold_says_how_its_failing_cells_were_trained():
+    from numerics.reproduce.report import claims_markdown
+
+    table = _base(U5) | {("diag", 4, U5): Entry(0.08, 0.001), ("full", 4, U5): Entry(0.058, 0.001)}
+    claims = check_claims(table)
+    four = next(c for c in claims if c.key == "four_layers_beat_adarr")
+    assert four.verdict == "does not hold" and four.failing == (("diag", 4, U5),)
+
+    def cell(converged: bool) -> dict:
+        return {"cell": "diag-L4-uniform5", "model": "diag", "layers": 4, "noise": U5,
+                "train": {"steps": 3000, "converged": converged,
+                          "stages": [{"held_out": 0.10}, {"held_out": 0.09}, {"held_out": 0.08}]}}
+
+    md = claims_markdown(claims, "cmd", {"diag-L4-uniform5": cell(False)})
+    assert "- DIAG-4 at uniform:5: 3000 steps in 3 stages, stopped at the budget's last stage while still moving " \
+           "(the last doubling of its steps moved its held-out loss by -11.1%): undertrained at this budget" in md
+    checked = {"diag-L4-uniform5": {"relative": -0.004, "holds": True}}
+    md = claims_markdown(claims, "cmd", {"diag-L4-uniform5": cell(True)}, checked)
+    assert "stopped by the convergence rule" in md and "twice the steps it moves by -0.4% (within" in md
+    assert md.count("Why, from how") == 2  # DIAG-4 fails two claims: against FULL-4 and against AdaRR
+
+
 def test_match_uses_the_gaps_paired_with_bayes():
     """The committed quick-budget numbers at uniform:5: DIAG-7 0.0853 ± 0.0076 (gap to Bayes 0.0456 ± 0.0053)
     against TunedRR 0.0477 ± 0.0067 (gap 0.0081 ± 0.0038) is worse, not a match."""

@@ -28,10 +28,12 @@ def data_key(seed: jax.Array | int, stream: int, index: jax.Array | int) -> jax.
 
 
 def static_config(cfg: TrainConfig) -> TrainConfig:
-    """The config with the seed and the noise levels zeroed: compiled programs are cached on it and take
-    the seed and :func:`noise_values` as arguments (one compile serves ``uniform:0`` … ``uniform:7``)."""
+    """The config with the seed and the noise levels zeroed and the start forgotten: compiled programs are cached
+    on it and take the seed, :func:`noise_values` and the state as arguments (one compile serves ``uniform:0`` …
+    ``uniform:7``, from any start: the sweep's cells of one model and depth share every stage's programs)."""
     nz = cfg.noise_dist
-    return replace(cfg, seed=0, noise=str(Noise(nz.kind, tuple(0.0 for _ in nz.values))))
+    return replace(cfg, seed=0, noise=str(Noise(nz.kind, tuple(0.0 for _ in nz.values))), warm_start=None,
+                   init="random", init_scale=TrainConfig.init_scale)
 
 
 def noise_values(cfg: TrainConfig) -> jax.Array:

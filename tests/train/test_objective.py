@@ -82,3 +82,24 @@ def test_huber_keeps_the_step_finite_when_one_residual_overflows_its_square() ->
     # the step's finiteness check: loss and gradient norm (the norm squares the entries)
     assert not (np.isfinite(float(l_sq)) and np.isfinite(float(optax.tree.norm(g_sq))))
     assert np.isfinite(float(l_h)) and np.isfinite(float(optax.tree.norm(g_h)))
+
+
+def test_one_program_serves_every_noise_level_and_start(tmp_path):
+    """The compiled chunk is keyed on what it computes: noise levels, seed and start are its arguments or its
+    input state, so cells of one model and depth share it; the step count is not, so it is keyed on."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from numerics.io import save_model
+    from numerics.models import init, universal
+    from numerics.train import TrainConfig, chunk_fn
+
+    P, Q = universal(init("diag", jax.random.PRNGKey(0), 2, 4), 4)
+    save_model(tmp_path / "start.npz", np.asarray(P, np.float64), np.asarray(Q, np.float64))
+    base = TrainConfig(model="diag", layers=2, d=4, n=8, noise="uniform:1", steps=20, batch=16)
+    same = [replace(base, noise="uniform:3", seed=7), replace(base, warm_start=str(tmp_path / "start.npz")),
+            replace(base, init_scale=0.01)]
+    f = chunk_fn(base, 5, tuple(jax.devices()[:1]))
+    assert all(chunk_fn(c, 5, tuple(jax.devices()[:1])) is f for c in same)
+    assert chunk_fn(replace(base, steps=40), 5, tuple(jax.devices()[:1])) is not f

@@ -235,9 +235,9 @@ def rescue(P: Any, Q: Any, cell: Cell, budget: Budget, metrics: dict[str, Any]) 
 
 
 def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir,
-             starts: Path | None = None) -> dict[str, Any]:
-    """Train (resuming, by continuation from the finished cells under ``starts``, default ``out``), evaluate and
-    store one cell; returns its metrics.  A cell that fails the evaluation (:func:`failure`) gets one
+             starts: Path | None = None, least: int = 1) -> dict[str, Any]:
+    """Train (resuming, by continuation from the finished cells under ``starts``, default ``out``, in at least
+    ``least`` stages), evaluate and store one cell; returns its metrics.  A cell that fails the evaluation (:func:`failure`) gets one
     :func:`rescue`; one that still fails keeps its metrics, with the reason under ``"failed"``, but no
     ``model.npz``."""
     t0 = time.perf_counter()
@@ -245,7 +245,7 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     start = start_for(cell.model, cell.layers, cell.noise,
                       lambda m, L: finished_model(starts or out, Cell(m, L, cell.noise)))
     st = budget.stages if not cell.keep_seeds else replace(budget.stages, seeds=budget.seeds)
-    best, summary = train_stages(cfg, st, start, runs / budget.name / cell.name, trainer)
+    best, summary = train_stages(cfg, st, start, runs / budget.name / cell.name, trainer, least)
     t_train = time.perf_counter() - t0
     P, Q, meta = load_model(best.model)
     metrics: dict[str, Any] = {

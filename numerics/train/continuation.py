@@ -275,9 +275,11 @@ class StageResult:
                 "rejected_steps": self.metrics.get("rejected_steps")}
 
 
-def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: Callable) -> tuple[StageResult, dict]:
-    """Train ``cfg``'s cell in stages into ``run/stage<k>`` (each resumable); returns the chosen stage and a
-    summary for ``metrics.json``.  ``trainer(cfg, dir)`` trains one stage (:func:`numerics.reproduce.experiments.train_rundir`)."""
+def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: Callable,
+                 least: int = 1) -> tuple[StageResult, dict]:
+    """Train ``cfg``'s cell in stages into ``run/stage<k>`` (each resumable), at least ``least`` of them; returns
+    the chosen stage and a summary for ``metrics.json``.  ``trainer(cfg, dir)`` trains one stage
+    (:func:`numerics.reproduce.experiments.train_rundir`)."""
     stages: list[StageResult] = []
     done = False
     for k in range(1, st.most + 1):
@@ -289,7 +291,7 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
         model, scale = scaled_model(tr.model, cfg.noise, cfg.n, cfg.d, st.scale_pool)
         held = held_out_losses(model, cfg.noise, cfg.n, cfg.d, st.held_out)
         stages.append(StageResult(k, model, tr.metrics, held, time.perf_counter() - t0, tr.seeds, scale))
-        if prev is not None and not stages[-1].blown and converged(held, prev.held, st):
+        if k >= least and prev is not None and not stages[-1].blown and converged(held, prev.held, st):
             done = True
             break
     ok = [s for s in stages if not s.blown]

@@ -117,3 +117,27 @@ def test_a_failed_cell_keeps_its_metrics_but_no_model(tmp_path):
     assert m["failed"] and "evaluation" in m["failed"]
     assert json.loads((d / "metrics.json").read_text())["failed"] == m["failed"]
     assert not (d / "model.npz").exists() and ex.finished_model(tmp_path / "out", cell) is None
+
+
+def test_stages_stop_when_converged_but_not_before_least(tmp_path):
+    """A trainer whose model never moves converges at stage 2; ``least`` (the convergence check's rerun, which
+    must spend as many stages as the cell it checks) holds it to more."""
+    from numerics.reproduce import experiments as ex
+    from numerics.train.continuation import train_stages
+
+    P, Q = (np.asarray(x, np.float64) for x in models.universal(models.init("diag", jax.random.PRNGKey(1), 1, 10), 10))
+    calls = []
+
+    def still(cfg, run):
+        calls.append(cfg.steps)
+        save_model(run / "model.npz", P, Q)
+        return ex.Trained({"steps": cfg.steps}, run / "model.npz", lambda: (P[None], Q[None]))
+
+    st = Stages(steps=10, most=4, batch=8, seeds=1, held_out=2000, scale_pool=64)
+    cfg = TrainConfig(model="diag", layers=1, noise="uniform:1", steps=10, batch=8)
+    _, summary = train_stages(cfg, st, None, tmp_path / "a", still)
+    assert summary["converged"], summary
+    assert calls == [10, 10]
+    calls.clear()
+    _, summary = train_stages(cfg, st, None, tmp_path / "b", still, least=3)
+    assert summary["converged"] and calls == [10, 10, 20] and summary["steps"] == 40

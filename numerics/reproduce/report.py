@@ -88,7 +88,8 @@ def claims_markdown(claims: list[Claim], cmd: str, cells: dict[str, dict[str, An
     by_key = {(m["model"], int(m["layers"]), m["noise"]): m for m in (cells or {}).values()}
     for c in claims:
         out += ["", f"**{c.text}: {c.verdict}.**", ""] + [f"- {e}" for e in c.evidence]
-        why = [training_reason(by_key[k], (checked or {}).get(by_key[k]["cell"])) for k in c.failing if k in by_key]
+        why = [training_reason(by_key[k], (checked or {}).get(by_key[k].get("cell"))) for k in c.failing
+               if "train" in by_key.get(k, {})]
         if c.verdict == "does not hold" and why:
             out += ["", "Why, from how the failing cells were trained:", ""] + [f"- {w}" for w in why]
     return "\n".join(out) + "\n"

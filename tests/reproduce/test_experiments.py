@@ -82,28 +82,22 @@ def test_rerun_skips_finished_cells(swept):
     assert again.cells == first.cells
 
 
-def test_deleted_cell_is_retrained_alone(swept):
+def test_deleted_cells_are_retrained_alone_and_share_programs_within_a_depth(swept, monkeypatch):
     from numerics.train import CHUNK_CACHE
 
     root, stub, _ = swept
-    victim = ex.Cell("diag", 1, "uniform:1")
-    (root / "out" / "models" / victim.name / "metrics.json").unlink()
-    CHUNK_CACHE["sentinel"] = object()  # a compiled program of an earlier cell
-    again = ex.sweep(TEST, ("table1",), root / "out", root / "runs", trainer=stub)
-    assert again.trained == [victim.name]
-    assert "sentinel" not in CHUNK_CACHE  # the sweep drops the programs of a model and depth when it is done
-
-
-def test_the_sweep_keeps_programs_within_a_model_and_depth(swept, monkeypatch):
-    root, stub, _ = swept
-    cleared = []
-    monkeypatch.setattr(ex, "clear_caches", lambda: cleared.append(len(stub.calls)))
-    for c in ("diag-L1-uniform1", "diag-L1-categorical1_3", "diag-L2-uniform1"):
+    victims = ["diag-L1-categorical1_3", "diag-L1-uniform1", "diag-L2-uniform1"]
+    for c in victims:
         (root / "out" / "models" / c / "metrics.json").unlink()
+    cleared, clear = [], ex.clear_caches
+    monkeypatch.setattr(ex, "clear_caches", lambda: (cleared.append(len(stub.calls)), clear()))
+    CHUNK_CACHE["sentinel"] = object()  # a compiled program of an earlier cell
     n = len(stub.calls)
     again = ex.sweep(TEST, ("table1",), root / "out", root / "runs", trainer=stub)
-    assert again.trained == ["diag-L1-categorical1_3", "diag-L1-uniform1", "diag-L2-uniform1"]
-    assert [k - n for k in cleared] == [2 * TEST.stages.most, 3 * TEST.stages.most]  # after depth 1, after depth 2
+    assert again.trained == victims
+    # the programs of a model and depth are dropped once it is done: after depth 1 (two cells), after depth 2
+    assert [k - n for k in cleared] == [2 * TEST.stages.most, 3 * TEST.stages.most]
+    assert "sentinel" not in CHUNK_CACHE
 
 
 class ExplodingTrainer(StubTrainer):

@@ -53,7 +53,9 @@ class _Display:
             return
         if event == "start":
             self.total, self.done, self.todo = info["total"], info["done"], list(info["todo"])
-            msg = f"{self.label}: {self.total} cells, {self.done} finished earlier, {len(self.todo)} to train"
+            rest = self.total - self.done - len(self.todo)
+            msg = (f"{self.label}: {self.total} cells, {self.done} finished earlier, {len(self.todo)} to train"
+                   + (f", {rest} not trained (--no-train)" if rest else ""))
             if self.rich:
                 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -309,7 +309,8 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     missing = [] if train else [c.name for c in todo]
     todo = todo if train else []
     if progress:
-        progress("start", {"total": len(cells), "done": len(cells) - len(todo), "todo": [c.name for c in todo]})
+        progress("start", {"total": len(cells), "done": len(cells) - len(todo) - len(missing),
+                           "todo": [c.name for c in todo]})
     trained = []
     for i, c in enumerate(todo):
         t = time.perf_counter()

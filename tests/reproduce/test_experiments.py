@@ -356,8 +356,12 @@ def test_no_train_writes_what_the_finished_cells_allow(swept, tmp_path):
     (tmp_path / "out" / "models" / victim.name / "metrics.json").unlink()
     (tmp_path / "out" / "fig1.png").unlink(missing_ok=True)
     n = len(stub.calls)
-    sw = ex.sweep(TEST, ("table1", "fig1", "fig5"), tmp_path / "out", root / "runs", trainer=stub, train=False)
+    events = []
+    sw = ex.sweep(TEST, ("table1", "fig1", "fig5"), tmp_path / "out", root / "runs", trainer=stub, train=False,
+                  progress=lambda e, info: events.append((e, info)))
     assert sw.missing == [victim.name] and sw.trained == [] and len(stub.calls) == n
+    start = events[0][1]
+    assert start["done"] == start["total"] - 1 and start["todo"] == []  # the missing cell is not counted as done
     res = write_outputs(sw, TEST, ("table1", "fig1", "fig5"), tmp_path / "out")
     assert "fig1.png" not in res["files"] and "fig5.png" in res["files"]
     assert not (tmp_path / "out" / "fig1.png").exists()

@@ -218,6 +218,19 @@ def test_a_claim_that_does_not_hold_says_how_its_failing_cells_were_trained():
     assert md.count("Why, from how") == 2  # DIAG-4 fails two claims: against FULL-4 and against AdaRR
 
 
+def test_claims_of_a_sweep_under_way_use_complete_series_only():
+    """GD++ at depths 1-2 of a 1-2-4 grid is not yet "the deepest GD++": its claims wait; a complete series counts."""
+    from numerics.reproduce.report import complete_series
+
+    t = _base(U5) | {("gdpp", 1, U5): Entry(0.9, 0.01), ("gdpp", 2, U5): Entry(0.6, 0.01)}
+    part = complete_series(t, (1, 2, 4))
+    assert ("gdpp", 2, U5) not in part and ("ConstRR", 0, U5) in part
+    assert claim_gdpp_near_constrr(part).verdict == "not evaluated"
+    assert claim_gdpp_near_constrr(t).verdict == "does not hold"  # what the partial table alone would say
+    full = t | {("gdpp", 4, U5): Entry(0.37, 0.002)}
+    assert complete_series(full, (1, 2, 4)) == full and claim_gdpp_near_constrr(full).verdict == "holds"
+
+
 def test_match_uses_the_gaps_paired_with_bayes():
     """The committed quick-budget numbers at uniform:5: DIAG-7 0.0853 ± 0.0076 (gap to Bayes 0.0456 ± 0.0053)
     against TunedRR 0.0477 ± 0.0067 (gap 0.0081 ± 0.0038) is worse, not a match."""

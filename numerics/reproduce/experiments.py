@@ -237,9 +237,9 @@ def rescue(P: Any, Q: Any, cell: Cell, budget: Budget, metrics: dict[str, Any]) 
 def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir,
              starts: Path | None = None, least: int = 1) -> dict[str, Any]:
     """Train (resuming, by continuation from the finished cells under ``starts``, default ``out``, in at least
-    ``least`` stages), evaluate and store one cell; returns its metrics.  A cell that fails the evaluation (:func:`failure`) gets one
-    :func:`rescue`; one that still fails keeps its metrics, with the reason under ``"failed"``, but no
-    ``model.npz``."""
+    ``least`` stages), evaluate and store one cell; returns its metrics.  A cell that fails the evaluation
+    (:func:`failure`) gets one :func:`rescue`; one that still fails keeps its metrics, with the reason under
+    ``"failed"``, but no ``model.npz``."""
     t0 = time.perf_counter()
     cfg = train_config(cell, budget)
     start = start_for(cell.model, cell.layers, cell.noise,

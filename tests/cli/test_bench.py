@@ -1,7 +1,9 @@
 """``lintf bench`` end to end on a tiny model: its JSON, its FLOP count, time-to-quality and bad input.
 
 The benchmark's numbers are machine-dependent and are not asserted; what is asserted is the shape of
-what it reports and the relations that hold on any machine.
+what it reports and the relations that hold on any machine.  The runs take about 45 s (one benchmark on a host
+split into 2 devices, and a second in process), so they are in the slow suite (``make test-slow``); the bad-input
+checks stay in the default one.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def report():
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow
 def test_throughput_rows_relate_rates_and_flops(report):
     runs = [(r["forward"], r["devices"]) for r in report["throughput"]]
     # the plain pass on the fast pass's 2 devices, and on one: the plain jitted reference implementation
@@ -56,12 +59,14 @@ def test_throughput_rows_relate_rates_and_flops(report):
     assert report["speedup_vs_plain_one_device"] == {"diag": pytest.approx(fast["steps_per_s"] / plain1["steps_per_s"])}
 
 
+@pytest.mark.slow
 def test_time_to_quality_reports_the_first_chunk_that_reaches_the_target(report):
     (row,) = report["ttq"]
     assert row["reached"] and row["step"] == 4  # one chunk of --max-steps 4 reaches a target of 1e9
     assert row["loss"] <= row["target"] == 1e9 and row["train_s"] <= row["total_s"]
 
 
+@pytest.mark.slow
 def test_reproduce_line_parses_to_the_same_arguments(report):
     words = shlex.split(report["reproduce"])
     assert words[:4] == [f"{ENV}=2", "python", "-m", "numerics.cli"]  # the device split is part of the command
@@ -69,6 +74,7 @@ def test_reproduce_line_parses_to_the_same_arguments(report):
     assert vars(again) == vars(first)
 
 
+@pytest.mark.slow
 def test_unreachable_target_is_reported_not_reached(capsys):
     assert main([*BENCH, "--no-plain", "--steps", "1", "--ttq", "--target", "-1", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["ttq"]

@@ -87,8 +87,10 @@ def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, 
     ``OUT/convergence.json``: ``{"budget", "factor", "rel", "se", "cells": {name: entry}, "pending": [names]}``."""
     out, runs = Path(out), Path(runs)
     path = out / "convergence.json"
-    have = json.loads(path.read_text())["cells"] if path.exists() else {}
     res: dict[str, Any] = {"budget": budget.name, "factor": FACTOR, "rel": REL, "se": SE, "cells": {}, "pending": []}
+    old = json.loads(path.read_text()) if path.exists() else {}
+    same = all(old.get(k) == res[k] for k in ("budget", "factor", "rel", "se"))
+    have = old.get("cells", {}) if same else {}  # entries made with other constants are checked again
     for cell in CELLS.get(budget.name, ()) if cells is None else cells:
         entry = have.get(cell.name) or check_cell(cell, budget, out, runs, FACTOR, trainer)
         if entry is None:

@@ -159,12 +159,16 @@ def batches(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, 
     """Yield float64 ``(Batch, Spectral)`` chunks; deterministic in ``(key, chunk)``."""
     noise = Noise.parse(noise)
     data.check_sizes(n, d, sequences)
-    sizes = chunks(sequences, chunk)
-    for i, b in enumerate(sizes):
-        # Always draw a full chunk (one compiled sampler per (chunk, n, d)), keep the first b.
-        batch = data.sample(jax.random.fold_in(key, i), noise, int(chunk), n, d, jnp.float64)
-        batch = Batch(*(a[:b] for a in batch)) if b < int(chunk) else batch
+    for i, b in enumerate(chunks(sequences, chunk)):
+        batch = chunk_batch(key, noise, i, b, n, d, chunk)
         yield batch, spectral(batch.X, batch.y, batch.x_query)
+
+
+def chunk_batch(key: jax.Array, noise: Noise, i: int, b: int, n: int, d: int, chunk: int) -> Batch:
+    """Chunk ``i`` of :func:`batches` (float64; call under float64): a full chunk drawn from ``fold_in(key, i)``
+    (one compiled sampler per ``(chunk, n, d)``), of which the first ``b`` sequences are kept."""
+    batch = data.sample(jax.random.fold_in(key, i), noise, int(chunk), n, d, jnp.float64)
+    return Batch(*(a[:b] for a in batch)) if b < int(chunk) else batch
 
 
 def evaluate(predict: PredictFn, noise: Noise | str, sequences: int, n: int, d: int, key: jax.Array,
@@ -261,8 +265,7 @@ def adjusted_chunks(P: Any, Q: Any, noise: Noise | str, n: int, d: int, key: jax
     P, Q = np.asarray(P, np.float64), np.asarray(Q, np.float64)
     for i, b in enumerate(chunks(sequences, chunk)):
         with jax.enable_x64(True):
-            batch = data.sample(jax.random.fold_in(key, i), noise, int(chunk), n, d, jnp.float64)
-            batch = Batch(*(a[:b] for a in batch)) if b < int(chunk) else batch
+            batch = chunk_batch(key, noise, i, b, n, d, chunk)
             k = (*base, i, b)
             if k not in ORACLE_CACHE:
                 if sum(len(v) for v in ORACLE_CACHE.values()) + b > ORACLE_CACHE_MAX:

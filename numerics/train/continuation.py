@@ -179,8 +179,9 @@ def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL
             if not np.all(np.isfinite(a)):
                 seen[c] = (np.inf, np.inf)
             else:
-                m = float(np.sum(sample.weight * a))
-                seen[c] = (m, float(np.sqrt(max(np.sum(sample.weight * a**2) - m**2, 0.0) / SCALE_EVAL)))
+                with np.errstate(over="ignore"):  # a loss past 1e154 squares to inf: the SE is unbounded
+                    m, m2 = float(np.sum(sample.weight * a)), float(np.sum(sample.weight * a**2))
+                seen[c] = (m, float(np.sqrt(max(m2 - m**2, 0.0) / SCALE_EVAL)) if np.isfinite(m2) else np.inf)
         return seen[c]
 
     def mean_at(c: float) -> float:

@@ -9,7 +9,7 @@ import numpy as np
 from numerics import models
 from numerics.evaluate import losses as evaluation
 from numerics.models import constructions
-from numerics.train.continuation import fit_scale, stratify
+from numerics.train.continuation import SCALE_LOW, fit_scale, stratify
 
 N, D, NOISE = 6, 3, "uniform:1"
 
@@ -50,3 +50,10 @@ def test_fit_scale_removes_a_rare_exploding_context_and_leaves_a_calm_model_alon
     calm_P, calm_Q = _gd(0.02)
     c, info = fit_scale(calm_P, calm_Q, NOISE, N, D, pool=8192)
     assert c == 1.0 and not info["searched"]
+
+
+def test_fit_scale_of_a_model_past_1e154_gives_a_scale_not_an_overflow():
+    """Twenty GD steps of size 300 reach adjusted losses of 1e162: finite, but their squares are not."""
+    P, Q = _gd(300.0, layers=20)
+    c, info = fit_scale(P, Q, NOISE, N, D, pool=2048)
+    assert info["searched"] and info["pool_max"] > 1e154 and SCALE_LOW <= c <= 1.0

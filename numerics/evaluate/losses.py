@@ -164,11 +164,31 @@ def batches(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, 
         yield batch, spectral(batch.X, batch.y, batch.x_query)
 
 
+#: The float64 chunks :func:`chunk_batch` has drawn, by key, noise, sizes and chunk index, up to
+#: :data:`BATCH_CACHE_BYTES` (then emptied).  A sweep evaluates model after model on the same keys: each stage of a
+#: cell on the same pool and held-out sequences, and the cells of one noise and depth on the same tail-check
+#: sequences.  Drawing a float64 chunk costs more than evaluating a deep model on it.
+BATCH_CACHE: dict[tuple, Batch] = {}
+BATCH_CACHE_BYTES = 2**32
+
+
+def _key_id(key: jax.Array) -> tuple[int, ...]:
+    return tuple(np.asarray(jax.random.key_data(key)).ravel().tolist())
+
+
 def chunk_batch(key: jax.Array, noise: Noise, i: int, b: int, n: int, d: int, chunk: int) -> Batch:
     """Chunk ``i`` of :func:`batches` (float64; call under float64): a full chunk drawn from ``fold_in(key, i)``
-    (one compiled sampler per ``(chunk, n, d)``), of which the first ``b`` sequences are kept."""
-    batch = data.sample(jax.random.fold_in(key, i), noise, int(chunk), n, d, jnp.float64)
-    return Batch(*(a[:b] for a in batch)) if b < int(chunk) else batch
+    (one compiled sampler per ``(chunk, n, d)``), of which the first ``b`` sequences are kept; a chunk drawn before
+    comes from :data:`BATCH_CACHE`."""
+    k = (_key_id(key), str(noise), int(n), int(d), int(chunk), int(i), int(b))
+    if k not in BATCH_CACHE:
+        batch = data.sample(jax.random.fold_in(key, i), noise, int(chunk), n, d, jnp.float64)
+        batch = Batch(*(a[:b] for a in batch)) if b < int(chunk) else batch
+        size = sum(a.nbytes for a in batch)
+        if size + sum(a.nbytes for v in BATCH_CACHE.values() for a in v) > BATCH_CACHE_BYTES:
+            BATCH_CACHE.clear()
+        BATCH_CACHE[k] = batch
+    return BATCH_CACHE[k]
 
 
 def evaluate(predict: PredictFn, noise: Noise | str, sequences: int, n: int, d: int, key: jax.Array,
@@ -246,6 +266,8 @@ def model_losses(P: jax.Array, Q: jax.Array, batch: Batch) -> jax.Array:
     return per_sequence_loss(predict_fast(Full(P, Q), batch.X, batch.y, batch.x_query), batch.y_query)
 
 
+_model_losses = jax.jit(model_losses)  # one program per chunk shape, for every model of that depth
+
 #: The oracle's per-sequence losses of every chunk :func:`adjusted_chunks` has drawn, by key, noise, sizes and chunk
 #: index.  They do not depend on the model, and a sweep evaluates model after model on the same keys (the stages'
 #: pool, the held-out sequences, the tail check): the eigendecompositions are a third of an evaluation.
@@ -261,7 +283,7 @@ def adjusted_chunks(P: Any, Q: Any, noise: Noise | str, n: int, d: int, key: jax
     (:data:`ORACLE_CACHE`)."""
     noise = Noise.parse(noise)
     data.check_sizes(n, d, sequences)
-    base = (tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()), str(noise), int(n), int(d), int(chunk))
+    base = (_key_id(key), str(noise), int(n), int(d), int(chunk))
     P, Q = np.asarray(P, np.float64), np.asarray(Q, np.float64)
     for i, b in enumerate(chunks(sequences, chunk)):
         with jax.enable_x64(True):
@@ -272,7 +294,7 @@ def adjusted_chunks(P: Any, Q: Any, noise: Noise | str, n: int, d: int, key: jax
                     ORACLE_CACHE.clear()
                 sp = spectral(batch.X, batch.y, batch.x_query)
                 ORACLE_CACHE[k] = np.asarray(per_sequence_loss(oracle_predict(sp, batch.sigma), batch.y_query))
-            a = np.asarray(model_losses(jnp.asarray(P), jnp.asarray(Q), batch)) - ORACLE_CACHE[k]
+            a = np.asarray(_model_losses(jnp.asarray(P), jnp.asarray(Q), batch)) - ORACLE_CACHE[k]
         yield batch, a
 
 

@@ -135,8 +135,9 @@ class Cell:
 
 def cells_for(budget: Budget, parts: Iterable[str]) -> list[Cell]:
     """The cells the requested parts need (deduplicated; Fig. 5 cells keep every seed), in training order: by depth,
-    and within a depth each FULL cell after the DIAG cell it starts from.  A sweep that stops early has trained
-    every model at the depths it reached."""
+    within a depth by noise setting (the cells of one noise evaluate on the same sequences, which the evaluation
+    keeps: :data:`numerics.evaluate.losses.BATCH_CACHE`), and each FULL cell after the DIAG cell it starts from.
+    A sweep that stops early has trained every model at the depths it reached."""
     parts, L = set(parts), budget.max_depth
     want: set[tuple[str, int, str]] = set()
     grid = {(m, d, nz) for m in budget.models for d in budget.depths for nz in budget.noises}
@@ -156,7 +157,7 @@ def cells_for(budget: Budget, parts: Iterable[str]) -> list[Cell]:
                  for nz in (FOCUS, CATEGORICAL)}
         want.add(("diag", L, FOCUS))
     return sorted((Cell(m, d, nz, keep_seeds=(nz == FOCUS and d == L)) for m, d, nz in want),
-                  key=lambda c: (c.layers, kind_of(c.model).diag_phase, c.model, c.noise))
+                  key=lambda c: (c.layers, c.noise, kind_of(c.model).diag_phase, c.model))
 
 
 def noises_for(cells: Iterable[Cell]) -> list[str]:

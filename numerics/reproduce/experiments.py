@@ -316,8 +316,8 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
         t = time.perf_counter()
         have[c.name] = run_cell(c, budget, out, runs, trainer)
         trained.append(c.name)
-        if i + 1 == len(todo) or (todo[i + 1].model, todo[i + 1].layers) != (c.model, c.layers):
-            clear_caches()  # cells of one model and depth share their programs (any noise); others only accumulate
+        if i + 1 == len(todo) or todo[i + 1].layers != c.layers:
+            clear_caches()  # the cells of one depth share their programs (any noise); others only accumulate
         if progress:
             progress("cell", {"name": c.name, "seconds": time.perf_counter() - t,
                               "loss": have[c.name]["eval"]["loss"]})

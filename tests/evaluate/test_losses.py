@@ -38,3 +38,32 @@ def test_the_cache_is_what_a_second_evaluation_reads():
     np.testing.assert_allclose(losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 200, chunk=100),
                                first - 1.0, rtol=0, atol=1e-12)
     losses.ORACLE_CACHE.clear()
+
+
+def test_a_drawn_chunk_is_kept_and_read_again():
+    losses.BATCH_CACHE.clear()
+    noise = losses.Noise.parse("uniform:2")
+    with jax.enable_x64(True):
+        first = losses.chunk_batch(KEY, noise, 1, 70, 20, 10, 100)
+        direct = losses.data.sample(jax.random.fold_in(KEY, 1), noise, 100, 20, 10, jnp.float64)
+        for a, b in zip(first, direct):
+            np.testing.assert_array_equal(a, b[:70])
+        assert losses.chunk_batch(KEY, noise, 1, 70, 20, 10, 100) is first
+        assert losses.chunk_batch(KEY, losses.Noise.parse("uniform:3"), 1, 70, 20, 10, 100) is not first
+    # an evaluation reads the kept chunk: a changed target there changes its losses
+    losses.BATCH_CACHE.clear()
+    before = losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 200, chunk=100)
+    for k, b in losses.BATCH_CACHE.items():
+        losses.BATCH_CACHE[k] = b._replace(y_query=b.y_query + 1.0)
+    assert not np.allclose(losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 200, chunk=100), before)
+    losses.BATCH_CACHE.clear()
+
+
+def test_the_chunk_cache_stays_within_its_bytes(monkeypatch):
+    losses.BATCH_CACHE.clear()
+    one = 100 * (20 * 10 + 20 + 10 + 1 + 1 + 10) * 8  # X, y, x_query, y_query, sigma, w of one float64 chunk
+    monkeypatch.setattr(losses, "BATCH_CACHE_BYTES", 3 * one)
+    first = losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 500, chunk=100)
+    assert len(losses.BATCH_CACHE) == 2  # three chunks fill it, the fourth empties it: the fourth and fifth kept
+    np.testing.assert_array_equal(losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 500, chunk=100), first)
+    losses.BATCH_CACHE.clear()

@@ -95,7 +95,7 @@ def test_deleted_cells_are_retrained_alone_and_share_programs_within_a_depth(swe
     n = len(stub.calls)
     again = ex.sweep(TEST, ("table1",), root / "out", root / "runs", trainer=stub)
     assert again.trained == victims
-    # the programs of a model and depth are dropped once it is done: after depth 1 (two cells), after depth 2
+    # the programs of a depth are dropped once it is done: after depth 1 (two cells), after depth 2
     assert [k - n for k in cleared] == [2 * TEST.stages.most, 3 * TEST.stages.most]
     assert "sentinel" not in CHUNK_CACHE
 
@@ -276,6 +276,9 @@ def test_cells_come_in_training_order(name):
         start_for(c.model, c.layers, c.noise, lambda m, L: asked.append((i, where.get((m, L, c.noise)))))
     assert asked and all(j is None or j < i for i, j in asked)
     assert [c.layers for c in cells] == sorted(c.layers for c in cells)
+    # the cells of one depth and noise come together: they evaluate on the same (cached) sequences
+    runs = [(c.layers, c.noise) for i, c in enumerate(cells) if i == 0 or (c.layers, c.noise) != (cells[i - 1].layers, cells[i - 1].noise)]
+    assert len(runs) == len(set(runs))
 
 
 def test_parts_and_budgets_are_validated():

@@ -108,7 +108,8 @@ def claims_markdown(claims: list[Claim], cmd: str, cells: dict[str, dict[str, An
 
 def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> str:
     """How a cell was trained, as the reason a comparison with it failed: its steps and stages, whether doubling the
-    steps still moved its held-out loss, and the convergence check's rerun when there is one."""
+    steps still moved its held-out loss, the scale its update was given against a tail (the stage's scale fit and
+    the rescue) and the convergence check's rerun when there is one."""
     st = m["train"]["stages"]
     moved = (f"the last doubling of its steps moved its held-out loss by "
              f"{st[-1]['held_out'] / st[-2]['held_out'] - 1:+.1%}" if len(st) > 1 and st[-2]["held_out"] else "")
@@ -116,6 +117,13 @@ def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> s
             + ("stages, stopped by the convergence rule (" + moved + ")" if m["train"]["converged"] else
                "stages, stopped at the budget's last stage while still moving (" + moved + "): undertrained at this "
                "budget"))
+    fit = st[m["train"].get("chosen_stage", len(st)) - 1].get("scale") or {}
+    if fit.get("searched"):
+        text += (f"; its update is scaled by c = {fit['scale']:.3g} against a tail of the stage's pool (largest loss "
+                 f"{fit['pool_max']:.3g} at c = 1; the pool's mean {fit['mean_unscaled']:.3g} at c = 1, "
+                 f"{fit['mean']:.3g} at c)")
+    if (m.get("rescue") or {}).get("scale", 1.0) < 1.0:
+        text += f"; rescued with a further c = {m['rescue']['scale']:.3g} against a tail its stages' pools missed"
     if check and not check.get("failed"):
         text += (f"; retrained with twice the steps it moves by {check['relative']:+.1%} "
                  f"({'within' if check['holds'] else 'beyond'} the convergence tolerance)")

@@ -216,6 +216,14 @@ def test_a_claim_that_does_not_hold_says_how_its_failing_cells_were_trained():
     md = claims_markdown(claims, "cmd", {"diag-L4-uniform5": cell(True)}, checked)
     assert "stopped by the convergence rule" in md and "twice the steps it moves by -0.4% (within" in md
     assert md.count("Why, from how") == 2  # DIAG-4 fails two claims: against FULL-4 and against AdaRR
+    assert "scaled by" not in md and "rescued" not in md
+    scaled = cell(True) | {"rescue": {"scale": 0.9}}
+    scaled["train"] |= {"chosen_stage": 2}
+    scaled["train"]["stages"][1]["scale"] = {"searched": True, "scale": 0.75, "pool_max": 1.4e7, "mean_unscaled": 29.4,
+                                              "mean": 0.224}
+    md = claims_markdown(claims, "cmd", {"diag-L4-uniform5": scaled})
+    assert "its update is scaled by c = 0.75 against a tail of the stage's pool (largest loss 1.4e+07 at c = 1; " \
+           "the pool's mean 29.4 at c = 1, 0.224 at c); rescued with a further c = 0.9" in md
 
 
 def test_claims_of_a_sweep_under_way_use_complete_series_only():

@@ -84,13 +84,15 @@ def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, 
           progress: Callable[[str, dict[str, Any]], None] | None = None,
           trainer: Trainer = train_rundir) -> dict[str, Any]:
     """Check every cell of ``cells`` (default :data:`CELLS` of the budget) that is finished; write and return
-    ``OUT/convergence.json``: ``{"budget", "factor", "rel", "se", "cells": {name: entry}, "pending": [names]}``."""
+    ``OUT/convergence.json``: ``{"budget", "factor", "rel", "se", "cells": {name: entry}, "pending": [names]}``.
+    It keeps the entries of earlier checks made with the same constants."""
     out, runs = Path(out), Path(runs)
     path = out / "convergence.json"
     res: dict[str, Any] = {"budget": budget.name, "factor": FACTOR, "rel": REL, "se": SE, "cells": {}, "pending": []}
     old = json.loads(path.read_text()) if path.exists() else {}
     same = all(old.get(k) == res[k] for k in ("budget", "factor", "rel", "se"))
     have = old.get("cells", {}) if same else {}  # entries made with other constants are checked again
+    res["cells"] = dict(have)  # a check cut short, or of other cells, keeps what earlier checks found
     for cell in CELLS.get(budget.name, ()) if cells is None else cells:
         entry = have.get(cell.name) or check_cell(cell, budget, out, runs, FACTOR, trainer)
         if entry is None:

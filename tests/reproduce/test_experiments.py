@@ -368,6 +368,7 @@ def test_convergence_check_reruns_with_twice_the_steps(swept, capsys):
     assert "## Convergence" in (out / "report.md").read_text() and "**no**" in (out / "report.md").read_text()
     assert convergence.check(TEST, out, root / "runs3", cells=(ex.Cell("diag", 3, "uniform:1"),))["pending"]
     res = json.loads((out / "convergence.json").read_text())
+    assert res["cells"][cell.name]["holds"] is False  # a check of another cell keeps this one's entry
     (out / "convergence.json").write_text(json.dumps(res | {"cells": {cell.name: {"holds": "stale"}}, "rel": 0.5}))
     again = convergence.check(TEST, out, root / "runs3", trainer=DriftingTrainer(), cells=(cell,))
     assert again["cells"][cell.name]["holds"] is False  # an entry made with other constants is checked again

@@ -223,15 +223,30 @@ def assess(P: Any, Q: Any, cell: Cell, budget: Budget) -> dict[str, Any]:
 
 def rescue(P: Any, Q: Any, cell: Cell, budget: Budget, metrics: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
     """The scale fit (:func:`numerics.train.continuation.fit_scale`) again, on ``budget.rescue_pool`` sequences of its
-    own stream: for a model that fails its evaluation because of a context rarer than the stages' pools.  Returns the
-    rescued ``Q`` (``Q`` itself when the larger pool holds no sequence above the fit's threshold either) and the
-    record stored under ``"rescue"``: the constants, the fit's summary, and the failure it answered."""
+    own stream: for a model that fails its evaluation because of a context rarer than the stages' pools.
+
+    The fit's scales are tried in turn until one passes the evaluation (:func:`assess`, :func:`failure`): the
+    conservative edge of the pool's minimum (``"slack"``), then the fit's own scale, which goes further down until
+    the pool predicts an SE below ``SCALE_SE`` of the mean.  Where the mean is near zero (σ = 0), that ratio falls
+    only as every sequence gets worse, so the second scale is a last resort.  Returns the rescued ``Q`` (``Q`` itself
+    when the larger pool holds no sequence above the fit's threshold either) and the record stored under
+    ``"rescue"``: the constants, the fit's summary, every scale tried with its evaluation's verdict, the scale kept,
+    the failure it answered, and the kept scale's :func:`assess` under ``"assessed"``."""
     c, info = fit_scale(P, Q, cell.noise, budget.n, budget.d, budget.rescue_pool, RESCUE_STREAM)
-    record = {"constants": rescue_constants(budget.rescue_pool), "fit": info, "scale": c,
+    record = {"constants": rescue_constants(budget.rescue_pool), "fit": info, "scale": c, "tried": [],
               "before": {"failed": metrics["failed"], "loss": metrics["eval"]["loss"],
                          "max": metrics["eval"]["tail"].get("max"),
                          "tail_check_max": (metrics.get("tail_check") or {}).get("max")}}
-    return np.asarray(Q, np.float64) * c, record
+    if c >= 1.0:
+        return np.asarray(Q, np.float64), record
+    for s in dict.fromkeys((info.get("slack", c), c)):  # distinct, in order
+        assessed = assess(P, np.asarray(Q, np.float64) * s, cell, budget)
+        failed = failure(metrics | assessed)
+        record["tried"].append({"scale": s, "failed": failed})
+        record |= {"scale": s, "assessed": assessed}
+        if failed is None:
+            break
+    return np.asarray(Q, np.float64) * record["scale"], record
 
 
 def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir,
@@ -258,7 +273,7 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
         Q, metrics["rescue"] = rescue(P, Q, cell, budget, metrics)
         rescued = metrics["rescue"]["scale"] < 1.0
         if rescued:
-            metrics |= assess(P, Q, cell, budget)
+            metrics |= metrics["rescue"].pop("assessed")
             metrics["failed"] = failure(metrics)
     dest = cell_dir(out, cell)
     if cell.keep_seeds:

@@ -153,7 +153,8 @@ def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL
     r"""The scale ``c ∈ [SCALE_LOW, 1]`` of the model ``P, c·Q`` fitted to the mean adjusted loss over a pool of
     ``pool`` fresh float64 sequences of the key ``fold_in(PRNGKey(0), stream)`` (golden section on the pool's
     stratified sample, :func:`stratify`, then the conservative edge of the minimum: :data:`SCALE_SLACK`,
-    :data:`SCALE_SE`); ``1`` when no pool sequence exceeds :data:`SCALE_AT` at ``c = 1``.  Returns ``c`` and a summary.
+    :data:`SCALE_SE`); ``1`` when no pool sequence exceeds :data:`SCALE_AT` at ``c = 1``.  Returns ``c`` and a summary,
+    whose ``"slack"`` is the scale before the SE step (the rescue tries it first).
 
     ``c`` multiplies every layer's update (a layer is linear in its ``Q``) and keeps the model in its kind.  A deep
     model is a high-degree polynomial of its context; minibatch training tunes it to the contexts it meets, and a
@@ -199,11 +200,17 @@ def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL
             lo, a = a, b
             b = lo + g * (hi - lo)
     c = best = min(seen, key=mean_at)
-    while c - SCALE_DOWN >= SCALE_LOW and (mean_at(round(c - SCALE_DOWN, 10)) <= (1 + SCALE_SLACK) * mean_at(best)
-                                           or not moments(c)[1] <= SCALE_SE * moments(c)[0]):
+
+    def flat(c: float) -> bool:
+        return mean_at(round(c - SCALE_DOWN, 10)) <= (1 + SCALE_SLACK) * mean_at(best)
+
+    while c - SCALE_DOWN >= SCALE_LOW and flat(c):
+        c = round(c - SCALE_DOWN, 10)
+    slack = c  # the conservative edge of the minimum; then as far as the SE asks
+    while c - SCALE_DOWN >= SCALE_LOW and (flat(c) or not moments(c)[1] <= SCALE_SE * moments(c)[0]):
         c = round(c - SCALE_DOWN, 10)
     return c, {"scale": c, "searched": True, "pool_max": sample.pool_max, "mean": seen[c][0], "best": best,
-               "se_at_eval": seen[c][1], "mean_unscaled": seen[1.0][0]}
+               "se_at_eval": seen[c][1], "mean_unscaled": seen[1.0][0], "slack": slack}
 
 
 def scale_constants() -> dict[str, float]:
@@ -215,7 +222,7 @@ def scale_constants() -> dict[str, float]:
 def rescue_constants(pool: int = RESCUE_POOL) -> dict[str, float]:
     """What a rescued cell's numbers depend on beyond its signature: the rescue pool, its stream and the fit's
     constants."""
-    return scale_constants() | {"pool": int(pool), "stream": RESCUE_STREAM}
+    return scale_constants() | {"pool": int(pool), "stream": RESCUE_STREAM, "first": "slack"}
 
 
 def scaled_model(model: Path, noise: str, n: int, d: int, pool: int = SCALE_POOL) -> tuple[Path, dict]:

@@ -196,6 +196,23 @@ def test_claims_hold_and_fail_on_synthetic_tables():
     assert claim_five_plus_match_tunedrr(wild | {("diag", 7, U5): Entry(0.09, 0.001)}).verdict == "does not hold"
 
 
+@pytest.mark.parametrize("fit, slack, kept", [(0.45, 0.5, [0.5]), (0.5, 0.6, [0.6, 0.5])])
+def test_the_rescue_tries_the_scale_at_the_edge_of_the_minimum_before_the_se_step(fit, slack, kept, tmp_path,
+                                                                                 monkeypatch):
+    """The fit's own scale is kept only when the edge of the pool's minimum (``slack``) fails the evaluation: the
+    exploding model fails at 0.6 (SE 0.40 > 0.1 × its mean 3.4) and passes at 0.5."""
+    from dataclasses import replace
+
+    cell = ex.Cell("diag", 2, "uniform:1")
+    blind = replace(TEST, depths=(2,), noises=(cell.noise,), stages=replace(TEST.stages, scale_pool=2))
+    real = ex.fit_scale
+    monkeypatch.setattr(ex, "fit_scale", lambda *a: (fit, {"slack": slack}) if a[5] == blind.rescue_pool else real(*a))
+    m = ex.run_cell(cell, blind, tmp_path / "out", tmp_path / "runs", ExplodingTrainer())
+    assert [t["scale"] for t in m["rescue"]["tried"]] == kept and m["rescue"]["scale"] == kept[-1]
+    assert m["failed"] is None and [t["failed"] is None for t in m["rescue"]["tried"]] == [False] * (len(kept) - 1) + [True]
+    assert "assessed" not in m["rescue"] and m["eval"]["tail"]["max"] < 1e3
+
+
 def test_a_claim_that_does_not_hold_says_how_its_failing_cells_were_trained():
     from numerics.reproduce.report import claims_markdown
 

@@ -45,7 +45,7 @@ def test_fit_scale_removes_a_rare_exploding_context_and_leaves_a_calm_model_alon
     assert before.max() > 1e4  # the model explodes on a rare context
     c, info = fit_scale(P, Q, NOISE, N, D, pool=8192)
     after = evaluation.adjusted_per_sequence(P, c * Q, NOISE, N, D, fresh, 20_000)
-    assert info["searched"] and 0.5 <= c < 1
+    assert info["searched"] and 0.5 <= c <= info["slack"] <= info["best"] < 1
     assert after.mean() < before.mean() / 100 and after.max() < evaluation.FAIL_MAX
     calm_P, calm_Q = _gd(0.02)
     c, info = fit_scale(calm_P, calm_Q, NOISE, N, D, pool=8192)

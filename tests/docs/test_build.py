@@ -83,7 +83,7 @@ def test_tails_rescue_rows_are_the_committed_metrics() -> None:
     rescued = [p for p in sorted((ROOT / "results" / "models").glob("*/metrics.json"))
                if json.loads(p.read_text()).get("rescue")]
     assert rescued, "no committed quick cell was rescued; tails.md describes two"
-    quoted = ("diag-L4-categorical1_3_5", "gdpp-L4-uniform0")  # the paper budget's rows
+    quoted = ("diag-L4-categorical1_3_5", "diag-L4-uniform4", "gdpp-L4-uniform0", "full-L4-uniform0")  # paper rows
     rescued += [ROOT / "results" / "paper" / "models" / c / "metrics.json" for c in quoted]
     for path in rescued:
         m = json.loads(path.read_text())

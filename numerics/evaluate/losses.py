@@ -172,6 +172,30 @@ BATCH_CACHE: dict[tuple, Batch] = {}
 BATCH_CACHE_BYTES = 2**32
 
 
+#: From this size up, glibc serves an allocation by ``mmap`` and returns it to the system when it is freed.
+MMAP_THRESHOLD = 16 << 20
+
+
+def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
+    """Fix glibc's mmap threshold at ``threshold`` bytes (``mallopt(M_MMAP_THRESHOLD)``, as the environment variable
+    ``MALLOC_MMAP_THRESHOLD_`` does at start-up); returns whether it was set.
+
+    By default glibc raises the threshold to the size of each mmapped block freed, up to 32 MiB.  The chunks of
+    :data:`BATCH_CACHE` (32 MB at ``n = 20, d = 10``) then come from the heap, and a sweep's churn of them fragments
+    it until its resident memory is several times what it holds (docs/reproduce.md).  Does nothing off glibc, or
+    when ``MALLOC_MMAP_THRESHOLD_`` is set: the user's choice stands."""
+    import ctypes
+    import os
+
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    return bool(getattr(libc, "mallopt", lambda *a: 0)(-3, int(threshold)))  # -3: M_MMAP_THRESHOLD
+
+
 def _key_id(key: jax.Array) -> tuple[int, ...]:
     return tuple(np.asarray(jax.random.key_data(key)).ravel().tolist())
 

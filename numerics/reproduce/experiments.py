@@ -256,6 +256,7 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     (:func:`failure`) gets one :func:`rescue`; one that still fails keeps its metrics, with the reason under
     ``"failed"``, but no ``model.npz``."""
     t0 = time.perf_counter()
+    evaluation.fix_mmap_threshold()  # the cell's evaluations churn BATCH_CACHE's large chunks
     cfg = train_config(cell, budget)
     start = start_for(cell.model, cell.layers, cell.noise,
                       lambda m, L: finished_model(starts or out, Cell(m, L, cell.noise)))

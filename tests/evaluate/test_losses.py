@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from numerics.evaluate import losses
 from numerics.models import universal
@@ -67,3 +74,35 @@ def test_the_chunk_cache_stays_within_its_bytes(monkeypatch):
     assert len(losses.BATCH_CACHE) == 2  # three chunks fill it, the fourth empties it: the fourth and fifth kept
     np.testing.assert_array_equal(losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 500, chunk=100), first)
     losses.BATCH_CACHE.clear()
+
+
+_MMAP_SCRIPT = r"""
+import ctypes, json, sys
+import numpy as np
+from numerics.evaluate import losses
+
+class Info(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_size_t) for f in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                                              "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+fixed = losses.fix_mmap_threshold()
+a = np.ones(4_000_000); del a  # a freed 32 MB block: glibc's own threshold would rise to its size
+a = np.ones(4_000_000)
+print(json.dumps({"fixed": fixed, "mmapped": libc.mallinfo2().hblkhd}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt and mallinfo2 are Linux's")
+@pytest.mark.parametrize("env", [{}, {"MALLOC_MMAP_THRESHOLD_": "4194304"}])
+def test_a_freed_cache_chunk_goes_back_to_the_system(env):
+    """After :func:`fix_mmap_threshold`, a 32 MB block allocated after another was freed is still mmapped (so freeing
+    it unmaps it), where glibc alone would serve it from the heap; a threshold the user set is left alone."""
+    clean = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    out = subprocess.run([sys.executable, "-c", _MMAP_SCRIPT], env=clean | env, capture_output=True, text=True,
+                         timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr[-2000:]
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["fixed"] is not bool(env)
+    assert r["mmapped"] >= 32_000_000, r  # mmapped by the fixed threshold, or by the user's (4 MiB)

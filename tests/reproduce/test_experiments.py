@@ -111,16 +111,19 @@ class ExplodingTrainer(StubTrainer):
         return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz", lambda: (P[None], Q[None]))
 
 
-def test_a_failed_cell_is_rescued_by_the_larger_pool(tmp_path):
+def test_a_failed_cell_is_rescued_by_the_larger_pool(tmp_path, monkeypatch):
     """The stages' pool (2 sequences) misses the tail, the evaluation fails, and the rescue's pool (4096) fits a scale
     that passes; without a rescue that finds the tail, the cell fails and keeps no model."""
     from dataclasses import replace
 
     from numerics.io import load_model
 
+    fixed = []
+    monkeypatch.setattr(ex.evaluation, "fix_mmap_threshold", lambda: fixed.append(True))
     cell = ex.Cell("diag", 2, "uniform:1")
     blind = replace(TEST, depths=(2,), noises=(cell.noise,), stages=replace(TEST.stages, scale_pool=2))
     m = ex.run_cell(cell, blind, tmp_path / "out", tmp_path / "runs", ExplodingTrainer())
+    assert fixed  # a cell churns the evaluation's cached chunks: freed ones go back to the system
     assert "1.49e+03 > 1000" in m["rescue"]["before"]["failed"] and m["failed"] is None
     assert m["rescue"]["scale"] < 0.9 and m["eval"]["tail"]["max"] < 1e3
     P, Q, meta = load_model(tmp_path / "out" / "models" / cell.name / "model.npz")

@@ -1,4 +1,4 @@
-r"""``lintf reproduce [--budget quick|paper] [--only table1,fig1,...] [--out results/] [--json]``.
+r"""``lintf reproduce [--budget quick|paper] [--only table1,fig1,...] [--noise NOISE ...] [--out results/] [--json]``.
 
 Trains every cell the requested parts need (:mod:`numerics.reproduce.experiments`; finished cells under
 ``OUT/models/`` are reused, an interrupted cell resumes from its checkpoint under ``--runs``),
@@ -29,6 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of progress and text")
     p.add_argument("--no-train", action="store_true",
                    help="write the tables, figures and report from the cells finished so far, training none")
+    p.add_argument("--noise", action="append", metavar="NOISE",
+                   help="train only the cells of this noise setting of the budget (repeat for more; default: all); "
+                        "the tables and report still cover every finished cell. Processes given different "
+                        "settings can share one --out")
     p.add_argument("--convergence", action="store_true",
                    help="retrain the budget's convergence cells with every stage twice as long and compare "
                         "(finished cells only; writes OUT/convergence.json) instead of sweeping")
@@ -55,7 +59,7 @@ class _Display:
             self.total, self.done, self.todo = info["total"], info["done"], list(info["todo"])
             rest = self.total - self.done - len(self.todo)
             msg = (f"{self.label}: {self.total} cells, {self.done} finished earlier, {len(self.todo)} to train"
-                   + (f", {rest} not trained (--no-train)" if rest else ""))
+                   + (f", {rest} not trained here" if rest else ""))
             if self.rich:
                 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -105,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         return _convergence(budget, args)
     show = _Display(f"reproduce --budget {budget.name}", rich=sys.stderr.isatty(), quiet=args.json)
     try:
-        sw = ex.sweep(budget, parts, args.out, args.runs, progress=show, train=not args.no_train)
+        sw = ex.sweep(budget, parts, args.out, args.runs, progress=show, train=not args.no_train, noises=args.noise)
     finally:
         show.stop()
     res = write_outputs(sw, budget, parts, args.out, args.out)

@@ -371,8 +371,13 @@ def _inspect(a: argparse.Namespace) -> None:
 def _reproduce(a: argparse.Namespace) -> None:
     from numerics.reproduce import experiments as ex
 
-    ex.get_budget(a.budget)
+    budget = ex.get_budget(a.budget)
     ex.parse_parts(a.only)
+    if a.noise:
+        ex.parse_noises(budget, a.noise)
+        if a.convergence or a.no_train:
+            raise ValueError(f"--noise chooses the cells to train; it does not go with "
+                             f"{'--convergence' if a.convergence else '--no-train'}")
     output_dir(a.out, "--out")
     output_dir(a.runs, "--runs")
 

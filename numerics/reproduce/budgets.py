@@ -116,6 +116,23 @@ def parse_parts(spec: str | None) -> tuple[str, ...]:
     return parts
 
 
+def parse_noises(budget: Budget, specs: Iterable[str]) -> tuple[str, ...]:
+    """Noise settings of ``budget`` named by ``specs`` (as :meth:`Noise.parse` normalises them: ``uniform:5.0`` is ``uniform:5``), as the budget
+    spells them; a setting outside the budget is a one-line error that lists the budget's."""
+    own = {str(Noise.parse(nz)): nz for nz in budget.noises}
+    out = []
+    for spec in specs:
+        try:
+            key = str(Noise.parse(spec))
+        except ValueError:
+            key = None
+        if key not in own:
+            raise ValueError(f"--noise must be one of budget {budget.name}'s settings ({' | '.join(budget.noises)}); "
+                             f"got {spec!r}")
+        out.append(own[key])
+    return tuple(dict.fromkeys(out))
+
+
 def slug(noise: str) -> str:
     """``uniform:5`` → ``uniform5``, ``categorical:1,3`` → ``categorical1_3`` (file names)."""
     return str(Noise.parse(noise)).replace(":", "").replace(",", "_").replace(".", "p")

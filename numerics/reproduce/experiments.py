@@ -53,8 +53,8 @@ from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model, save_model
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
-    PARTS, TAIL_DEPTH, cell_signature, cells_for, get_budget, noises_for, parse_parts, slug, stage_seeds,
-    tail_sequences, train_config)  # noqa: F401  (re-exported)
+    PARTS, TAIL_DEPTH, cell_signature, cells_for, get_budget, noises_for, parse_noises, parse_parts, slug,
+    stage_seeds, tail_sequences, train_config)  # noqa: F401  (re-exported)
 
 
 def eval_key() -> jax.Array:
@@ -312,18 +312,21 @@ class Sweep:
 
 def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Path = "runs/reproduce",
           progress: Callable[[str, dict[str, Any]], None] | None = None, trainer: Trainer = train_rundir,
-          train: bool = True) -> Sweep:
+          train: bool = True, noises: Iterable[str] | None = None) -> Sweep:
     """Run every missing cell the parts need (finished cells are read back), then the baselines; with
-    ``train=False`` only read the finished cells back (the others are listed under ``missing``).
+    ``train=False`` only read the finished cells back (the others are listed under ``missing``).  With ``noises``
+    (settings of the budget, :func:`numerics.reproduce.budgets.parse_noises`) train only the cells of those settings:
+    a cell starts from cells of its own setting, so processes given disjoint settings can share one ``out``.
 
     ``progress(event, info)`` is called with ``("start", {"total", "done"})``, ``("cell", {...})`` after
     each cell and ``("baselines", {"noise"})``."""
     out, runs, t0 = Path(out), Path(runs), time.perf_counter()
     cells = cells_for(budget, parts)
     have = {c.name: load_cell(out, c, budget) for c in cells}
+    keep = None if noises is None else set(parse_noises(budget, noises))
     todo = [c for c in cells if have[c.name] is None]
-    missing = [] if train else [c.name for c in todo]
-    todo = todo if train else []
+    missing = [c.name for c in todo if not train or (keep is not None and c.noise not in keep)]
+    todo = [c for c in todo if c.name not in missing]
     if progress:
         progress("start", {"total": len(cells), "done": len(cells) - len(todo) - len(missing),
                            "todo": [c.name for c in todo]})
@@ -345,5 +348,5 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     return Sweep({k: v for k, v in have.items() if v is not None}, base, trained, time.perf_counter() - t0, missing)
 
 
-__all__ = ["BUDGETS", "Budget", "Cell", "PARTS", "Sweep", "assess", "cells_for", "get_budget", "parse_parts", "rescue",
-           "run_cell", "sweep"]
+__all__ = ["BUDGETS", "Budget", "Cell", "PARTS", "Sweep", "assess", "cells_for", "get_budget", "parse_noises",
+           "parse_parts", "rescue", "run_cell", "sweep"]

@@ -171,7 +171,8 @@ def _cases(f: dict[str, Path], out: Path) -> st.SearchStrategy[list[str]]:
                              st.sampled_from(BAD_NOISE).map(lambda s: ["DATA", None, "--noise", s]),
                              st.just(["DATA", None, "--sequences", "100000000"])),
         "reproduce": st.sampled_from([["--budget", "huge"], ["--only", "fig9"], ["--out", str(f["a_file"])],
-                                      ["--runs", str(f["a_file"] / "r")]]),
+                                      ["--runs", str(f["a_file"] / "r")], ["--noise", "uniform:5"],
+                                      ["--noise", "uniform:1", "--no-train"]]),
         "bench": st.one_of(st.sampled_from(BAD_NOISE).map(lambda s: ["--noise", s]),
                            st.sampled_from([["--models", "nope"], ["--models", ","], ["--batch", "2000000000"]])),
     }
@@ -261,6 +262,8 @@ def test_every_example_of_each_command_is_refused(sandbox) -> None:  # noqa: ANN
         (["train", *RUN, "--seed", "1e23"], "--seed must be >= 0 and <= 2147483647"),
         (["inspect", M, "--seed", str(2**32)], "--seed must be >= 0"),
         (["reproduce", "--out", str(f["a_file"])], "is a file"),
+        (["reproduce", "--budget", "test", "--noise", "uniform:5"], "--noise must be one of budget test's settings"),
+        (["reproduce", "--budget", "test", "--noise", "uniform:1", "--convergence"], "does not go with --convergence"),
         (["verify", "--latex", str(f["a_file"] / "x.md")], "is a file"),
         (["bench", "--ttq", "--noise", "bogus"], "noise spec"),
         (["predict", str(f["m_huge"]), D], "memory"),

@@ -394,6 +394,21 @@ def test_convergence_check_reruns_with_twice_the_steps(swept, capsys):
     assert again["cells"][cell.name]["holds"] is False  # an entry made with other constants is checked again
 
 
+def test_sweeps_given_disjoint_noise_settings_share_one_out(tmp_path):
+    """``noises`` trains only the cells of those settings and lists the others as missing; a second sweep with the
+    other settings trains the rest and reads the first sweep's cells back."""
+    stub, parts = StubTrainer(), ("table1", "fig1")
+    names = {c.name: c.noise for c in ex.cells_for(TEST, parts)}
+    first = ex.sweep(TEST, parts, tmp_path / "out", tmp_path / "runs", trainer=stub, noises=["uniform:1.0"])
+    assert first.trained and {names[n] for n in first.trained} == {"uniform:1"}
+    assert {names[n] for n in first.missing} == {"categorical:1,3"} and set(first.cells) == set(first.trained)
+    second = ex.sweep(TEST, parts, tmp_path / "out", tmp_path / "runs", trainer=stub, noises=["categorical:1,3"])
+    assert set(second.trained) == set(first.missing) and not second.missing
+    assert set(second.cells) == set(names) == set(stub.calls)
+    with pytest.raises(ValueError, match="--noise must be one of budget test's settings"):
+        ex.sweep(TEST, parts, tmp_path / "out", tmp_path / "runs", trainer=stub, noises=["uniform:5"])
+
+
 def test_no_train_writes_what_the_finished_cells_allow(swept, tmp_path):
     """``train=False`` trains nothing: the table shows the missing cell as "–", the report counts it, and a figure
     that needs it is not drawn."""

@@ -255,7 +255,7 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     ``least`` stages), evaluate and store one cell; returns its metrics.  A cell that fails the evaluation
     (:func:`failure`) gets one :func:`rescue`; one that still fails keeps its metrics, with the reason under
     ``"failed"``, but no ``model.npz``."""
-    t0 = time.perf_counter()
+    t0, wall0 = time.perf_counter(), time.time()
     evaluation.fix_mmap_threshold()  # the cell's evaluations churn BATCH_CACHE's large chunks
     cfg = train_config(cell, budget)
     start = start_for(cell.model, cell.layers, cell.noise,
@@ -295,6 +295,7 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     elif metrics["failed"] is None:
         atomic_write_bytes(dest / "model.npz", best.model.read_bytes())
     metrics["seconds"] = time.perf_counter() - t0
+    metrics["wall"] = [wall0, time.time()]  # when it ran (Unix time): cells of parallel sweeps overlap
     atomic_write_json(dest / "metrics.json", metrics)  # written last: its presence marks the cell finished
     return metrics
 

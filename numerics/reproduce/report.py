@@ -227,9 +227,22 @@ def _heavy_tails(t: Table) -> str:
             "is undertrained or unstable at this budget; no claim counts them as a match): " + "; ".join(bad) + ".\n\n")
 
 
+def machine_seconds(cells: Any) -> float:
+    """Seconds the machine spent on ``cells`` (their ``metrics.json``): the length of the union of the intervals
+    ``"wall"`` during which they ran, so that cells of sweeps that ran side by side (``--noise``) count once, plus
+    the ``"seconds"`` of cells stored without ``"wall"``."""
+    spans = sorted(tuple(m["wall"]) for m in cells if m.get("wall"))
+    total, end = 0.0, -float("inf")
+    for a, b in spans:
+        total += max(0.0, b - max(a, end))
+        end = max(end, b)
+    return total + sum(m.get("seconds", 0.0) for m in cells if not m.get("wall"))
+
+
 def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], beyond_md: str, cmd: Any,
                      out: Path) -> str:
     secs = sum(m.get("seconds", 0.0) for m in sw.cells.values())
+    busy = machine_seconds(sw.cells.values())
     st = budget.stages
     steps = (f"by continuation over depth, in stages of {st.steps} steps of batch {st.batch} and more until doubling "
              f"the steps moves the held-out loss by less than {st.rel:.0%} or {st.se:g} SE (`numerics.train.continuation`)")
@@ -253,7 +266,9 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         f"- Evaluation: {budget.eval_sequences} fresh float64 sequences per cell, the same sequences as the baselines "
         f"(tuned on {budget.tune_sequences} others), so every difference is paired; profiles: {budget.profile_points} "
         f"σ values × {budget.profile_sequences} sequences.",
-        f"- {len(sw.cells)} cells, {secs / 60:.1f} min of cell time (training + evaluation, summed over cells)"
+        f"- {len(sw.cells)} cells, {secs / 60:.1f} min of cell time (training + evaluation, summed over cells), "
+        f"{busy / 3600:.2f} h of machine time (cells that ran at the same time, in sweeps given different `--noise` "
+        "settings, count once)"
         + (f"; **{len(sw.missing)} cells are not trained yet** (`–` in the tables; a claim that needs one is not "
            "evaluated, and a figure that needs one is not drawn)." if getattr(sw, "missing", None) else "."), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "

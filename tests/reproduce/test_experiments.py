@@ -74,6 +74,22 @@ def test_sweep_writes_cells_tables_and_report(swept):
         assert (root / "out" / f).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_machine_time_counts_cells_that_ran_side_by_side_once(swept):
+    from numerics.reproduce.report import machine_seconds
+
+    root, _, sw = swept
+    cells = list(sw.cells.values())
+    spans = [c["wall"] for c in cells]
+    assert all(a <= b and b - a <= c["seconds"] + 1 for (a, b), c in zip(spans, cells))  # a sweep runs cells in turn
+    assert machine_seconds(cells) == pytest.approx(sum(b - a for a, b in spans))
+    cells = [{"wall": [0, 10], "seconds": 10}, {"wall": [5, 12], "seconds": 7}, {"wall": [20, 21], "seconds": 1},
+             {"wall": [6, 8], "seconds": 2}, {"seconds": 30}]  # the last stored before cells kept "wall"
+    assert machine_seconds(cells) == 12 + 1 + 30
+    write_outputs(sw, TEST, ("table1",), root / "out")
+    busy = machine_seconds(sw.cells.values()) / 3600
+    assert f"{busy:.2f} h of machine time" in (root / "out" / "report.md").read_text()
+
+
 def test_rerun_skips_finished_cells(swept):
     root, stub, first = swept
     n_calls = len(stub.calls)

@@ -87,10 +87,15 @@ def _world(root: Path) -> dict[str, Path]:
     return f
 
 
+#: Not compared: git's and the tools' own directories, the environment, and the repository's git-ignored run
+#: directories, which another lintf process (a sweep) may be writing while the tests run.
+SKIP = (".git", "__pycache__", ".hypothesis", ".pytest_cache", ".venv", "runs")
+
+
 def _snapshot(root: Path) -> dict[str, tuple[int, str]]:
     out = {}
     for dirpath, dirnames, files in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in (".git", "__pycache__", ".hypothesis", ".pytest_cache")]
+        dirnames[:] = [d for d in dirnames if d not in SKIP]
         for name in files + [d + "/" for d in dirnames]:
             p = Path(dirpath) / name.rstrip("/")
             st_ = p.stat()

@@ -214,7 +214,8 @@ def input_file(path: str, flag: str) -> None:
 
 
 def output_file(path: str, flag: str, inputs: dict[str, str | None] | None = None) -> None:
-    """``path`` can be written (not a directory, parent writable) and is none of ``inputs`` (``flag: path``)."""
+    """``path`` can be written (not a directory, parent writable), is none of ``inputs`` (``flag: path``) and does not
+    exist: nothing the user has is overwritten."""
     if not path:
         raise LintfError(f"{flag} must name a file, got {path!r}")
     if os.path.isdir(path):
@@ -224,6 +225,8 @@ def output_file(path: str, flag: str, inputs: dict[str, str | None] | None = Non
                       or (os.path.exists(path) and os.path.exists(ipath) and os.path.samefile(path, ipath))):
             raise LintfError(f"{flag} {path!r} is {iflag}; writing it would destroy that file, "
                              "give another path")
+    if os.path.lexists(path):
+        raise LintfError(f"{flag} {path!r} exists; choose a new file name (nothing is overwritten)")
     _writable_parent(path, flag)
 
 

@@ -270,6 +270,9 @@ def test_every_example_of_each_command_is_refused(sandbox) -> None:  # noqa: ANN
         (["reproduce", "--budget", "test", "--noise", "uniform:5"], "--noise must be one of budget test's settings"),
         (["reproduce", "--budget", "test", "--noise", "uniform:1", "--convergence"], "does not go with --convergence"),
         (["verify", "--latex", str(f["a_file"] / "x.md")], "is a file"),
+        (["verify", "--latex", str(f["a_file"])], "exists; choose a new file name"),
+        (["predict", M, D, "--out", str(f["a_file"])], "exists; choose a new file name"),
+        (["inspect", M, D, "--plot", str(f["a_file"])], "exists; choose a new file name"),
         (["bench", "--ttq", "--noise", "bogus"], "noise spec"),
         (["predict", str(f["m_huge"]), D], "memory"),
     ]:

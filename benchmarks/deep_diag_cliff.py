@@ -58,7 +58,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=12, help="single steps then traced")
     ap.add_argument("--watch", type=int, default=2, help="the seed whose layers are printed")
     args = ap.parse_args()
-    cfg = TrainConfig(model="diag", layers=args.layers, noise=args.noise, seeds=args.seeds, chunk=10)
+    cfg = TrainConfig(model="diag", layers=args.layers, noise=args.noise, seeds=args.seeds, chunk=10,
+                      trust=0.0)  # no step rejection: the divergence it would stop is what this watches
     dev = training_devices(cfg.batch)
     seed, values = jnp.asarray(cfg.seed, jnp.int32), noise_values(cfg)
     state = training.init_state(cfg)

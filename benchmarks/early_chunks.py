@@ -92,6 +92,7 @@ def main() -> int:
         over = json.loads(spec)
         adam = {k[5:]: float(over.pop(k)) for k in ("adam_eps", "adam_b1", "adam_b2") if k in over}
         loss = over.pop("loss", "huber")
+        over.setdefault("trust", 0.0)  # no step rejection: the failures it would stop are what this counts
         cfg = TrainConfig(model=args.model, layers=args.layers, noise=args.noise, seeds=args.seeds,
                           chunk=args.chunk, **over)
         t = time.perf_counter()

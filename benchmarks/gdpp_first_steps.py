@@ -37,7 +37,8 @@ def main() -> int:
     ap.add_argument("--chunk-steps", dest="chunk", type=int, default=4)
     ap.add_argument("--chunks", type=int, default=10)
     args = ap.parse_args()
-    cfg = TrainConfig(model="gdpp", layers=args.layers, noise=args.noise, chunk=args.chunk)
+    cfg = TrainConfig(model="gdpp", layers=args.layers, noise=args.noise, chunk=args.chunk,
+                      trust=0.0)  # no step rejection: the divergence it would stop is what this watches
     state = init_state(cfg)
     first = jax.tree_util.tree_map(lambda a: a[0], state.params)
     b = draw(cfg, data_key(cfg.seed, 1, 0), cfg.batch, None, noise_values(cfg))

@@ -1,7 +1,8 @@
 r"""Which of a deep run's first chunks fail, seed by seed, under variants of the training recipe.
 
 Runs the compiled training chunks from step 0 with no rollback (a failed chunk is reported and its state
-kept, as ``benchmarks/huber_skips.py`` does), for each ``--variant NAME=JSON``. The JSON object holds
+kept, as ``benchmarks/huber_skips.py`` does) and no step rejection (``trust=0`` unless a variant sets it), for
+each ``--variant NAME=JSON``. The JSON object holds
 :class:`numerics.train.TrainConfig` fields, optionally Adam's own ``adam_eps``, ``adam_b1``, ``adam_b2``
 (optax's defaults 1e-8, 0.9, 0.999), and ``loss``: the per-sequence training loss beyond ``δ`` (``huber``, the
 default: linear; ``trimmed``: constant, so a sequence beyond ``δ`` has zero gradient; ``cauchy``:

@@ -400,6 +400,10 @@ def test_convergence_check_reruns_with_twice_the_steps(swept, capsys):
     res = convergence.check(TEST, out, root / "runs3", trainer=DriftingTrainer(), cells=(cell,))
     e = res["cells"][cell.name]
     assert not e["holds"] and abs(e["relative"]) > 0.03
+    fig5 = ex.Cell("diag", 2, "uniform:5")  # named without its seeds, as CELLS names cells: checked as swept
+    res = convergence.check(TEST, out, root / "runs4", trainer=stub, cells=(fig5,))
+    assert res["cells"][fig5.name]["holds"]
+    assert (out / "convergence" / "models" / fig5.name / "seeds.npz").exists()
     write_outputs(sw, TEST, ("table1",), out)
     assert "## Convergence" in (out / "report.md").read_text() and "**no**" in (out / "report.md").read_text()
     assert convergence.check(TEST, out, root / "runs3", cells=(ex.Cell("diag", 3, "uniform:1"),))["pending"]

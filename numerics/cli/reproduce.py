@@ -27,15 +27,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", default="runs/reproduce",
                    help="training run directories with checkpoints (default runs/reproduce; git-ignored)")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of progress and text")
-    p.add_argument("--no-train", action="store_true",
-                   help="write the tables, figures and report from the cells finished so far, training none")
-    p.add_argument("--noise", action="append", metavar="NOISE",
-                   help="train only the cells of this noise setting of the budget (repeat for more; default: all); "
-                        "the tables and report still cover every finished cell. Processes given different "
-                        "settings can share one --out")
-    p.add_argument("--convergence", action="store_true",
-                   help="retrain the budget's convergence cells with every stage twice as long and compare "
-                        "(finished cells only; writes OUT/convergence.json) instead of sweeping")
+    only = p.add_mutually_exclusive_group()  # --noise chooses the cells to train; the other two train no sweep cell
+    only.add_argument("--noise", action="append", metavar="NOISE",
+                      help="train only the cells of this noise setting of the budget (repeat for more; default: all); "
+                           "the tables and report still cover every finished cell. Processes given different "
+                           "settings can share one --out")
+    only.add_argument("--no-train", action="store_true",
+                      help="write the tables, figures and report from the cells finished so far, training none")
+    only.add_argument("--convergence", action="store_true",
+                      help="retrain the budget's convergence cells with every stage twice as long and compare "
+                           "(finished cells only; writes OUT/convergence.json) instead of sweeping")
 
 
 def _fmt(s: float) -> str:

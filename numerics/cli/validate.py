@@ -214,8 +214,7 @@ def input_file(path: str, flag: str) -> None:
 
 
 def output_file(path: str, flag: str, inputs: dict[str, str | None] | None = None) -> None:
-    """``path`` can be written (not a directory, parent writable), is none of ``inputs`` (``flag: path``) and does not
-    exist: nothing the user has is overwritten."""
+    """``path`` does not exist (nothing is overwritten), is none of ``inputs`` and its parent is writable."""
     if not path:
         raise LintfError(f"{flag} must name a file, got {path!r}")
     if os.path.isdir(path):
@@ -223,8 +222,7 @@ def output_file(path: str, flag: str, inputs: dict[str, str | None] | None = Non
     for iflag, ipath in (inputs or {}).items():
         if ipath and (os.path.abspath(path) == os.path.abspath(ipath)
                       or (os.path.exists(path) and os.path.exists(ipath) and os.path.samefile(path, ipath))):
-            raise LintfError(f"{flag} {path!r} is {iflag}; writing it would destroy that file, "
-                             "give another path")
+            raise LintfError(f"{flag} {path!r} is {iflag}; writing it would destroy that file, give another path")
     if os.path.lexists(path):
         raise LintfError(f"{flag} {path!r} exists; choose a new file name (nothing is overwritten)")
     _writable_parent(path, flag)
@@ -376,11 +374,7 @@ def _reproduce(a: argparse.Namespace) -> None:
 
     budget = ex.get_budget(a.budget)
     ex.parse_parts(a.only)
-    if a.noise:
-        ex.parse_noises(budget, a.noise)
-        if a.convergence or a.no_train:
-            raise ValueError(f"--noise chooses the cells to train; it does not go with "
-                             f"{'--convergence' if a.convergence else '--no-train'}")
+    ex.parse_noises(budget, a.noise or ())
     output_dir(a.out, "--out")
     output_dir(a.runs, "--runs")
 

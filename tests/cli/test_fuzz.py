@@ -268,7 +268,7 @@ def test_every_example_of_each_command_is_refused(sandbox) -> None:  # noqa: ANN
         (["inspect", M, "--seed", str(2**32)], "--seed must be >= 0"),
         (["reproduce", "--out", str(f["a_file"])], "is a file"),
         (["reproduce", "--budget", "test", "--noise", "uniform:5"], "--noise must be one of budget test's settings"),
-        (["reproduce", "--budget", "test", "--noise", "uniform:1", "--convergence"], "does not go with --convergence"),
+        (["reproduce", "--budget", "test", "--noise", "uniform:1", "--convergence"], "--convergence: not allowed with argument --noise"),
         (["verify", "--latex", str(f["a_file"] / "x.md")], "is a file"),
         (["verify", "--latex", str(f["a_file"])], "exists; choose a new file name"),
         (["predict", M, D, "--out", str(f["a_file"])], "exists; choose a new file name"),

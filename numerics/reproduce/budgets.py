@@ -117,8 +117,9 @@ def parse_parts(spec: str | None) -> tuple[str, ...]:
 
 
 def parse_noises(budget: Budget, specs: Iterable[str]) -> tuple[str, ...]:
-    """Noise settings of ``budget`` named by ``specs`` (as :meth:`Noise.parse` normalises them: ``uniform:5.0`` is ``uniform:5``), as the budget
-    spells them; a setting outside the budget is a one-line error that lists the budget's."""
+    """Noise settings of ``budget`` named by ``specs``, as the budget spells them (``specs`` as :meth:`Noise.parse`
+    normalises them: ``uniform:5.0`` is ``uniform:5``); a setting outside the budget is a one-line error that lists
+    the budget's."""
     own = {str(Noise.parse(nz)): nz for nz in budget.noises}
     out = []
     for spec in specs:

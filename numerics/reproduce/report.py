@@ -231,6 +231,7 @@ def machine_seconds(cells: Any) -> float:
     """Seconds the machine spent on ``cells`` (their ``metrics.json``): the length of the union of the intervals
     ``"wall"`` during which they ran, so that cells of sweeps that ran side by side (``--noise``) count once, plus
     the ``"seconds"`` of cells stored without ``"wall"``."""
+    cells = list(cells)  # read twice below
     spans = sorted(tuple(m["wall"]) for m in cells if m.get("wall"))
     total, end = 0.0, -float("inf")
     for a, b in spans:

@@ -296,6 +296,7 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
         atomic_write_bytes(dest / "model.npz", best.model.read_bytes())
     metrics["seconds"] = time.perf_counter() - t0
     metrics["wall"] = [wall0, time.time()]  # when it ran (Unix time): cells of parallel sweeps overlap
+    metrics["device"] = jax.devices()[0].device_kind  # "cpu", or the accelerator's name
     atomic_write_json(dest / "metrics.json", metrics)  # written last: its presence marks the cell finished
     return metrics
 

@@ -240,10 +240,19 @@ def machine_seconds(cells: Any) -> float:
     return total + sum(m.get("seconds", 0.0) for m in cells if not m.get("wall"))
 
 
+def by_device(cells: Any) -> dict[str, tuple[int, float]]:
+    """Cells and :func:`machine_seconds` per device (``"device"`` in ``metrics.json``; cells stored without one
+    ran on a CPU)."""
+    groups: dict[str, list[Any]] = {}
+    for m in cells:
+        groups.setdefault(m.get("device", "cpu"), []).append(m)
+    return {k: (len(v), machine_seconds(v)) for k, v in sorted(groups.items())}
+
+
 def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], beyond_md: str, cmd: Any,
                      out: Path) -> str:
     secs = sum(m.get("seconds", 0.0) for m in sw.cells.values())
-    busy = machine_seconds(sw.cells.values())
+    busy, devices = machine_seconds(sw.cells.values()), by_device(sw.cells.values())
     st = budget.stages
     steps = (f"by continuation over depth, in stages of {st.steps} steps of batch {st.batch} and more until doubling "
              f"the steps moves the held-out loss by less than {st.rel:.0%} or {st.se:g} SE (`numerics.train.continuation`)")

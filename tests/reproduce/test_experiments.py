@@ -8,6 +8,7 @@ and in the committed quick-budget results.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -87,7 +88,25 @@ def test_machine_time_counts_cells_that_ran_side_by_side_once(swept):
     assert machine_seconds(cells) == 12 + 1 + 30
     write_outputs(sw, TEST, ("table1",), root / "out")
     busy = machine_seconds(sw.cells.values()) / 3600
-    assert f"{busy:.2f} h of machine time" in (root / "out" / "report.md").read_text()
+    rep = (root / "out" / "report.md").read_text()
+    assert f"{busy:.2f} h of machine time" in rep and "by device" not in rep  # one device: no split
+    assert {c["device"] for c in sw.cells.values()} == {jax.devices()[0].device_kind}
+
+
+def test_report_splits_machine_time_by_device(swept):
+    from numerics.reproduce.report import by_device
+
+    root, _, sw = swept
+    cells = [{"wall": [0, 10]}, {"wall": [5, 12], "device": "cpu"}, {"wall": [5, 8], "device": "H100"},
+             {"seconds": 30}]
+    assert by_device(cells) == {"H100": (1, 3.0), "cpu": (3, 42.0)}  # a cell stored without a device ran on a CPU
+    gpu = dict(sw.cells)
+    name = next(iter(gpu))
+    gpu[name] = gpu[name] | {"device": "H100"}
+    write_outputs(replace(sw, cells=gpu), TEST, ("table1",), root / "out")
+    rep = (root / "out" / "report.md").read_text()
+    assert f"1 cells in {by_device([gpu[name]])['H100'][1] / 3600:.2f} h on H100" in rep
+    assert f"{len(gpu) - 1} cells in" in rep and "h on cpu" in rep
 
 
 def test_rerun_skips_finished_cells(swept):

@@ -78,6 +78,11 @@ FAIL_SE_REL = 0.1
 TAIL_FACTOR = 100.0
 
 
+def se_settles(mean: float, se: float) -> bool:
+    """The SE rule: a mean estimate counts when its SE is at most :data:`FAIL_SE_REL` of it."""
+    return bool(se <= FAIL_SE_REL * abs(mean))
+
+
 def tail_stats(adj: np.ndarray) -> dict[str, Any]:
     """Mean ± SE, median, largest value and the count above :data:`TAIL_FACTOR` × median of per-sequence adjusted
     losses ``adj (..., B)`` (leading axes, e.g. read-outs, give arrays), and why the last read-out fails (``None``
@@ -96,7 +101,7 @@ def tail_stats(adj: np.ndarray) -> dict[str, Any]:
         reason = "a non-finite per-sequence loss"
     elif last["max"] > FAIL_MAX:
         reason = f"largest per-sequence adjusted loss {last['max']:.3g} > {FAIL_MAX:g}"
-    elif last["se"] > FAIL_SE_REL * abs(last["mean"]):
+    elif not se_settles(last["mean"], last["se"]):
         reason = f"SE {last['se']:.3g} > {FAIL_SE_REL:g} × mean {last['mean']:.3g}"
     return out | {"failed": reason}
 
@@ -332,10 +337,12 @@ def adjusted_per_sequence(P: Any, Q: Any, noise: Noise | str, n: int, d: int, ke
 def tail_check(P: Any, Q: Any, noise: Noise | str, n: int, d: int, key: jax.Array,
                sequences: int = TAIL_SEQUENCES, chunk: int = CHUNK) -> dict[str, Any]:
     """The largest per-sequence adjusted loss of the universal model ``P, Q`` on ``sequences`` fresh float64
-    sequences (chunked, so memory stays ``O(chunk · n · d)``), the count above :data:`TAIL_MAX`, and whether it
-    passes (every value finite and at most :data:`TAIL_MAX`)."""
+    sequences (chunked, so memory stays ``O(chunk · n · d)``), the count above :data:`TAIL_MAX`, whether it
+    passes (every value finite and at most :data:`TAIL_MAX`), and the mean ± SE on those sequences (``None``
+    where a value is not finite)."""
     a = adjusted_per_sequence(P, Q, noise, n, d, key, sequences, chunk)
     finite = bool(np.all(np.isfinite(a)))
     worst, above = float(np.max(a)) if finite else None, int(np.sum(~(a <= TAIL_MAX)))
-    return {"sequences": int(sequences), "max": worst, "above": above,
+    mean, se = (float(a.mean()), float(a.std(ddof=1) / np.sqrt(a.size))) if finite else (None, None)
+    return {"sequences": int(sequences), "max": worst, "above": above, "mean": mean, "se": se,
             "limit": TAIL_MAX, "passed": finite and above == 0}

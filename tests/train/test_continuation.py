@@ -33,6 +33,42 @@ def test_tail_rules_fail_a_single_exploding_sequence_and_a_noisy_mean():
     assert "non-finite" in evaluation.tail_stats(bad)["failed"]
 
 
+def test_tail_check_gives_the_mean_and_se_of_its_sequences():
+    d, n = 3, 6
+    P, Q = models.universal(models.init("diag", jax.random.PRNGKey(4), 2, d, scale=0.3), d)
+    key = jax.random.PRNGKey(5)
+    with jax.enable_x64(True):
+        tc = evaluation.tail_check(P, Q, "uniform:0", n, d, key, 3000, chunk=1000)
+        a = evaluation.adjusted_per_sequence(P, Q, "uniform:0", n, d, key, 3000, chunk=1000)
+    assert tc["mean"] == pytest.approx(float(np.mean(a)), rel=1e-12)
+    assert tc["se"] == pytest.approx(float(np.std(a, ddof=1)) / np.sqrt(3000), rel=1e-12)
+
+
+def test_the_tail_check_judges_the_se_rule_where_the_evaluation_fails_it_alone():
+    from numerics.reproduce.experiments import failure
+
+    rng = np.random.default_rng(1)
+    small = rng.pareto(2.5, 100_000) * 1e-6  # σ = 0: near zero, heavy-tailed, bounded
+    small[:5] = 0.1
+    ev = evaluation.tail_stats(small)
+    assert "SE" in ev["failed"]
+
+    def cell(ev: dict, tc: dict | None) -> dict:
+        return {"eval": {"tail": ev}, "tail_check": tc, "train": {}}
+
+    settled = {"passed": True, "max": 0.5, "above": 0, "sequences": 10**6, "limit": 1e4, "mean": 1e-5, "se": 5e-7}
+    unsettled = settled | {"se": 2e-6}
+    assert failure(cell(ev, settled)) is None
+    assert failure(cell(ev, unsettled)).startswith("evaluation: SE")
+    assert failure(cell(ev, None)).startswith("evaluation: SE")  # no tail check: the evaluation decides
+    stored = {k: v for k, v in settled.items() if k not in ("mean", "se")}  # a check stored without mean and SE
+    assert failure(cell(ev, stored)).startswith("evaluation: SE")
+    big = small.copy()
+    big[0] = 2 * evaluation.FAIL_MAX
+    assert failure(cell(evaluation.tail_stats(big), settled)).startswith("evaluation: largest")  # only the SE rule
+    assert failure(cell(evaluation.tail_stats(big[1:] * 0 + 1.0), settled)) is None
+
+
 def test_final_phase_is_the_plain_squared_loss_and_counts_dead_sequences():
     d, n = 3, 6
     key = jax.random.PRNGKey(1)

@@ -40,8 +40,11 @@ class Budget:
     select_sequences: int = 8192
     chunk: int | None = None
     beyond_depths: tuple[int, ...] = (8, 9, 10, 11, 12)
-    #: How each cell is trained (:mod:`numerics.train.continuation`): stages, continued over depth.
+    #: How each cell is trained (:mod:`numerics.train.continuation`): in stages until converged ...
     stages: Stages = Stages(steps=1000, most=4, batch=1024, seeds=1)
+    #: ... starting from the finished shallower cell (``True``: continuation over depth) or from the random start
+    #: (``False``: every cell on its own; ``docs/experiments/continuation-basin.md`` measures why).
+    continuation: bool = True
     #: Fresh float64 sequences of the tail check of every model of depth >= :data:`TAIL_DEPTH`.
     tail_sequences: int = evaluation.TAIL_SEQUENCES
     #: Pool of the rescue of a cell that fails its evaluation (:func:`numerics.reproduce.experiments.rescue`).
@@ -81,10 +84,11 @@ class Budget:
 
 BUDGETS: dict[str, Budget] = {
     # The full Table 1 (every model x depths 1-7 x the 10 noise settings) plus DIAG/FULL at depths 8-12 on
-    # uniform:5 and categorical:1,3; every cell by continuation (numerics.train.continuation) until converged.
+    # uniform:5 and categorical:1,3; every cell from the random start, in stages of the default recipe's length
+    # (3000 steps of batch 2048, two seeds) until converged: continuation over depth settles in a worse basin.
     "paper": Budget("paper", MODELS, tuple(range(1, 8)), PAPER_NOISES, seeds=5, eval_sequences=100_000,
                     tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=20_000,
-                    stages=Stages(steps=1000, most=4, batch=1024, seeds=1)),
+                    stages=Stages(steps=3000, most=3, batch=2048, seeds=2), continuation=False),
     # The qualitative picture: 3 models x depths {1,2,4,7} x 3 noise settings (σ = 0, σ ~ U(0,5), σ ∈ {1,3}),
     # shorter stages, the paper's evaluation.  Beyond the paper it has no depth > 7.
     "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=3,
@@ -200,11 +204,12 @@ def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
 
     from numerics.train.config import config_dict
 
-    return {"train": json.loads(json.dumps(config_dict(train_config(cell, budget)))),
+    return ({"train": json.loads(json.dumps(config_dict(train_config(cell, budget)))),
             "stages": asdict(budget.stages) | {"seeds": stage_seeds(cell, budget), "scale_fit": scale_constants()},
             "eval_sequences": budget.eval_sequences, "profile_sequences": budget.profile_sequences,
             "profile_points": budget.profile_points, "tail_sequences": tail_sequences(cell, budget),
             "seed_sequences": budget.seed_sequences if cell.keep_seeds else None}
+            | ({} if budget.continuation else {"continuation": False}))  # cells stored before the flag continued
 
 
 def stage_seeds(cell: Cell, budget: Budget) -> int:

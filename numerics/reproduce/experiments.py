@@ -258,15 +258,15 @@ def rescue(P: Any, Q: Any, cell: Cell, budget: Budget, metrics: dict[str, Any]) 
 
 def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir,
              starts: Path | None = None, least: int = 1) -> dict[str, Any]:
-    """Train (resuming, by continuation from the finished cells under ``starts``, default ``out``, in at least
-    ``least`` stages), evaluate and store one cell; returns its metrics.  A cell that fails the evaluation
-    (:func:`failure`) gets one :func:`rescue`; one that still fails keeps its metrics, with the reason under
+    """Train (resuming; where the budget continues over depth, from the finished cells under ``starts``, default
+    ``out``; in at least ``least`` stages), evaluate and store one cell; returns its metrics.  A cell that fails the
+    evaluation (:func:`failure`) gets one :func:`rescue`; one that still fails keeps its metrics, with the reason under
     ``"failed"``, but no ``model.npz``."""
     t0, wall0 = time.perf_counter(), time.time()
     evaluation.fix_mmap_threshold()  # the cell's evaluations churn BATCH_CACHE's large chunks
     cfg = train_config(cell, budget)
     start = start_for(cell.model, cell.layers, cell.noise,
-                      lambda m, L: finished_model(starts or out, Cell(m, L, cell.noise)))
+                      lambda m, L: finished_model(starts or out, Cell(m, L, cell.noise))) if budget.continuation else None
     st = budget.stages if not cell.keep_seeds else replace(budget.stages, seeds=budget.seeds)
     best, summary = train_stages(cfg, st, start, runs / budget.name / cell.name, trainer, least)
     t_train = time.perf_counter() - t0

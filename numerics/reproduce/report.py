@@ -254,7 +254,8 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
     secs = sum(m.get("seconds", 0.0) for m in sw.cells.values())
     busy, devices = machine_seconds(sw.cells.values()), by_device(sw.cells.values())
     st = budget.stages
-    steps = (f"by continuation over depth, in stages of {st.steps} steps of batch {st.batch} and more until doubling "
+    steps = (("by continuation over depth" if budget.continuation else "each cell from the random start")
+             + f", in stages of {st.steps} steps of batch {st.batch} ({st.seeds} seeds in the first) and more until doubling "
              f"the steps moves the held-out loss by less than {st.rel:.0%} or {st.se:g} SE (`numerics.train.continuation`)")
     from numerics.reproduce.experiments import Cell, train_config
 
@@ -279,6 +280,8 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         f"- {len(sw.cells)} cells, {secs / 60:.1f} min of cell time (training + evaluation, summed over cells), "
         f"{busy / 3600:.2f} h of machine time (cells that ran at the same time, in sweeps given different `--noise` "
         "settings, count once)"
+        + ("; by device: " + ", ".join(f"{n} cells in {t / 3600:.2f} h on {k}" for k, (n, t) in devices.items())
+           if len(devices) > 1 else "")
         + (f"; **{len(sw.missing)} cells are not trained yet** (`–` in the tables; a claim that needs one is not "
            "evaluated, and a figure that needs one is not drawn)." if getattr(sw, "missing", None) else "."), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "

@@ -35,9 +35,12 @@ class StubTrainer:
 
     def __init__(self) -> None:
         self.calls: list[str] = []
+        self.starts: dict[str, str | None] = {}  # each cell's first stage: the model file it starts from
 
     def __call__(self, cfg, run: Path) -> ex.Trained:
         self.calls.append(run.parent.name)
+        if run.name == "stage1":
+            self.starts[run.parent.name] = cfg.warm_start
         keys = jax.random.split(jax.random.PRNGKey(cfg.layers), cfg.seeds)
         PQ = [models.universal(models.init(cfg.model, k, cfg.layers, cfg.d, scale=0.02), cfg.d) for k in keys]
         Ps, Qs = (np.stack([np.asarray(x[i], np.float64) for x in PQ]) for i in (0, 1))
@@ -107,6 +110,18 @@ def test_report_splits_machine_time_by_device(swept):
     rep = (root / "out" / "report.md").read_text()
     assert f"1 cells in {by_device([gpu[name]])['H100'][1] / 3600:.2f} h on H100" in rep
     assert f"{len(gpu) - 1} cells in" in rep and "h on cpu" in rep
+
+
+def test_a_budget_without_continuation_starts_every_cell_from_the_random_start(swept, tmp_path):
+    root, stub, _ = swept
+    assert stub.starts["diag-L2-uniform1"] == str(root / "out" / "models" / "diag-L1-uniform1" / "model.npz")
+    alone, fresh = replace(TEST, continuation=False), StubTrainer()
+    ex.sweep(alone, ("table1",), tmp_path / "out", tmp_path / "runs", trainer=fresh)
+    assert len(fresh.starts) == 4 and set(fresh.starts.values()) == {None}
+    cell = ex.Cell("diag", 2, "uniform:1")
+    assert ex.cell_signature(cell, alone) != ex.cell_signature(cell, TEST)
+    with pytest.raises(LintfError, match="another configuration"):  # cells of one recipe are not read as the other's
+        ex.load_cell(root / "out", cell, alone)
 
 
 def test_rerun_skips_finished_cells(swept):

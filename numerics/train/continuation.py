@@ -6,10 +6,11 @@ A cell ``(model, L, noise)`` is trained in *stages*, each a complete :func:`nume
 =========  ===================================================================================================
 stage      start and length
 =========  ===================================================================================================
-1          the *start*: the finished ``(L−1)``-layer cell of the same model and noise, with a new layer near the
-           identity appended (:func:`numerics.train.warm_params`); FULL starts from the finished DIAG cell of
-           the same depth (its DIAG embedding); GD++ at ``σ_max = 0`` from the spectral fit; a cell without a
-           finished predecessor from the small random start.  ``S`` steps, ``seeds`` seeds.
+1          the *start*: where the budget continues over depth (:func:`start_for`), the finished ``(L−1)``-layer
+           cell of the same model and noise, with a new layer near the identity appended
+           (:func:`numerics.train.warm_params`), and for FULL the finished DIAG cell of the same depth (its DIAG
+           embedding); GD++ at ``σ_max = 0`` from the spectral fit; any other cell from the small random
+           start.  ``S`` steps, ``seeds`` seeds.
 k ≥ 2      the best earlier stage's model, one seed, ``S · 2^{k−2}`` steps at half the previous stage's peak rate:
            stage ``k`` doubles the steps spent so far.
 =========  ===================================================================================================

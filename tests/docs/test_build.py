@@ -84,7 +84,7 @@ def test_tails_rescue_rows_are_the_committed_metrics() -> None:
                if json.loads(p.read_text()).get("rescue")]
     assert rescued, "no committed quick cell was rescued; tails.md describes two"
     quoted = ("diag-L4-categorical1_3_5", "diag-L4-uniform4", "gdpp-L4-uniform0", "full-L4-uniform0")  # paper rows
-    rescued += [ROOT / "results" / "paper" / "models" / c / "metrics.json" for c in quoted]
+    rescued += [ROOT / "benchmarks" / "logs" / "paper-rescues" / f"{c}.json" for c in quoted]
     for path in rescued:
         m = json.loads(path.read_text())
         r, b = m["rescue"], m["rescue"]["before"]

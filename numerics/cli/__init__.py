@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the console command (not an in-process call): one host device per core, before JAX loads
         from numerics.train import devices as hostdevices
 
+        hostdevices.full_precision()
         try:
             hostdevices.configure()
         except ValueError as exc:

@@ -8,7 +8,7 @@ parallel: on this 2-core machine FULL-7 went from 15.5 to 26.0 steps/s at batch 
 Training).  The flag only shapes the CPU platform; on a GPU machine the GPU stays the default
 device.
 
-The console command calls :func:`configure` before JAX is imported.  Library code and tests are
+The console command calls :func:`configure` and :func:`full_precision` before JAX is imported.  Library code and tests are
 left alone: whoever imports JAX first decides.  ``LINTF_HOST_DEVICES=N`` chooses ``N`` (``1``
 turns the split off), and an ``XLA_FLAGS`` that already sets the count wins over both.  The
 count is part of a run's arithmetic (the batch is reduced in ``N`` parts), so a run records it
@@ -22,6 +22,7 @@ import sys
 from collections.abc import MutableMapping
 
 ENV = "LINTF_HOST_DEVICES"
+PRECISION_ENV = "JAX_DEFAULT_MATMUL_PRECISION"
 FLAG = "--xla_force_host_platform_device_count"
 #: at most this many host devices: the split helps while each device still holds a sizeable batch
 MAX_DEVICES = 8
@@ -66,6 +67,18 @@ def configure(environ: MutableMapping[str, str] | None = None, jax_imported: boo
     if n > 1:
         environ["XLA_FLAGS"] = f"{flags} {FLAG}={n}".strip()
     return n
+
+
+def full_precision(environ: MutableMapping[str, str] | None = None, jax_imported: bool | None = None) -> bool:
+    """Ask JAX for float32 products at full precision on every device (``JAX_DEFAULT_MATMUL_PRECISION=highest``),
+    before JAX is imported; returns whether it set it.  A GPU otherwise multiplies float32 at reduced precision
+    (TF32), so a model trained there would differ from the CPU's by more than rounding; a CPU computes float32
+    products at full precision either way.  A value the user set is left alone."""
+    environ = os.environ if environ is None else environ
+    if (jax_imported if jax_imported is not None else "jax" in sys.modules) or environ.get(PRECISION_ENV):
+        return False
+    environ[PRECISION_ENV] = "highest"
+    return True
 
 
 def usable(devices: list, batch: int) -> list:

@@ -42,6 +42,22 @@ def test_one_device_turns_the_split_off() -> None:
     assert "XLA_FLAGS" not in env
 
 
+def test_full_precision_is_asked_for_before_jax_loads_unless_the_user_chose() -> None:
+    env: dict[str, str] = {}
+    assert hd.full_precision(env, jax_imported=False) and env == {hd.PRECISION_ENV: "highest"}
+    for env, imported in (({hd.PRECISION_ENV: "default"}, False), ({}, True)):
+        before = dict(env)
+        assert not hd.full_precision(env, jax_imported=imported) and env == before
+
+
+def test_console_command_asks_jax_for_full_precision() -> None:
+    code = ("import os, sys\nfrom numerics.cli import main\nsys.argv = ['lintf', 'nosuchcommand']\nmain()\n"
+            "import jax\nprint(os.environ['JAX_DEFAULT_MATMUL_PRECISION'], jax.config.jax_default_matmul_precision)")
+    env = {k: v for k, v in os.environ.items() if k != hd.PRECISION_ENV}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.split() == ["highest", "highest"], out.stderr
+
+
 @pytest.mark.parametrize("raw", ["0", "-2", "two", "1.5"])
 def test_a_bad_count_is_a_one_line_error(raw: str) -> None:
     with pytest.raises(ValueError, match=rf"^{hd.ENV} must be an integer >= 1 .*{raw!r}$"):

@@ -49,6 +49,8 @@ class Budget:
     tail_sequences: int = evaluation.TAIL_SEQUENCES
     #: Pool of the rescue of a cell that fails its evaluation (:func:`numerics.reproduce.experiments.rescue`).
     rescue_pool: int = RESCUE_POOL
+    #: Spectra of the GD++ cells at σ_max = 0 of depth >= :data:`TAIL_DEPTH` (:func:`numerics.reproduce.experiments.spectral_check`).
+    spectral_sequences: int = 2**21
     #: GD++ cells at σ_max = 0 start from the spectral fit (``TrainConfig.init="spectral"``): the
     #: exact expected loss of GD++ minimised on Wishart spectra, then Adam (seed 0 frozen at the fit).
     gdpp_spectral: bool = True
@@ -66,7 +68,7 @@ class Budget:
         for nz in self.noises:
             Noise.parse(nz)
         for k in ("seeds", "eval_sequences", "tune_sequences", "profile_sequences", "seed_sequences",
-                  "select_sequences", "rescue_pool"):
+                  "select_sequences", "rescue_pool", "spectral_sequences"):
             if int(getattr(self, k)) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if int(self.profile_points) < 2:
@@ -99,6 +101,7 @@ BUDGETS: dict[str, Budget] = {
     "test": Budget("test", ("diag",), (1, 2), ("uniform:1", CATEGORICAL), seeds=2, eval_sequences=500,
                    tune_sequences=500, profile_sequences=100, profile_points=3, seed_sequences=200,
                    select_sequences=256, chunk=20, beyond_depths=(3,), tail_sequences=1000, rescue_pool=4096,
+                   spectral_sequences=4096,
                    stages=Stages(steps=20, most=2, batch=64, seeds=1, held_out=256, scale_pool=2048)),
 }
 

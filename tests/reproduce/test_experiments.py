@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -122,6 +123,22 @@ def test_a_budget_without_continuation_starts_every_cell_from_the_random_start(s
     assert ex.cell_signature(cell, alone) != ex.cell_signature(cell, TEST)
     with pytest.raises(LintfError, match="another configuration"):  # cells of one recipe are not read as the other's
         ex.load_cell(root / "out", cell, alone)
+
+
+def test_spectral_check_is_the_mean_of_the_sequences_at_sigma_zero():
+    """Two routes to GD++'s mean loss at σ = 0: per-sequence losses of the forward pass on fresh sequences, and the
+    derived per-eigenvalue expectation given Σ on Wishart spectra (``spectral_check``)."""
+    from numerics.evaluate import losses as evaluation
+    from numerics.models.kinds import GDPP, Gdpp
+
+    params = Gdpp(jnp.array([-0.02, -0.03, -0.05, 0.0]), jnp.array([-0.03, -0.05, -0.1, -0.3]))
+    P, Q = (np.asarray(a, np.float64) for a in GDPP.universal(params, 10))
+    spec = ex.spectral_check(P, Q, ex.Cell("gdpp", 4, "uniform:0"), replace(TEST, spectral_sequences=20_000))
+    with jax.enable_x64(True):
+        a = evaluation.adjusted_per_sequence(P, Q, "uniform:0", 20, 10, jax.random.PRNGKey(9), 20_000)
+    se = np.hypot(spec["se"], a.std(ddof=1) / np.sqrt(a.size))
+    assert spec["spectra"] == 20_000 and spec["se"] < a.std(ddof=1) / np.sqrt(a.size)  # w and x_t averaged out
+    assert abs(spec["mean"] - a.mean()) < 4 * se and spec["se"] < 0.05 * spec["mean"]
 
 
 def test_rerun_skips_finished_cells(swept):

@@ -1,7 +1,7 @@
 r"""What removes the one-in-10⁵ exploding context of a trained deep model: the training loss, or the scale fit.
 
-Trains one cell's first stage (the paper budget's: 1000 steps of batch 1024, one seed) from the small random
-start with the default Huber loss and with the plain squared loss, then fits each model's scale
+Trains one cell's first stage (1000 steps of batch 1024, one seed: ``STAGES``, the paper budget's when it continued
+over depth) from the small random start with the default Huber loss and with the plain squared loss, then fits each model's scale
 (:func:`numerics.train.continuation.fit_scale`).  Every model is evaluated on the sweep's 10⁵ evaluation sequences
 (mean, median, largest per-sequence adjusted loss, and whether the tail rules fail it); the scaled models also
 on the 10⁶-sequence tail check.  Writes one JSON object.
@@ -26,7 +26,7 @@ hostdevices.configure()  # as the lintf command: one host device per core, befor
 from numerics.evaluate import losses as evaluation  # noqa: E402
 from numerics.reproduce import experiments  # noqa: E402
 from numerics.train import rundir  # noqa: E402
-from numerics.train.continuation import fit_scale, stage_config  # noqa: E402
+from numerics.train.continuation import Stages, fit_scale, stage_config  # noqa: E402
 from numerics.io import atomic_write_json, load_model  # noqa: E402
 
 
@@ -39,6 +39,10 @@ def evaluated(P, Q, noise: str, tail: bool) -> dict:
     return out
 
 
+#: The stages measured: the paper budget's when it continued over depth (docs/experiments/continuation-basin.md).
+STAGES = Stages(steps=1000, most=4, batch=1024, seeds=1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--noise", default="uniform:0")
@@ -47,8 +51,7 @@ def main() -> None:
     ap.add_argument("--out", default="benchmarks/logs/tail-recipes.json")
     a = ap.parse_args()
     budget = experiments.get_budget("paper")
-    base = stage_config(experiments.train_config(experiments.Cell("diag", a.layers, a.noise), budget),
-                        budget.stages, 1, None)
+    base = stage_config(experiments.train_config(experiments.Cell("diag", a.layers, a.noise), budget), STAGES, 1, None)
     result = {"command": " ".join(sys.argv), "cell": f"diag-L{a.layers}-{a.noise}", "steps": base.steps,
               "batch": base.batch, "recipes": {}}
     for name, cfg in (("huber", base), ("squared", replace(base, huber=0.0))):

@@ -41,10 +41,10 @@ class Budget:
     chunk: int | None = None
     beyond_depths: tuple[int, ...] = (8, 9, 10, 11, 12)
     #: How each cell is trained (:mod:`numerics.train.continuation`): in stages until converged ...
-    stages: Stages = Stages(steps=1000, most=4, batch=1024, seeds=1)
-    #: ... starting from the finished shallower cell (``True``: continuation over depth) or from the random start
-    #: (``False``: every cell on its own; ``docs/experiments/continuation-basin.md`` measures why).
-    continuation: bool = True
+    stages: Stages = Stages(steps=3000, most=3, batch=2048, seeds=2)
+    #: ... starting from the random start (``False``: every cell on its own) or from the finished shallower cell
+    #: (``True``: continuation over depth, cheaper but worse: ``docs/experiments/continuation-basin.md``).
+    continuation: bool = False
     #: Fresh float64 sequences of the tail check of every model of depth >= :data:`TAIL_DEPTH`.
     tail_sequences: int = evaluation.TAIL_SEQUENCES
     #: Pool of the rescue of a cell that fails its evaluation (:func:`numerics.reproduce.experiments.rescue`).
@@ -96,13 +96,15 @@ BUDGETS: dict[str, Budget] = {
     "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=3,
                     eval_sequences=100_000, tune_sequences=20_000, profile_sequences=1_000, profile_points=13,
                     seed_sequences=4_000, select_sequences=2048, beyond_depths=(), rescue_pool=2**20,
-                    stages=Stages(steps=400, most=3, batch=512, seeds=1, held_out=20_000, scale_pool=2**17)),
+                    stages=Stages(steps=400, most=3, batch=512, seeds=1, held_out=20_000, scale_pool=2**17),
+                    continuation=True),
     # For the tests: seconds, not meaning.
     "test": Budget("test", ("diag",), (1, 2), ("uniform:1", CATEGORICAL), seeds=2, eval_sequences=500,
                    tune_sequences=500, profile_sequences=100, profile_points=3, seed_sequences=200,
                    select_sequences=256, chunk=20, beyond_depths=(3,), tail_sequences=1000, rescue_pool=4096,
                    spectral_sequences=4096,
-                   stages=Stages(steps=20, most=2, batch=64, seeds=1, held_out=256, scale_pool=2048)),
+                   stages=Stages(steps=20, most=2, batch=64, seeds=1, held_out=256, scale_pool=2048),
+                   continuation=True),
 }
 
 
@@ -161,7 +163,8 @@ class Cell:
 def cells_for(budget: Budget, parts: Iterable[str]) -> list[Cell]:
     """The cells the requested parts need (deduplicated; Fig. 5 cells keep every seed), in training order: by depth,
     within a depth by noise setting (the cells of one noise evaluate on the same sequences, which the evaluation
-    keeps: :data:`numerics.evaluate.losses.BATCH_CACHE`), and each FULL cell after the DIAG cell it starts from.
+    keeps: :data:`numerics.evaluate.losses.BATCH_CACHE`), and each FULL cell after the DIAG cell of its depth (which it
+    starts from where the budget continues over depth).
     A sweep that stops early has trained every model at the depths it reached."""
     parts, L = set(parts), budget.max_depth
     want: set[tuple[str, int, str]] = set()

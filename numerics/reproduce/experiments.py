@@ -199,7 +199,8 @@ def tail_key() -> jax.Array:
 
 def failure(metrics: dict[str, Any]) -> str | None:
     """Why a cell fails the paper's evaluation (``None`` if it passes): tail rules on the evaluation sequences
-    (:func:`numerics.evaluate.losses.tail_stats`), the tail check, or sequences excluded in the final phase.
+    (:func:`numerics.evaluate.losses.tail_stats`), the tail check, the spectral check (:func:`spectral_check`), or
+    sequences excluded in the final phase.
 
     Where the evaluation fails the SE rule alone (every loss finite and at most ``FAIL_MAX``), a larger estimate of
     the same mean judges the SE rule instead, when the cell has one: the tail check's 10⁶ sequences, or for GD++ at
@@ -215,6 +216,10 @@ def failure(metrics: dict[str, Any]) -> str | None:
     if tc is not None and not tc["passed"]:
         return (f"tail check: {tc['above']} of {tc['sequences']} sequences above {tc['limit']:g} "
                 f"(largest {tc['max']})")
+    sc = metrics.get("spectral")
+    if sc is not None and sc.get("above", 0) > 0:
+        return (f"spectral check: {sc['above']} of {sc['spectra']} spectra with expected loss above "
+                f"{sc['limit']:g} (largest {sc['max']})")
     if metrics["train"].get("dropped_final"):
         return f"training left {metrics['train']['dropped_final']} sequences out of its final phase"
     return None
@@ -229,7 +234,9 @@ def spectral_check(P: Any, Q: Any, cell: Cell, budget: Budget, chunk: int = 2**1
     of its exact expectation over ``w`` and ``x_t`` given ``Σ`` (:func:`numerics.baselines.gdpp_fit.sequence_losses`,
     the derived per-eigenvalue rule, no importance weights), ± its SE.  The evaluation's mean (at σ = 0 the oracle's
     loss is 0) without the variance that ``w`` and ``x_t`` add: it pins the mean of a model whose per-sequence
-    losses are heavy-tailed but bounded where the sequences cannot (:func:`failure`)."""
+    losses are heavy-tailed but bounded where the sequences cannot (:func:`failure`).  Like the tail check, it
+    counts the spectra whose expected loss exceeds :data:`numerics.evaluate.losses.TAIL_MAX`: a context that
+    explodes the model once in a few million sequences, which 10⁶ sequences can miss."""
     from numerics.baselines import gdpp_fit
     from numerics.models.kinds import GDPP
 
@@ -242,7 +249,9 @@ def spectral_check(P: Any, Q: Any, cell: Cell, budget: Budget, chunk: int = 2**1
     v = np.concatenate(parts)
     finite = bool(np.all(np.isfinite(v)))
     return {"spectra": total, "mean": float(v.mean()) if finite else None,
-            "se": float(v.std(ddof=1) / np.sqrt(v.size)) if finite else None}
+            "se": float(v.std(ddof=1) / np.sqrt(v.size)) if finite else None,
+            "max": float(v.max()) if finite else None, "above": int(np.sum(~(v <= evaluation.TAIL_MAX))),
+            "limit": evaluation.TAIL_MAX}
 
 
 def assess(P: Any, Q: Any, cell: Cell, budget: Budget) -> dict[str, Any]:

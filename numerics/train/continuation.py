@@ -1,7 +1,8 @@
-r"""Training one cell of a sweep by continuation: over depth, and in stages until the loss stops moving.
+r"""Training one cell of a sweep: in stages until the loss stops moving, from the random start or continued over depth.
 
 A cell ``(model, L, noise)`` is trained in *stages*, each a complete :func:`numerics.train.train` run
-(warm-up + cosine schedule, fresh Adam state) into its own run directory ``RUNS/<cell>/stage<k>/``:
+(warm-up + cosine schedule, fresh Adam state) into its own run directory ``RUNS/<budget>/<cell>/stage<k>/``
+(the budget's ``continuation`` flag, :class:`numerics.reproduce.budgets.Budget`, chooses the start):
 
 =========  ===================================================================================================
 stage      start and length
@@ -9,21 +10,23 @@ stage      start and length
 1          the *start*: where the budget continues over depth (:func:`start_for`), the finished ``(L−1)``-layer
            cell of the same model and noise, with a new layer near the identity appended
            (:func:`numerics.train.warm_params`), and for FULL the finished DIAG cell of the same depth (its DIAG
-           embedding); GD++ at ``σ_max = 0`` from the spectral fit; any other cell from the small random
-           start.  ``S`` steps, ``seeds`` seeds.
+           embedding; without one, the finished FULL cell one layer shallower); GD++ at ``σ_max = 0`` from the
+           spectral fit; any other cell from the small random start.  ``S`` steps, ``seeds`` seeds.
 k ≥ 2      the best earlier stage's model, one seed, ``S · 2^{k−2}`` steps at half the previous stage's peak rate:
            stage ``k`` doubles the steps spent so far.
 =========  ===================================================================================================
 
 After each stage the model's scale is fitted (:func:`fit_scale`): every layer's update is multiplied by the
-``c ∈ [0.5, 1]`` that minimises the mean adjusted loss over a pool of ``2¹⁹`` fresh sequences, when one of them
-explodes at ``c = 1``.  Minibatch training meets the one-in-``10⁵`` context that explodes a deep model a few times
-in a stage; the pool holds it at its true rate.  Then the model is evaluated on :data:`HELD_OUT` fresh float64
-sequences (a key no other part of the sweep draws from).  The cell is *converged* when doubling its steps changed
-the held-out adjusted loss by less than ``rel`` of it or less than ``se`` standard errors of the paired difference,
-and the latest stage's held-out sequences pass the evaluation's tail rules (:func:`numerics.evaluate.losses.tail_stats`).
-The cell keeps the stage with the lowest held-out loss among those that pass.  Training never excludes a sequence
-in a stage's final phase (:data:`numerics.train.TrainConfig.final_fraction`); the count is in ``metrics.json``.
+``c ∈ [0.5, 1]`` that minimises the mean adjusted loss over a pool of fresh sequences (``Stages.scale_pool``, ``2¹⁹``
+by default), when one of them explodes at ``c = 1``, lowered within :data:`SCALE_SLACK` of that mean and then until
+the pool predicts an SE below :data:`SCALE_SE` of it. Minibatch training meets the one-in-``10⁵`` context that
+explodes a deep model a few times in a stage; the pool holds it at its true rate. Then the model is evaluated on
+:data:`HELD_OUT` fresh float64 sequences (a key no other part of the sweep draws from). The cell is *converged* when
+doubling its steps changed the held-out adjusted loss by less than ``rel`` of it or less than ``se`` standard errors
+of the paired difference, and the latest stage's held-out sequences pass the evaluation's tail rules
+(:func:`numerics.evaluate.losses.tail_stats`). The cell keeps the stage with the lowest held-out loss among those that
+pass. Training never excludes a sequence in a stage's final phase (:data:`numerics.train.TrainConfig.final_fraction`);
+the count is in ``metrics.json``.
 """
 
 from __future__ import annotations

@@ -139,6 +139,11 @@ def test_spectral_check_is_the_mean_of_the_sequences_at_sigma_zero():
     se = np.hypot(spec["se"], a.std(ddof=1) / np.sqrt(a.size))
     assert spec["spectra"] == 20_000 and spec["se"] < a.std(ddof=1) / np.sqrt(a.size)  # w and x_t averaged out
     assert abs(spec["mean"] - a.mean()) < 4 * se and spec["se"] < 0.05 * spec["mean"]
+    assert spec["above"] == 0 and spec["max"] < evaluation.TAIL_MAX
+    growing = params._replace(omega_xx=jnp.array([0.05, 0.05, 0.05, 0.0]))  # ω_xx > 0: large μ blow up
+    P, Q = (np.asarray(a, np.float64) for a in GDPP.universal(growing, 10))
+    spec = ex.spectral_check(P, Q, ex.Cell("gdpp", 4, "uniform:0"), replace(TEST, spectral_sequences=4096))
+    assert spec["above"] > 0 and spec["max"] > evaluation.TAIL_MAX
 
 
 def test_rerun_skips_finished_cells(swept):

@@ -63,9 +63,11 @@ def test_the_tail_check_judges_the_se_rule_where_the_evaluation_fails_it_alone()
     assert failure(cell(ev, None)).startswith("evaluation: SE")  # no tail check: the evaluation decides
     stored = {k: v for k, v in settled.items() if k not in ("mean", "se")}  # a check stored without mean and SE
     assert failure(cell(ev, stored)).startswith("evaluation: SE")
-    spectral = {"spectra": 2**21, "mean": 1e-5, "se": 5e-7}  # GD++ at σ = 0: the mean pinned on spectra
+    spectral = {"spectra": 2**21, "mean": 1e-5, "se": 5e-7, "max": 0.4, "above": 0, "limit": 1e4}  # GD++ at σ = 0
     assert failure(cell(ev, unsettled) | {"spectral": spectral}) is None
     assert failure(cell(ev, unsettled) | {"spectral": spectral | {"se": 2e-6}}).startswith("evaluation: SE")
+    exploding = spectral | {"max": 1.5e10, "above": 1}  # one context in 2²¹ that 10⁶ sequences missed
+    assert failure(cell(ev, settled) | {"spectral": exploding}).startswith("spectral check: 1 of 2097152")
     big = small.copy()
     big[0] = 2 * evaluation.FAIL_MAX
     assert failure(cell(evaluation.tail_stats(big), settled)).startswith("evaluation: largest")  # only the SE rule

@@ -1,8 +1,9 @@
 """Reproduction of the paper's Table 1 and figures: budgets and cells (:mod:`numerics.reproduce.budgets`), the
-sweep (:mod:`numerics.reproduce.experiments`), the claims checked on its numbers (:mod:`numerics.reproduce.claims`),
-the written report (:mod:`numerics.reproduce.report`), the convergence check
-(:mod:`numerics.reproduce.convergence`), figures (:mod:`numerics.reproduce.plots`), the GD++ ridge
-floor (:mod:`numerics.reproduce.floor`) and the beyond-the-paper depth study (:mod:`numerics.reproduce.beyond`)."""
+sweep (:mod:`numerics.reproduce.experiments`), how a trained cell is judged (:mod:`numerics.reproduce.judge`), the
+claims checked on its numbers (:mod:`numerics.reproduce.claims`), the written report
+(:mod:`numerics.reproduce.report`), the convergence check (:mod:`numerics.reproduce.convergence`), figures
+(:mod:`numerics.reproduce.plots`), the GD++ ridge floor (:mod:`numerics.reproduce.floor`) and the beyond-the-paper
+depth study (:mod:`numerics.reproduce.beyond`)."""
 
 from numerics.reproduce.budgets import BUDGETS as BUDGETS
 from numerics.reproduce.budgets import PARTS as PARTS

@@ -47,9 +47,9 @@ class Budget:
     continuation: bool = False
     #: Fresh float64 sequences of the tail check of every model of depth >= :data:`TAIL_DEPTH`.
     tail_sequences: int = evaluation.TAIL_SEQUENCES
-    #: Pool of the rescue of a cell that fails its evaluation (:func:`numerics.reproduce.experiments.rescue`).
+    #: Pool of the rescue of a cell that fails its evaluation (:func:`numerics.reproduce.judge.rescue`).
     rescue_pool: int = RESCUE_POOL
-    #: Spectra of the GD++ cells at σ_max = 0 of depth >= :data:`TAIL_DEPTH` (:func:`numerics.reproduce.experiments.spectral_check`).
+    #: Spectra of the GD++ cells at σ_max = 0 of depth >= :data:`TAIL_DEPTH` (:func:`numerics.reproduce.judge.spectral_check`).
     spectral_sequences: int = 2**21
     #: GD++ cells at σ_max = 0 start from the spectral fit (``TrainConfig.init="spectral"``): the
     #: exact expected loss of GD++ minimised on Wishart spectra, then Adam (seed 0 frozen at the fit).

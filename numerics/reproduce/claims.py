@@ -60,7 +60,7 @@ def build_table(cells: dict[str, dict[str, Any]], base: dict[str, dict[str, Any]
     """Table from the sweep's cell metrics and baseline results (:mod:`numerics.reproduce.experiments`)."""
     t: Table = {}
     for m in cells.values():
-        if m.get("failed"):  # a failed cell is never a table entry (numerics.reproduce.experiments.failure)
+        if m.get("failed"):  # a failed cell is never a table entry (numerics.reproduce.judge.failure)
             continue
         e = m["eval"]
         t[(m["model"], int(m["layers"]), m["noise"])] = Entry(e["loss"], e["se"], e["minus_Bayes"], e["minus_Bayes_se"])

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from numerics.reproduce import experiments as ex
+from numerics.reproduce import judge
 from numerics import models
 from numerics.cli import main
 from numerics.errors import LintfError
@@ -280,8 +281,8 @@ def test_the_rescue_tries_the_scale_at_the_edge_of_the_minimum_before_the_se_ste
 
     cell = ex.Cell("diag", 2, "uniform:1")
     blind = replace(TEST, depths=(2,), noises=(cell.noise,), stages=replace(TEST.stages, scale_pool=2))
-    real = ex.fit_scale
-    monkeypatch.setattr(ex, "fit_scale", lambda *a: (fit, {"slack": slack}) if a[5] == blind.rescue_pool else real(*a))
+    real = judge.fit_scale
+    monkeypatch.setattr(judge, "fit_scale", lambda *a: (fit, {"slack": slack}) if a[5] == blind.rescue_pool else real(*a))
     m = ex.run_cell(cell, blind, tmp_path / "out", tmp_path / "runs", ExplodingTrainer())
     assert [t["scale"] for t in m["rescue"]["tried"]] == kept and m["rescue"]["scale"] == kept[-1]
     assert m["failed"] is None and [t["failed"] is None for t in m["rescue"]["tried"]] == [False] * (len(kept) - 1) + [True]

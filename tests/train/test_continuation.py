@@ -45,7 +45,7 @@ def test_tail_check_gives_the_mean_and_se_of_its_sequences():
 
 
 def test_the_tail_check_judges_the_se_rule_where_the_evaluation_fails_it_alone():
-    from numerics.reproduce.experiments import failure
+    from numerics.reproduce.judge import failure
 
     rng = np.random.default_rng(1)
     small = rng.pareto(2.5, 100_000) * 1e-6  # σ = 0: near zero, heavy-tailed, bounded

@@ -47,6 +47,9 @@ class Budget:
     continuation: bool = False
     #: Fresh float64 sequences of the tail check of every model of depth >= :data:`TAIL_DEPTH`.
     tail_sequences: int = evaluation.TAIL_SEQUENCES
+    #: Attempts of a cell that fails its evaluation even after the rescue: each trains it again from the start
+    #: with the next master seed (:func:`numerics.reproduce.experiments.run_cell`).
+    attempts: int = 3
     #: Pool of the rescue of a cell that fails its evaluation (:func:`numerics.reproduce.judge.rescue`).
     rescue_pool: int = RESCUE_POOL
     #: Spectra of the GD++ cells at σ_max = 0 of depth >= :data:`TAIL_DEPTH` (:func:`numerics.reproduce.judge.spectral_check`).
@@ -68,7 +71,7 @@ class Budget:
         for nz in self.noises:
             Noise.parse(nz)
         for k in ("seeds", "eval_sequences", "tune_sequences", "profile_sequences", "seed_sequences",
-                  "select_sequences", "rescue_pool", "spectral_sequences"):
+                  "select_sequences", "rescue_pool", "spectral_sequences", "attempts"):
             if int(getattr(self, k)) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if int(self.profile_points) < 2:
@@ -102,7 +105,7 @@ BUDGETS: dict[str, Budget] = {
     "test": Budget("test", ("diag",), (1, 2), ("uniform:1", CATEGORICAL), seeds=2, eval_sequences=500,
                    tune_sequences=500, profile_sequences=100, profile_points=3, seed_sequences=200,
                    select_sequences=256, chunk=20, beyond_depths=(3,), tail_sequences=1000, rescue_pool=4096,
-                   spectral_sequences=4096,
+                   spectral_sequences=4096, attempts=2,
                    stages=Stages(steps=20, most=2, batch=64, seeds=1, held_out=256, scale_pool=2048),
                    continuation=True),
 }

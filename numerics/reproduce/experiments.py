@@ -101,6 +101,8 @@ def load_cell(out: Path, cell: Cell, budget: Budget) -> dict[str, Any] | None:
     if m.get("signature") != cell_signature(cell, budget) or (rescued is not None and not same_rescue):
         raise LintfError(f"{path} was made with another configuration (budget {m.get('budget')!r}); "
                          f"use another --out or delete {cell_dir(out, cell)}")
+    if m.get("failed") and m.get("attempt", 1) < budget.attempts:
+        return None  # a failed cell with attempts left: its next attempt (run_cell)
     return m
 
 
@@ -151,21 +153,69 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
              starts: Path | None = None, least: int = 1) -> dict[str, Any]:
     """Train (resuming; where the budget continues over depth, from the finished cells under ``starts``, default
     ``out``; in at least ``least`` stages), evaluate and store one cell; returns its metrics.  A cell that fails the
-    evaluation (:func:`failure`) gets one :func:`rescue`; one that still fails keeps its metrics, with the reason under
-    ``"failed"``, but no ``model.npz``."""
+    evaluation (:func:`failure`) gets one :func:`rescue`.  One that still fails is an attempt that failed: the cell
+    is trained again, from the start, with the next master seed (:func:`attempt_config`), up to ``budget.attempts``
+    attempts in all, and the failed attempts are listed under ``"attempts"`` (:func:`attempt_record`).  A cell whose
+    last attempt fails keeps its metrics, with the reason under ``"failed"``, but no ``model.npz``.  A stored failed
+    cell with attempts left goes on with its next attempt."""
+    dest = cell_dir(out, cell)
+    earlier = stored_attempts(dest, cell, budget)
+    while True:
+        metrics = _attempt(cell, budget, out, runs, trainer, starts, least, len(earlier) + 1)
+        if earlier:
+            metrics["attempts"] = earlier
+        atomic_write_json(dest / "metrics.json", metrics)  # written last: its presence marks the cell finished
+        if metrics["failed"] is None or len(earlier) + 1 >= budget.attempts:
+            return metrics
+        earlier = [*earlier, attempt_record(metrics)]
+
+
+def attempt_config(cell: Cell, budget: Budget, k: int) -> Any:
+    """The training configuration of the cell's attempt ``k`` (1, 2, ...): the budget's, with master seed
+    ``k − 1``, so every attempt draws its own initialisations and batches."""
+    cfg = train_config(cell, budget)
+    return cfg if k == 1 else replace(cfg, seed=cfg.seed + k - 1)
+
+
+def attempt_record(metrics: dict[str, Any]) -> dict[str, Any]:
+    """What ``"attempts"`` keeps of a failed attempt: its number, master seed, why it failed, its loss and largest
+    per-sequence loss on the evaluation sequences, its training steps, the rescue's scale, and when it ran."""
+    return {"attempt": metrics.get("attempt", 1), "seed": metrics.get("seed", metrics["signature"]["train"]["seed"]),
+            "failed": metrics["failed"], "loss": metrics["eval"]["loss"], "max": metrics["eval"]["tail"].get("max"),
+            "steps": metrics["train"]["steps"], "converged": metrics["train"]["converged"],
+            "rescue": (metrics.get("rescue") or {}).get("scale"), "seconds": metrics["seconds"],
+            "wall": metrics.get("wall")}
+
+
+def stored_attempts(dest: Path, cell: Cell, budget: Budget) -> list[dict[str, Any]]:
+    """The failed attempts of the stored cell at ``dest`` that :func:`run_cell` goes on from: none unless it is a
+    failed cell of this signature; its own attempt counts unless it is to be rescued again (:func:`load_cell`)."""
+    path = dest / "metrics.json"
+    m = json.loads(path.read_text()) if path.exists() else {}
+    if not m.get("failed") or m.get("signature") != cell_signature(cell, budget):
+        return []
+    again = not m["train"].get("dropped_final") and (m.get("rescue") or {}).get("constants") != \
+        rescue_constants(budget.rescue_pool)
+    return list(m.get("attempts", [])) + ([] if again else [attempt_record(m)])
+
+
+def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer, starts: Path | None, least: int,
+             k: int) -> dict[str, Any]:
+    """Attempt ``k`` of :func:`run_cell`: train, judge, rescue, store the model of a passing cell; the metrics."""
     t0, wall0 = time.perf_counter(), time.time()
     evaluation.fix_mmap_threshold()  # the cell's evaluations churn BATCH_CACHE's large chunks
-    cfg = train_config(cell, budget)
+    cfg = attempt_config(cell, budget, k)
     start = start_for(cell.model, cell.layers, cell.noise,
                       lambda m, L: finished_model(starts or out, Cell(m, L, cell.noise))) if budget.continuation else None
     st = budget.stages if not cell.keep_seeds else replace(budget.stages, seeds=budget.seeds)
-    best, summary = train_stages(cfg, st, start, runs / budget.name / cell.name, trainer, least)
+    run = runs / budget.name / cell.name
+    best, summary = train_stages(cfg, st, start, run if k == 1 else run / f"attempt{k}", trainer, least)
     t_train = time.perf_counter() - t0
     P, Q, meta = load_model(best.model)
     metrics: dict[str, Any] = {
         "cell": cell.name, "model": cell.model, "layers": cell.layers, "noise": cell.noise, "budget": budget.name,
         "signature": cell_signature(cell, budget), "train": summary | {"seconds": t_train},
-    } | assess(P, Q, cell, budget)
+    } | ({"attempt": k, "seed": cfg.seed} if k > 1 else {}) | assess(P, Q, cell, budget)
     metrics["failed"] = failure(metrics)
     rescued = False
     if metrics["failed"] and not summary.get("dropped_final"):
@@ -195,7 +245,6 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     metrics["seconds"] = time.perf_counter() - t0
     metrics["wall"] = [wall0, time.time()]  # when it ran (Unix time): cells of parallel sweeps overlap
     metrics["device"] = jax.devices()[0].device_kind  # "cpu", or the accelerator's name
-    atomic_write_json(dest / "metrics.json", metrics)  # written last: its presence marks the cell finished
     return metrics
 
 

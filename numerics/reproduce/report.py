@@ -227,11 +227,33 @@ def _heavy_tails(t: Table) -> str:
             "is undertrained or unstable at this budget; no claim counts them as a match): " + "; ".join(bad) + ".\n\n")
 
 
+def attempts_lines(cells: Any, attempts: int) -> list[str]:
+    """Bullets for the cells that passed only at a later attempt, and for those whose every attempt failed
+    (never a table entry), each with why its attempts failed; none when every cell passed at once."""
+    cells = list(cells)
+
+    def why(m: dict[str, Any]) -> str:
+        runs = [*m.get("attempts", ()), *([{"attempt": m.get("attempt", 1), "failed": m["failed"]}] if m.get("failed")
+                                          else [])]
+        return "; ".join(f"attempt {r['attempt']}: {r['failed']}" for r in runs)
+
+    later = [m for m in cells if m.get("attempts") and not m.get("failed")]
+    failed = [m for m in cells if m.get("failed")]
+    out = []
+    if later:
+        out.append(f"- {len(later)} cells passed at a later attempt, trained again with the next master seed after "
+                   "failing even with the rescue: " + ", ".join(f"{m['cell']} ({why(m)})" for m in later) + ".")
+    if failed:
+        out.append(f"- **{len(failed)} cells failed** every attempt (`–` in the tables; at most {attempts} attempts "
+                   "a cell): " + ", ".join(f"{m['cell']} ({why(m)})" for m in failed) + ".")
+    return out
+
+
 def machine_seconds(cells: Any) -> float:
     """Seconds the machine spent on ``cells`` (their ``metrics.json``): the length of the union of the intervals
     ``"wall"`` during which they ran, so that cells of sweeps that ran side by side (``--noise``) count once, plus
-    the ``"seconds"`` of cells stored without ``"wall"``."""
-    cells = list(cells)  # read twice below
+    the ``"seconds"`` of cells stored without ``"wall"``; a cell's failed attempts (``"attempts"``) count too."""
+    cells = [r for m in cells for r in (m, *m.get("attempts", ()))]  # read twice below
     spans = sorted(tuple(m["wall"]) for m in cells if m.get("wall"))
     total, end = 0.0, -float("inf")
     for a, b in spans:
@@ -251,7 +273,7 @@ def by_device(cells: Any) -> dict[str, tuple[int, float]]:
 
 def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], beyond_md: str, cmd: Any,
                      out: Path) -> str:
-    secs = sum(m.get("seconds", 0.0) for m in sw.cells.values())
+    secs = sum(r.get("seconds", 0.0) for m in sw.cells.values() for r in (m, *m.get("attempts", ())))
     busy, devices = machine_seconds(sw.cells.values()), by_device(sw.cells.values())
     st = budget.stages
     steps = (("by continuation over depth" if budget.continuation else "each cell from the random start")
@@ -283,7 +305,8 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         + ("; by device: " + ", ".join(f"{n} cells in {t / 3600:.2f} h on {k}" for k, (n, t) in devices.items())
            if len(devices) > 1 else "")
         + (f"; **{len(sw.missing)} cells are not trained yet** (`–` in the tables; a claim that needs one is not "
-           "evaluated, and a figure that needs one is not drawn)." if getattr(sw, "missing", None) else "."), "",
+           "evaluated, and a figure that needs one is not drawn)." if getattr(sw, "missing", None) else "."),
+        *attempts_lines(sw.cells.values(), budget.attempts), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "
         "paired SE. **Bayes** is the Bayes-optimal floor (posterior mean under the noise prior): no method can beat it "
         "on average.", "", "## The paper's claims, checked", "", _heavy_tails(table),

@@ -215,6 +215,61 @@ def test_a_failed_cell_is_rescued_by_the_larger_pool(tmp_path, monkeypatch):
     assert ex.load_cell(tmp_path / "o2", cell, blind) is None  # failed before another rescue: redone
 
 
+class SeedTrainer(StubTrainer):
+    """The stub's models; the runs of master seed 0 report a sequence left out of their final phase, which fails a
+    cell without a rescue, and every other master seed trains cleanly."""
+
+    def __call__(self, cfg, run: Path) -> ex.Trained:
+        t = super().__call__(cfg, run)
+        self.calls[-1] = run.as_posix().split(f"/{TEST.name}/", 1)[1]  # <cell>[/attempt<k>]/stage<j>
+        return t._replace(metrics=t.metrics | {"dropped_final": int(cfg.seed == 0)})
+
+
+def test_a_cell_that_fails_every_rescue_is_trained_again_with_the_next_seed(tmp_path):
+    """Attempt 1 (master seed 0) fails and keeps no model; attempt 2 trains again with master seed 1 into its own run
+    directory and passes; ``"attempts"`` records the failure, and the report names the cell."""
+    from numerics.reproduce.report import attempts_lines
+
+    cell = ex.Cell("diag", 1, "uniform:1")
+    trainer = SeedTrainer()
+    m = ex.run_cell(cell, TEST, tmp_path / "out", tmp_path / "runs", trainer)
+    assert m["failed"] is None and (m["attempt"], m["seed"]) == (2, 1)
+    [a] = m["attempts"]
+    assert (a["attempt"], a["seed"], a["steps"]) == (1, 0, m["train"]["steps"]) and "final phase" in a["failed"]
+    assert trainer.calls == [f"{cell.name}/stage{k}" for k in (1, 2)] + [f"{cell.name}/attempt2/stage{k}" for k in (1, 2)]
+    assert (tmp_path / "out" / "models" / cell.name / "model.npz").exists()
+    assert ex.load_cell(tmp_path / "out", cell, TEST) == json.loads(json.dumps(m))
+    [line] = attempts_lines([m], TEST.attempts)
+    assert "1 cells passed at a later attempt" in line and cell.name in line and "attempt 1: training left" in line
+
+
+def test_a_stored_failed_cell_with_attempts_left_goes_on_with_its_next_attempt(tmp_path):
+    """A cell that failed its only attempt is finished for a budget of one attempt; a budget of two goes on with
+    attempt 2 without training attempt 1 again, and one that fails there too stays failed, with both reasons."""
+    from numerics.reproduce.report import attempts_lines
+
+    cell, one = ex.Cell("diag", 1, "uniform:1"), replace(TEST, attempts=1)
+    m = ex.run_cell(cell, one, tmp_path / "out", tmp_path / "runs", SeedTrainer())
+    assert m["failed"] and "attempts" not in m and ex.load_cell(tmp_path / "out", cell, one) is not None
+    assert ex.load_cell(tmp_path / "out", cell, TEST) is None
+    trainer = SeedTrainer()
+    m = ex.sweep(TEST, ("table1",), tmp_path / "out", tmp_path / "runs", trainer=trainer,
+                 noises=[cell.noise]).cells[cell.name]
+    assert m["failed"] is None and [a["attempt"] for a in m["attempts"]] == [1]
+    assert [c for c in trainer.calls if c.startswith(cell.name + "/")] == [f"{cell.name}/attempt2/stage{k}"
+                                                                           for k in (1, 2)]
+
+    class Never(SeedTrainer):
+        def __call__(self, cfg, run: Path) -> ex.Trained:
+            return super().__call__(replace(cfg, seed=0), run)
+
+    m = ex.run_cell(cell, TEST, tmp_path / "o2", tmp_path / "r2", Never())
+    assert m["failed"] and m["attempt"] == 2 and [a["attempt"] for a in m["attempts"]] == [1]
+    assert ex.load_cell(tmp_path / "o2", cell, TEST) is not None
+    [line] = attempts_lines([m], TEST.attempts)
+    assert "1 cells failed" in line and "attempt 1: training left" in line and "attempt 2: training left" in line
+
+
 def test_cell_from_other_config_is_refused(swept):
     root, stub, _ = swept
     other = ex.Budget(**{**TEST.__dict__, "eval_sequences": TEST.eval_sequences + 1})

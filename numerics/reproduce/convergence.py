@@ -4,8 +4,9 @@ A cell's training stops when doubling its steps no longer moves its held-out los
 (:mod:`numerics.train.continuation`).  This check asks the same question from outside the cell, on the
 evaluation sequences: :func:`check_cell` retrains the finished cell ``(model, L, noise)`` with every stage
 :data:`FACTOR` times longer (:meth:`numerics.train.continuation.Stages.scaled`), starting from the same finished
-cell it started from and in at least as many stages, so that it spends ``FACTOR`` times the steps, into
-``OUT/convergence/models/<cell>/`` (run directories under ``RUNS/convergence<FACTOR>/``).  Both models are evaluated on the budget's evaluation sequences, and the check
+cell it started from, with the master seed of its passing attempt, and in at least as many stages, so that it
+spends ``FACTOR`` times the steps, into ``OUT/convergence/models/<cell>/`` (run directories under
+``RUNS/convergence<FACTOR>/``).  Both models are evaluated on the budget's evaluation sequences, and the check
 holds when the paired change of the mean adjusted loss is below :data:`REL` of it or :data:`SE` standard errors
 of the paired difference.
 
@@ -66,7 +67,8 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
     least = len(base["train"]["stages"])
     again = load_cell(where, cell, longer)
     if again is None or len(again["train"]["stages"]) < least:
-        again = run_cell(cell, longer, where, runs / f"convergence{factor}", trainer, starts=out, least=least)
+        again = run_cell(cell, longer, where, runs / f"convergence{factor}", trainer, starts=out, least=least,
+                         first=base.get("attempt", 1))
     a = losses(cell_dir(out, cell) / "model.npz", cell, budget)
     entry = {"cell": cell.name, "factor": factor, "steps": base["train"]["steps"],
              "steps_longer": again["train"]["steps"], "loss": float(a.mean()),

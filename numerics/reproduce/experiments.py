@@ -150,22 +150,24 @@ def finished_model(out: Path, cell: Cell) -> Path | None:
 
 
 def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir,
-             starts: Path | None = None, least: int = 1) -> dict[str, Any]:
+             starts: Path | None = None, least: int = 1, first: int = 1) -> dict[str, Any]:
     """Train (resuming; where the budget continues over depth, from the finished cells under ``starts``, default
     ``out``; in at least ``least`` stages), evaluate and store one cell; returns its metrics.  A cell that fails the
     evaluation (:func:`failure`) gets one :func:`rescue`.  One that still fails is an attempt that failed: the cell
     is trained again, from the start, with the next master seed (:func:`attempt_config`), up to ``budget.attempts``
     attempts in all, and the failed attempts are listed under ``"attempts"`` (:func:`attempt_record`).  A cell whose
     last attempt fails keeps its metrics, with the reason under ``"failed"``, but no ``model.npz``.  A stored failed
-    cell with attempts left goes on with its next attempt."""
+    cell with attempts left goes on with its next attempt.  ``first`` is the attempt to begin with (the convergence
+    check retrains the attempt that passed, with its seed)."""
     dest = cell_dir(out, cell)
     earlier = stored_attempts(dest, cell, budget)
     while True:
-        metrics = _attempt(cell, budget, out, runs, trainer, starts, least, len(earlier) + 1)
+        k = first + len(earlier)
+        metrics = _attempt(cell, budget, out, runs, trainer, starts, least, k)
         if earlier:
             metrics["attempts"] = earlier
         atomic_write_json(dest / "metrics.json", metrics)  # written last: its presence marks the cell finished
-        if metrics["failed"] is None or len(earlier) + 1 >= budget.attempts:
+        if metrics["failed"] is None or k >= budget.attempts:
             return metrics
         earlier = [*earlier, attempt_record(metrics)]
 

@@ -270,6 +270,18 @@ def test_a_stored_failed_cell_with_attempts_left_goes_on_with_its_next_attempt(t
     assert "1 cells failed" in line and "attempt 1: training left" in line and "attempt 2: training left" in line
 
 
+def test_the_convergence_check_retrains_the_attempt_that_passed(tmp_path):
+    """A cell that passed at attempt 2 is retrained with attempt 2's master seed, not from attempt 1 again."""
+    from numerics.reproduce import convergence
+
+    cell = convergence.CELLS["test"][0]
+    ex.run_cell(cell, TEST, tmp_path / "out", tmp_path / "runs", SeedTrainer())
+    trainer = SeedTrainer()
+    e = convergence.check(TEST, tmp_path / "out", tmp_path / "runs", trainer=trainer)["cells"][cell.name]
+    assert e["holds"] and not e.get("failed")
+    assert trainer.calls == [f"{cell.name}/attempt2/stage{k}" for k in (1, 2)]
+
+
 def test_cell_from_other_config_is_refused(swept):
     root, stub, _ = swept
     other = ex.Budget(**{**TEST.__dict__, "eval_sequences": TEST.eval_sequences + 1})

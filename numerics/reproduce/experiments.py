@@ -52,8 +52,8 @@ from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
     PARTS, TAIL_DEPTH, cell_signature, cells_for, get_budget, noises_for, parse_noises, parse_parts, slug,
     stage_seeds, train_config)  # noqa: F401  (re-exported)
-from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, eval_key, evaluate_model, failure,  # noqa: F401
-    profile_key, rescue, spectral_check, tail_key)  # (re-exported)
+from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
+    evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
 
 
 def baseline_results(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
@@ -168,6 +168,9 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
             metrics["attempts"] = earlier
         atomic_write_json(dest / "metrics.json", metrics)  # written last: its presence marks the cell finished
         if metrics["failed"] is None or k >= budget.attempts:
+            if metrics["failed"]:  # the model an earlier judgement kept (rejudge) is not this cell's any more
+                for f in ("model.npz", "seeds.npz"):
+                    (dest / f).unlink(missing_ok=True)
             return metrics
         earlier = [*earlier, attempt_record(metrics)]
 
@@ -250,6 +253,21 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     return metrics
 
 
+def rejudge(cell: Cell, budget: Budget, out: Path, m: dict[str, Any]) -> dict[str, Any] | None:
+    """A finished cell judged before one of its checks existed (:func:`numerics.reproduce.judge.check_names`): the
+    missing checks run on its model and join its ``metrics.json``.  ``None`` when it now fails: it is a failed cell,
+    which the sweep rescues or trains again (:func:`run_cell`).  A cell with every check, or a failed one, is
+    returned as it is."""
+    missing = [k for k in check_names(cell, budget) if k not in m]
+    if m.get("failed") or not missing:
+        return m
+    P, Q, _ = load_model(cell_dir(out, cell) / "model.npz")
+    m = m | checks(P, Q, cell, budget, skip=tuple(k for k in check_names(cell, budget) if k not in missing))
+    m["failed"] = failure(m)
+    atomic_write_json(cell_dir(out, cell) / "metrics.json", m)
+    return None if m["failed"] else m
+
+
 @dataclass
 class Sweep:
     """Outcome of :func:`sweep`: metrics per cell name, baselines per noise, cells trained in this call."""
@@ -275,6 +293,9 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     cells = cells_for(budget, parts)
     have = {c.name: load_cell(out, c, budget) for c in cells}
     keep = None if noises is None else set(parse_noises(budget, noises))
+    for c in cells:
+        if train and have[c.name] is not None and (keep is None or c.noise in keep):
+            have[c.name] = rejudge(c, budget, out, have[c.name])
     todo = [c for c in cells if have[c.name] is None]
     missing = [c.name for c in todo if not train or (keep is not None and c.noise not in keep)]
     todo = [c for c in todo if c.name not in missing]

@@ -131,14 +131,27 @@ def spectral_check(P: Any, Q: Any, cell: Cell, budget: Budget, chunk: int = 2**1
 
 def assess(P: Any, Q: Any, cell: Cell, budget: Budget) -> dict[str, Any]:
     """A model's evaluation (every read-out on the evaluation sequences, tails included), its per-variance profile,
-    for depth >= :data:`numerics.reproduce.budgets.TAIL_DEPTH` the tail check, and for GD++ there at σ_max = 0 :func:`spectral_check`."""
+    and its :func:`checks`."""
     out = {"eval": evaluate_model(P, Q, cell.noise, budget), "profile": profile_model(P, Q, cell.noise, budget)}
-    n_tail = tail_sequences(cell, budget)
-    if n_tail:
-        out["tail_check"] = evaluation.tail_check(P, Q, cell.noise, budget.n, budget.d, tail_key(), n_tail)
-        if cell.model == "gdpp" and Noise.parse(cell.noise).sigma_max == 0:
-            out["spectral"] = spectral_check(P, Q, cell, budget)
-    return out
+    return out | checks(P, Q, cell, budget)
+
+
+def check_names(cell: Cell, budget: Budget) -> tuple[str, ...]:
+    """The checks :func:`checks` runs for the cell: ``"tail_check"`` from depth
+    :data:`numerics.reproduce.budgets.TAIL_DEPTH`, and for GD++ there at σ_max = 0 also ``"spectral"``."""
+    if not tail_sequences(cell, budget):
+        return ()
+    return ("tail_check", "spectral") if cell.model == "gdpp" and Noise.parse(cell.noise).sigma_max == 0 \
+        else ("tail_check",)
+
+
+def checks(P: Any, Q: Any, cell: Cell, budget: Budget, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The checks beyond the evaluation (:func:`check_names`, less those named in ``skip``): the tail check on
+    ``budget.tail_sequences`` fresh sequences and :func:`spectral_check`."""
+    run = {"tail_check": lambda: evaluation.tail_check(P, Q, cell.noise, budget.n, budget.d, tail_key(),
+                                                       tail_sequences(cell, budget)),
+           "spectral": lambda: spectral_check(P, Q, cell, budget)}
+    return {k: run[k]() for k in check_names(cell, budget) if k not in skip}
 
 
 def rescue(P: Any, Q: Any, cell: Cell, budget: Budget, metrics: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
@@ -169,5 +182,5 @@ def rescue(P: Any, Q: Any, cell: Cell, budget: Budget, metrics: dict[str, Any]) 
     return np.asarray(Q, np.float64) * record["scale"], record
 
 
-__all__ = ["SPECTRAL_SEED", "assess", "eval_key", "evaluate_model", "failure", "profile_key", "profile_model",
-           "rescue", "spectral_check", "tail_key"]
+__all__ = ["SPECTRAL_SEED", "assess", "check_names", "checks", "eval_key", "evaluate_model", "failure", "profile_key",
+           "profile_model", "rescue", "spectral_check", "tail_key"]

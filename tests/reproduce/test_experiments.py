@@ -282,6 +282,34 @@ def test_the_convergence_check_retrains_the_attempt_that_passed(tmp_path):
     assert trainer.calls == [f"{cell.name}/attempt2/stage{k}" for k in (1, 2)]
 
 
+def test_a_cell_judged_before_a_check_existed_is_judged_again_without_training(tmp_path):
+    """A stored passing cell without its tail check gets it on the next sweep, the same numbers the cell got when it
+    was made, and no training; a model that fails the added check loses its place: the sweep trains the cell again,
+    and a cell whose every attempt fails keeps no model."""
+    cell = ex.Cell("diag", 4, "uniform:1")
+    deep = replace(TEST, depths=(4,), noises=(cell.noise,), beyond_depths=())
+    m = ex.run_cell(cell, deep, tmp_path / "out", tmp_path / "runs", StubTrainer())
+    path = tmp_path / "out" / "models" / cell.name / "metrics.json"
+    path.write_text(json.dumps({k: v for k, v in m.items() if k != "tail_check"}))
+    trainer = StubTrainer()
+    sw = ex.sweep(deep, ("table1",), tmp_path / "out", tmp_path / "runs", trainer=trainer)
+    assert not trainer.calls and sw.cells[cell.name]["tail_check"] == json.loads(json.dumps(m["tail_check"]))
+    assert json.loads(path.read_text()) == json.loads(json.dumps(m))
+
+    P, Q = (np.asarray(x, np.float64) for x in models.universal(gd(0.08, 4), 10))  # explodes on a few in 10³
+    save_model(path.parent / "model.npz", P, Q)
+    assert ex.rejudge(cell, deep, tmp_path / "out", {k: v for k, v in m.items() if k != "tail_check"}) is None
+    assert "tail check" in json.loads(path.read_text())["failed"]
+
+    class Never(SeedTrainer):
+        def __call__(self, cfg, run: Path) -> ex.Trained:
+            return super().__call__(replace(cfg, seed=0), run)
+
+    never = Never()
+    sw = ex.sweep(deep, ("table1",), tmp_path / "out", tmp_path / "runs", trainer=never)
+    assert sw.cells[cell.name]["failed"] and never.calls and not (path.parent / "model.npz").exists()
+
+
 def test_cell_from_other_config_is_refused(swept):
     root, stub, _ = swept
     other = ex.Budget(**{**TEST.__dict__, "eval_sequences": TEST.eval_sequences + 1})

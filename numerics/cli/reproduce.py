@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from numerics.io import strict_json
 
@@ -113,7 +114,11 @@ def run(args: argparse.Namespace) -> int:
         sw = ex.sweep(budget, parts, args.out, args.runs, progress=show, train=not args.no_train, noises=args.noise)
     finally:
         show.stop()
-    res = write_outputs(sw, budget, parts, args.out, args.out)
+    # the report covers every part whose cells are finished, not only those redrawn now
+    done = ex.finished_parts(budget, Path(args.out))
+    shown = tuple(p for p in ex.PARTS if p in parts or p in done)
+    view = sw if set(shown) == set(parts) else ex.sweep(budget, shown, args.out, args.runs, train=False)
+    res = write_outputs(view, budget, parts, args.out, args.out, shown=shown)
     secs = time.perf_counter() - t0
     if args.json:
         print(strict_json({"budget": budget.name, "parts": list(parts), "out": args.out, "cells": len(sw.cells),

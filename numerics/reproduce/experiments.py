@@ -268,6 +268,12 @@ def rejudge(cell: Cell, budget: Budget, out: Path, m: dict[str, Any]) -> dict[st
     return None if m["failed"] else m
 
 
+def finished_parts(budget: Budget, out: Path) -> tuple[str, ...]:
+    """The parts of the budget whose every cell is finished under ``out`` (passed, or failed for good)."""
+    done = {c.name for c in cells_for(budget, PARTS) if load_cell(out, c, budget) is not None}
+    return tuple(p for p in PARTS if all(c.name in done for c in cells_for(budget, (p,))))
+
+
 @dataclass
 class Sweep:
     """Outcome of :func:`sweep`: metrics per cell name, baselines per noise, cells trained in this call."""

@@ -130,8 +130,11 @@ def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> s
     return text
 
 
-def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path, out_arg: str | None = None) -> dict[str, Any]:
+def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path, out_arg: str | None = None,
+                  shown: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Write the requested parts (tables, figures) and ``report.md`` from a finished :func:`experiments.sweep`.
+    ``shown`` (default ``parts``; the cells of ``sw`` cover them) are the parts whose sections the report
+    carries: a part not redrawn keeps its section, with the figures it drew before.
 
     Returns ``{"files": [...], "claims": [Claim, ...]}``."""
     import jax
@@ -149,6 +152,7 @@ def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path,
     files: list[str] = []
     missing = set(getattr(sw, "missing", ()))
     parts = tuple(p for p in parts if p == "table1" or not any(c.name in missing for c in ex.cells_for(budget, (p,))))
+    shown = tuple(p for p in (shown or parts) if not any(c.name in missing for c in ex.cells_for(budget, (p,))))
     table = build_table(grid_cells, {nz: base[nz] for nz in noises})
     if "table1" in parts:
         atomic_write_text(out / "table1.csv", table_csv(table))
@@ -171,15 +175,16 @@ def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path,
                    out / "fig4.png")
         files.append("fig4.png")
     beyond_md = ""
-    if "beyond" in parts:
+    if "beyond" in parts or "beyond" in shown:
         deep = [nz for nz in (ex.FOCUS, ex.CATEGORICAL) if nz in base]
-        plots.fig_depth(cells, base, deep, out / "fig_beyond_depth.png")
         cw = ex.Cell("diag", L, ex.FOCUS)
         P, Q, _ = load_model(ex.cell_dir(out, cw) / "model.npz")
         tr = beyond.trajectories(P, Q, ex.FOCUS, 1000, budget.n, budget.d, jax.random.fold_in(jax.random.PRNGKey(0), 3))
-        plots.fig_weights(tr, f"DIAG-{L} on {ex.FOCUS}: implicit weights w^l (Theorem 4.1) vs the ridge path",
-                          out / "fig_beyond_weights.png")
-        files += ["fig_beyond_depth.png", "fig_beyond_weights.png"]
+        if "beyond" in parts:
+            plots.fig_depth(cells, base, deep, out / "fig_beyond_depth.png")
+            plots.fig_weights(tr, f"DIAG-{L} on {ex.FOCUS}: implicit weights w^l (Theorem 4.1) vs the ridge path",
+                              out / "fig_beyond_weights.png")
+            files += ["fig_beyond_depth.png", "fig_beyond_weights.png"]
         beyond_md = _beyond_markdown(cells, deep, L, tr, cmd("beyond"))
     claims = check_claims(complete_series(table, budget.depths), profiles_of(cells))
     from numerics.reproduce import floor  # GD++ against ridge at λ = E σ² (a theorem, not a claim of the paper)

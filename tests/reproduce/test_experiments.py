@@ -310,6 +310,24 @@ def test_a_cell_judged_before_a_check_existed_is_judged_again_without_training(t
     assert sw.cells[cell.name]["failed"] and never.calls and not (path.parent / "model.npz").exists()
 
 
+def test_a_run_of_some_parts_keeps_the_report_of_every_finished_part(swept, tmp_path, capsys):
+    """``--only table1`` redraws the table; the report still counts the Fig. 5 cells and shows Fig. 5."""
+    import shutil
+
+    root, _, _ = swept
+    shutil.copytree(root / "out", tmp_path / "out")
+    assert "fig5" in ex.finished_parts(TEST, tmp_path / "out") and "beyond" not in ex.finished_parts(TEST, tmp_path / "out")
+    argv = ["reproduce", "--budget", "test", "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "runs")]
+    assert main([*argv, "--no-train"]) == 0  # every finished part drawn
+    before = (tmp_path / "out" / "fig5.png").read_bytes()
+    capsys.readouterr()
+    assert main([*argv, "--only", "table1"]) == 0
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "- 5 cells," in report and "![fig5](fig5.png)" in report
+    assert (tmp_path / "out" / "fig5.png").read_bytes() == before and "wrote table1.csv, table1.md, report.md" in \
+        capsys.readouterr().out
+
+
 def test_cell_from_other_config_is_refused(swept):
     root, stub, _ = swept
     other = ex.Budget(**{**TEST.__dict__, "eval_sequences": TEST.eval_sequences + 1})

@@ -45,6 +45,10 @@ class Budget:
     #: ... starting from the random start (``False``: every cell on its own) or from the finished shallower cell
     #: (``True``: continuation over depth, cheaper but worse: ``docs/experiments/continuation-basin.md``).
     continuation: bool = False
+    #: ... and, where it does not continue over depth, FULL from the finished DIAG cell of its depth and setting
+    #: (its DIAG embedding; the random start without one): from the random start FULL settles in a worse basin than
+    #: DIAG (``docs/experiments/full-from-diag.md``).  With ``continuation`` FULL starts there anyway.
+    full_from_diag: bool = True
     #: Fresh float64 sequences of the tail check of every model of depth >= :data:`TAIL_DEPTH`.
     tail_sequences: int = evaluation.TAIL_SEQUENCES
     #: Attempts of a cell that fails its evaluation even after the rescue: each trains it again from the start
@@ -91,6 +95,7 @@ BUDGETS: dict[str, Budget] = {
     # The full Table 1 (every model x depths 1-7 x the 10 noise settings) plus DIAG/FULL at depths 8-12 on
     # uniform:5 and categorical:1,3; every cell from the random start, in stages of the default recipe's length
     # (3000 steps of batch 2048, two seeds) until converged: continuation over depth settles in a worse basin.
+    # FULL starts from the finished DIAG cell of its depth (full_from_diag, the default).
     "paper": Budget("paper", MODELS, tuple(range(1, 8)), PAPER_NOISES, seeds=5, eval_sequences=100_000,
                     tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=20_000,
                     stages=Stages(steps=3000, most=3, batch=2048, seeds=2), continuation=False),
@@ -218,7 +223,14 @@ def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
             "eval_sequences": budget.eval_sequences, "profile_sequences": budget.profile_sequences,
             "profile_points": budget.profile_points, "tail_sequences": tail_sequences(cell, budget),
             "seed_sequences": budget.seed_sequences if cell.keep_seeds else None}
-            | ({} if budget.continuation else {"continuation": False}))  # cells stored before the flag continued
+            | ({} if budget.continuation else {"continuation": False})  # cells stored before the flag continued
+            | ({"full_from_diag": True} if full_start(cell, budget) else {}))
+
+
+def full_start(cell: Cell, budget: Budget) -> bool:
+    """The cell is FULL and starts from the DIAG cell of its depth although the budget does not continue over
+    depth (``Budget.full_from_diag``)."""
+    return budget.full_from_diag and not budget.continuation and kind_of(cell.model).diag_phase
 
 
 def stage_seeds(cell: Cell, budget: Budget) -> int:

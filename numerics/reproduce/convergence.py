@@ -18,6 +18,7 @@ cells.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -82,12 +83,19 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
                     "holds": abs(change) <= max(REL * abs(float(a.mean())), SE * se)}
 
 
+def same_base(entry: dict[str, Any], base: dict[str, Any] | None) -> bool:
+    """The entry was made from the cell's current model: its loss is the cell's evaluation loss (the same
+    sequences, summed in another order)."""
+    return base is not None and not base.get("failed") and math.isclose(entry["loss"], base["eval"]["loss"],
+                                                                           rel_tol=1e-9, abs_tol=1e-15)
+
+
 def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, ...] | None = None,
           progress: Callable[[str, dict[str, Any]], None] | None = None,
           trainer: Trainer = train_rundir) -> dict[str, Any]:
     """Check every cell of ``cells`` (default :data:`CELLS` of the budget) that is finished; write and return
     ``OUT/convergence.json``: ``{"budget", "factor", "rel", "se", "cells": {name: entry}, "pending": [names]}``.
-    It keeps the entries of earlier checks made with the same constants."""
+    It keeps the entries of earlier checks made with the same constants from the cells' current models."""
     out, runs = Path(out), Path(runs)
     path = out / "convergence.json"
     res: dict[str, Any] = {"budget": budget.name, "factor": FACTOR, "rel": REL, "se": SE, "cells": {}, "pending": []}
@@ -98,9 +106,13 @@ def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, 
     swept = {c.name: c for c in cells_for(budget, PARTS)}  # as the sweep made them: a Fig. 5 cell keeps its seeds
     for cell in CELLS.get(budget.name, ()) if cells is None else cells:
         cell = swept.get(cell.name, cell)
-        entry = have.get(cell.name) or check_cell(cell, budget, out, runs, FACTOR, trainer)
+        entry = have.get(cell.name)
+        if entry is not None and not same_base(entry, load_cell(out, cell, budget)):
+            entry = None  # the entry checked a model the cell no longer holds
+        entry = entry or check_cell(cell, budget, out, runs, FACTOR, trainer)
         if entry is None:
             res["pending"].append(cell.name)
+            res["cells"].pop(cell.name, None)
         else:
             res["cells"][cell.name] = entry
         if progress:
@@ -127,4 +139,4 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
-__all__ = ["CELLS", "FACTOR", "REL", "SE", "check", "check_cell", "losses", "markdown"]
+__all__ = ["CELLS", "FACTOR", "REL", "SE", "check", "check_cell", "losses", "markdown", "same_base"]

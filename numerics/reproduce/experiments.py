@@ -50,7 +50,7 @@ from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model, save_model
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
-    PARTS, TAIL_DEPTH, cell_signature, cells_for, get_budget, noises_for, parse_noises, parse_parts, slug,
+    PARTS, TAIL_DEPTH, cell_signature, cells_for, full_start, get_budget, noises_for, parse_noises, parse_parts, slug,
     stage_seeds, train_config)  # noqa: F401  (re-exported)
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
     evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
@@ -211,7 +211,8 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     evaluation.fix_mmap_threshold()  # the cell's evaluations churn BATCH_CACHE's large chunks
     cfg = attempt_config(cell, budget, k)
     start = start_for(cell.model, cell.layers, cell.noise,
-                      lambda m, L: finished_model(starts or out, Cell(m, L, cell.noise))) if budget.continuation else None
+                      lambda m, L: finished_model(starts or out, Cell(m, L, cell.noise)), over_depth=budget.continuation) \
+        if budget.continuation or full_start(cell, budget) else None
     st = budget.stages if not cell.keep_seeds else replace(budget.stages, seeds=budget.seeds)
     run = runs / budget.name / cell.name
     best, summary = train_stages(cfg, st, start, run if k == 1 else run / f"attempt{k}", trainer, least)

@@ -281,12 +281,15 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
     secs = sum(r.get("seconds", 0.0) for m in sw.cells.values() for r in (m, *m.get("attempts", ())))
     busy, devices = machine_seconds(sw.cells.values()), by_device(sw.cells.values())
     st = budget.stages
-    steps = (("by continuation over depth" if budget.continuation else "each cell from the random start")
+    steps = (("by continuation over depth" if budget.continuation else "each cell from the random start"
+              + (", FULL from the finished DIAG cell of its depth" if budget.full_from_diag else ""))
              + f", in stages of {st.steps} steps of batch {st.batch} ({st.seeds} seeds in the first) and more until doubling "
              f"the steps moves the held-out loss by less than {st.rel:.0%} or {st.se:g} SE (`numerics.train.continuation`)")
     from numerics.reproduce.experiments import Cell, train_config
 
-    diag_steps = train_config(Cell("full", 1, budget.noises[0]), budget).phase1_steps
+    from dataclasses import replace
+
+    diag_steps = replace(train_config(Cell("full", 1, budget.noises[0]), budget), steps=st.steps).phase1_steps
     lines = [
         f"# Reproduction report: budget `{budget.name}`", "",
         f"Regenerate everything: `{cmd('table1,fig1,fig2,fig3,fig4,fig5,fig7,beyond')}` (finished cells in "
@@ -296,8 +299,8 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         f"{', '.join(map(str, budget.depths))}, noise {', '.join(budget.noises)}; beyond the paper: DIAG/FULL at depths "
         f"{', '.join(map(str, budget.beyond_depths)) or 'none (up to 7 only; the paper budget has 8-12)'}.",
         f"- Training: {steps}; the Fig. 5 cells start from {budget.seeds} seeds "
-        "(`numerics.train.TrainConfig` recipe: warm-up + cosine Adam, clipping, divergence guard; FULL trains its "
-        f"DIAG sub-family for the first {diag_steps} steps"
+        "(`numerics.train.TrainConfig` recipe: warm-up + cosine Adam, clipping, divergence guard; FULL without a "
+        f"start trains its DIAG sub-family for the first {diag_steps} steps"
         + ("; GD++ at σ_max = 0 starts from the spectral fit of `numerics.baselines.gdpp_fit`, `--init spectral`, seed 0 frozen "
            "at the fit, where the paper trains GD++ with Adam alone" if budget.gdpp_spectral else "")
         + f"), n = {budget.n}, d = {budget.d}.",

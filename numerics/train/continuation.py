@@ -2,7 +2,8 @@ r"""Training one cell of a sweep: in stages until the loss stops moving, from th
 
 A cell ``(model, L, noise)`` is trained in *stages*, each a complete :func:`numerics.train.train` run
 (warm-up + cosine schedule, fresh Adam state) into its own run directory ``RUNS/<budget>/<cell>/stage<k>/``
-(the budget's ``continuation`` flag, :class:`numerics.reproduce.budgets.Budget`, chooses the start):
+(the budget's ``continuation`` and ``full_from_diag`` flags, :class:`numerics.reproduce.budgets.Budget`, choose the
+start):
 
 =========  ===================================================================================================
 stage      start and length
@@ -10,8 +11,10 @@ stage      start and length
 1          the *start*: where the budget continues over depth (:func:`start_for`), the finished ``(L−1)``-layer
            cell of the same model and noise, with a new layer near the identity appended
            (:func:`numerics.train.warm_params`), and for FULL the finished DIAG cell of the same depth (its DIAG
-           embedding; without one, the finished FULL cell one layer shallower); GD++ at ``σ_max = 0`` from the
-           spectral fit; any other cell from the small random start.  ``S`` steps, ``seeds`` seeds.
+           embedding; without one, the finished FULL cell one layer shallower); where it does not continue over
+           depth, FULL still starts from the finished DIAG cell of its depth (``full_from_diag``); GD++ at
+           ``σ_max = 0`` from the spectral fit; any other cell from the small random start.  ``S`` steps,
+           ``seeds`` seeds.
 k ≥ 2      the best earlier stage's model, one seed, ``S · 2^{k−2}`` steps at half the previous stage's peak rate:
            stage ``k`` doubles the steps spent so far.
 =========  ===================================================================================================
@@ -314,17 +317,19 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
                   "dropped_final": best.metrics.get("dropped_final")}
 
 
-def start_for(model: str, layers: int, noise: str, finished: Callable[[str, int], Path | None]) -> Path | None:
+def start_for(model: str, layers: int, noise: str, finished: Callable[[str, int], Path | None],
+              over_depth: bool = True) -> Path | None:
     """The model file a cell starts from (module docstring): ``finished(model, L)`` is the model file of the
-    finished, passing cell ``(model, L, noise)`` or ``None``."""
+    finished, passing cell ``(model, L, noise)`` or ``None``.  Without ``over_depth`` only FULL has a start, the
+    DIAG cell of its depth; every other cell, and FULL without that cell, starts from the random start."""
     from numerics.models import kind_of
 
     kind = kind_of(model)
     if kind.spectral_init and Noise.parse(noise).sigma_max == 0:
         return None  # the spectral fit
     if kind.diag_phase:  # FULL starts from the DIAG model of its depth (its DIAG embedding)
-        return finished("diag", layers) or (finished(model, layers - 1) if layers > 1 else None)
-    return finished(model, layers - 1) if layers > 1 else None
+        return finished("diag", layers) or (finished(model, layers - 1) if layers > 1 and over_depth else None)
+    return finished(model, layers - 1) if layers > 1 and over_depth else None
 
 
 __all__ = ["HELD_OUT", "Stages", "Stratified", "converged", "fit_scale", "held_out_losses", "rescue_constants",

@@ -114,7 +114,7 @@ def test_report_splits_machine_time_by_device(swept):
     assert f"{len(gpu) - 1} cells in" in rep and "h on cpu" in rep
 
 
-def test_a_budget_without_continuation_starts_every_cell_from_the_random_start(swept, tmp_path):
+def test_a_budget_without_continuation_starts_every_cell_but_full_from_the_random_start(swept, tmp_path):
     root, stub, _ = swept
     assert stub.starts["diag-L2-uniform1"] == str(root / "out" / "models" / "diag-L1-uniform1" / "model.npz")
     alone, fresh = replace(TEST, continuation=False), StubTrainer()
@@ -124,6 +124,17 @@ def test_a_budget_without_continuation_starts_every_cell_from_the_random_start(s
     assert ex.cell_signature(cell, alone) != ex.cell_signature(cell, TEST)
     with pytest.raises(LintfError, match="another configuration"):  # cells of one recipe are not read as the other's
         ex.load_cell(root / "out", cell, alone)
+    # FULL starts from the DIAG cell of its depth (full_from_diag), not from FULL one layer shallower ...
+    full = ex.Cell("full", 2, "uniform:1")
+    ex.run_cell(full, alone, tmp_path / "out", tmp_path / "runs", fresh)
+    assert fresh.starts["full-L2-uniform1"] == str(tmp_path / "out" / "models" / "diag-L2-uniform1" / "model.npz")
+    assert ex.cell_signature(full, alone)["full_from_diag"] and "full_from_diag" not in ex.cell_signature(cell, alone)
+    # ... and from the random start without that cell, or without the flag
+    ex.run_cell(ex.Cell("full", 1, "uniform:1"), alone, tmp_path / "out", tmp_path / "runs", fresh)
+    assert fresh.starts["full-L1-uniform1"] is None
+    plain = replace(alone, full_from_diag=False)
+    ex.run_cell(full, plain, tmp_path / "o2", tmp_path / "r2", fresh, starts=tmp_path / "out")
+    assert fresh.starts["full-L2-uniform1"] is None and "full_from_diag" not in ex.cell_signature(full, plain)
 
 
 def test_spectral_check_is_the_mean_of_the_sequences_at_sigma_zero():
@@ -280,6 +291,26 @@ def test_the_convergence_check_retrains_the_attempt_that_passed(tmp_path):
     e = convergence.check(TEST, tmp_path / "out", tmp_path / "runs", trainer=trainer)["cells"][cell.name]
     assert e["holds"] and not e.get("failed")
     assert trainer.calls == [f"{cell.name}/attempt2/stage{k}" for k in (1, 2)]
+
+
+def test_a_convergence_entry_of_a_model_the_cell_no_longer_holds_is_checked_again(tmp_path, monkeypatch):
+    from numerics.reproduce import convergence
+
+    cell = convergence.CELLS["test"][0]
+    ex.run_cell(cell, TEST, tmp_path / "out", tmp_path / "runs", StubTrainer())
+    convergence.check(TEST, tmp_path / "out", tmp_path / "runs", trainer=StubTrainer())
+    calls, real = [], convergence.check_cell
+    monkeypatch.setattr(convergence, "check_cell", lambda *a, **k: calls.append(a[0].name) or real(*a, **k))
+    convergence.check(TEST, tmp_path / "out", tmp_path / "runs", trainer=StubTrainer())
+    assert calls == []  # the entry is the cell's
+    path = tmp_path / "out" / "models" / cell.name / "metrics.json"
+    m = json.loads(path.read_text())
+    path.write_text(json.dumps(m | {"eval": m["eval"] | {"loss": m["eval"]["loss"] * 1.001}}))  # another model
+    convergence.check(TEST, tmp_path / "out", tmp_path / "runs", trainer=StubTrainer())
+    assert calls == [cell.name]
+    path.unlink()  # the cell is gone (retrained under another recipe): its entry goes, and the cell is pending
+    res = convergence.check(TEST, tmp_path / "out", tmp_path / "runs", trainer=StubTrainer())
+    assert res["cells"] == {} and res["pending"] == [cell.name]
 
 
 def test_a_cell_judged_before_a_check_existed_is_judged_again_without_training(tmp_path):

@@ -138,9 +138,10 @@ def claim_diag_matches_full(t: Table) -> Claim:
             ev.append(f"{nz} L={L}: DIAG {pm(a)} vs FULL {pm(b)}, {_diff_text(a, b)} → {_word(ok[-1], 'match', 'differ')}")
             bad += [("diag", L, nz), ("full", L, nz)] if ok[-1] is False else []
     if ev:
-        ev.insert(0, "caveat: FULL trains its DIAG sub-family first (numerics.train, 'FULL starts as DIAG'), so a "
-                     "match means FULL's extra freedom found nothing better at this budget; FULL trained from its random "
-                     "start (`lintf train --diag-steps 0`) is not what this compares")
+        ev.insert(0, "caveat: FULL starts from the trained DIAG cell of its depth, or without one trains its DIAG "
+                     "sub-family first (numerics.train, 'FULL starts as DIAG'), so a match means FULL's extra freedom "
+                     "found nothing better at this budget; FULL trained from its random start (`lintf train "
+                     "--diag-steps 0`) is not what this compares")
     return Claim("diag_matches_full", "DIAG matches FULL", verdict(ok), tuple(ev), tuple(bad))
 
 

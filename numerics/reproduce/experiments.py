@@ -80,7 +80,6 @@ def baseline_results(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
     return res
 
 
-
 # ----------------------------------------------------------------------------------------------- cells
 
 
@@ -146,7 +145,6 @@ def finished_model(out: Path, cell: Cell) -> Path | None:
     if not (d / "metrics.json").exists() or not (d / "model.npz").exists():
         return None
     return None if json.loads((d / "metrics.json").read_text()).get("failed") else d / "model.npz"
-
 
 
 def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir,

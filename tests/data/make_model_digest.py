@@ -16,6 +16,7 @@ Regenerate (only after a deliberate change of a committed model)::
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
@@ -51,27 +52,38 @@ def cell_setting(path: Path, meta: dict[str, Any]) -> tuple[str, int, int]:
     return str(cfg["noise"]), int(cfg.get("n", 20)), int(cfg.get("d", 10))
 
 
-def digest(path: Path) -> dict[str, Any]:
-    """The entry of one model file (float64 throughout; needs ``jax_enable_x64``)."""
+@functools.lru_cache(maxsize=None)
+def sequences(noise: str, n: int, d: int) -> tuple[Any, Any, Any]:
+    """The fixed sequences of a setting, the oracle's predictions on them and their targets: the same for every
+    model of the setting, so drawn once."""
     import jax
     import jax.numpy as jnp
     import numpy as np
 
+    from numerics.baselines.spectral import spectral
     from numerics.data import sample
     from numerics.evaluate.losses import oracle_predict
+
+    b = sample(jax.random.PRNGKey(SEED), noise, SEQUENCES, n, d, jnp.float64)
+    oracle = np.asarray(oracle_predict(spectral(b.X, b.y, b.x_query), b.sigma), np.float64)
+    return b, oracle, np.asarray(b.y_query, np.float64)
+
+
+def digest(path: Path) -> dict[str, Any]:
+    """The entry of one model file (float64 throughout; needs ``jax_enable_x64``)."""
+    import jax.numpy as jnp
+    import numpy as np
+
     from numerics.models.forward import predict_fast
     from numerics.io import load_model
     from numerics.models import Full, predict
-    from numerics.baselines.spectral import spectral
 
     P, Q, meta = load_model(path)
     noise, n, d = cell_setting(path, meta)
-    b = sample(jax.random.PRNGKey(SEED), noise, SEQUENCES, n, d, jnp.float64)
+    b, oracle, yq = sequences(noise, n, d)
     P, Q = jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64)
     pred = np.asarray(predict(P, Q, b.X, b.y, b.x_query), np.float64)
     fast = np.asarray(predict_fast(Full(P, Q), b.X, b.y, b.x_query), np.float64)
-    oracle = np.asarray(oracle_predict(spectral(b.X, b.y, b.x_query), b.sigma), np.float64)
-    yq = np.asarray(b.y_query, np.float64)
     adjusted = 0.5 * (yq - pred) ** 2 - 0.5 * (yq - oracle) ** 2
     return {"sha256": sha256(path), "noise": noise, "n": n, "d": d,
             "adjusted_loss": float(adjusted.mean()),

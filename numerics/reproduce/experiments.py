@@ -95,7 +95,7 @@ def load_cell(out: Path, cell: Cell, budget: Budget) -> dict[str, Any] | None:
     m = json.loads(path.read_text())
     rescued = m.get("rescue")
     same_rescue = rescued is not None and rescued.get("constants") == rescue_constants(budget.rescue_pool)
-    if m.get("failed") and not m["train"].get("dropped_final") and not same_rescue:
+    if rescue_again(m, budget):
         return None  # a failed cell without this rescue: rescue it (its training resumes from its run directory)
     if m.get("signature") != cell_signature(cell, budget) or (rescued is not None and not same_rescue):
         raise LintfError(f"{path} was made with another configuration (budget {m.get('budget')!r}); "
@@ -103,6 +103,13 @@ def load_cell(out: Path, cell: Cell, budget: Budget) -> dict[str, Any] | None:
     if m.get("failed") and m.get("attempt", 1) < budget.attempts:
         return None  # a failed cell with attempts left: its next attempt (run_cell)
     return m
+
+
+def rescue_again(m: dict[str, Any], budget: Budget) -> bool:
+    """The stored cell failed without the budget's rescue, which it gets on the next run (not a cell that left
+    sequences out of its final phase: no rescue answers that)."""
+    same = (m.get("rescue") or {}).get("constants") == rescue_constants(budget.rescue_pool)
+    return bool(m.get("failed")) and not m["train"].get("dropped_final") and not same
 
 
 def _seed_params(cfg: Any, run: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -192,14 +199,12 @@ def attempt_record(metrics: dict[str, Any]) -> dict[str, Any]:
 
 def stored_attempts(dest: Path, cell: Cell, budget: Budget) -> list[dict[str, Any]]:
     """The failed attempts of the stored cell at ``dest`` that :func:`run_cell` goes on from: none unless it is a
-    failed cell of this signature; its own attempt counts unless it is to be rescued again (:func:`load_cell`)."""
+    failed cell of this signature; its own attempt counts unless it is to be rescued again (:func:`rescue_again`)."""
     path = dest / "metrics.json"
     m = json.loads(path.read_text()) if path.exists() else {}
     if not m.get("failed") or m.get("signature") != cell_signature(cell, budget):
         return []
-    again = not m["train"].get("dropped_final") and (m.get("rescue") or {}).get("constants") != \
-        rescue_constants(budget.rescue_pool)
-    return list(m.get("attempts", [])) + ([] if again else [attempt_record(m)])
+    return list(m.get("attempts", [])) + ([] if rescue_again(m, budget) else [attempt_record(m)])
 
 
 def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer, starts: Path | None, least: int,

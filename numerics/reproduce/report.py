@@ -254,11 +254,16 @@ def attempts_lines(cells: Any, attempts: int) -> list[str]:
     return out
 
 
+def runs(cells: Any) -> Any:
+    """Every training run behind ``cells``: each cell's kept attempt and its failed ones (``"attempts"``)."""
+    return (r for m in cells for r in (m, *m.get("attempts", ())))
+
+
 def machine_seconds(cells: Any) -> float:
     """Seconds the machine spent on ``cells`` (their ``metrics.json``): the length of the union of the intervals
     ``"wall"`` during which they ran, so that cells of sweeps that ran side by side (``--noise``) count once, plus
     the ``"seconds"`` of cells stored without ``"wall"``; a cell's failed attempts (``"attempts"``) count too."""
-    cells = [r for m in cells for r in (m, *m.get("attempts", ()))]  # read twice below
+    cells = list(runs(cells))  # read twice below
     spans = sorted(tuple(m["wall"]) for m in cells if m.get("wall"))
     total, end = 0.0, -float("inf")
     for a, b in spans:
@@ -278,7 +283,7 @@ def by_device(cells: Any) -> dict[str, tuple[int, float]]:
 
 def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], beyond_md: str, cmd: Any,
                      out: Path) -> str:
-    secs = sum(r.get("seconds", 0.0) for m in sw.cells.values() for r in (m, *m.get("attempts", ())))
+    secs = sum(r.get("seconds", 0.0) for r in runs(sw.cells.values()))
     busy, devices = machine_seconds(sw.cells.values()), by_device(sw.cells.values())
     st = budget.stages
     steps = (("by continuation over depth" if budget.continuation else "each cell from the random start"

@@ -29,11 +29,12 @@ demo: $(STAMP)
 	    --eval-sequences 20000 --out runs/demo-diag3
 	$(LINTF) inspect runs/demo-diag3/model.npz --noise $(DEMO_NOISE) --sequences 2048
 
+# Two test processes, one per core of a small machine; a file's tests stay in one process (module fixtures).
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 test-slow: $(STAMP)
-	HYPOTHESIS_PROFILE=slow $(PY) -m pytest -q -m "slow or not slow"
+	HYPOTHESIS_PROFILE=slow $(PY) -m pytest -q -n 2 --dist loadfile -m "slow or not slow"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

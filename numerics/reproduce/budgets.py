@@ -19,6 +19,9 @@ PARTS = ("table1", "fig1", "fig2", "fig3", "fig4", "fig5", "fig7", "beyond")
 FOCUS = "uniform:5"
 CATEGORICAL = "categorical:1,3"
 BASELINES = ("ConstRR", "AdaRR", "TunedRR", "Bayes")
+#: Master-seed step between the replicas of a Fig. 5 cell (:func:`numerics.reproduce.experiments.seed_replicas`),
+#: clear of the attempts' steps of 1 (:func:`numerics.reproduce.experiments.attempt_config`).
+REPLICA_SEED = 100
 EVAL_SEED = 0  # baselines.table(seed=0): tuning key split(PRNGKey(0))[0], evaluation key split(PRNGKey(0))[1]
 
 
@@ -31,12 +34,14 @@ class Budget:
     models: tuple[str, ...]
     depths: tuple[int, ...]
     noises: tuple[str, ...]
+    #: Fig. 5's spread: its cells are trained this many times, each replica from its own master seed
+    #: (:func:`numerics.reproduce.experiments.seed_replicas`).  Every cell's stages train ``stages.seeds`` seeds.
     seeds: int
     eval_sequences: int
     tune_sequences: int
     profile_sequences: int
     profile_points: int
-    seed_sequences: int  # per-seed read-out evaluation (Fig. 5)
+    seed_sequences: int  # each Fig. 5 replica's read-out evaluation, judged by the tail rules
     select_sequences: int = 8192
     chunk: int | None = None
     beyond_depths: tuple[int, ...] = (8, 9, 10, 11, 12)
@@ -97,13 +102,13 @@ BUDGETS: dict[str, Budget] = {
     # (3000 steps of batch 2048, two seeds) until converged: continuation over depth settles in a worse basin.
     # FULL starts from the finished DIAG cell of its depth (full_from_diag, the default).
     "paper": Budget("paper", MODELS, tuple(range(1, 8)), PAPER_NOISES, seeds=5, eval_sequences=100_000,
-                    tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=20_000,
+                    tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=100_000,
                     stages=Stages(steps=3000, most=3, batch=2048, seeds=2), continuation=False),
     # The qualitative picture: 3 models x depths {1,2,4,7} x 3 noise settings (σ = 0, σ ~ U(0,5), σ ∈ {1,3}),
     # shorter stages, the paper's evaluation.  Beyond the paper it has no depth > 7.
     "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=3,
                     eval_sequences=100_000, tune_sequences=20_000, profile_sequences=1_000, profile_points=13,
-                    seed_sequences=4_000, select_sequences=2048, beyond_depths=(), rescue_pool=2**20,
+                    seed_sequences=100_000, select_sequences=2048, beyond_depths=(), rescue_pool=2**20,
                     stages=Stages(steps=400, most=3, batch=512, seeds=1, held_out=20_000, scale_pool=2**17),
                     continuation=True),
     # For the tests: seconds, not meaning.
@@ -219,10 +224,11 @@ def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
     from numerics.train.config import config_dict
 
     return ({"train": json.loads(json.dumps(config_dict(train_config(cell, budget)))),
-            "stages": asdict(budget.stages) | {"seeds": stage_seeds(cell, budget), "scale_fit": scale_constants()},
+            "stages": asdict(budget.stages) | {"scale_fit": scale_constants()},
             "eval_sequences": budget.eval_sequences, "profile_sequences": budget.profile_sequences,
             "profile_points": budget.profile_points, "tail_sequences": tail_sequences(cell, budget),
             "seed_sequences": budget.seed_sequences if cell.keep_seeds else None}
+            | ({"replicas": {"seeds": budget.seeds, "seed_step": REPLICA_SEED}} if cell.keep_seeds else {})
             | ({} if budget.continuation else {"continuation": False})  # cells stored before the flag continued
             | ({"full_from_diag": True} if full_start(cell, budget) else {}))
 
@@ -231,12 +237,6 @@ def full_start(cell: Cell, budget: Budget) -> bool:
     """The cell is FULL and starts from the DIAG cell of its depth although the budget does not continue over
     depth (``Budget.full_from_diag``)."""
     return budget.full_from_diag and not budget.continuation and kind_of(cell.model).diag_phase
-
-
-def stage_seeds(cell: Cell, budget: Budget) -> int:
-    """Seeds of the cell's first stage: the budget's ``seeds`` for the Fig. 5 cells (error bars over seeds),
-    else the stages' own."""
-    return budget.seeds if cell.keep_seeds else budget.stages.seeds
 
 
 #: Depth from which a model also passes the tail check on ``Budget.tail_sequences`` sequences.

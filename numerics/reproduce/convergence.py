@@ -66,9 +66,10 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
     longer = replace(budget, stages=budget.stages.scaled(factor))
     where = out / "convergence"
     least = len(base["train"]["stages"])
-    again = load_cell(where, cell, longer)
+    alone = replace(cell, keep_seeds=False)  # the cell's model, without Fig. 5's seed replicas
+    again = load_cell(where, alone, longer)
     if again is None or len(again["train"]["stages"]) < least:
-        again = run_cell(cell, longer, where, runs / f"convergence{factor}", trainer, starts=out, least=least,
+        again = run_cell(alone, longer, where, runs / f"convergence{factor}", trainer, starts=out, least=least,
                          first=base.get("attempt", 1))
     a = losses(cell_dir(out, cell) / "model.npz", cell, budget)
     entry = {"cell": cell.name, "factor": factor, "steps": base["train"]["steps"],

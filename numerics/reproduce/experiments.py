@@ -21,7 +21,8 @@ file               content
 =================  ===========================================================================
 ``RUNS/<budget>/<cell>/``   the training run directory (:func:`numerics.train.rundir.run`: checkpoint, loss curve); git-ignored
 ``OUT/models/<cell>/``      ``model.npz`` (universal ``P, Q`` of the best seed), ``metrics.json``, and for the
-                            Fig. 5 cells ``seeds.npz`` (every seed's ``P, Q``); a cell is finished when its
+                            Fig. 5 cells ``seeds.npz`` (the ``P, Q`` of the cell and of its seed replicas,
+                            :func:`seed_replicas`); a cell is finished when its
                             ``metrics.json`` exists, and a rerun skips it
 ``OUT/baselines/<noise>.json``  ConstRR, AdaRR, TunedRR, Bayes on the same sequences, plus profiles
 =================  ===========================================================================
@@ -43,15 +44,15 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from numerics import baselines, models
+from numerics import baselines
 from numerics.evaluate import losses as evaluation
-from numerics.train.continuation import fit_scale, rescue_constants, start_for, train_stages
+from numerics.train.continuation import rescue_constants, start_for, train_stages
 from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model, save_model
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
-    PARTS, TAIL_DEPTH, cell_signature, cells_for, full_start, get_budget, noises_for, parse_noises, parse_parts, slug,
-    stage_seeds, train_config)  # noqa: F401  (re-exported)
+    PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, full_start, get_budget, noises_for, parse_noises,
+    parse_parts, slug, train_config)  # noqa: F401  (re-exported)
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
     evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
 
@@ -112,25 +113,12 @@ def rescue_again(m: dict[str, Any], budget: Budget) -> bool:
     return bool(m.get("failed")) and not m["train"].get("dropped_final") and not same
 
 
-def _seed_params(cfg: Any, run: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Every seed's universal ``P, Q`` ``(K, L, H, d+1, d+1)`` from the run's final checkpoint."""
-    from numerics.train import rundir
-    from numerics import train as training
-
-    payload = rundir.prepare(run, cfg)
-    template = training.init_state(cfg)
-    state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), list(payload["leaves"]))
-    P, Q = jax.vmap(lambda p: models.universal(p, cfg.d))(state.params)
-    return np.asarray(P, np.float64), np.asarray(Q, np.float64)
-
-
 class Trained(NamedTuple):
-    """What a trainer returns: the run's metrics (:func:`numerics.train.rundir.run`), the best seed's model file,
-    and a loader of every seed's universal ``P, Q`` ``(K, L, H, d+1, d+1)``."""
+    """What a trainer returns: the run's metrics (:func:`numerics.train.rundir.run`) and the best seed's model
+    file."""
 
     metrics: dict[str, Any]
     model: Path
-    seeds: Callable[[], tuple[np.ndarray, np.ndarray]]
 
 
 def train_rundir(cfg: Any, run: Path) -> Trained:
@@ -140,7 +128,7 @@ def train_rundir(cfg: Any, run: Path) -> Trained:
     tm = rundir.run(cfg, run, progress=False, baselines=False)
     if tm is None:  # pragma: no cover - only with stop_at
         raise LintfError(f"training into {run} did not finish")
-    return Trained(tm, run / "model.npz", lambda: _seed_params(cfg, run))
+    return Trained(tm, run / "model.npz")
 
 
 Trainer = Callable[[Any, Path], Trained]
@@ -216,9 +204,9 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     start = start_for(cell.model, cell.layers, cell.noise,
                       lambda m, L: finished_model(starts or out, Cell(m, L, cell.noise)), over_depth=budget.continuation) \
         if budget.continuation or full_start(cell, budget) else None
-    st = budget.stages if not cell.keep_seeds else replace(budget.stages, seeds=budget.seeds)
     run = runs / budget.name / cell.name
-    best, summary = train_stages(cfg, st, start, run if k == 1 else run / f"attempt{k}", trainer, least)
+    run = run if k == 1 else run / f"attempt{k}"
+    best, summary = train_stages(cfg, budget.stages, start, run, trainer, least)
     t_train = time.perf_counter() - t0
     P, Q, meta = load_model(best.model)
     metrics: dict[str, Any] = {
@@ -234,27 +222,42 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
             metrics |= metrics["rescue"].pop("assessed")
             metrics["failed"] = failure(metrics)
     dest = cell_dir(out, cell)
-    if cell.keep_seeds:
-        Ps, Qs = best.seeds()
-        scales = [fit_scale(Ps[k], Qs[k], cell.noise, budget.n, budget.d, st.scale_pool)[0]
-                  for k in range(Ps.shape[0])]
-        Qs = Qs * np.asarray(scales)[:, None, None, None, None]  # each seed's own fitted scale, as the stages do
-        per = [evaluate_model(Ps[k], Qs[k], cell.noise, budget, budget.seed_sequences)["layers"]
-               for k in range(Ps.shape[0])]
-        metrics["seeds"] = {"sequences": budget.seed_sequences, "stage": best.k, "scale": scales,
-                            "loss": [p["loss"] for p in per],
-                            "se": [p["se"] for p in per]}
-        if metrics["failed"] is None:
-            atomic_savez(dest / "seeds.npz", P=Ps, Q=Qs)
     if metrics["failed"] is None and rescued:
         scale = float(meta.get("scale", 1.0)) * metrics["rescue"]["scale"]
         save_model(dest / "model.npz", P, Q, meta | {"scale": scale})
     elif metrics["failed"] is None:
         atomic_write_bytes(dest / "model.npz", best.model.read_bytes())
+    if cell.keep_seeds and metrics["failed"] is None:
+        metrics["seeds"], Ps, Qs = seed_replicas(cell, budget, cfg, start, run, trainer, least, dest / "model.npz",
+                                                   summary)
+        atomic_savez(dest / "seeds.npz", P=Ps, Q=Qs)
     metrics["seconds"] = time.perf_counter() - t0
     metrics["wall"] = [wall0, time.time()]  # when it ran (Unix time): cells of parallel sweeps overlap
     metrics["device"] = jax.devices()[0].device_kind  # "cpu", or the accelerator's name
     return metrics
+
+
+def seed_replicas(cell: Cell, budget: Budget, cfg: Any, start: Path | None, run: Path, trainer: Trainer,
+                  least: int, model: Path, summary: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """Fig. 5's spread over seeds: the cell's ``model`` and ``budget.seeds - 1`` replicas of the cell, each trained
+    through the stages as the cell was (same start), with master seed ``cfg.seed + REPLICA_SEED * r``, into
+    ``run/replica<r>``; every one evaluated read-out by read-out on ``budget.seed_sequences`` fresh sequences.  The
+    summary for ``metrics.json`` (per replica: master seed, chosen stage, steps, the read-outs' losses and SEs, the
+    tail rules' verdict on its output) and every replica's ``P, Q`` stacked ``(seeds, L, H, d+1, d+1)``."""
+    P, Q, _ = load_model(model)
+    Ps, Qs, info = [P], [Q], [{"seed": cfg.seed, "stage": summary["chosen_stage"], "steps": summary["steps"]}]
+    for r in range(1, budget.seeds):
+        rcfg = replace(cfg, seed=cfg.seed + REPLICA_SEED * r)
+        best, rs = train_stages(rcfg, budget.stages, start, run / f"replica{r}", trainer, least)
+        P, Q, _ = load_model(best.model)
+        Ps.append(P)
+        Qs.append(Q)
+        info.append({"seed": rcfg.seed, "stage": rs["chosen_stage"], "steps": rs["steps"]})
+    per = [evaluate_model(P, Q, cell.noise, budget, budget.seed_sequences) for P, Q in zip(Ps, Qs)]
+    out = {"sequences": budget.seed_sequences} | {k: [i[k] for i in info] for k in ("seed", "stage", "steps")}
+    out |= {"loss": [p["layers"]["loss"] for p in per], "se": [p["layers"]["se"] for p in per],
+            "failed": [p["tail"]["failed"] for p in per]}
+    return out, np.stack(Ps), np.stack(Qs)
 
 
 def rejudge(cell: Cell, budget: Budget, out: Path, m: dict[str, Any]) -> dict[str, Any] | None:

@@ -184,19 +184,20 @@ def fig4(P: np.ndarray, Q: np.ndarray, title: str, path: str | Path) -> None:
 
 
 def fig5(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
-    """Read-out after each layer of the L-layer models: mean ± std over seeds, the best seed, and each
-    depth's own final loss for comparison."""
+    """Read-out after each layer of the L-layer models: mean ± std over the cell and its seed replicas (those that
+    pass the tail rules), the cell's own model, and each depth's own final loss for comparison."""
     fig, axes = _grid(len(NAMES), ncols=3, w=4, h=3.2)
     for ax, m in zip(axes, NAMES):
         c = _cell(cells, m, L, focus)
         if c is None:
             continue
         x = np.arange(L + 1)
-        if "seeds" in c:
-            s = np.asarray(c["seeds"]["loss"])
-            ax.errorbar(x, s.mean(0), s.std(0), color=COLORS[m], capsize=2, alpha=0.6,
-                        label=f"mean ± std over {s.shape[0]} seeds")
-        ax.plot(x, c["eval"]["layers"]["loss"], color=COLORS[m], marker="o", ms=3, label="best seed")
+        if "seeds" in c:  # the cell and its seed replicas that pass the tail rules
+            s = np.asarray([v for v, f in zip(c["seeds"]["loss"], c["seeds"].get("failed", [])) if f is None])
+            if len(s):
+                ax.errorbar(x, s.mean(0), s.std(0), color=COLORS[m], capsize=2, alpha=0.6,
+                            label=f"mean ± std over {len(s)} of {len(c['seeds']['loss'])} seeds")
+        ax.plot(x, c["eval"]["layers"]["loss"], color=COLORS[m], marker="o", ms=3, label="the cell's model")
         Ls = _depths(cells, m, focus)
         ax.plot(Ls, [_cell(cells, m, d, focus)["eval"]["loss"] for d in Ls], "k^", ms=4, label="L-layer model, final")
         _baseline_lines(ax, base.get(focus))

@@ -303,7 +303,7 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         f"- Grid: models {', '.join(MODEL_NAMES[m] for m in budget.models)} (single head), depths "
         f"{', '.join(map(str, budget.depths))}, noise {', '.join(budget.noises)}; beyond the paper: DIAG/FULL at depths "
         f"{', '.join(map(str, budget.beyond_depths)) or 'none (up to 7 only; the paper budget has 8-12)'}.",
-        f"- Training: {steps}; the Fig. 5 cells start from {budget.seeds} seeds "
+        f"- Training: {steps}; the Fig. 5 cells are trained {budget.seeds} times, each with its own master seed "
         "(`numerics.train.TrainConfig` recipe: warm-up + cosine Adam, clipping, divergence guard; FULL without a "
         f"start trains its DIAG sub-family for the first {diag_steps} steps"
         + ("; GD++ at σ_max = 0 starts from the spectral fit of `numerics.baselines.gdpp_fit`, `--init spectral`, seed 0 frozen "

@@ -273,7 +273,6 @@ class StageResult:
     metrics: dict[str, Any]
     held: np.ndarray
     seconds: float
-    seeds: Callable[[], tuple[np.ndarray, np.ndarray]]
     scale: dict = field(default_factory=dict)  # :func:`fit_scale`'s summary
 
     @property
@@ -305,7 +304,7 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
         tr = trainer(scfg, run / f"stage{k}")
         model, scale = scaled_model(tr.model, cfg.noise, cfg.n, cfg.d, st.scale_pool)
         held = held_out_losses(model, cfg.noise, cfg.n, cfg.d, st.held_out)
-        stages.append(StageResult(k, model, tr.metrics, held, time.perf_counter() - t0, tr.seeds, scale))
+        stages.append(StageResult(k, model, tr.metrics, held, time.perf_counter() - t0, scale))
         if k >= least and prev is not None and not stages[-1].blown and converged(held, prev.held, st):
             done = True
             break

@@ -33,21 +33,23 @@ TEST = ex.get_budget("test")
 
 
 class StubTrainer:
-    """Writes ``seeds`` small random models (scale 0.02) and picks seed 0; counts calls."""
+    """Writes ``seeds`` small random models (scale 0.02, drawn from the depth and the master seed) and picks seed 0;
+    records the cell of every call."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
         self.starts: dict[str, str | None] = {}  # each cell's first stage: the model file it starts from
 
     def __call__(self, cfg, run: Path) -> ex.Trained:
-        self.calls.append(run.parent.name)
-        if run.name == "stage1":
-            self.starts[run.parent.name] = cfg.warm_start
-        keys = jax.random.split(jax.random.PRNGKey(cfg.layers), cfg.seeds)
+        cell = next(p for p in run.parents if not p.name.startswith(("stage", "attempt", "replica"))).name
+        self.calls.append(cell)
+        if run.name == "stage1" and run.parent.name == cell:
+            self.starts[cell] = cfg.warm_start
+        keys = jax.random.split(jax.random.PRNGKey(cfg.layers + 1000 * cfg.seed), cfg.seeds)
         PQ = [models.universal(models.init(cfg.model, k, cfg.layers, cfg.d, scale=0.02), cfg.d) for k in keys]
         Ps, Qs = (np.stack([np.asarray(x[i], np.float64) for x in PQ]) for i in (0, 1))
         save_model(run / "model.npz", Ps[0], Qs[0])
-        return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz", lambda: (Ps, Qs))
+        return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz")
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +70,17 @@ def test_sweep_writes_cells_tables_and_report(swept):
         assert (d / "model.npz").stat().st_size < 20_000 and (d / "metrics.json").exists()
     keep = [c for c in ex.cells_for(TEST, ("fig5",)) if c.keep_seeds]
     assert keep and all((root / "out" / "models" / c.name / "seeds.npz").exists() for c in keep)
+    for c in keep:  # the cell's model and TEST.seeds - 1 replicas trained through the stages with their own seeds
+        seeds, d = sw.cells[c.name]["seeds"], root / "out" / "models" / c.name
+        assert seeds["seed"] == [ex.REPLICA_SEED * r for r in range(TEST.seeds)]
+        assert (root / "runs" / TEST.name / c.name / "replica1" / "stage1").is_dir()
+        with np.load(d / "seeds.npz") as z, np.load(d / "model.npz") as own:
+            assert z["P"].shape[0] == TEST.seeds and np.array_equal(z["P"][0], own["P"])
+            assert not np.allclose(z["P"][1], own["P"])
+            for r in range(TEST.seeds):  # each on the seed sequences, judged by the evaluation's tail rules
+                want = ex.evaluate_model(z["P"][r], z["Q"][r], c.noise, TEST, TEST.seed_sequences)
+                assert seeds["loss"][r] == want["layers"]["loss"] and seeds["failed"][r] == want["tail"]["failed"]
+        assert seeds["loss"][0] != seeds["loss"][1]
     res = write_outputs(sw, TEST, ("table1", "fig1", "fig5"), root / "out")
     rows = (root / "out" / "table1.csv").read_text().strip().splitlines()
     assert len(rows) == 1 + 4 + 4 * 2  # header, DIAG cells of the grid, 4 baselines × 2 noises
@@ -192,7 +205,7 @@ class ExplodingTrainer(StubTrainer):
         self.calls.append(run.parent.name)
         P, Q = (np.asarray(x, np.float64) for x in models.universal(gd(0.08, cfg.layers), cfg.d))
         save_model(run / "model.npz", P, Q)
-        return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz", lambda: (P[None], Q[None]))
+        return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz")
 
 
 def test_a_failed_cell_is_rescued_by_the_larger_pool(tmp_path, monkeypatch):
@@ -572,7 +585,7 @@ class DriftingTrainer(StubTrainer):
         self.calls.append(run.parent.name)
         P, Q = (np.asarray(x, np.float64) for x in models.universal(gd(cfg.steps / 2000, cfg.layers), cfg.d))
         save_model(run / "model.npz", P, Q)
-        return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz", lambda: (P[None], Q[None]))
+        return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz")
 
 
 def test_convergence_check_reruns_with_twice_the_steps(swept, capsys):
@@ -600,10 +613,11 @@ def test_convergence_check_reruns_with_twice_the_steps(swept, capsys):
     res = convergence.check(TEST, out, root / "runs3", trainer=DriftingTrainer(), cells=(cell,))
     e = res["cells"][cell.name]
     assert not e["holds"] and abs(e["relative"]) > 0.03
-    fig5 = ex.Cell("diag", 2, "uniform:5")  # named without its seeds, as CELLS names cells: checked as swept
+    fig5 = ex.Cell("diag", 2, "uniform:5")  # named without its seeds, as CELLS names cells: found as swept
     res = convergence.check(TEST, out, root / "runs4", trainer=stub, cells=(fig5,))
-    assert res["cells"][fig5.name]["holds"]
-    assert (out / "convergence" / "models" / fig5.name / "seeds.npz").exists()
+    assert res["cells"][fig5.name]["holds"]  # its model is retrained; its seed replicas are not
+    assert (out / "convergence" / "models" / fig5.name / "model.npz").exists()
+    assert not (out / "convergence" / "models" / fig5.name / "seeds.npz").exists()
     write_outputs(sw, TEST, ("table1",), out)
     assert "## Convergence" in (out / "report.md").read_text() and "**no**" in (out / "report.md").read_text()
     assert convergence.check(TEST, out, root / "runs3", cells=(ex.Cell("diag", 3, "uniform:1"),))["pending"]

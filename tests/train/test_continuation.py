@@ -152,7 +152,7 @@ def test_a_failed_cell_keeps_its_metrics_but_no_model(tmp_path):
         params = models.init(cfg.model, jax.random.PRNGKey(0), cfg.layers, cfg.d, scale=3.0)  # huge layers
         P, Q = models.universal(params, cfg.d)
         save_model(run / "model.npz", np.asarray(P, np.float64), np.asarray(Q, np.float64))
-        return ex.Trained({"steps": cfg.steps, "dropped_final": 0}, run / "model.npz", lambda: (P[None], Q[None]))
+        return ex.Trained({"steps": cfg.steps, "dropped_final": 0}, run / "model.npz")
 
     cell = ex.Cell("diag", 2, "uniform:1")
     m = ex.run_cell(cell, budget, tmp_path / "out", tmp_path / "runs", exploding)
@@ -174,7 +174,7 @@ def test_stages_stop_when_converged_but_not_before_least(tmp_path):
     def still(cfg, run):
         calls.append(cfg.steps)
         save_model(run / "model.npz", P, Q)
-        return ex.Trained({"steps": cfg.steps}, run / "model.npz", lambda: (P[None], Q[None]))
+        return ex.Trained({"steps": cfg.steps}, run / "model.npz")
 
     st = Stages(steps=10, most=4, batch=8, seeds=1, held_out=2000, scale_pool=64)
     cfg = TrainConfig(model="diag", layers=1, noise="uniform:1", steps=10, batch=8)

@@ -669,3 +669,27 @@ def test_no_train_writes_what_the_finished_cells_allow(swept, tmp_path):
     row = next(r for r in (tmp_path / "out" / "table1.md").read_text().splitlines() if r.startswith("| DIAG-2 |"))
     assert row.endswith("| – |")  # columns categorical:1,3, uniform:1
     assert "**1 cells are not trained yet**" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_a_sweep_stopped_in_a_seed_replica_finishes_the_cell_on_the_next_run(swept, tmp_path):
+    """The cell's model is on disk before its replicas train, but the cell is not finished until its metrics are;
+    the next run trains it again and stores what an uninterrupted run stored."""
+    root, _, sw = swept
+    cell = next(c for c in ex.cells_for(TEST, ("fig5",)) if c.keep_seeds)
+
+    class Stopped(StubTrainer):
+        def __call__(self, cfg, run: Path) -> ex.Trained:
+            if run.parent.name == "replica1":
+                raise KeyboardInterrupt
+            return super().__call__(cfg, run)
+
+    with pytest.raises(KeyboardInterrupt):
+        ex.sweep(TEST, ("fig5",), tmp_path / "out", tmp_path / "runs", trainer=Stopped())
+    d = tmp_path / "out" / "models" / cell.name
+    assert (d / "model.npz").exists() and not (d / "metrics.json").exists()
+    assert ex.load_cell(tmp_path / "out", cell, TEST) is None
+    again = ex.sweep(TEST, ("fig5",), tmp_path / "out", tmp_path / "runs", trainer=StubTrainer())
+    assert cell.name in again.trained
+    assert again.cells[cell.name]["seeds"]["loss"] == sw.cells[cell.name]["seeds"]["loss"]
+    with np.load(d / "seeds.npz") as z, np.load(root / "out" / "models" / cell.name / "seeds.npz") as ref:
+        assert np.array_equal(z["Q"], ref["Q"])

@@ -5,7 +5,7 @@ the convergence reruns under ``results/paper/convergence/models``) is committed 
 no failure by the current rule (:func:`numerics.reproduce.judge.failure`, applied again to the stored numbers),
 no sequence left out of the final tenth of training, the budget's evaluation on at least 10⁵ fresh sequences, the
 10⁶-sequence tail check from depth 4, and for GD++ at σ = 0 from depth 4 the spectral check.  A failed cell keeps
-no model.
+no model.  A Fig. 5 cell holds the budget's number of seed replicas, the cell itself first.
 """
 
 from __future__ import annotations
@@ -45,3 +45,7 @@ def test_a_committed_cell_passes_the_evaluation_or_keeps_no_model(cell: Path):
             assert m["spectral"]["above"] == 0 and m["spectral"]["spectra"] == budget.spectral_sequences
     else:
         assert "tail_check" not in m
+    if "seeds" in m:  # a Fig. 5 cell: itself and its seed replicas, each with its own master seed, each judged
+        seeds = m["seeds"]
+        assert len(seeds["loss"]) == len(set(seeds["seed"])) == len(seeds["failed"]) == budget.seeds
+        assert seeds["sequences"] >= 100_000 and seeds["loss"][0][-1] == pytest.approx(m["eval"]["loss"])

@@ -46,19 +46,25 @@ def _fmt(s: float) -> str:
 
 
 class _Display:
-    """Cells done / total, time of the last cell, mean time per trained cell and the ETA (rich when on a terminal)."""
+    """Cells done / total, time of the last cell, mean time per trained cell and the ETA (rich when on a terminal).
+
+    The ETA covers the cells this process trains (not those of other sweeps given other ``--noise`` settings) and
+    weighs each by its depth: the time per layer of the cells trained so far, times the layers still to train."""
 
     def __init__(self, label: str, rich: bool, quiet: bool) -> None:
         self.label, self.rich, self.quiet = label, rich, quiet
         self.bar = self.task = None
         self.times: list[float] = []
         self.todo: list[str] = []
+        self.layers: list[int] = []  # depths of the cells in todo
+        self.trained_layers = 0
 
     def __call__(self, event: str, info: dict) -> None:
         if self.quiet:
             return
         if event == "start":
             self.total, self.done, self.todo = info["total"], info["done"], list(info["todo"])
+            self.layers = list(info["layers"])
             rest = self.total - self.done - len(self.todo)
             msg = (f"{self.label}: {self.total} cells, {self.done} finished earlier, {len(self.todo)} to train"
                    + (f", {rest} not trained here" if rest else ""))
@@ -76,11 +82,13 @@ class _Display:
         elif event == "cell":
             self.times.append(info["seconds"])
             self.done += 1
-            mean = sum(self.times) / len(self.times)
-            stat = (f"last {_fmt(info['seconds'])}, mean {_fmt(mean)}/cell, "
-                    f"ETA {_fmt(mean * (self.total - self.done))}")
             if self.todo:
                 self.todo.pop(0)
+                self.trained_layers += self.layers.pop(0)
+            mean = sum(self.times) / len(self.times)
+            per_layer = sum(self.times) / max(1, self.trained_layers)
+            stat = (f"last {_fmt(info['seconds'])}, mean {_fmt(mean)}/cell, "
+                    f"ETA {_fmt(per_layer * sum(self.layers))}")
             if self.bar is not None:
                 self.bar.update(self.task, completed=self.done, stat=stat, description=self._next())
             else:

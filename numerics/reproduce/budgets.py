@@ -41,7 +41,7 @@ class Budget:
     tune_sequences: int
     profile_sequences: int
     profile_points: int
-    seed_sequences: int  # each Fig. 5 replica's read-out evaluation, judged by the tail rules
+    seed_sequences: int  # each Fig. 5 replica's read-out evaluation (it is judged as a cell is)
     select_sequences: int = 8192
     chunk: int | None = None
     beyond_depths: tuple[int, ...] = (8, 9, 10, 11, 12)

@@ -229,7 +229,7 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
         atomic_write_bytes(dest / "model.npz", best.model.read_bytes())
     if cell.keep_seeds and metrics["failed"] is None:
         metrics["seeds"], Ps, Qs = seed_replicas(cell, budget, cfg, start, run, trainer, least, dest / "model.npz",
-                                                   summary)
+                                                   metrics)
         atomic_savez(dest / "seeds.npz", P=Ps, Q=Qs)
     metrics["seconds"] = time.perf_counter() - t0
     metrics["wall"] = [wall0, time.time()]  # when it ran (Unix time): cells of parallel sweeps overlap
@@ -238,25 +238,28 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
 
 
 def seed_replicas(cell: Cell, budget: Budget, cfg: Any, start: Path | None, run: Path, trainer: Trainer,
-                  least: int, model: Path, summary: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
-    """Fig. 5's spread over seeds: the cell's ``model`` and ``budget.seeds - 1`` replicas of the cell, each trained
-    through the stages as the cell was (same start), with master seed ``cfg.seed + REPLICA_SEED * r``, into
-    ``run/replica<r>``; every one evaluated read-out by read-out on ``budget.seed_sequences`` fresh sequences.  The
-    summary for ``metrics.json`` (per replica: master seed, chosen stage, steps, the read-outs' losses and SEs, the
-    tail rules' verdict on its output) and every replica's ``P, Q`` stacked ``(seeds, L, H, d+1, d+1)``."""
+                  least: int, model: Path, metrics: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """Fig. 5's spread over seeds: the cell's ``model`` (its ``metrics`` so far) and ``budget.seeds - 1`` replicas of
+    the cell, each trained through the stages as the cell was (same start), with master seed
+    ``cfg.seed + REPLICA_SEED * r``, into ``run/replica<r>``; every one evaluated read-out by read-out on
+    ``budget.seed_sequences`` fresh sequences and judged as a cell is (:func:`failure`: the tail rules, the cell's
+    checks, the final phase).  The summary for ``metrics.json`` (per replica: master seed, chosen stage, steps, the
+    read-outs' losses and SEs, the verdict) and every replica's ``P, Q`` stacked ``(seeds, L, H, d+1, d+1)``."""
     P, Q, _ = load_model(model)
-    Ps, Qs, info = [P], [Q], [{"seed": cfg.seed, "stage": summary["chosen_stage"], "steps": summary["steps"]}]
+    own = {k: metrics[k] for k in check_names(cell, budget)}  # the cell's checks, run on this model
+    Ps, Qs, info = [P], [Q], [{"seed": cfg.seed, "train": metrics["train"], "checks": own}]
     for r in range(1, budget.seeds):
         rcfg = replace(cfg, seed=cfg.seed + REPLICA_SEED * r)
         best, rs = train_stages(rcfg, budget.stages, start, run / f"replica{r}", trainer, least)
         P, Q, _ = load_model(best.model)
         Ps.append(P)
         Qs.append(Q)
-        info.append({"seed": rcfg.seed, "stage": rs["chosen_stage"], "steps": rs["steps"]})
+        info.append({"seed": rcfg.seed, "train": rs, "checks": checks(P, Q, cell, budget)})
     per = [evaluate_model(P, Q, cell.noise, budget, budget.seed_sequences) for P, Q in zip(Ps, Qs)]
-    out = {"sequences": budget.seed_sequences} | {k: [i[k] for i in info] for k in ("seed", "stage", "steps")}
-    out |= {"loss": [p["layers"]["loss"] for p in per], "se": [p["layers"]["se"] for p in per],
-            "failed": [p["tail"]["failed"] for p in per]}
+    out = {"sequences": budget.seed_sequences, "seed": [i["seed"] for i in info],
+           "stage": [i["train"]["chosen_stage"] for i in info], "steps": [i["train"]["steps"] for i in info],
+           "loss": [p["layers"]["loss"] for p in per], "se": [p["layers"]["se"] for p in per],
+           "failed": [failure({"eval": p, "train": i["train"]} | i["checks"]) for p, i in zip(per, info)]}
     return out, np.stack(Ps), np.stack(Qs)
 
 

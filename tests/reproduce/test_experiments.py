@@ -77,9 +77,10 @@ def test_sweep_writes_cells_tables_and_report(swept):
         with np.load(d / "seeds.npz") as z, np.load(d / "model.npz") as own:
             assert z["P"].shape[0] == TEST.seeds and np.array_equal(z["P"][0], own["P"])
             assert not np.allclose(z["P"][1], own["P"])
-            for r in range(TEST.seeds):  # each on the seed sequences, judged by the evaluation's tail rules
+            for r in range(TEST.seeds):  # each on the seed sequences, judged as a cell is
                 want = ex.evaluate_model(z["P"][r], z["Q"][r], c.noise, TEST, TEST.seed_sequences)
-                assert seeds["loss"][r] == want["layers"]["loss"] and seeds["failed"][r] == want["tail"]["failed"]
+                assert seeds["loss"][r] == want["layers"]["loss"]
+                assert seeds["failed"][r] == judge.failure({"eval": want, "train": {}})
         assert seeds["loss"][0] != seeds["loss"][1]
     res = write_outputs(sw, TEST, ("table1", "fig1", "fig5"), root / "out")
     rows = (root / "out" / "table1.csv").read_text().strip().splitlines()
@@ -693,3 +694,23 @@ def test_a_sweep_stopped_in_a_seed_replica_finishes_the_cell_on_the_next_run(swe
     assert again.cells[cell.name]["seeds"]["loss"] == sw.cells[cell.name]["seeds"]["loss"]
     with np.load(d / "seeds.npz") as z, np.load(root / "out" / "models" / cell.name / "seeds.npz") as ref:
         assert np.array_equal(z["Q"], ref["Q"])
+
+
+def test_a_seed_replica_is_judged_by_the_checks_of_its_cell(tmp_path, monkeypatch):
+    cell = next(c for c in ex.cells_for(TEST, ("fig5",)) if c.keep_seeds)
+    blown = {"tail_check": {"passed": False, "above": 1, "sequences": 1000, "limit": 1e4, "max": 1e9}}
+    ran = []
+    monkeypatch.setattr(ex, "checks", lambda P, Q, c, b: ran.append(c.name) or blown)
+
+    class Calm(StubTrainer):  # gradient descent with a small step: passes the evaluation on 4000 sequences
+        def __call__(self, cfg, run: Path) -> ex.Trained:
+            P, Q = (np.asarray(x, np.float64) for x in models.universal(gd(0.02, cfg.layers), cfg.d))
+            save_model(run / "model.npz", P, Q)
+            return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz")
+
+    budget = replace(TEST, eval_sequences=4000, seed_sequences=4000)
+    sw = ex.sweep(budget, ("fig5",), tmp_path / "out", tmp_path / "runs", trainer=Calm())
+    seeds = sw.cells[cell.name]["seeds"]
+    assert ran == [cell.name] * (TEST.seeds - 1)  # every replica but the cell itself, whose checks it already has
+    assert seeds["failed"][0] is None
+    assert seeds["failed"][1] == "tail check: 1 of 1000 sequences above 10000 (largest 1000000000.0)"

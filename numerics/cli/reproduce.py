@@ -45,7 +45,7 @@ def _fmt(s: float) -> str:
     return f"{int(s // 3600)}h{int(s % 3600 // 60):02d}m" if s >= 3600 else f"{int(s // 60)}m{int(s % 60):02d}s"
 
 
-class _Display:
+class ProgressDisplay:
     """Cells done / total, time of the last cell, mean time per trained cell and the ETA (rich when on a terminal).
 
     The ETA covers the cells this process trains (not those of other sweeps given other ``--noise`` settings) and
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if args.convergence:
         return _convergence(budget, args)
-    show = _Display(f"reproduce --budget {budget.name}", rich=sys.stderr.isatty(), quiet=args.json)
+    show = ProgressDisplay(f"reproduce --budget {budget.name}", rich=sys.stderr.isatty(), quiet=args.json)
     try:
         sw = ex.sweep(budget, parts, args.out, args.runs, progress=show, train=not args.no_train, noises=args.noise)
     finally:

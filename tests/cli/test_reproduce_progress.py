@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from numerics.cli.reproduce import _Display
+from numerics.cli.reproduce import ProgressDisplay
 
 
 def test_eta_is_the_time_per_layer_so_far_times_the_layers_left_to_train_here(capsys):
-    show = _Display("reproduce --budget paper", rich=False, quiet=False)
+    show = ProgressDisplay("reproduce --budget paper", rich=False, quiet=False)
     # 10 cells: 2 finished earlier, 3 to train here, 5 left to a sweep given other --noise settings
     show("start", {"total": 10, "done": 2, "todo": ["diag-L1-a", "diag-L2-a", "diag-L7-a"], "layers": [1, 2, 7]})
     show("cell", {"name": "diag-L1-a", "seconds": 30.0, "loss": 0.5})

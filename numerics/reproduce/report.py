@@ -281,6 +281,26 @@ def by_device(cells: Any) -> dict[str, tuple[int, float]]:
     return {k: (len(v), machine_seconds(v)) for k, v in sorted(groups.items())}
 
 
+def layers_to_train(names: Any, budget: Any) -> int:
+    """The layers the named cells of ``budget`` train: a cell's depth, times the budget's ``seeds`` for a Fig. 5 cell
+    (its seed replicas)."""
+    from numerics.reproduce.budgets import PARTS, cells_for
+
+    cells = {c.name: c for c in cells_for(budget, PARTS)}
+    return sum(cells[n].layers * (budget.seeds if cells[n].keep_seeds else 1) for n in names)
+
+
+def _left(sw: Any, budget: Any, busy: float) -> str:
+    """An estimate of the machine time the cells not trained yet need: the machine time per trained layer so far
+    (:func:`layers_to_train`) times their layers."""
+    done = layers_to_train(sw.cells, budget)
+    if not done or not busy:
+        return ""
+    rate = busy / done
+    return (f"At the {rate / 60:.1f} min of machine time per layer so far, they need about "
+            f"{rate * layers_to_train(sw.missing, budget) / 3600:.1f} h more.")
+
+
 def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], beyond_md: str, cmd: Any,
                      out: Path) -> str:
     secs = sum(r.get("seconds", 0.0) for r in runs(sw.cells.values()))
@@ -318,7 +338,8 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         + ("; by device: " + ", ".join(f"{n} cells in {t / 3600:.2f} h on {k}" for k, (n, t) in devices.items())
            if len(devices) > 1 else "")
         + (f"; **{len(sw.missing)} cells are not trained yet** (`–` in the tables; a claim that needs one is not "
-           "evaluated, and a figure that needs one is not drawn)." if getattr(sw, "missing", None) else "."),
+           "evaluated, and a figure that needs one is not drawn). " + _left(sw, budget, busy)
+           if getattr(sw, "missing", None) else "."),
         *attempts_lines(sw.cells.values(), budget.attempts), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "
         "paired SE. **Bayes** is the Bayes-optimal floor (posterior mean under the noise prior): no method can beat it "

@@ -669,7 +669,16 @@ def test_no_train_writes_what_the_finished_cells_allow(swept, tmp_path):
     assert not (tmp_path / "out" / "fig1.png").exists()
     row = next(r for r in (tmp_path / "out" / "table1.md").read_text().splitlines() if r.startswith("| DIAG-2 |"))
     assert row.endswith("| – |")  # columns categorical:1,3, uniform:1
-    assert "**1 cells are not trained yet**" in (tmp_path / "out" / "report.md").read_text()
+    rep = (tmp_path / "out" / "report.md").read_text()
+    assert "**1 cells are not trained yet**" in rep
+    from numerics.reproduce.report import layers_to_train, machine_seconds
+
+    done = layers_to_train(sw.cells, TEST)  # the Fig. 5 cell counts its replicas
+    assert done == sum(c.layers * (TEST.seeds if c.keep_seeds else 1)
+                       for c in ex.cells_for(TEST, ("table1", "fig1", "fig5")) if c.name != victim.name)
+    rate = machine_seconds(sw.cells.values()) / done
+    assert f"At the {rate / 60:.1f} min of machine time per layer so far, they need about {rate * 2 / 3600:.1f} h" \
+        " more." in rep  # the missing cell has two layers
 
 
 def test_a_sweep_stopped_in_a_seed_replica_finishes_the_cell_on_the_next_run(swept, tmp_path):

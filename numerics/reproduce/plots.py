@@ -193,7 +193,7 @@ def fig5(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
             continue
         x = np.arange(L + 1)
         if "seeds" in c:  # the cell and its seed replicas that pass the tail rules
-            s = np.asarray([v for v, f in zip(c["seeds"]["loss"], c["seeds"].get("failed", [])) if f is None])
+            s = np.asarray([v for v, f in zip(c["seeds"]["loss"], c["seeds"]["failed"]) if f is None])
             if len(s):
                 ax.errorbar(x, s.mean(0), s.std(0), color=COLORS[m], capsize=2, alpha=0.6,
                             label=f"mean ± std over {len(s)} of {len(c['seeds']['loss'])} seeds")

@@ -49,14 +49,15 @@ class ProgressDisplay:
     """Cells done / total, time of the last cell, mean time per trained cell and the ETA (rich when on a terminal).
 
     The ETA covers the cells this process trains (not those of other sweeps given other ``--noise`` settings) and
-    weighs each by its depth: the time per layer of the cells trained so far, times the layers still to train."""
+    weighs each by the layers it trains (its depth; a Fig. 5 cell's replicas too): the time per layer of the cells
+    trained so far, times the layers still to train."""
 
     def __init__(self, label: str, rich: bool, quiet: bool) -> None:
         self.label, self.rich, self.quiet = label, rich, quiet
         self.bar = self.task = None
         self.times: list[float] = []
         self.todo: list[str] = []
-        self.layers: list[int] = []  # depths of the cells in todo
+        self.layers: list[int] = []  # layers each cell in todo trains
         self.trained_layers = 0
 
     def __call__(self, event: str, info: dict) -> None:

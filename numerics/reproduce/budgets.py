@@ -233,6 +233,12 @@ def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
             | ({"full_from_diag": True} if full_start(cell, budget) else {}))
 
 
+def train_layers(cell: Cell, budget: Budget) -> int:
+    """The layers a cell trains, the measure of its cost: its depth, times the budget's ``seeds`` for a Fig. 5 cell
+    (its seed replicas)."""
+    return cell.layers * (budget.seeds if cell.keep_seeds else 1)
+
+
 def full_start(cell: Cell, budget: Budget) -> bool:
     """The cell is FULL and starts from the DIAG cell of its depth although the budget does not continue over
     depth (``Budget.full_from_diag``)."""

@@ -52,7 +52,7 @@ from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, loa
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
     PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, full_start, get_budget, noises_for, parse_noises,
-    parse_parts, slug, train_config)  # noqa: F401  (re-exported)
+    parse_parts, slug, train_config, train_layers)  # noqa: F401  (re-exported)
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
     evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
 
@@ -304,7 +304,7 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     a cell starts from cells of its own setting, so processes given disjoint settings can share one ``out``.
 
     ``progress(event, info)`` is called with ``("start", {"total", "done", "todo", "layers"})`` (the cells to
-    train here and their depths), ``("cell", {...})`` after
+    train here and the layers each trains, :func:`numerics.reproduce.budgets.train_layers`), ``("cell", {...})`` after
     each cell and ``("baselines", {"noise"})``."""
     out, runs, t0 = Path(out), Path(runs), time.perf_counter()
     cells = cells_for(budget, parts)
@@ -318,7 +318,7 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     todo = [c for c in todo if c.name not in missing]
     if progress:
         progress("start", {"total": len(cells), "done": len(cells) - len(todo) - len(missing),
-                           "todo": [c.name for c in todo], "layers": [c.layers for c in todo]})
+                           "todo": [c.name for c in todo], "layers": [train_layers(c, budget) for c in todo]})
     trained = []
     for i, c in enumerate(todo):
         t = time.perf_counter()

@@ -282,12 +282,11 @@ def by_device(cells: Any) -> dict[str, tuple[int, float]]:
 
 
 def layers_to_train(names: Any, budget: Any) -> int:
-    """The layers the named cells of ``budget`` train: a cell's depth, times the budget's ``seeds`` for a Fig. 5 cell
-    (its seed replicas)."""
-    from numerics.reproduce.budgets import PARTS, cells_for
+    """The layers the named cells of ``budget`` train (:func:`numerics.reproduce.budgets.train_layers`)."""
+    from numerics.reproduce.budgets import PARTS, cells_for, train_layers
 
     cells = {c.name: c for c in cells_for(budget, PARTS)}
-    return sum(cells[n].layers * (budget.seeds if cells[n].keep_seeds else 1) for n in names)
+    return sum(train_layers(cells[n], budget) for n in names)
 
 
 def _left(sw: Any, budget: Any, busy: float) -> str:

@@ -105,17 +105,18 @@ def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, 
     have = old.get("cells", {}) if same else {}  # entries made with other constants are checked again
     res["cells"] = dict(have)  # a check cut short, or of other cells, keeps what earlier checks found
     swept = {c.name: c for c in cells_for(budget, PARTS)}  # as the sweep made them: a Fig. 5 cell keeps its seeds
-    for cell in CELLS.get(budget.name, ()) if cells is None else cells:
-        cell = swept.get(cell.name, cell)
+    todo = [swept.get(c.name, c) for c in (CELLS.get(budget.name, ()) if cells is None else cells)]
+    for cell in todo:
         entry = have.get(cell.name)
         if entry is not None and not same_base(entry, load_cell(out, cell, budget)):
             entry = None  # the entry checked a model the cell no longer holds
         entry = entry or check_cell(cell, budget, out, runs, FACTOR, trainer)
         if entry is None:
-            res["pending"].append(cell.name)
             res["cells"].pop(cell.name, None)
         else:
             res["cells"][cell.name] = entry
+        # a file written before the last cell lists the cells not reached yet as pending too
+        res["pending"] = [c.name for c in todo if c.name not in res["cells"]]
         if progress:
             progress("convergence", {"name": cell.name, "entry": entry})
         atomic_write_json(path, res)

@@ -326,6 +326,27 @@ def test_a_convergence_entry_of_a_model_the_cell_no_longer_holds_is_checked_agai
     assert res["cells"] == {} and res["pending"] == [cell.name]
 
 
+def test_a_convergence_check_cut_short_lists_the_cells_it_did_not_reach_as_pending(tmp_path):
+    from numerics.reproduce import convergence
+
+    first, second = ex.Cell("diag", 1, "uniform:1"), ex.Cell("diag", 1, "categorical:1,3")
+    for cell in (first, second):
+        ex.run_cell(cell, TEST, tmp_path / "out", tmp_path / "runs", StubTrainer())
+
+    class Cut(StubTrainer):
+        def __call__(self, cfg, run: Path) -> ex.Trained:
+            if second.name in run.parts:
+                raise KeyboardInterrupt
+            return super().__call__(cfg, run)
+
+    with pytest.raises(KeyboardInterrupt):
+        convergence.check(TEST, tmp_path / "out", tmp_path / "runs", cells=(first, second), trainer=Cut())
+    res = json.loads((tmp_path / "out" / "convergence.json").read_text())
+    assert list(res["cells"]) == [first.name] and res["pending"] == [second.name]
+    res = convergence.check(TEST, tmp_path / "out", tmp_path / "runs", cells=(first, second), trainer=StubTrainer())
+    assert list(res["cells"]) == [first.name, second.name] and res["pending"] == []
+
+
 def test_a_cell_judged_before_a_check_existed_is_judged_again_without_training(tmp_path):
     """A stored passing cell without its tail check gets it on the next sweep, the same numbers the cell got when it
     was made, and no training; a model that fails the added check loses its place: the sweep trains the cell again,

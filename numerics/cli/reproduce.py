@@ -49,8 +49,8 @@ class ProgressDisplay:
     """Cells done / total, time of the last cell, mean time per trained cell and the ETA (rich when on a terminal).
 
     The ETA covers the cells this process trains (not those of other sweeps given other ``--noise`` settings) and
-    weighs each by the layers it trains (its depth; a Fig. 5 cell's replicas too): the time per layer of the cells
-    trained so far, times the layers still to train."""
+    weighs each by the layers it trains (its depth; a Fig. 5 cell's replicas too): the time per layer of the deepest
+    cells trained so far (:func:`numerics.reproduce.budgets.deepest_rate`), times the layers still to train."""
 
     def __init__(self, label: str, rich: bool, quiet: bool) -> None:
         self.label, self.rich, self.quiet = label, rich, quiet
@@ -58,14 +58,15 @@ class ProgressDisplay:
         self.times: list[float] = []
         self.todo: list[str] = []
         self.layers: list[int] = []  # layers each cell in todo trains
-        self.trained_layers = 0
+        self.depths: list[int] = []  # and its depth
+        self.trained: list[tuple[int, int, float]] = []  # (depth, layers, seconds) of each cell trained here
 
     def __call__(self, event: str, info: dict) -> None:
         if self.quiet:
             return
         if event == "start":
             self.total, self.done, self.todo = info["total"], info["done"], list(info["todo"])
-            self.layers = list(info["layers"])
+            self.layers, self.depths = list(info["layers"]), list(info["depths"])
             rest = self.total - self.done - len(self.todo)
             msg = (f"{self.label}: {self.total} cells, {self.done} finished earlier, {len(self.todo)} to train"
                    + (f", {rest} not trained here" if rest else ""))
@@ -85,11 +86,13 @@ class ProgressDisplay:
             self.done += 1
             if self.todo:
                 self.todo.pop(0)
-                self.trained_layers += self.layers.pop(0)
+                self.trained.append((self.depths.pop(0), self.layers.pop(0), info["seconds"]))
             mean = sum(self.times) / len(self.times)
-            per_layer = sum(self.times) / max(1, self.trained_layers)
-            stat = (f"last {_fmt(info['seconds'])}, mean {_fmt(mean)}/cell, "
-                    f"ETA {_fmt(per_layer * sum(self.layers))}")
+            from numerics.reproduce.budgets import deepest_rate
+
+            rate = deepest_rate(self.trained)
+            stat = (f"last {_fmt(info['seconds'])}, mean {_fmt(mean)}/cell"
+                    + (f", ETA {_fmt(rate[1] * sum(self.layers))}" if rate else ""))
             if self.bar is not None:
                 self.bar.update(self.task, completed=self.done, stat=stat, description=self._next())
             else:

@@ -239,6 +239,20 @@ def train_layers(cell: Cell, budget: Budget) -> int:
     return cell.layers * (budget.seeds if cell.keep_seeds else 1)
 
 
+def deepest_rate(done: Iterable[tuple[int, int, float]]) -> tuple[int, float] | None:
+    """``(depth, seconds per layer)`` of the deepest cells trained so far, from ``(depth, layers trained, seconds)``
+    of each trained cell (:func:`train_layers`), or ``None`` before one.  The rate of the deepest cells, not of all:
+    a cell's time per layer grows with its depth (deeper cells train more stages, and from depth
+    :data:`TAIL_DEPTH` run the tail check), so the cells left, which a sweep reaches last, cost at least that."""
+    done = list(done)
+    if not done:
+        return None
+    deepest = max(d for d, _, _ in done)
+    layers = sum(n for d, n, _ in done if d == deepest)
+    seconds = sum(s for d, _, s in done if d == deepest)
+    return (deepest, seconds / layers) if layers and seconds > 0 else None
+
+
 def full_start(cell: Cell, budget: Budget) -> bool:
     """The cell is FULL and starts from the DIAG cell of its depth although the budget does not continue over
     depth (``Budget.full_from_diag``)."""

@@ -303,8 +303,9 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     (settings of the budget, :func:`numerics.reproduce.budgets.parse_noises`) train only the cells of those settings:
     a cell starts from cells of its own setting, so processes given disjoint settings can share one ``out``.
 
-    ``progress(event, info)`` is called with ``("start", {"total", "done", "todo", "layers"})`` (the cells to
-    train here and the layers each trains, :func:`numerics.reproduce.budgets.train_layers`), ``("cell", {...})`` after
+    ``progress(event, info)`` is called with ``("start", {"total", "done", "todo", "layers", "depths"})`` (the
+    cells to train here, the layers each trains, :func:`numerics.reproduce.budgets.train_layers`, and their depths),
+    ``("cell", {...})`` after
     each cell and ``("baselines", {"noise"})``."""
     out, runs, t0 = Path(out), Path(runs), time.perf_counter()
     cells = cells_for(budget, parts)
@@ -318,7 +319,8 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     todo = [c for c in todo if c.name not in missing]
     if progress:
         progress("start", {"total": len(cells), "done": len(cells) - len(todo) - len(missing),
-                           "todo": [c.name for c in todo], "layers": [train_layers(c, budget) for c in todo]})
+                           "todo": [c.name for c in todo], "layers": [train_layers(c, budget) for c in todo],
+                           "depths": [c.layers for c in todo]})
     trained = []
     for i, c in enumerate(todo):
         t = time.perf_counter()

@@ -272,6 +272,24 @@ def machine_seconds(cells: Any) -> float:
     return total + sum(m.get("seconds", 0.0) for m in cells if not m.get("wall"))
 
 
+def machine_shares(cells: Any) -> list[float]:
+    """Each cell's share of :func:`machine_seconds`: every moment is split evenly among the runs that ran then,
+    and a cell gets the parts of its runs (its kept attempt and its failed ones, :func:`runs`); the shares add up
+    to :func:`machine_seconds`."""
+    owned = [(i, r) for i, m in enumerate(cells) for r in runs([m])]
+    shares = [0.0] * (1 + max((i for i, _ in owned), default=-1))
+    spans = [(i, *r["wall"]) for i, r in owned if r.get("wall")]
+    cuts = sorted({t for _, a, b in spans for t in (a, b)})
+    for lo, hi in zip(cuts, cuts[1:]):
+        on = [i for i, a, b in spans if a <= lo and hi <= b]
+        for i in on:
+            shares[i] += (hi - lo) / len(on)
+    for i, r in owned:
+        if not r.get("wall"):
+            shares[i] += r.get("seconds", 0.0)
+    return shares
+
+
 def by_device(cells: Any) -> dict[str, tuple[int, float]]:
     """Cells and :func:`machine_seconds` per device (``"device"`` in ``metrics.json``; cells stored without one
     ran on a CPU)."""
@@ -289,15 +307,22 @@ def layers_to_train(names: Any, budget: Any) -> int:
     return sum(train_layers(cells[n], budget) for n in names)
 
 
-def _left(sw: Any, budget: Any, busy: float) -> str:
-    """An estimate of the machine time the cells not trained yet need: the machine time per trained layer so far
-    (:func:`layers_to_train`) times their layers."""
-    done = layers_to_train(sw.cells, budget)
-    if not done or not busy:
+def _left(sw: Any, budget: Any) -> str:
+    """An estimate of the machine time the cells not trained yet need: the machine time per layer of the deepest
+    cells trained so far (:func:`numerics.reproduce.budgets.deepest_rate`, each cell's :func:`machine_shares`)
+    times their layers (:func:`layers_to_train`)."""
+    from numerics.reproduce.budgets import PARTS, cells_for, deepest_rate, train_layers
+
+    named = {c.name: c for c in cells_for(budget, PARTS)}
+    names = list(sw.cells)
+    shares = machine_shares(sw.cells[n] for n in names)
+    got = deepest_rate((named[n].layers, train_layers(named[n], budget), t) for n, t in zip(names, shares))
+    if got is None:
         return ""
-    rate = busy / done
-    return (f"At the {rate / 60:.1f} min of machine time per layer so far, they need about "
-            f"{rate * layers_to_train(sw.missing, budget) / 3600:.1f} h more.")
+    depth, rate = got
+    deep = sum(named[n].layers == depth for n in names)
+    return (f"At the {rate / 60:.1f} min of machine time per layer of its {deep} depth-{depth} cells, the deepest "
+            f"trained so far, they need about {rate * layers_to_train(sw.missing, budget) / 3600:.1f} h more.")
 
 
 def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], beyond_md: str, cmd: Any,
@@ -337,7 +362,7 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         + ("; by device: " + ", ".join(f"{n} cells in {t / 3600:.2f} h on {k}" for k, (n, t) in devices.items())
            if len(devices) > 1 else "")
         + (f"; **{len(sw.missing)} cells are not trained yet** (`–` in the tables; a claim that needs one is not "
-           "evaluated, and a figure that needs one is not drawn). " + _left(sw, budget, busy)
+           "evaluated, and a figure that needs one is not drawn). " + _left(sw, budget)
            if getattr(sw, "missing", None) else "."),
         *attempts_lines(sw.cells.values(), budget.attempts), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "

@@ -692,14 +692,35 @@ def test_no_train_writes_what_the_finished_cells_allow(swept, tmp_path):
     assert row.endswith("| – |")  # columns categorical:1,3, uniform:1
     rep = (tmp_path / "out" / "report.md").read_text()
     assert "**1 cells are not trained yet**" in rep
-    from numerics.reproduce.report import layers_to_train, machine_seconds
+    from numerics.reproduce.report import layers_to_train
 
     done = layers_to_train(sw.cells, TEST)  # the Fig. 5 cell counts its replicas
     assert done == sum(c.layers * (TEST.seeds if c.keep_seeds else 1)
                        for c in ex.cells_for(TEST, ("table1", "fig1", "fig5")) if c.name != victim.name)
-    rate = machine_seconds(sw.cells.values()) / done
-    assert f"At the {rate / 60:.1f} min of machine time per layer so far, they need about {rate * 2 / 3600:.1f} h" \
-        " more." in rep  # the missing cell has two layers
+    # The estimate takes the rate of the deepest cells: give the 1-layer cells a minute each and the 2-layer ones
+    # (diag-L2-categorical1_3 and the Fig. 5 cell diag-L2-uniform5, 2 + 2 x 2 layers) two hours side by side.
+    timed, t = {}, 0.0
+    for name, m in sorted(sw.cells.items(), key=lambda kv: kv[1]["layers"]):
+        span = [t, t + 60.0] if m["layers"] == 1 else [t, t + 7200.0]
+        t += 60.0 if m["layers"] == 1 else 0.0
+        timed[name] = m | {"wall": span}
+    assert sorted(m["layers"] for m in timed.values()) == [1, 1, 2, 2]
+    write_outputs(replace(sw, cells=timed), TEST, ("table1", "fig1", "fig5"), tmp_path / "out")
+    rep = (tmp_path / "out" / "report.md").read_text()
+    # 7200 s over 6 layers: 20 min per layer; the missing cell has two layers (all cells: 7320 s / 8 layers, 0.5 h)
+    assert ("At the 20.0 min of machine time per layer of its 2 depth-2 cells, the deepest trained so far, they need "
+            "about 0.7 h more.") in rep
+
+
+def test_machine_shares_split_each_moment_among_the_runs_then_and_add_up_to_the_machine_time():
+    from numerics.reproduce.report import machine_seconds, machine_shares
+
+    cells = [{"wall": [0, 10], "seconds": 10}, {"wall": [5, 12], "seconds": 7}, {"wall": [20, 21], "seconds": 1},
+             {"wall": [6, 8], "seconds": 2, "attempts": [{"wall": [30, 34], "seconds": 4}]}, {"seconds": 30}]
+    # [0,5] alone; [5,6] two; [6,8] three; [8,10] two; [10,12] alone; [20,21] alone; the failed attempt [30,34]
+    assert machine_shares(cells) == pytest.approx([5 + 0.5 + 2 / 3 + 1, 0.5 + 2 / 3 + 1 + 2, 1, 2 / 3 + 4, 30])
+    assert sum(machine_shares(cells)) == pytest.approx(machine_seconds(cells))
+    assert machine_shares([]) == []
 
 
 def test_a_sweep_stopped_in_a_seed_replica_finishes_the_cell_on_the_next_run(swept, tmp_path):

@@ -3,9 +3,8 @@ r"""One XLA device per core on a CPU host: how the ``lintf`` command uses every 
 XLA's CPU backend runs the training step's many small ``(d+1)×(d+1)`` batched products on one
 thread.  Split into several host devices (``--xla_force_host_platform_device_count``), the batch
 is sharded across them by :func:`numerics.train.batch_sharding` and the cores work in
-parallel: on this 2-core machine FULL-7 went from 15.5 to 26.0 steps/s at batch 2048
-(``LINTF_HOST_DEVICES=1 lintf bench --steps 20`` against ``lintf bench --steps 20``; README,
-Training).  The flag only shapes the CPU platform; on a GPU machine the GPU stays the default
+parallel.  ``lintf bench`` times the plain pass on one device and on the split host side by side, which
+measures the gain on the machine at hand (``docs/experiments/throughput.md``).  The flag only shapes the CPU platform; on a GPU machine the GPU stays the default
 device.
 
 The console command calls :func:`configure` and :func:`full_precision` before JAX is imported.  Library code and tests are

@@ -22,11 +22,21 @@ def section(title: str) -> str:
     return m.group(1)
 
 
-def test_readme_table1_is_the_committed_table() -> None:
-    m = re.search(r"<!-- TABLE1 -->\n(.*?)\n<!-- /TABLE1 -->", README, re.S)
-    assert m, "README.md has no <!-- TABLE1 --> block"
-    committed = (ROOT / "results" / "table1.md").read_text().split("\n\n")[0].strip()
-    assert m.group(1).strip() == committed, "README's Table 1 differs from results/table1.md: copy it again"
+def test_readme_table1_and_figure1_are_one_committed_sweep() -> None:
+    """The block ``<!-- TABLE1 <sweep>/table1.md -->`` copies that file's table, Figure 1 is the same sweep's
+    ``fig1.png``, and the caption names the sweep's budget (from its report)."""
+    m = re.search(r"<!-- TABLE1 (\S+) -->\n(.*?)\n<!-- /TABLE1 -->", README, re.S)
+    assert m, "README.md has no <!-- TABLE1 results/.../table1.md --> block"
+    source = Path(m.group(1))
+    assert source.name == "table1.md" and source.parts[0] == "results", source
+    committed = (ROOT / source).read_text().split("\n\n")[0].strip()
+    assert m.group(2).strip() == committed, f"README's Table 1 differs from {source}: copy it again"
+    figure = re.search(r"^!\[Figure 1[^\]]*\]\((\S+)\)", README, re.M)
+    assert figure and Path(figure.group(1)) == source.parent / "fig1.png", "Figure 1 is not the table's sweep"
+    budget = re.search(r"budget `(\w+)`", (ROOT / source.parent / "report.md").read_text()).group(1)
+    caption = " ".join(README.split(figure.group(0))[1][:400].split())
+    assert f"at the {budget} budget" in caption and f"--budget {budget} --out {source.parent} " in caption, \
+        "Figure 1's caption does not name the budget and command of its sweep"
 
 
 def test_readme_claims_table_lists_every_proof_script() -> None:

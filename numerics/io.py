@@ -21,7 +21,10 @@ import numpy as np
 from .errors import LintfError
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, exclusive: bool = False) -> None:
+    """Write ``data`` to ``path`` via a temporary file beside it (never a half-written file).  ``exclusive``: never
+    replace a file at ``path``, even one created after the caller checked that there was none (a hard link, which
+    fails if ``path`` exists, where the file system has them): a one-line error instead."""
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     try:
@@ -37,7 +40,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if exclusive:
+            _link_new(tmp, path)
+        else:
+            os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -46,9 +52,24 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and ``os.replace`` (never a half-written file)."""
-    atomic_write_bytes(path, text.encode())
+def _link_new(tmp: str, path: Path) -> None:
+    """Give the finished temporary file ``tmp`` the name ``path`` unless a file holds that name; remove ``tmp``."""
+    taken = LintfError(f"{str(path)!r} appeared while this command ran; it is left as it is (nothing is overwritten)")
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise taken from None
+    except OSError:  # no hard links on this file system: check, then rename
+        if os.path.lexists(path):
+            raise taken from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, exclusive: bool = False) -> None:
+    """Write ``text`` to ``path`` atomically (:func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode(), exclusive)
 
 
 def strict_json(obj: Any, **kw: Any) -> str:
@@ -79,15 +100,15 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
     atomic_write_text(path, strict_json(obj, indent=2, sort_keys=True) + "\n")
 
 
-def atomic_savez(path: str | os.PathLike[str], **arrays: Any) -> None:
-    """``np.savez`` to ``path`` atomically."""
+def atomic_savez(path: str | os.PathLike[str], exclusive: bool = False, **arrays: Any) -> None:
+    """``np.savez`` to ``path`` atomically (:func:`atomic_write_bytes`)."""
     buf = io.BytesIO()
     np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue(), exclusive)
 
 
 def save_model(path: str | os.PathLike[str], P: Any, Q: Any, meta: dict[str, Any] | None = None,
-               **native: Any) -> None:
+               exclusive: bool = False, **native: Any) -> None:
     """Save a model in the universal format (``P``, ``Q`` float64) with optional native parameters."""
     P = np.asarray(P, dtype=np.float64)
     Q = np.asarray(Q, dtype=np.float64)
@@ -96,7 +117,7 @@ def save_model(path: str | os.PathLike[str], P: Any, Q: Any, meta: dict[str, Any
     from lintf_theory import check_parameters
 
     check_parameters(P, Q)
-    atomic_savez(path, P=P, Q=Q, meta=np.asarray(json.dumps(meta or {})), **native)
+    atomic_savez(path, exclusive, P=P, Q=Q, meta=np.asarray(json.dumps(meta or {})), **native)
 
 
 def check_real_finite(name: str, arr: Any) -> np.ndarray:

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         from lintf_theory import render_markdown
         from numerics.io import atomic_write_text
 
-        atomic_write_text(args.latex, render_markdown())
+        atomic_write_text(args.latex, render_markdown(), exclusive=True)
     if args.json:
         print(strict_json([r.as_dict() for r in results], indent=2))
     else:

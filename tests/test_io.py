@@ -35,3 +35,20 @@ def test_loading_a_non_npz_file_is_a_clear_error(tmp_path) -> None:  # noqa: ANN
     bad.write_text("not a model")
     with pytest.raises(LintfError, match="not an .npz archive"):
         io.load_model(bad)
+
+
+@pytest.mark.parametrize("links", [True, False], ids=["hard-links", "no-hard-links"])
+def test_an_exclusive_write_never_replaces_a_file_that_appeared_meanwhile(tmp_path, monkeypatch, links) -> None:  # noqa: ANN001
+    if not links:  # a file system without hard links: checked, then renamed
+        def no_link(*a: object) -> None:
+            raise OSError(1, "Operation not permitted")
+        monkeypatch.setattr(os, "link", no_link)
+    path = tmp_path / "out.npy"
+    io.atomic_write_bytes(path, b"result", exclusive=True)
+    assert path.read_bytes() == b"result" and os.listdir(tmp_path) == ["out.npy"]
+    path.write_bytes(b"the user's file")  # created after the command checked that there was none
+    with pytest.raises(LintfError, match="appeared while this command ran; it is left as it is"):
+        io.atomic_write_bytes(path, b"result", exclusive=True)
+    assert path.read_bytes() == b"the user's file" and os.listdir(tmp_path) == ["out.npy"]  # no temporary left
+    io.atomic_write_bytes(path, b"result")  # the default replaces: the tool's own files
+    assert path.read_bytes() == b"result"

@@ -66,17 +66,18 @@ def load_data(path: str, d: int | None = None) -> dict[str, np.ndarray]:
 
 
 def save_array(path: str, arr: Any) -> None:
-    """``np.save`` to exactly ``path``, atomically (a temporary file then ``os.replace``)."""
+    """``np.save`` to exactly ``path``, atomically and never over a file (:func:`save_bytes`)."""
     buf = io.BytesIO()
     np.save(buf, np.asarray(arr))
     save_bytes(path, buf.getvalue())
 
 
 def save_bytes(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically; one-line error if it cannot."""
+    """Write ``data`` to the new file ``path`` atomically, never over a file (:func:`numerics.io.atomic_write_bytes`,
+    ``exclusive``); one-line error if it cannot."""
     if os.path.isdir(path):
         raise LintfError(f"output path {str(path)!r} is a directory; give a file name")
     try:
-        atomic_write_bytes(path, data)
+        atomic_write_bytes(path, data, exclusive=True)
     except OSError as exc:
         raise LintfError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None

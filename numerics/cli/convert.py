@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
                 raise LintfError(f"{flag} applies to weights -> model; {args.source!r} holds a model (P, Q)")
         W = convert.from_universal(arrays["P"], arrays["Q"], args.convention, args.value_scale)
         meta = {"convention": args.convention, "value_scale": args.value_scale, "key_size": W["W_Q"].shape[-1]}
-        atomic_savez(args.out, **W, meta=json.dumps(meta))
+        atomic_savez(args.out, exclusive=True, **W, meta=json.dumps(meta))
         L, H = W["W_Q"].shape[:2]
         print(f"{args.source} -> {args.out}: W_Q, W_K, W_V, W_O of shape {W['W_Q'].shape} "
               f"({args.convention} convention, value scale {args.value_scale:g}, W_K = W_V = I); L={L}, H={H}")
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
               "key_size": W["W_Q"].shape[-1 if args.convention == "row" else -2],
               "heads": H, "layers": L, "weight_tied": W["W_Q"].shape[0] == 1 and L > 1}
     meta = {"kind": "full", "source": source} | ({"noise": noise} if noise else {}) | ({"x": x} if x else {})
-    save_model(args.out, P, Q, meta)
+    save_model(args.out, P, Q, meta, exclusive=True)
     print(f"{args.source} -> {args.out}: P, Q of shape {P.shape} (L={L} layers, H={H} heads, d={D - 1}; "
           f"{args.convention} convention, value scale {args.value_scale:g}{', y-only' if args.y_only else ''})")
     return 0

@@ -237,6 +237,29 @@ def output_dir(path: str, flag: str) -> None:
     _writable_parent(path, flag)
 
 
+#: The files ``lintf reproduce`` writes at the top of ``--out`` (and ``fig*.png``).
+SWEEP_FILES = ("report.md", "table1.md", "table1.csv", "convergence.json")
+
+
+def sweep_out(path: str, flag: str = "--out") -> None:
+    """An existing ``path`` that holds files a sweep writes is a sweep's own (it holds ``models/`` or ``baselines/``,
+    or a ``report.md`` that ``lintf reproduce`` wrote); otherwise the sweep would replace files it did not write."""
+    p = Path(path)
+    if not p.is_dir() or (p / "models").is_dir() or (p / "baselines").is_dir():
+        return
+    report = p / "report.md"
+    try:
+        if report.is_file() and report.read_text(errors="replace").startswith("# Reproduction report: budget"):
+            return
+    except OSError:
+        pass
+    theirs = sorted(f.name for f in p.iterdir()
+                    if f.name in SWEEP_FILES or (f.name.startswith("fig") and f.name.endswith(".png")))
+    if theirs:
+        raise LintfError(f"{flag} {path!r} holds {', '.join(theirs)}, which lintf reproduce did not write (no models/, "
+                         "baselines/ or sweep report.md); give a new or empty directory (nothing is overwritten)")
+
+
 # ---- .npz files ---------------------------------------------------------------------------------------------
 
 def npz_headers(path: str, flag: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
@@ -376,6 +399,7 @@ def _reproduce(a: argparse.Namespace) -> None:
     ex.parse_parts(a.only)
     ex.parse_noises(budget, a.noise or ())
     output_dir(a.out, "--out")
+    sweep_out(a.out)
     output_dir(a.runs, "--runs")
 
 

@@ -49,12 +49,17 @@ _RESULTS = ("checkpoint.npz", "model.npz", "metrics.json")
 def prepare(out: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
     """Validate ``out`` for ``cfg`` without writing anything; return the resume payload of its checkpoint, else ``None``.
 
-    One-line errors: ``out`` is not a writable directory; it holds a run with another config; its ``config.json``
-    or ``checkpoint.npz`` is corrupt (the message says which file to delete)."""
+    One-line errors: ``out`` is not a writable directory; it holds a run with another config, or files a run writes
+    without a run (they are never overwritten); its ``config.json`` or ``checkpoint.npz`` is corrupt (the message
+    says which file to delete)."""
     from numerics.cli.validate import output_dir
 
     out = Path(out)
     output_dir(str(out), "--out")
+    theirs = [] if _claimed(out) else [f for f in (*_RESULTS, "loss.png") if (out / f).exists()]
+    if theirs:
+        raise LintfError(f"--out {str(out)!r} holds {', '.join(theirs)} but no lintf run (no config.json beside a "
+                         "checkpoint or result); give a new or empty directory (nothing is overwritten)")
     cfg_path, ck = out / "config.json", out / "checkpoint.npz"
     if cfg_path.exists():
         try:

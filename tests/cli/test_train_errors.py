@@ -28,3 +28,18 @@ def test_cli_errors_are_one_line(argv: list[str], needle: str, tmp_path: Path, c
                    else "0", "--batch", "8", "--n", "4", "--d", "2", "--json"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and needle in err, err
+
+
+@pytest.mark.parametrize("theirs", ["model.npz", "metrics.json", "loss.png", "checkpoint.npz"])
+def test_train_refuses_an_out_that_holds_files_no_run_wrote(theirs: str, tmp_path: Path, capsys) -> None:
+    """A directory with the user's own ``model.npz`` (no ``config.json`` beside it) is not a run to resume or
+    replace: refused before any work, and the file is untouched."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / theirs).write_bytes(b"precious")
+    (out / "notes.txt").write_text("kept")
+    rc = cli_main(["train", "--model", "diag", "--layers", "1", "--steps", "1", "--batch", "8", "--n", "4", "--d", "2",
+                   "--no-baselines", "--json", "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and f"holds {theirs} but no lintf run" in err, err
+    assert (out / theirs).read_bytes() == b"precious" and sorted(p.name for p in out.iterdir()) == sorted([theirs, "notes.txt"])

@@ -578,6 +578,24 @@ def test_bad_arguments_give_one_line_errors(argv, word, tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("theirs", ["report.md", "table1.md", "fig1.png"])
+def test_reproduce_refuses_an_out_that_holds_files_no_sweep_wrote(theirs, tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / theirs).write_text("# my notes\n")
+    rc = main(["reproduce", "--budget", "test", "--out", str(out), "--runs", str(tmp_path / "runs"), "--no-train"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and f"holds {theirs}, which lintf reproduce did not write" in err, err
+    assert (out / theirs).read_text() == "# my notes\n" and [p.name for p in out.iterdir()] == [theirs]
+    assert not (tmp_path / "runs").exists()
+    from numerics.cli.validate import sweep_out
+
+    (out / "report.md").write_text("# Reproduction report: budget `test`\n")  # a sweep's own report: its files
+    sweep_out(str(out))
+    (out / "report.md").unlink()
+    (out / "baselines").mkdir()
+    sweep_out(str(out))
+
 @pytest.mark.slow
 def test_cli_real_training_test_budget(tmp_path, capsys):
     argv = ["reproduce", "--budget", "test", "--only", "table1", "--out", str(tmp_path / "o"),

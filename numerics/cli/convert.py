@@ -15,11 +15,19 @@ import os
 from fractions import Fraction
 
 
+#: ``--value-scale`` lies in ``[1/SCALE_MAX, SCALE_MAX]``: the conversions divide by it and square it.
+SCALE_MAX = 1e100
+
+
 def _scale(text: str) -> float:
     try:
-        return float(Fraction(text.strip()))
-    except (ValueError, ZeroDivisionError):
-        raise argparse.ArgumentTypeError(f"must be a number such as 0.05 or 1/20, got {text!r}") from None
+        v = float(Fraction(text.strip()))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        v = None
+    if v is None or not 1 / SCALE_MAX <= v <= SCALE_MAX:
+        raise argparse.ArgumentTypeError(f"must be a number > 0 such as 0.05 or 1/20, between {1 / SCALE_MAX:g} and "
+                                         f"{SCALE_MAX:g}, got {text!r}")
+    return v
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,6 +64,8 @@ def _load(path: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from numerics.models import convert
     from numerics.data import Noise, XDist
     from numerics.errors import LintfError
@@ -73,7 +83,12 @@ def run(args: argparse.Namespace) -> int:
                             ("--noise", args.noise), ("--x", args.x)):
             if given:
                 raise LintfError(f"{flag} applies to weights -> model; {args.source!r} holds a model (P, Q)")
-        W = convert.from_universal(arrays["P"], arrays["Q"], args.convention, args.value_scale)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the one-line error below
+            W = convert.from_universal(arrays["P"], arrays["Q"], args.convention, args.value_scale)
+        bad = [k for k, v in W.items() if not np.all(np.isfinite(v))]
+        if bad:
+            raise LintfError(f"{args.source} with --value-scale {args.value_scale:g} gives non-finite {', '.join(bad)} "
+                             "(the model's entries over- or underflow at this scale); nothing written")
         meta = {"convention": args.convention, "value_scale": args.value_scale, "key_size": W["W_Q"].shape[-1]}
         atomic_savez(args.out, exclusive=True, **W, meta=json.dumps(meta))
         L, H = W["W_Q"].shape[:2]

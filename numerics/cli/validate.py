@@ -46,10 +46,10 @@ SIGMA_MAX = 1e6
 
 #: ``dest: (lo, hi)`` of every integer option of the command, whichever sub-command has it.
 INT_ARGS: dict[str, tuple[int, int]] = {
-    "seed": (0, SEED_MAX), "tune_sequences": (2, SIZE_MAX),
+    "seed": (0, SEED_MAX), "tune_sequences": (2, SIZE_MAX), "eval_sequences": (2, SIZE_MAX),  # an SE needs two
     "warmup": (0, SIZE_MAX), "diag_steps": (0, SIZE_MAX),
     **{k: (1, SIZE_MAX) for k in ("n", "d", "layers", "heads", "seeds", "steps", "batch", "chunk", "chunk_sequences", "sequences",
-                                  "eval_sequences", "nodes", "reps", "max_steps")},
+                                  "nodes", "reps", "max_steps")},
 }
 #: ``dest: (lo, lo_inclusive)`` of every float option: finite and ``> lo`` (``>= lo`` if inclusive); ``None``: any.
 FLOAT_ARGS: dict[str, tuple[float | None, bool]] = {

@@ -104,7 +104,7 @@ class TrainConfig:
 
         kind = kind_of(self.model)
         for name, lo in (("layers", 1), ("heads", 1), ("seeds", 1), ("steps", 1), ("batch", 1),
-                         ("chunk", 1), ("select_sequences", 1), ("eval_sequences", 1)):
+                         ("chunk", 1), ("select_sequences", 1), ("eval_sequences", 2)):  # an SE needs two
             if int(getattr(self, name)) < lo:
                 raise ValueError(f"{name} must be >= {lo}, got {getattr(self, name)}")
         kind.check_heads(self.heads)

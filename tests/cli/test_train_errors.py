@@ -14,6 +14,7 @@ from numerics.cli import main as cli_main
     (["--model", "mlp", "--layers", "2"], "model kind"),
     (["--model", "diag", "--layers", "0"], "layers"),
     (["--model", "diag", "--layers", "2", "--steps", "0"], "steps"),
+    (["--model", "diag", "--layers", "2", "--eval-sequences", "1"], "--eval-sequences must be >= 2"),  # an SE needs two
     (["--model", "diag", "--layers", "2", "--noise", "gauss:3"], "noise spec"),
     (["--model", "diag", "--layers", "2", "--out", "__FILE__/sub"], "--out"),
     (["--model", "diag", "--layers", "2", "--diag-steps", "1"], "diag_steps"),

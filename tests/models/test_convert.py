@@ -192,7 +192,17 @@ def test_cli_convert_predict_and_back(tmp_path, data, capsys):
     for argv, match in [([str(tmp_path / "w.npz"), "--out", str(model)], "exists; choose a new file name"),
                         ([str(model), "--out", str(tmp_path / "x.npz"), "--y-only"], "--y-only applies to weights"),
                         ([str(tmp_path / "data.npz"), "--out", str(tmp_path / "x.npz")], "must hold either"),
-                        ([str(tmp_path / "nope.npz"), "--out", str(tmp_path / "x.npz")], "does not exist")]:
+                        ([str(tmp_path / "nope.npz"), "--out", str(tmp_path / "x.npz")], "does not exist"),
+                        *[([str(model), "--out", str(tmp_path / "x.npz"), "--value-scale", s],
+                           "--value-scale: must be a number > 0") for s in ("1e400", "1e-320", "0", "-1", "1/0", "x")]]:
         assert main(["convert", *argv]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and match in err, err
+    assert not (tmp_path / "x.npz").exists()
+    huge = tmp_path / "huge.npz"  # entries near float64's edge: the weights at a tiny value scale overflow
+    P, Q, _ = load_model(model)
+    np.savez(huge, P=np.full_like(P, 1e300), Q=Q)
+    assert main(["convert", str(huge), "--out", str(tmp_path / "x.npz"), "--value-scale", "1e-100"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gives non-finite W_" in err and "nothing written" in err, err
+    assert not (tmp_path / "x.npz").exists()

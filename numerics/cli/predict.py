@@ -10,7 +10,6 @@ in float64 by :func:`numerics.models.predict`.  With ``y_query`` the loss
 from __future__ import annotations
 
 import argparse
-import sys
 
 import numpy as np
 
@@ -24,10 +23,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
-def loss_with_se(pred: np.ndarray, target: np.ndarray) -> tuple[float, float]:
-    r"""``½ mean (y_t − ŷ)²`` and its standard error ``std/√B`` (``0`` for ``B = 1``)."""
+def loss_with_se(pred: np.ndarray, target: np.ndarray) -> tuple[float, float | None]:
+    r"""``½ mean (y_t − ŷ)²`` and its standard error ``std/√B`` (``None`` for ``B = 1``: one sequence has none)."""
     sq = 0.5 * (np.asarray(target) - np.asarray(pred)) ** 2
-    se = float(np.std(sq, ddof=1) / np.sqrt(sq.size)) if sq.size > 1 else 0.0
+    se = float(np.std(sq, ddof=1) / np.sqrt(sq.size)) if sq.size > 1 else None
     return float(np.mean(sq)), se
 
 
@@ -35,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     import jax
 
     from numerics.cli._userdata import load_data, save_array
+    from numerics.errors import LintfError
     from numerics.io import load_model
     from numerics.models import predict
 
@@ -44,9 +44,11 @@ def run(args: argparse.Namespace) -> int:
     B, n, _ = data["X"].shape
     with jax.enable_x64(True):
         pred = np.asarray(predict(P, Q, data["X"], data["y"], data["x_query"]), dtype=np.float64)
-    if not np.all(np.isfinite(pred)):
-        print(f"lintf predict: warning: {int(np.sum(~np.isfinite(pred)))} of {B} predictions are not finite",
-              file=sys.stderr)
+    bad = np.flatnonzero(~np.isfinite(pred))
+    if bad.size:
+        shown = ", ".join(map(str, bad[:5])) + (", ..." if bad.size > 5 else "")
+        raise LintfError(f"{bad.size} of {B} predictions are not finite (the model overflows in float64 on sequences "
+                         f"{shown} of {args.data}); nothing written")
     if args.out:
         save_array(args.out, pred)
     loss = loss_with_se(pred, data["y_query"]) if "y_query" in data else None
@@ -59,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"model {args.model}: L={L} layers, H={H} heads, d={d}; data {args.data}: B={B} sequences, n={n}")
     if loss is not None:
-        print(f"loss 1/2 mean (y_query - y_hat)^2 = {loss[0]:.6g} +- {loss[1]:.2g} (standard error)")
+        se = f"+- {loss[1]:.2g} (standard error)" if loss[1] is not None else "(one sequence: no standard error)"
+        print(f"loss 1/2 mean (y_query - y_hat)^2 = {loss[0]:.6g} {se}")
     if args.out:
         print(f"{B} predictions written to {args.out}")
     else:

@@ -124,3 +124,27 @@ def test_an_output_created_while_predict_runs_is_not_replaced(files, capsys, mon
     assert rc != 0 and out.read_bytes() == b"the user's file"
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "appeared while this command ran" in err[0]
+
+
+def test_predictions_that_overflow_are_an_error_and_nothing_is_written(files, capsys):
+    """A model that overflows float64 on some sequences gives a one-line error that names them, not a file of NaN."""
+    tmp, arrays, _ = files
+    from numerics.io import load_model
+
+    P, Q, meta = load_model(tmp / "model.npz")
+    save_model(tmp / "huge.npz", P * 1e100, Q * 1e100, meta)
+    out = tmp / "huge.npy"
+    rc = main(["predict", str(tmp / "huge.npz"), str(tmp / "data.npz"), "--out", str(out), "--json"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "predictions are not finite" in err[0] and "nothing written" in err[0], err
+    assert not out.exists()
+
+
+def test_one_sequence_has_a_loss_but_no_standard_error(files, capsys):
+    tmp, arrays, expected = files
+    np.savez(tmp / "one.npz", **{k: v[:1] for k, v in arrays.items()})
+    assert main(["predict", str(tmp / "model.npz"), str(tmp / "one.npz"), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["loss_se"] is None and res["loss"] == pytest.approx(0.5 * (arrays["y_query"][0] - expected[0]) ** 2)
+    assert main(["predict", str(tmp / "model.npz"), str(tmp / "one.npz")]) == 0
+    assert "(one sequence: no standard error)" in capsys.readouterr().out

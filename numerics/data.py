@@ -89,6 +89,11 @@ class Noise:
         return v[jax.random.randint(key, (batch,), 0, v.shape[0])]
 
 
+#: Largest ``|a|, |b|`` of ``uniform:a,b`` inputs: the tokens' products and the ``n``-term sums of them stay far from
+#: float32's overflow.
+X_MAX = 1e6
+
+
 @dataclass(frozen=True)
 class XDist:
     """The distribution of the inputs ``x_i`` and of the query ``x_t``: ``normal`` or ``uniform`` on ``[low, high]``."""
@@ -100,8 +105,8 @@ class XDist:
     def __post_init__(self) -> None:
         if self.kind not in ("normal", "uniform"):
             raise ValueError(f"input distribution must be normal or uniform:a,b, got {self.kind!r}")
-        if self.kind == "uniform" and not (np.isfinite(self.low) and np.isfinite(self.high) and self.low < self.high):
-            raise ValueError(f"uniform:a,b needs finite a < b, got a={self.low}, b={self.high}")
+        if self.kind == "uniform" and not (-X_MAX <= self.low < self.high <= X_MAX):
+            raise ValueError(f"uniform:a,b needs a < b within [-{X_MAX:g}, {X_MAX:g}], got a={self.low}, b={self.high}")
 
     @classmethod
     def parse(cls, spec: str | XDist) -> XDist:

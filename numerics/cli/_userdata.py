@@ -24,6 +24,7 @@ import numpy as np
 
 from numerics.errors import LintfError
 from numerics.io import atomic_write_bytes, check_real_finite
+from numerics.cli.validate import SIGMA_MAX
 
 REQUIRED = ("X", "y", "x_query")
 OPTIONAL = ("y_query", "sigma")
@@ -57,8 +58,8 @@ def load_data(path: str, d: int | None = None) -> dict[str, np.ndarray]:
         if k in data and data[k].shape != shape:
             raise LintfError(f"data file {name}: {k} must have shape {shape} to match X {X.shape}, "
                              f"got {data[k].shape}")
-    if "sigma" in data and np.any(data["sigma"] < 0):
-        raise LintfError(f"data file {name}: sigma must be >= 0")
+    if "sigma" in data and not np.all((data["sigma"] >= 0) & (data["sigma"] <= SIGMA_MAX)):
+        raise LintfError(f"data file {name}: sigma must be >= 0 and <= {SIGMA_MAX:g}")
     if d is not None and dx != d:
         raise LintfError(f"model has input dimension d={d} (P is (L, H, {d + 1}, {d + 1})) "
                          f"but data file {name} has d={dx} (X is {X.shape})")

@@ -60,12 +60,21 @@ def meta_setting(meta: dict, key: str) -> object:
     return meta[key] if key in meta else config.get(key)
 
 
+def _size(value: object) -> int:
+    """A context length: an integer (not a bool, not a fraction) in ``[1, SIZE_MAX]``."""
+    from numerics.cli.validate import SIZE_MAX
+
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= SIZE_MAX:
+        raise ValueError(f"must be an integer >= 1 and <= {SIZE_MAX}")
+    return value
+
+
 def sampling_setting(args: argparse.Namespace, meta: dict) -> str:
     """Resolve ``--noise``, ``--x``, ``--n`` (flag, else the model's meta, else the default) in place; describe them."""
     from numerics.data import Noise, XDist
 
     parts = []
-    for key, default, parse in (("noise", "uniform:5", Noise.parse), ("x", "normal", XDist.parse), ("n", 20, int)):
+    for key, default, parse in (("noise", "uniform:5", Noise.parse), ("x", "normal", XDist.parse), ("n", 20, _size)):
         given, own = getattr(args, key), meta_setting(meta, key)
         value, where = (given, "from the command line") if given is not None else \
             (own, "the model's own, from its meta") if own is not None else (default, "default; the model's meta has none")
@@ -116,8 +125,10 @@ def _plot(path: str, ins, rows: list[dict]) -> None:  # noqa: ANN001
 
 def run(args: argparse.Namespace) -> int:
     import jax
+    import numpy as np
 
     from numerics.data import check_sizes
+    from numerics.errors import LintfError
     from numerics.evaluate.inspector import inspect, summary
     from numerics.io import load_model
 
@@ -129,14 +140,23 @@ def run(args: argparse.Namespace) -> int:
     L, H, d = P.shape[0], P.shape[1], P.shape[2] - 1
     setting = None
     if not args.data:
+        from numerics.cli.validate import memory, model_bytes
+
         setting = sampling_setting(args, meta)
         check_sizes(args.n, d, args.sequences)
+        memory(model_bytes(args.sequences, args.n, L, d), f"a model with L={L}, d={d} on {args.sequences} sequences "
+               f"of n={args.n}", "--sequences or --n")
     with jax.enable_x64(True):
         data, source = _get_data(args, d, meta)
         B = data["X"].shape[0]
         sigma = jax.numpy.full((B,), args.sigma) if args.sigma is not None else data.get("sigma")
         ins = inspect(P, Q, data["X"], data["y"], data["x_query"], sigma, data.get("y_query"))
         rows = summary(ins)
+    w = np.asarray(ins.states.w)
+    if not np.all(np.isfinite(w)):
+        seqs = np.flatnonzero(~np.all(np.isfinite(w), axis=(0, 2)))
+        raise LintfError(f"the implicit weights w^l are not finite on {seqs.size} of {B} sequences (the model "
+                         f"overflows in float64 on {source}, e.g. sequence {int(seqs[0])}); nothing to compare")
     agree = ins.max_rel_diff <= args.tol
     if args.plot:
         _plot(args.plot, ins, rows)
@@ -162,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"no OLS reference: n={data['X'].shape[1]} < d={d}")
     if sigma is None:
         print("no ridge reference: the data has no sigma; give --sigma S")
+    elif ins.w_ridge is None:
+        print(f"no ridge reference: sigma = 0 on some sequence and n={data['X'].shape[1]} < d={d} (singular)")
     verdict = "agree" if agree else f"DISAGREE (tolerance {args.tol:g})"
     print(f"autodiff check: max_l,b |w^l(recursion) - d y_hat^l / d x_t (autodiff)| = {ins.max_abs_diff:.3g} "
           f"(relative {ins.max_rel_diff:.3g}): {verdict}")

@@ -380,6 +380,8 @@ def _predict(a: argparse.Namespace) -> None:
 
 
 def _inspect(a: argparse.Namespace) -> None:
+    if a.sigma is not None and a.sigma > SIGMA_MAX:
+        raise LintfError(f"--sigma must be >= 0 and <= {SIGMA_MAX:g}, got {a.sigma:g}")
     L, _, d = model_file(a.model)
     if a.data:
         data_file(a.data, d, L)

@@ -141,7 +141,7 @@ class Inspection(NamedTuple):
     states: States              # recursion route
     w_autodiff: jax.Array       # (L+1, B, d), autodiff route
     w_ols: jax.Array | None     # (B, d); None when n < d (Σ singular)
-    w_ridge: jax.Array | None   # (B, d); None without sigma
+    w_ridge: jax.Array | None   # (B, d); None without sigma, or when σ = 0 on a sequence and n < d (singular)
     loss: jax.Array | None      # (L+1,) read-out loss ½ mean (y_t − ⟨w^l, x_t⟩)²; None without y_query
     max_abs_diff: float         # max_{l,b,i} |w^l_recursion − w^l_autodiff|
     max_rel_diff: float         # the same divided by max |w^l| (or by 1 if all w^l = 0)
@@ -162,7 +162,8 @@ def inspect(P: Any, Q: Any, X: Any, y: Any, x_query: Any, sigma: Any = None, y_q
     loss = None
     if y_query is not None:
         loss = 0.5 * jnp.mean((jnp.asarray(y_query) - jnp.einsum("lbd,bd->lb", st.w, x_query)) ** 2, axis=-1)
-    return Inspection(st, wad, ols(X, y) if n >= d else None, None if sigma is None else ridge(X, y, sigma),
+    ridge_ok = sigma is not None and (n >= d or bool(jnp.all(jnp.asarray(sigma) > 0)))  # σ = 0 and n < d: singular
+    return Inspection(st, wad, ols(X, y) if n >= d else None, ridge(X, y, sigma) if ridge_ok else None,
                       loss, diff, diff / scale if scale > 0 else diff)
 
 

@@ -106,3 +106,38 @@ def test_non_finite_or_complex_models_are_one_line_errors(tmp_path, capsys, comm
 def test_invalid_noise_in_meta_is_a_one_line_error(tmp_path, capsys):
     save_model(tmp_path / "model.npz", np.ones((1, 1, 3, 3)), np.ones((1, 1, 3, 3)), {"noise": "loud"})
     _one_line_error(capsys, ["inspect", str(tmp_path / "model.npz")], "noise 'loud' \\(the model's own, from its meta\\)")
+
+
+@pytest.mark.parametrize(("n", "match"), [(10**12, "n 1000000000000 \\(the model's own, from its meta\\) is not valid: "
+                                                   "must be an integer >= 1 and <= 2147483647"),
+                                          (20.5, "n 20.5 .* is not valid"), (True, "n True .* is not valid"),
+                                          (2 * 10**9, "needs about .* of memory.*lower --sequences or --n")])
+def test_a_context_length_in_meta_is_checked_as_the_flag_is(tmp_path, capsys, n, match):
+    """Before, a meta ``n`` of 10^12 aborted inside XLA, and 20.5 or ``true`` were silently truncated."""
+    save_model(tmp_path / "model.npz", np.zeros((1, 1, 3, 3)), np.zeros((1, 1, 3, 3)), {"n": n})
+    _one_line_error(capsys, ["inspect", str(tmp_path / "model.npz"), "--sequences", "4"], match)
+
+
+@pytest.mark.parametrize(("argv", "match"), [(["--sigma", "1e200"], "--sigma must be >= 0 and <= 1e\\+06"),
+                                             (["--x", "uniform:-1e300,1e300"], "within \\[-1e\\+06, 1e\\+06\\]")])
+def test_inspect_bounds_sigma_and_inputs_as_noise_specs_are(capsys, argv, match):
+    _one_line_error(capsys, ["inspect", str(COMMITTED), "--sequences", "4", *argv], match)
+
+
+def test_inspect_of_a_model_that_overflows_is_an_error_not_a_table_of_made_up_cosines(tmp_path, capsys):
+    from numerics.io import load_model
+
+    P, Q, meta = load_model(COMMITTED.parents[1] / "diag-L2-uniform5" / "model.npz")
+    save_model(tmp_path / "model.npz", P * 1e120, Q * 1e120, meta)  # finite, but w^2 overflows float64
+    _one_line_error(capsys, ["inspect", str(tmp_path / "model.npz"), "--sequences", "4"],
+                    "implicit weights w\\^l are not finite on 4 of 4 sequences")
+
+
+def test_inspect_without_a_ridge_reference_at_sigma_zero_and_n_below_d(capsys):
+    """With σ = 0 and n < d ridge is OLS on a singular Σ: the ridge columns are left out, not printed as NaN."""
+    assert main(["inspect", str(COMMITTED), "--noise", "fixed:0", "--n", "5", "--sequences", "16", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["layers"]
+    assert rows and all("cos_ridge" not in r and "dist_ridge" not in r for r in rows)
+    assert all(np.isfinite(v) for r in rows for v in r.values())
+    assert main(["inspect", str(COMMITTED), "--noise", "fixed:0", "--n", "5", "--sequences", "16"]) == 0
+    assert "no ridge reference: sigma = 0 on some sequence and n=5 < d=10 (singular)" in capsys.readouterr().out

@@ -62,11 +62,12 @@ def _bad_data(arrays):
         "complex": (dict(X=X.astype(complex), y=y, x_query=xq), "array X must hold real numbers"),
         "y_query": (dict(X=X, y=y, x_query=xq, y_query=arrays["y_query"][:1]), "y_query must have shape"),
         "strings": (dict(X=X, y=y, x_query=np.array(["a"])), "must hold real numbers"),
+        "sigma_huge": (dict(X=X, y=y, x_query=xq, sigma=np.full(len(y), 1e200)), "sigma must be >= 0 and <= 1e\\+06"),
     }
 
 
 @pytest.mark.parametrize("case", ["missing", "d_mismatch", "B_mismatch", "X_2d", "nonfinite", "y_query",
-                                  "strings", "complex", "no_file", "not_npz", "no_model", "out_is_dir"])
+                                  "strings", "complex", "sigma_huge", "no_file", "not_npz", "no_model", "out_is_dir"])
 def test_predict_errors_are_one_line_exit_2(files, capsys, case):
     tmp, arrays, _ = files
     model, data, extra = str(tmp / "model.npz"), str(tmp / f"{case}.npz"), []

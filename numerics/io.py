@@ -95,6 +95,16 @@ def strict_json(obj: Any, **kw: Any) -> str:
     return json.dumps(out, allow_nan=False, **kw)
 
 
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """The JSON file at ``path``; a corrupt one is a one-line error that names it (the files lintf reads back are
+    its own, made again when deleted)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LintfError(f"{str(path)!r} is corrupt ({reason}); delete it and rerun to make it again") from None
+
+
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
     """Write ``obj`` as strict JSON (:func:`strict_json`), atomically."""
     atomic_write_text(path, strict_json(obj, indent=2, sort_keys=True) + "\n")

@@ -52,3 +52,13 @@ def test_an_exclusive_write_never_replaces_a_file_that_appeared_meanwhile(tmp_pa
     assert path.read_bytes() == b"the user's file" and os.listdir(tmp_path) == ["out.npy"]  # no temporary left
     io.atomic_write_bytes(path, b"result")  # the default replaces: the tool's own files
     assert path.read_bytes() == b"result"
+
+
+def test_a_corrupt_json_file_is_named_in_a_one_line_error(tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "metrics.json"
+    for text in ("{'cells': 1", "\xff\xfe"):
+        path.write_bytes(text.encode("latin-1"))
+        with pytest.raises(LintfError, match=f"{path}' is corrupt \\(.+\\); delete it and rerun to make it again"):
+            io.read_json(path)
+    path.write_text('{"cells": 1}')
+    assert io.read_json(path) == {"cells": 1}

@@ -17,7 +17,6 @@ cells.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import replace
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from numerics.evaluate import losses as evaluation
-from numerics.io import atomic_write_json, load_model
+from numerics.io import atomic_write_json, load_model, read_json
 from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for
 from numerics.reproduce.experiments import Trainer, cell_dir, eval_key, load_cell, run_cell, train_rundir
 
@@ -100,7 +99,7 @@ def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, 
     out, runs = Path(out), Path(runs)
     path = out / "convergence.json"
     res: dict[str, Any] = {"budget": budget.name, "factor": FACTOR, "rel": REL, "se": SE, "cells": {}, "pending": []}
-    old = json.loads(path.read_text()) if path.exists() else {}
+    old = read_json(path) if path.exists() else {}
     same = all(old.get(k) == res[k] for k in ("budget", "factor", "rel", "se"))
     have = old.get("cells", {}) if same else {}  # entries made with other constants are checked again
     res["cells"] = dict(have)  # a check cut short, or of other cells, keeps what earlier checks found

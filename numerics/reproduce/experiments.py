@@ -34,7 +34,6 @@ reduced grid (see :data:`BUDGETS`).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -48,7 +47,7 @@ from numerics import baselines
 from numerics.evaluate import losses as evaluation
 from numerics.train.continuation import rescue_constants, start_for, train_stages
 from numerics.errors import LintfError
-from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model, save_model
+from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model, read_json, save_model
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
     PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, full_start, get_budget, noises_for, parse_noises,
@@ -63,7 +62,7 @@ def baseline_results(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
     want = {"noise": noise, "eval_sequences": budget.eval_sequences, "tune_sequences": budget.tune_sequences,
             "profile_sequences": budget.profile_sequences, "profile_points": budget.profile_points}
     if path.exists():
-        have = json.loads(path.read_text())
+        have = read_json(path)
         if all(have.get(k) == v for k, v in want.items()):
             return have
     tab = baselines.table(noise, n=budget.n, d=budget.d, sequences=budget.eval_sequences, seed=EVAL_SEED,
@@ -93,7 +92,7 @@ def load_cell(out: Path, cell: Cell, budget: Budget) -> dict[str, Any] | None:
     path = cell_dir(out, cell) / "metrics.json"
     if not path.exists():
         return None
-    m = json.loads(path.read_text())
+    m = read_json(path)
     rescued = m.get("rescue")
     same_rescue = rescued is not None and rescued.get("constants") == rescue_constants(budget.rescue_pool)
     if rescue_again(m, budget):
@@ -139,7 +138,7 @@ def finished_model(out: Path, cell: Cell) -> Path | None:
     d = cell_dir(out, cell)
     if not (d / "metrics.json").exists() or not (d / "model.npz").exists():
         return None
-    return None if json.loads((d / "metrics.json").read_text()).get("failed") else d / "model.npz"
+    return None if read_json(d / "metrics.json").get("failed") else d / "model.npz"
 
 
 def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir,
@@ -189,7 +188,7 @@ def stored_attempts(dest: Path, cell: Cell, budget: Budget) -> list[dict[str, An
     """The failed attempts of the stored cell at ``dest`` that :func:`run_cell` goes on from: none unless it is a
     failed cell of this signature; its own attempt counts unless it is to be rescued again (:func:`rescue_again`)."""
     path = dest / "metrics.json"
-    m = json.loads(path.read_text()) if path.exists() else {}
+    m = read_json(path) if path.exists() else {}
     if not m.get("failed") or m.get("signature") != cell_signature(cell, budget):
         return []
     return list(m.get("attempts", [])) + ([] if rescue_again(m, budget) else [attempt_record(m)])

@@ -57,13 +57,13 @@ def floor_of(noise: str | Noise, n: int, d: int, sequences: int, seed: int = 0, 
 def floor_entries(out: str | Path, budget: Any, noises: list[str]) -> dict[str, Entry]:
     r"""The floor per noise on the cells' evaluation sequences (``experiments.EVAL_SEED``), cached under ``OUT/baselines``."""
     from numerics.reproduce import experiments as ex
-    from numerics.io import atomic_write_json
+    from numerics.io import atomic_write_json, read_json
 
     floors = {}
     for nz in noises:
         path = Path(out) / "baselines" / f"floor-{ex.slug(nz)}.json"
         want = {"noise": nz, "eval_sequences": budget.eval_sequences, "n": budget.n, "d": budget.d}
-        have = json.loads(path.read_text()) if path.exists() else {}
+        have = read_json(path) if path.exists() else {}
         if {k: have.get(k) for k in want} != want:
             e = floor_of(nz, budget.n, budget.d, budget.eval_sequences, ex.EVAL_SEED)
             have = want | {"loss": e.loss, "se": e.se, "minus_Bayes": e.minus_bayes, "minus_Bayes_se": e.minus_bayes_se,

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from numerics.io import read_json
 from numerics.reproduce.claims import (BASE_NAMES, Claim, MODEL_NAMES, Table, _f, _noises, build_table, check_claims,
                                       pm)
 
@@ -219,7 +219,7 @@ def _beyond_markdown(cells: dict, noises: list[str], L: int, tr: dict, cmd: str)
 def _checked(out: Path) -> dict[str, dict[str, Any]]:
     """The convergence check's entries (``OUT/convergence.json``), if it ran."""
     path = out / "convergence.json"
-    return json.loads(path.read_text())["cells"] if path.exists() else {}
+    return read_json(path)["cells"] if path.exists() else {}
 
 
 def _heavy_tails(t: Table) -> str:
@@ -382,7 +382,7 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
     if (out / "convergence.json").exists():
         from numerics.reproduce import convergence
 
-        res = json.loads((out / "convergence.json").read_text())
+        res = read_json(out / "convergence.json")
         lines += ["## Convergence", "", f"Regenerate: `python -m numerics.cli reproduce --budget {budget.name} "
                   f"--out {out} --convergence`.", "", convergence.markdown(res)]
     return "\n".join(lines) + "\n"

@@ -596,6 +596,19 @@ def test_reproduce_refuses_an_out_that_holds_files_no_sweep_wrote(theirs, tmp_pa
     (out / "baselines").mkdir()
     sweep_out(str(out))
 
+
+def test_a_corrupt_cell_under_out_is_named(swept, tmp_path, capsys):
+    import shutil
+
+    root, _, _ = swept
+    shutil.copytree(root / "out", tmp_path / "out")
+    bad = next(iter(sorted((tmp_path / "out" / "models").glob("*/metrics.json"))))
+    bad.write_text("{'failed': ")
+    rc = main(["reproduce", "--budget", "test", "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "r"),
+               "--no-train"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and f"{str(bad)!r} is corrupt" in err[0], err
+
 @pytest.mark.slow
 def test_cli_real_training_test_budget(tmp_path, capsys):
     argv = ["reproduce", "--budget", "test", "--only", "table1", "--out", str(tmp_path / "o"),

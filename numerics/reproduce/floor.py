@@ -137,9 +137,14 @@ def _row(i: int, rec: dict[str, Any], path: str) -> Printed:
 def read_printed(path: str | Path) -> list[Printed]:
     r"""Parse a printed-values table (CSV or JSON, module docstring); one-line :class:`ValueError` on bad input."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise ValueError(f"--printed {path}: no such file")
-    text = p.read_text()
+    if not p.is_file():
+        raise ValueError(f"--printed {path}: not a regular file; give a CSV or JSON file")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"--printed {path}: not UTF-8 text (byte {exc.start}); give a CSV or JSON file") from None
     if p.suffix.lower() == ".json":
         try:
             recs = json.loads(text)

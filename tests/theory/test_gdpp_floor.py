@@ -193,3 +193,13 @@ def test_missing_printed_file_is_a_one_line_error(tmp_path, capsys: pytest.Captu
     assert main(["verify", "--printed", str(tmp_path / "none.csv")]) == 2
     err = capsys.readouterr().err.strip()
     assert "no such file" in err and "\n" not in err
+
+
+def test_a_printed_table_that_is_a_directory_or_not_utf8_is_a_one_line_error(tmp_path,  # noqa: ANN001
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    binary = tmp_path / "t.csv"
+    binary.write_bytes(b"noise,depth,value\n\xff\xfe,2,0.3\n")
+    for path, word in ((tmp_path, "not a regular file"), (binary, "not UTF-8 text")):
+        assert main(["verify", "--only", "gram_map", "--printed", str(path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"lintf verify: error: --printed {path}: {word}") and "\n" not in err, err

@@ -74,6 +74,12 @@ def run(args: argparse.Namespace) -> int:
     if os.path.exists(args.out):
         raise LintfError(f"--out {args.out!r} exists; choose a new file name (nothing is overwritten)")
     arrays = _load(args.source)
+    if args.layers is not None and args.layers >= 1:  # a weight-tied layer repeated: refuse what cannot fit first
+        from numerics.cli.validate import memory
+
+        per_layer = sum(np.asarray(v).size for k, v in arrays.items() if k in convert.NAMES)
+        memory(3 * 8 * per_layer * args.layers, f"repeating the layer of {args.source} {args.layers} times",
+               "--layers")
     has_w, has_pq = set(convert.NAMES) <= set(arrays), {"P", "Q"} <= set(arrays)
     if has_w == has_pq:
         raise LintfError(f"input file {args.source!r} must hold either W_Q, W_K, W_V, W_O or P, Q; "

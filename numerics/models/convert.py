@@ -100,6 +100,9 @@ def weights_as_heads(weights: dict[str, Any], convention: str = "row", heads: in
                              f"{(L, H, *want[k])} ({convention} convention: {_layout(k, convention)}, D = d+1 = {D})")
     if D < 2:
         raise ValueError(f"token size D = d+1 must be >= 2, got D={D} (from W_Q of shape {np.shape(weights['W_Q'])})")
+    if Kq < 1 or L < 1:
+        raise ValueError(f"W_Q of shape {np.shape(weights['W_Q'])} holds no attention: the key size K and the layers L "
+                         f"must be >= 1, got K={Kq}, L={L}")
     if layers is not None:
         if int(layers) < 1:
             raise ValueError(f"layers must be >= 1, got {layers}")

@@ -10,6 +10,7 @@ random and non-symmetric, so a transposed factor, a missing scale or a flipped s
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -205,4 +206,17 @@ def test_cli_convert_predict_and_back(tmp_path, data, capsys):
     assert main(["convert", str(huge), "--out", str(tmp_path / "x.npz"), "--value-scale", "1e-100"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "gives non-finite W_" in err and "nothing written" in err, err
+    assert not (tmp_path / "x.npz").exists()
+
+
+def test_convert_refuses_weights_without_attention_and_layers_that_cannot_fit(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "one.npz", **{k: rng.standard_normal((1, 4, 4)) for k in ("W_Q", "W_K", "W_V", "W_O")})
+    np.savez(tmp_path / "k0.npz", W_Q=np.zeros((1, 4, 0)), W_K=np.zeros((1, 4, 0)), W_V=np.zeros((1, 4, 0)),
+             W_O=np.zeros((1, 0, 4)))
+    for argv, match in [(["k0.npz"], "holds no attention: the key size K and the layers L must be >= 1, got K=0"),
+                        (["one.npz", "--layers", str(10**9)], "times needs about .* of memory.*; lower --layers")]:
+        assert main(["convert", str(tmp_path / argv[0]), "--out", str(tmp_path / "x.npz"), *argv[1:]]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and re.search(match, err), err
     assert not (tmp_path / "x.npz").exists()

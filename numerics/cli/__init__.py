@@ -37,6 +37,11 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{self.prog}: error: {' '.join(message.split())}")
 
 
+#: Commands that keep finished work when interrupted and resume from it (the others write their output last,
+#: atomically, or not at all).
+RESUMABLE = ("train", "reproduce")
+
+
 def _load(module: str):  # noqa: ANN202
     try:
         return importlib.import_module(module)
@@ -102,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"lintf {args.command}: interrupted; finished work is kept, rerun the same command to resume",
+        resumes = args.command in RESUMABLE
+        print(f"lintf {args.command}: interrupted; "
+              + ("finished work is kept, rerun the same command to resume" if resumes else "nothing was written"),
               file=sys.stderr)
         return 130

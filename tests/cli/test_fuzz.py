@@ -400,3 +400,20 @@ def test_interrupt_after_a_checkpoint_resumes_bit_identically(tmp_path: Path, mo
     for k in ("P", "Q"):
         with np.load(run / "model.npz") as a, np.load(finished_run / "model.npz") as b:
             np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_an_interrupted_command_that_cannot_resume_does_not_say_it_can(tmp_path: Path, monkeypatch, capsys) -> None:  # noqa: ANN001
+    from numerics.cli import predict
+
+    def stop(args):  # noqa: ANN001, ANN202
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(predict, "run", stop)
+    model = Path(__file__).resolve().parents[2] / "results" / "models" / "diag-L1-uniform5" / "model.npz"
+    data = tmp_path / "data.npz"
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2, 3, 10))
+    np.savez(data, X=X, y=X.sum(-1), x_query=X[:, 0])
+    assert main(["predict", str(model), str(data), "--out", str(tmp_path / "p.npy")]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err == "lintf predict: interrupted; nothing was written" and not (tmp_path / "p.npy").exists()

@@ -143,9 +143,12 @@ def tune_tuned(sp: Spectral, y_query: jax.Array) -> tuple[float, float]:
 
 
 def tune_eta(sp: Spectral, y_query: jax.Array) -> float:
-    r"""GD step: the exact minimiser ``η = Σ y_t g / Σ g²`` of the tuning loss, ``g = x_tᵀ α``."""
+    r"""GD step: the exact minimiser over ``η >= 0`` of the tuning loss, ``max(0, Σ y_t g / Σ g²)`` with
+    ``g = x_tᵀ α`` (the loss is quadratic in ``η``; where noise swamps the signal the unconstrained minimiser can be
+    a step against the gradient, and a GD step is not that)."""
     g = np.asarray(gd_direction(sp))
-    return float(np.dot(np.asarray(y_query), g) / np.dot(g, g))
+    gg = float(np.dot(g, g))
+    return max(0.0, float(np.dot(np.asarray(y_query), g)) / gg) if gg > 0 else 0.0
 
 
 def tune(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, methods=NAMES,

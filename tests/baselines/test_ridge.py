@@ -86,6 +86,18 @@ def test_const_rr_recovers_fixed_sigma() -> None:
     assert 3.0 < lam < 5.3, lam
 
 
+
+def test_the_gd_step_is_never_a_step_against_the_gradient() -> None:
+    """``tune_eta`` minimises the tuning loss over ``η >= 0``: targets built as ``c·g`` give ``c`` for ``c > 0`` and
+    ``0`` for ``c < 0``, where the unconstrained minimiser would step against the gradient (the loss is quadratic)."""
+    key = jax.random.PRNGKey(3)
+    with jax.enable_x64(True):
+        (_, sp), = evaluation.batches(key, "fixed:1", 512, 20, 10, 512)
+        g = baselines.gd_direction(sp)
+        assert baselines.tune_eta(sp, 2.0 * g) == pytest.approx(2.0, rel=1e-12)
+        assert baselines.tune_eta(sp, -2.0 * g) == 0.0
+        assert baselines.tune_eta(sp, jnp.zeros_like(g)) == 0.0
+
 def _solve_loss(X: np.ndarray, y: np.ndarray, xq: np.ndarray, yq: np.ndarray, s: np.ndarray | float) -> float:
     """Mean ``½(y_t − x_tᵀ (Σ + s I)^{-1} α)²`` by ``numpy.linalg.solve`` per sequence (no eigenbasis)."""
     S = np.einsum("bni,bnj->bij", X, X) + np.reshape(np.asarray(s, float), (-1, 1, 1)) * np.eye(X.shape[-1])

@@ -108,7 +108,7 @@ def noise(spec: str, flag: str = "--noise"):  # noqa: ANN201
     try:
         nz = Noise.parse(spec)
     except ValueError as exc:
-        raise LintfError(f"{flag}: {exc}") from None
+        raise LintfError(f"{flag}: {exc} (noise levels must be in [0, {SIGMA_MAX:g}])") from None
     if nz.sigma_max > SIGMA_MAX:
         raise LintfError(f"{flag} {spec!r}: noise levels must be in [0, {SIGMA_MAX:g}] (their squares and sums "
                          f"must stay finite), got {nz.sigma_max:g}")

@@ -28,6 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", default="runs/reproduce",
                    help="training run directories with checkpoints (default runs/reproduce; git-ignored)")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of progress and text")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="train in this many processes side by side, each given noise settings with about as many "
+                        "layers left to train, then write the report from all (default 1; 2 keeps two cores busy)")
     only = p.add_mutually_exclusive_group()  # --noise chooses the cells to train; the other two train no sweep cell
     only.add_argument("--noise", action="append", metavar="NOISE",
                       help="train only the cells of this noise setting of the budget (repeat for more; default: all); "
@@ -121,6 +124,10 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if args.convergence:
         return _convergence(budget, args)
+    if args.jobs > 1 and not args.no_train:
+        rc = _jobs(budget, parts, args)
+        if rc:
+            return rc  # below, this process trains what no --noise process could (none in quick and paper)
     show = ProgressDisplay(f"reproduce --budget {budget.name}", rich=sys.stderr.isatty(), quiet=args.json)
     try:
         sw = ex.sweep(budget, parts, args.out, args.runs, progress=show, train=not args.no_train, noises=args.noise)
@@ -144,6 +151,38 @@ def run(args: argparse.Namespace) -> int:
     for c in res["claims"]:
         print(f"  {c.verdict:>14}: {c.text}")
     return 0
+
+
+def _jobs(budget, parts: tuple[str, ...], args: argparse.Namespace) -> int:  # noqa: ANN001
+    """Train the sweep in ``args.jobs`` processes (``lintf reproduce --noise ...`` each, settings split by
+    :func:`numerics.reproduce.experiments.split_noises`); an interrupt reaches every one."""
+    import signal
+    import subprocess
+
+    from numerics.reproduce import experiments as ex
+
+    groups = ex.split_noises(budget, parts, Path(args.out), args.jobs, args.noise)
+    if not args.json:
+        print(f"reproduce --budget {budget.name}: {len(groups)} process(es) side by side: "
+              + " | ".join(", ".join(g) for g in groups), file=sys.stderr, flush=True)
+    cmd = [sys.executable, "-m", "numerics.cli", "reproduce", "--budget", budget.name, "--out", str(args.out),
+           "--runs", str(args.runs), *(["--only", args.only] if args.only else []), *(["--json"] if args.json else [])]
+    procs = [subprocess.Popen([*cmd, *(a for nz in g for a in ("--noise", nz))], stdout=subprocess.DEVNULL)
+             for g in groups]
+    try:
+        codes = [p.wait() for p in procs]
+    except KeyboardInterrupt:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs:
+            p.wait()
+        raise
+    failed = [(g, c) for g, c in zip(groups, codes) if c]
+    for g, c in failed:
+        print(f"lintf reproduce: error: the process for {', '.join(g)} exited with status {c}; its finished cells are "
+              "kept, rerun the same command to resume", file=sys.stderr)
+    return failed[0][1] if failed else 0
 
 
 def _convergence(budget, args: argparse.Namespace) -> int:  # noqa: ANN001

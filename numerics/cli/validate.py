@@ -50,6 +50,7 @@ INT_ARGS: dict[str, tuple[int, int]] = {
     "warmup": (0, SIZE_MAX), "diag_steps": (0, SIZE_MAX),
     **{k: (1, SIZE_MAX) for k in ("n", "d", "layers", "heads", "seeds", "steps", "batch", "chunk", "chunk_sequences", "sequences",
                                   "nodes", "reps", "max_steps")},
+    "jobs": (1, 64),
 }
 #: ``dest: (lo, lo_inclusive)`` of every float option: finite and ``> lo`` (``>= lo`` if inclusive); ``None``: any.
 FLOAT_ARGS: dict[str, tuple[float | None, bool]] = {
@@ -400,6 +401,9 @@ def _reproduce(a: argparse.Namespace) -> None:
     budget = ex.get_budget(a.budget)
     ex.parse_parts(a.only)
     ex.parse_noises(budget, a.noise or ())
+    if a.jobs > 1 and (a.no_train or a.convergence):
+        raise LintfError(f"--jobs {a.jobs} trains the sweep in several processes; it does not apply to "
+                         f"{'--no-train' if a.no_train else '--convergence'}")
     output_dir(a.out, "--out")
     sweep_out(a.out)
     output_dir(a.runs, "--runs")

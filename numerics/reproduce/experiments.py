@@ -277,6 +277,24 @@ def rejudge(cell: Cell, budget: Budget, out: Path, m: dict[str, Any]) -> dict[st
     return None if m["failed"] else m
 
 
+def split_noises(budget: Budget, parts: Iterable[str], out: Path, jobs: int,
+                 noises: Iterable[str] | None = None) -> list[tuple[str, ...]]:
+    """The budget's noise settings (or those of ``noises``) that have cells left to train under ``out``, in at most
+    ``jobs`` groups with about as many layers left each (:func:`train_layers` of the unfinished cells): for processes
+    that share one sweep, each given one group (:func:`sweep`'s ``noises``).  The setting with the most layers left
+    goes first, each to the group with the fewest so far; a group without settings is left out."""
+    keep = parse_noises(budget, noises) if noises else tuple(budget.noises)
+    left = dict.fromkeys(keep, 0)
+    for c in cells_for(budget, parts):
+        if c.noise in left and load_cell(Path(out), c, budget) is None:
+            left[c.noise] += train_layers(c, budget)
+    groups: list[tuple[int, list[str]]] = [(0, []) for _ in range(max(1, int(jobs)))]
+    for nz in sorted((nz for nz in keep if left[nz]), key=lambda nz: (-left[nz], keep.index(nz))):
+        k = min(range(len(groups)), key=lambda i: groups[i][0])
+        groups[k] = (groups[k][0] + left[nz], groups[k][1] + [nz])
+    return [tuple(g) for _, g in groups if g]
+
+
 def finished_parts(budget: Budget, out: Path) -> tuple[str, ...]:
     """The parts of the budget whose every cell is finished under ``out`` (passed, or failed for good)."""
     done = {c.name for c in cells_for(budget, PARTS) if load_cell(out, c, budget) is not None}

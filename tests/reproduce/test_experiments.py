@@ -609,6 +609,65 @@ def test_a_corrupt_cell_under_out_is_named(swept, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and f"{str(bad)!r} is corrupt" in err[0], err
 
+def test_jobs_split_the_settings_left_between_processes(swept, tmp_path, monkeypatch, capsys):
+    """``--jobs 2`` gives each process the settings of about as many layers left, runs them side by side, then
+    writes the report from every cell; a process that fails is named, and its exit status returned."""
+    import shutil
+    import subprocess
+
+    root, _, _ = swept
+    parts = ("table1", "fig1", "fig5")
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    shutil.copytree(root / "out", out)
+    for name in ("diag-L1-uniform1", "diag-L2-categorical1_3"):  # 1 and 2 layers left
+        (out / "models" / name / "metrics.json").unlink()
+    assert ex.split_noises(TEST, parts, out, 2) == [("categorical:1,3",), ("uniform:1",)]
+    assert ex.split_noises(TEST, parts, out, 1) == [("categorical:1,3", "uniform:1")]
+    assert ex.split_noises(TEST, parts, out, 3, ["uniform:1"]) == [("uniform:1",)]
+    launched, status = [], {}
+
+    class Process:  # trains its settings in this process, with the stub trainer
+        def __init__(self, argv, stdout=None):
+            noises = [argv[i + 1] for i, a in enumerate(argv) if a == "--noise"]
+            launched.append(noises)
+            ex.sweep(TEST, parts, Path(argv[argv.index("--out") + 1]), Path(argv[argv.index("--runs") + 1]),
+                     trainer=StubTrainer(), noises=noises)
+            self.code = status.get(tuple(noises), 0)
+
+        def wait(self):
+            return self.code
+
+        def poll(self):
+            return self.code
+
+    monkeypatch.setattr(subprocess, "Popen", Process)
+    argv = ["reproduce", "--budget", "test", "--only", ",".join(parts), "--out", str(out), "--runs", str(runs),
+            "--jobs", "2"]
+    assert main(argv) == 0
+    assert launched == [["categorical:1,3"], ["uniform:1"]]
+    assert all((out / "models" / n / "metrics.json").exists() for n in ("diag-L1-uniform1", "diag-L2-categorical1_3"))
+    assert "2 process(es) side by side: categorical:1,3 | uniform:1" in capsys.readouterr().err
+    (out / "models" / "diag-L1-uniform1" / "metrics.json").unlink()
+    status[("uniform:1",)] = 3
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert "error: the process for uniform:1 exited with status 3; its finished cells are kept" in err
+
+
+@pytest.mark.slow
+def test_jobs_in_real_processes_give_the_serial_sweeps_table(tmp_path):
+    import subprocess
+    import sys
+
+    tables = []
+    for name, jobs in (("serial", "1"), ("jobs", "2")):
+        argv = [sys.executable, "-m", "numerics.cli", "reproduce", "--budget", "test", "--only", "table1",
+                "--out", str(tmp_path / name), "--runs", str(tmp_path / f"{name}-runs"), "--jobs", jobs, "--json"]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        tables.append((tmp_path / name / "table1.csv").read_text())
+    assert tables[0] == tables[1]
+
 @pytest.mark.slow
 def test_cli_real_training_test_budget(tmp_path, capsys):
     argv = ["reproduce", "--budget", "test", "--only", "table1", "--out", str(tmp_path / "o"),

@@ -35,6 +35,7 @@ reduced grid (see :data:`BUDGETS`).
 from __future__ import annotations
 
 import time
+import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -102,6 +103,8 @@ def load_cell(out: Path, cell: Cell, budget: Budget) -> dict[str, Any] | None:
                          f"use another --out or delete {cell_dir(out, cell)}")
     if m.get("failed") and m.get("attempt", 1) < budget.attempts:
         return None  # a failed cell with attempts left: its next attempt (run_cell)
+    if not m.get("failed") and not zipfile.is_zipfile(cell_dir(out, cell) / "model.npz"):
+        return None  # a passed cell whose model is lost or corrupt: made again (training resumes from its run)
     return m
 
 

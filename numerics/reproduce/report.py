@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from numerics.io import read_json
+from numerics.reproduce.budgets import FOCUS
 from numerics.reproduce.claims import (BASE_NAMES, Claim, MODEL_NAMES, Table, _f, _noises, build_table, check_claims,
                                       pm)
 
@@ -168,24 +169,29 @@ def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path,
         if part in parts:
             draw(out / f"{part}.png")
             files.append(f"{part}.png")
-    if "fig4" in parts:
-        c4 = ex.Cell("full", 4, ex.CATEGORICAL)
-        P, Q, _ = load_model(ex.cell_dir(out, c4) / "model.npz")
-        plots.fig4(P, Q, f"Fig. 4: FULL-4 on {ex.CATEGORICAL}, P^l and Q^l (results/models/{c4.name}/model.npz)",
+    def model_of(cell: Any) -> tuple[Any, Any] | None:  # a failed cell has no model
+        return None if cells[cell.name].get("failed") else load_model(ex.cell_dir(out, cell) / "model.npz")[:2]
+
+    c4 = ex.Cell("full", 4, ex.CATEGORICAL)
+    if "fig4" in parts and (PQ := model_of(c4)) is not None:
+        plots.fig4(*PQ, f"Fig. 4: FULL-4 on {ex.CATEGORICAL}, P^l and Q^l (results/models/{c4.name}/model.npz)",
                    out / "fig4.png")
         files.append("fig4.png")
     beyond_md = ""
     if "beyond" in parts or "beyond" in shown:
         deep = [nz for nz in (ex.FOCUS, ex.CATEGORICAL) if nz in base]
         cw = ex.Cell("diag", L, ex.FOCUS)
-        P, Q, _ = load_model(ex.cell_dir(out, cw) / "model.npz")
-        tr = beyond.trajectories(P, Q, ex.FOCUS, 1000, budget.n, budget.d, jax.random.fold_in(jax.random.PRNGKey(0), 3))
+        PQ = model_of(cw)
+        tr = None if PQ is None else beyond.trajectories(*PQ, ex.FOCUS, 1000, budget.n, budget.d,
+                                                         jax.random.fold_in(jax.random.PRNGKey(0), 3))
         if "beyond" in parts:
             plots.fig_depth(cells, base, deep, out / "fig_beyond_depth.png")
-            plots.fig_weights(tr, f"DIAG-{L} on {ex.FOCUS}: implicit weights w^l (Theorem 4.1) vs the ridge path",
-                              out / "fig_beyond_weights.png")
-            files += ["fig_beyond_depth.png", "fig_beyond_weights.png"]
-        beyond_md = _beyond_markdown(cells, deep, L, tr, cmd("beyond"))
+            files.append("fig_beyond_depth.png")
+            if tr is not None:
+                plots.fig_weights(tr, f"DIAG-{L} on {ex.FOCUS}: implicit weights w^l (Theorem 4.1) vs the ridge path",
+                                  out / "fig_beyond_weights.png")
+                files.append("fig_beyond_weights.png")
+        beyond_md = _beyond_markdown(cells, deep, L, tr, cmd("beyond"), cells[cw.name].get("failed"))
     claims = check_claims(complete_series(table, budget.depths), profiles_of(cells))
     from numerics.reproduce import floor  # GD++ against ridge at λ = E σ² (a theorem, not a claim of the paper)
 
@@ -195,7 +201,7 @@ def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path,
     return {"files": files, "claims": claims}
 
 
-def _beyond_markdown(cells: dict, noises: list[str], L: int, tr: dict, cmd: str) -> str:
+def _beyond_markdown(cells: dict, noises: list[str], L: int, tr: dict | None, cmd: str, failed: str | None = None) -> str:
     from numerics.reproduce import beyond
 
     out = [f"Gap to the Bayes floor against depth (paired ± SE), and the fraction of the depth-{L} gap that "
@@ -206,6 +212,10 @@ def _beyond_markdown(cells: dict, noises: list[str], L: int, tr: dict, cmd: str)
             for Lk, g, s, f in beyond.depth_gap(cells, m, nz, L):
                 out.append(f"| {MODEL_NAMES[m]} | {nz} | {Lk} | {_f(g)} ± {_f(s)} | "
                            f"{'–' if Lk <= L or not math.isfinite(f) else f'{f:.0%}'} |")
+    if tr is None:
+        out += ["", "![gap to Bayes vs depth](fig_beyond_depth.png)", "",
+                f"No implicit weights: DIAG-{L} at {FOCUS} is a failed cell ({failed})."]
+        return "\n".join(out) + "\n"
     last = tr["dist"][-1]
     rho = np.corrcoef(np.log(np.maximum(tr["sigma"], 1e-3) ** 2), np.log(np.maximum(tr["s_best"], 1e-5)))[0, 1]
     out += ["", "![gap to Bayes vs depth](fig_beyond_depth.png)", "",

@@ -668,6 +668,39 @@ def test_jobs_in_real_processes_give_the_serial_sweeps_table(tmp_path):
         tables.append((tmp_path / name / "table1.csv").read_text())
     assert tables[0] == tables[1]
 
+
+def test_a_failed_cell_behind_a_figure_leaves_the_figure_out_not_the_report(tmp_path):
+    """A failed cell has no model: Fig. 4 and the implicit weights of the deepest DIAG at uniform:5 are not drawn,
+    the report says why, and everything else is written."""
+    sw = ex.sweep(TEST, ex.PARTS, tmp_path / "out", tmp_path / "runs", trainer=StubTrainer())
+    cells, out = dict(sw.cells), tmp_path / "out"
+    for name in (f"diag-L{TEST.max_depth}-uniform5", "full-L4-categorical1_3"):
+        cells[name] = cells[name] | {"failed": "SE 1 > 0.1 x mean 2 (a test)"}
+        (out / "models" / name / "model.npz").unlink()
+    for f in ("fig4.png", "fig_beyond_weights.png"):
+        (out / f).unlink(missing_ok=True)
+    res = write_outputs(replace(sw, cells=cells), TEST, ex.PARTS, out)
+    assert "fig4.png" not in res["files"] and "fig_beyond_weights.png" not in res["files"]
+    assert {"fig_beyond_depth.png", "table1.md", "report.md"} <= set(res["files"])
+    rep = (out / "report.md").read_text()
+    assert f"No implicit weights: DIAG-{TEST.max_depth} at uniform:5 is a failed cell (SE 1 > 0.1 x mean 2 (a test))." in rep
+
+
+def test_a_passed_cell_whose_model_is_lost_or_corrupt_is_made_again(swept, tmp_path):
+    import shutil
+
+    root, _, _ = swept
+    shutil.copytree(root / "out", tmp_path / "out")
+    shutil.copytree(root / "runs", tmp_path / "runs")
+    cell = ex.Cell("diag", 1, "uniform:1")
+    model = tmp_path / "out" / "models" / cell.name / "model.npz"
+    good = model.read_bytes()
+    for damage in (lambda: model.unlink(), lambda: model.write_bytes(good[:100])):
+        damage()
+        assert ex.load_cell(tmp_path / "out", cell, TEST) is None
+        sw = ex.sweep(TEST, ("table1",), tmp_path / "out", tmp_path / "runs", trainer=StubTrainer())
+        assert sw.trained == [cell.name] and model.read_bytes() == good  # resumed from its run: the same model
+
 @pytest.mark.slow
 def test_cli_real_training_test_budget(tmp_path, capsys):
     argv = ["reproduce", "--budget", "test", "--only", "table1", "--out", str(tmp_path / "o"),

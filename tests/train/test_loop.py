@@ -267,7 +267,7 @@ def test_deeper_rollback_after_resume_uses_the_checkpointed_history(tmp_path: Pa
     cfg = TrainConfig(model="diag", **{**TINY, "steps": 25, "max_rollbacks": 4})
     _start_at_zero(monkeypatch, cfg)
     whole = train(cfg)
-    train(cfg, checkpoint=lambda s, r: save_checkpoint(tmp_path, s, r), stop_at=15)
+    train(cfg, checkpoint=lambda s, r: (rd.claim(tmp_path, cfg), save_checkpoint(tmp_path, s, r)), stop_at=15)  # as run()
     rest = train(cfg, resume=rd.prepare(tmp_path, cfg))
     assert rest.rollbacks == whole.rollbacks and [e.get("to") for e in whole.rollbacks] == [None, 10]
     for a, b in zip(leaves(rest.state), leaves(whole.state)):

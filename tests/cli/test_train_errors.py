@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,16 @@ def test_train_refuses_an_out_that_holds_files_no_run_wrote(theirs: str, tmp_pat
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and f"holds {theirs} but no lintf run" in err, err
     assert (out / theirs).read_bytes() == b"precious" and sorted(p.name for p in out.iterdir()) == sorted([theirs, "notes.txt"])
+
+
+def test_the_same_train_command_twice_leaves_the_finished_run_as_it_is(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run"
+    argv = ["train", "--model", "diag", "--layers", "1", "--steps", "4", "--batch", "8", "--n", "4", "--d", "2",
+            "--eval-sequences", "64", "--no-baselines", "--json", "--out", str(out)]
+    assert cli_main(argv) == 0
+    first = capsys.readouterr().out
+    before = {f: (out / f).read_bytes() for f in ("metrics.json", "model.npz", "checkpoint.npz")}
+    assert cli_main(argv) == 0
+    again = capsys.readouterr().out  # the same summary, steps/s included (nothing trained: no new rate)
+    assert json.loads(again) == json.loads(first) and json.loads(again)["steps_per_s"] > 0
+    assert {f: (out / f).read_bytes() for f in before} == before

@@ -21,7 +21,7 @@ from numerics.io import strict_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--budget", default="quick", help="quick (default, about 30 min on 2 cores), paper (hours) or test")
+    p.add_argument("--budget", default="quick", help="quick (default, 30 to 40 min on 2 cores), paper (tens of hours) or test")
     p.add_argument("--only", default=None,
                    help="comma list out of table1,fig1,fig2,fig3,fig4,fig5,fig7,beyond (default: all)")
     p.add_argument("--out", default="results", help="results directory (default results)")

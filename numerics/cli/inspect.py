@@ -132,8 +132,10 @@ def run(args: argparse.Namespace) -> int:
     from numerics.evaluate.inspector import inspect, summary
     from numerics.io import load_model
 
-    if args.sigma is not None and not args.sigma >= 0:
-        raise ValueError(f"--sigma must be >= 0, got {args.sigma}")
+    from numerics.cli.validate import SIGMA_MAX
+
+    if args.sigma is not None and not 0 <= args.sigma <= SIGMA_MAX:
+        raise ValueError(f"--sigma must be >= 0 and <= {SIGMA_MAX:g}, got {args.sigma:g}")
     if not args.tol > 0:
         raise ValueError(f"--tol must be > 0, got {args.tol}")
     P, Q, meta = load_model(args.model)

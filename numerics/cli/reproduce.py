@@ -119,6 +119,10 @@ def run(args: argparse.Namespace) -> int:
     from numerics.reproduce import experiments as ex
     from numerics.reproduce.report import write_outputs
 
+    if args.jobs > 1 and (args.no_train or args.convergence):
+        raise ValueError(f"--jobs {args.jobs} trains the sweep in several processes; it does not apply to "
+                         f"{'--no-train' if args.no_train else '--convergence'}")
+    ex.sweep_out(args.out)  # before any work: a foreign --out is refused
     budget = ex.get_budget(args.budget)
     parts = ex.parse_parts(args.only)
     t0 = time.perf_counter()

@@ -47,10 +47,9 @@ SIGMA_MAX = 1e6
 #: ``dest: (lo, hi)`` of every integer option of the command, whichever sub-command has it.
 INT_ARGS: dict[str, tuple[int, int]] = {
     "seed": (0, SEED_MAX), "tune_sequences": (2, SIZE_MAX), "eval_sequences": (2, SIZE_MAX),  # an SE needs two
-    "warmup": (0, SIZE_MAX), "diag_steps": (0, SIZE_MAX),
+    "warmup": (0, SIZE_MAX), "diag_steps": (0, SIZE_MAX), "jobs": (1, 64),
     **{k: (1, SIZE_MAX) for k in ("n", "d", "layers", "heads", "seeds", "steps", "batch", "chunk", "chunk_sequences", "sequences",
                                   "nodes", "reps", "max_steps")},
-    "jobs": (1, 64),
 }
 #: ``dest: (lo, lo_inclusive)`` of every float option: finite and ``> lo`` (``>= lo`` if inclusive); ``None``: any.
 FLOAT_ARGS: dict[str, tuple[float | None, bool]] = {
@@ -238,29 +237,6 @@ def output_dir(path: str, flag: str) -> None:
     _writable_parent(path, flag)
 
 
-#: The files ``lintf reproduce`` writes at the top of ``--out`` (and ``fig*.png``).
-SWEEP_FILES = ("report.md", "table1.md", "table1.csv", "convergence.json")
-
-
-def sweep_out(path: str, flag: str = "--out") -> None:
-    """An existing ``path`` that holds files a sweep writes is a sweep's own (it holds ``models/`` or ``baselines/``,
-    or a ``report.md`` that ``lintf reproduce`` wrote); otherwise the sweep would replace files it did not write."""
-    p = Path(path)
-    if not p.is_dir() or (p / "models").is_dir() or (p / "baselines").is_dir():
-        return
-    report = p / "report.md"
-    try:
-        if report.is_file() and report.read_text(errors="replace").startswith("# Reproduction report: budget"):
-            return
-    except OSError:
-        pass
-    theirs = sorted(f.name for f in p.iterdir()
-                    if f.name in SWEEP_FILES or (f.name.startswith("fig") and f.name.endswith(".png")))
-    if theirs:
-        raise LintfError(f"{flag} {path!r} holds {', '.join(theirs)}, which lintf reproduce did not write (no models/, "
-                         "baselines/ or sweep report.md); give a new or empty directory (nothing is overwritten)")
-
-
 # ---- .npz files ---------------------------------------------------------------------------------------------
 
 def npz_headers(path: str, flag: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
@@ -381,8 +357,6 @@ def _predict(a: argparse.Namespace) -> None:
 
 
 def _inspect(a: argparse.Namespace) -> None:
-    if a.sigma is not None and a.sigma > SIGMA_MAX:
-        raise LintfError(f"--sigma must be >= 0 and <= {SIGMA_MAX:g}, got {a.sigma:g}")
     L, _, d = model_file(a.model)
     if a.data:
         data_file(a.data, d, L)
@@ -401,11 +375,7 @@ def _reproduce(a: argparse.Namespace) -> None:
     budget = ex.get_budget(a.budget)
     ex.parse_parts(a.only)
     ex.parse_noises(budget, a.noise or ())
-    if a.jobs > 1 and (a.no_train or a.convergence):
-        raise LintfError(f"--jobs {a.jobs} trains the sweep in several processes; it does not apply to "
-                         f"{'--no-train' if a.no_train else '--convergence'}")
     output_dir(a.out, "--out")
-    sweep_out(a.out)
     output_dir(a.runs, "--runs")
 
 

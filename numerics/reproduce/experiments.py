@@ -280,6 +280,29 @@ def rejudge(cell: Cell, budget: Budget, out: Path, m: dict[str, Any]) -> dict[st
     return None if m["failed"] else m
 
 
+#: The files ``lintf reproduce`` writes at the top of ``--out`` (and ``fig*.png``).
+SWEEP_FILES = ("report.md", "table1.md", "table1.csv", "convergence.json")
+
+
+def sweep_out(path: str, flag: str = "--out") -> None:
+    """An existing ``path`` that holds files a sweep writes is a sweep's own (it holds ``models/`` or ``baselines/``,
+    or a ``report.md`` that ``lintf reproduce`` wrote); otherwise the sweep would replace files it did not write."""
+    p = Path(path)
+    if not p.is_dir() or (p / "models").is_dir() or (p / "baselines").is_dir():
+        return
+    report = p / "report.md"
+    try:
+        if report.is_file() and report.read_text(errors="replace").startswith("# Reproduction report: budget"):
+            return
+    except OSError:
+        pass
+    theirs = sorted(f.name for f in p.iterdir()
+                    if f.name in SWEEP_FILES or (f.name.startswith("fig") and f.name.endswith(".png")))
+    if theirs:
+        raise LintfError(f"{flag} {path!r} holds {', '.join(theirs)}, which lintf reproduce did not write (no models/, "
+                         "baselines/ or sweep report.md); give a new or empty directory (nothing is overwritten)")
+
+
 def split_noises(budget: Budget, parts: Iterable[str], out: Path, jobs: int,
                  noises: Iterable[str] | None = None) -> list[tuple[str, ...]]:
     """The budget's noise settings (or those of ``noises``) that have cells left to train under ``out``, in at most

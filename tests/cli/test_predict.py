@@ -110,17 +110,15 @@ def test_inspect_json_plot_and_errors(files, capsys):
 
 def test_an_output_created_while_predict_runs_is_not_replaced(files, capsys, monkeypatch):
     """``--out`` is checked before any work, and written without replacing a file that appeared since."""
-    from numerics.cli import _userdata
-
     tmp, _, _ = files
     out = tmp / "raced.npy"
-    real = _userdata.load_data
+    real = models.predict
 
-    def load_then_race(*a, **k):  # the check has passed; another process now takes the name
+    def predict_then_race(*a, **k):  # the check has passed; another process now takes the name
         out.write_bytes(b"the user's file")
         return real(*a, **k)
 
-    monkeypatch.setattr(_userdata, "load_data", load_then_race)
+    monkeypatch.setattr(models, "predict", predict_then_race)
     rc = main(["predict", str(tmp / "model.npz"), str(tmp / "data.npz"), "--out", str(out)])
     assert rc != 0 and out.read_bytes() == b"the user's file"
     err = capsys.readouterr().err.strip().splitlines()

@@ -588,7 +588,7 @@ def test_reproduce_refuses_an_out_that_holds_files_no_sweep_wrote(theirs, tmp_pa
     assert rc == 2 and len(err.splitlines()) == 1 and f"holds {theirs}, which lintf reproduce did not write" in err, err
     assert (out / theirs).read_text() == "# my notes\n" and [p.name for p in out.iterdir()] == [theirs]
     assert not (tmp_path / "runs").exists()
-    from numerics.cli.validate import sweep_out
+    sweep_out = ex.sweep_out
 
     (out / "report.md").write_text("# Reproduction report: budget `test`\n")  # a sweep's own report: its files
     sweep_out(str(out))

@@ -117,10 +117,16 @@ def _between(grid: np.ndarray, i: int) -> np.ndarray:
 
 
 def tune_const(sp: Spectral, y_query: jax.Array) -> float:
-    """ConstRR's ``λ_c``: coarse grid (``0`` included) then refinement rounds; deterministic."""
+    """ConstRR's ``λ_c``: coarse grid (``0`` included, extended upwards while its best is at the top) then refinement
+    rounds; deterministic."""
     grid = CONST_GRID
-    for _ in range(REFINE + 1):
+    losses = np.asarray(mean_loss_grid(sp, y_query, jnp.asarray(grid)))
+    while int(np.argmin(losses)) == len(grid) - 1 and grid[-1] < 1e13:  # best at the top: go on a decade at a time
+        grid = np.geomspace(grid[-2], grid[-1] * 10, 7)  # (σ up to 1e6 puts λ = σ² up to 1e12)
         losses = np.asarray(mean_loss_grid(sp, y_query, jnp.asarray(grid)))
+    for k in range(REFINE + 1):
+        if k:
+            losses = np.asarray(mean_loss_grid(sp, y_query, jnp.asarray(grid)))
         i = int(np.argmin(losses))
         best = float(grid[i])
         grid = _between(grid, i)

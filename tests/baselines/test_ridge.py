@@ -86,6 +86,17 @@ def test_const_rr_recovers_fixed_sigma() -> None:
     assert 3.0 < lam < 5.3, lam
 
 
+def test_const_rr_follows_a_noise_beyond_its_first_grid() -> None:
+    """At σ = 300 the Bayes rule is ridge with λ = σ² = 9e4, past the first grid's top (1e4): the grid goes on."""
+    key = jax.random.PRNGKey(2)
+    with jax.enable_x64(True):
+        parts = list(evaluation.batches(key, "fixed:300", 20_000, 20, 10, TCHUNK))
+        sp = baselines.Spectral(*(jnp.concatenate(f) for f in zip(*(p[1] for p in parts))))
+        yq = jnp.concatenate([p[0].y_query for p in parts])
+        lam = baselines.tune_const(sp, yq)
+    assert 9e4 / 3 < lam < 9e4 * 3, lam  # the loss is flat near λ = σ² here; the first grid stopped at 1e4
+
+
 
 def test_the_gd_step_is_never_a_step_against_the_gradient() -> None:
     """``tune_eta`` minimises the tuning loss over ``η >= 0``: targets built as ``c·g`` give ``c`` for ``c > 0`` and

@@ -34,6 +34,7 @@ reduced grid (see :data:`BUDGETS`).
 
 from __future__ import annotations
 
+import math
 import time
 import zipfile
 from collections.abc import Callable, Iterable
@@ -65,6 +66,11 @@ def baseline_results(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
     if path.exists():
         have = read_json(path)
         if all(have.get(k) == v for k, v in want.items()):
+            bad = [m for m in BASELINES if not all(isinstance(have.get("methods", {}).get(m, {}).get(k), (int, float))
+                                                   and math.isfinite(have["methods"][m][k]) for k in ("loss", "se"))]
+            if bad:
+                raise LintfError(f"{str(path)!r} is corrupt (no finite loss and se for {', '.join(bad)}); delete it "
+                                 "and rerun to make it again")
             return have
     tab = baselines.table(noise, n=budget.n, d=budget.d, sequences=budget.eval_sequences, seed=EVAL_SEED,
                           tune_sequences=budget.tune_sequences, methods=BASELINES)

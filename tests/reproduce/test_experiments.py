@@ -602,6 +602,14 @@ def test_a_corrupt_cell_under_out_is_named(swept, tmp_path, capsys):
 
     root, _, _ = swept
     shutil.copytree(root / "out", tmp_path / "out")
+    base = next(iter(sorted((tmp_path / "out" / "baselines").glob("uniform1.json"))))
+    m = json.loads(base.read_text())
+    base.write_text(json.dumps(m | {"methods": m["methods"] | {"ConstRR": m["methods"]["ConstRR"] | {"loss": None}}}))
+    rc = main(["reproduce", "--budget", "test", "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "r"),
+               "--no-train"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and f"error: {str(base)!r} is corrupt (no finite loss and se for ConstRR)" in err[-1], err
+    base.write_text(json.dumps(m))
     bad = next(iter(sorted((tmp_path / "out" / "models").glob("*/metrics.json"))))
     bad.write_text("{'failed': ")
     rc = main(["reproduce", "--budget", "test", "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "r"),

@@ -27,8 +27,11 @@ def discover() -> list[Claim]:
 
 def run_all(only: str | None = None) -> list[Result]:
     claims = discover()
-    if only:
+    if only is not None:
         keys = [k.strip() for k in only.split(",") if k.strip()]
+        if not keys:
+            raise ValueError(f"--only {only!r} names no claim; give comma-separated module names in proofs/ or "
+                             "paper refs")
         claims = [c for c in claims if any(k in c.module or k.lower() in c.ref.lower() for k in keys)]
         if not claims:
             raise ValueError(f"--only {only!r} matches no claim; names are the modules in proofs/")

@@ -204,7 +204,8 @@ def check_methods(methods, n: int, d: int) -> tuple[str, ...]:
     methods = tuple(methods)
     bad = [m for m in methods if m not in NAMES]
     if bad or not methods:
-        raise ValueError(f"methods must be a non-empty subset of {', '.join(NAMES)}; got {', '.join(bad) or 'none'}")
+        got = ", ".join(repr(m) if m else "an empty name" for m in bad) or "none"
+        raise ValueError(f"methods must be a non-empty subset of {', '.join(NAMES)}; got {got}")
     for m in methods:
         if m in OLS_BASED:
             check_ols(n, d, m)

@@ -52,10 +52,18 @@ def run(args: argparse.Namespace) -> int:
     from numerics.baselines import bayes
 
     noises = _noises(args.noise)
-    methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods else baselines.NAMES
-    methods = baselines.check_methods(methods, args.n, args.d)
+    methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods is not None else baselines.NAMES
+    try:
+        methods = baselines.check_methods(methods, args.n, args.d)
+    except ValueError as exc:  # the library names its parameters; the command names its flags
+        hint = (f"; leave {', '.join(baselines.OLS_BASED)} out with --methods, or make --n larger than --d"
+                if "n > d" in str(exc) else "")
+        raise LintfError(f"--methods {'all' if args.methods is None else repr(args.methods)}: {exc}{hint}") from None
     nodes = bayes.DEFAULT_NODES if args.nodes is None else args.nodes
-    bayes.quadrature("uniform:1", nodes)  # validates --nodes before any work
+    try:
+        bayes.quadrature("uniform:1", nodes)  # validates --nodes before any work
+    except ValueError as exc:
+        raise LintfError(f"--{exc}") from None
     results, seconds = {}, {}
     for nz in noises:
         t0 = time.perf_counter()

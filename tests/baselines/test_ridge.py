@@ -224,12 +224,17 @@ def test_bad_inputs() -> None:
         baselines.Tuned(cap=-1.0)
 
 
-@pytest.mark.parametrize("argv", [["--noise", "uniform:-1"], ["--noise", "bogus:1"], ["--noise", "uniform:1", "--n", "5"],
-                                  ["--noise", "uniform:1", "--methods", "OLS,Foo"], ["--noise", "uniform:1", "--nodes", "7"]])
-def test_cli_bad_input_is_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("argv, needle", [
+    (["--noise", "uniform:-1"], "got -1.0"), (["--noise", "bogus:1"], "bogus"),
+    (["--noise", "uniform:1", "--n", "5"], "leave OLS, AdaRR, TunedRR out with --methods"),
+    (["--noise", "uniform:1", "--methods", "OLS,Foo"], "--methods 'OLS,Foo'"),
+    (["--noise", "uniform:1", "--methods", "Bayes,,GD"], "got an empty name"),
+    (["--noise", "uniform:1", "--methods", ""], "--methods '':"),
+    (["--noise", "uniform:1", "--nodes", "7"], "--nodes must be a positive multiple of 8, got 7")])
+def test_cli_bad_input_is_one_line(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert lintf(["baselines", *argv, "--eval-sequences", "10"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("lintf baselines: error:") and "\n" not in err
+    assert err.startswith("lintf baselines: error:") and "\n" not in err and needle in err
 
 
 def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,10 +33,11 @@ def test_a_failing_claim_makes_verify_exit_nonzero(capsys: pytest.CaptureFixture
     assert "deliberately false" in out and "1 failed" in out
 
 
-def test_unknown_only_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["verify", "--only", "no_such_claim"]) == 2
+@pytest.mark.parametrize("only", ["no_such_claim", "", " , "])
+def test_an_only_that_selects_nothing_is_a_one_line_error(only: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "--only", only]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("lintf verify: error:") and "\n" not in err
+    assert err.startswith(f"lintf verify: error: --only {only!r}") and "\n" not in err
 
 
 def test_latex_output_is_written(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001

@@ -15,6 +15,7 @@ GD++ at ``fixed:0`` from the spectral fit (seed 0 = the fit, kept unless Adam im
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from numerics.io import strict_json
@@ -71,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(strict_json({k: v for k, v in metrics.items() if k != "curve"}, indent=2))
     else:
+        rate = metrics.get("steps_per_s")  # NaN (null once stored) where a resumed run had no steps left to train
+        rate = f"{rate:.1f} steps/s" if isinstance(rate, float) and math.isfinite(rate) else "no steps left to train"
         print(f"{cfg.model.upper()}-{cfg.layers} {cfg.noise}: adjusted loss {metrics['adjusted_loss']:.5g} "
               f"± {metrics['se']:.2g} (best of {cfg.seeds} seeds, {metrics['eval_sequences']} sequences, "
-              f"{metrics['steps_per_s']:.1f} steps/s) -> {out}")
+              f"{rate}) -> {out}")
     return 0

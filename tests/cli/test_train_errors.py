@@ -58,3 +58,18 @@ def test_the_same_train_command_twice_leaves_the_finished_run_as_it_is(tmp_path:
     again = capsys.readouterr().out  # the same summary, steps/s included (nothing trained: no new rate)
     assert json.loads(again) == json.loads(first) and json.loads(again)["steps_per_s"] > 0
     assert {f: (out / f).read_bytes() for f in before} == before
+
+
+def test_a_run_resumed_with_no_steps_left_says_so_and_reruns_cleanly(tmp_path: Path, capsys) -> None:
+    """Interrupted after its last checkpoint: the resumed run trains nothing, so it has no rate to print, then or on
+    a later rerun (whose stored metrics hold ``null``)."""
+    out = tmp_path / "run"
+    argv = ["train", "--model", "diag", "--layers", "1", "--steps", "4", "--batch", "8", "--n", "4", "--d", "2",
+            "--eval-sequences", "64", "--no-baselines", "--out", str(out)]
+    assert cli_main(argv) == 0 and "steps/s" in capsys.readouterr().out
+    for f in ("metrics.json", "model.npz"):  # as if stopped after the checkpoint, before these were written
+        (out / f).unlink()
+    for _ in range(2):
+        assert cli_main(argv) == 0
+        line = capsys.readouterr().out
+        assert "no steps left to train" in line and "nan" not in line, line

@@ -133,7 +133,7 @@ def train_rundir(cfg: Any, run: Path) -> Trained:
     """The default trainer: :func:`numerics.train.rundir.run` (resumes from the run's checkpoint)."""
     from numerics.train import rundir
 
-    tm = rundir.run(cfg, run, progress=False, baselines=False)
+    tm = rundir.run(cfg, run, progress=False, baselines=False, flag="--runs")
     if tm is None:  # pragma: no cover - only with stop_at
         raise LintfError(f"training into {run} did not finish")
     return Trained(tm, run / "model.npz")

@@ -46,19 +46,19 @@ def _claimed(out: Path) -> bool:
 _RESULTS = ("checkpoint.npz", "model.npz", "metrics.json")
 
 
-def prepare(out: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
+def prepare(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> dict[str, Any] | None:
     """Validate ``out`` for ``cfg`` without writing anything; return the resume payload of its checkpoint, else ``None``.
 
     One-line errors: ``out`` is not a writable directory; it holds a run with another config, or files a run writes
     without a run (they are never overwritten); its ``config.json`` or ``checkpoint.npz`` is corrupt (the message
-    says which file to delete)."""
+    says which file to delete).  ``flag`` is the option that named ``out`` (``--runs`` for a sweep's cell)."""
     from numerics.cli.validate import output_dir
 
     out = Path(out)
-    output_dir(str(out), "--out")
+    output_dir(str(out), flag)
     theirs = [] if _claimed(out) else [f for f in (*_RESULTS, "loss.png") if (out / f).exists()]
     if theirs:
-        raise LintfError(f"--out {str(out)!r} holds {', '.join(theirs)} but no lintf run (no config.json beside a "
+        raise LintfError(f"{flag} {str(out)!r} holds {', '.join(theirs)} but no lintf run (no config.json beside a "
                          "checkpoint or result); give a new or empty directory (nothing is overwritten)")
     cfg_path, ck = out / "config.json", out / "checkpoint.npz"
     if cfg_path.exists():
@@ -69,19 +69,19 @@ def prepare(out: str | Path, cfg: TrainConfig) -> dict[str, Any] | None:
         except (OSError, ValueError) as exc:
             fix = (f"restore it, or delete {str(out)!r} to start this run over" if _claimed(out)
                    else f"delete {str(cfg_path)!r} to start this run")
-            raise LintfError(f"--out: {str(cfg_path)!r} is corrupt ({exc}); {fix}") from None
+            raise LintfError(f"{flag}: {str(cfg_path)!r} is corrupt ({exc}); {fix}") from None
         want = json.loads(json.dumps(config_dict(cfg)))
         if _claimed(out) and have != want:
             diff = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
-            raise LintfError(f"--out {str(out)!r} holds a run with a different config ({', '.join(diff)}); "
-                             "use another --out or the same arguments")
+            raise LintfError(f"{flag} {str(out)!r} holds a run with a different config ({', '.join(diff)}); "
+                             f"use another {flag} or the same arguments")
     if not ck.exists():
         return None
     try:
         return _read_checkpoint(ck, cfg)
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise LintfError(f"--out: {str(ck)!r} is corrupt ({reason}); delete it to restart this run from "
+        raise LintfError(f"{flag}: {str(ck)!r} is corrupt ({reason}); delete it to restart this run from "
                          "step 0") from None
 
 
@@ -114,7 +114,7 @@ def _read_checkpoint(ck: Path, cfg: TrainConfig) -> dict[str, Any]:
             "skipped": int(meta.get("skipped", 0)), "history": history, "history_marks": meta.get("history_marks", [])}
 
 
-def claim(out: str | Path, cfg: TrainConfig) -> None:
+def claim(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> None:
     """Create ``out`` and write its ``config.json`` (atomically), unless it is claimed already: called just before
     the first checkpoint is written, so a run that dies earlier leaves nothing behind."""
     out = Path(out)
@@ -122,7 +122,7 @@ def claim(out: str | Path, cfg: TrainConfig) -> None:
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise LintfError(f"--out {str(out)!r} is not a writable directory: {exc.strerror}") from None
+            raise LintfError(f"{flag} {str(out)!r} is not a writable directory: {exc.strerror}") from None
         atomic_write_json(out / "config.json", config_dict(cfg))
 
 
@@ -223,10 +223,10 @@ def plot_curve(path: Path, cfg: TrainConfig, res: Result) -> None:
 
 
 def run(cfg: TrainConfig, out: str | Path, progress: bool = True, baselines: bool = True,
-        stop_at: int | None = None) -> dict[str, Any] | None:
+        stop_at: int | None = None, flag: str = "--out") -> dict[str, Any] | None:
     """Train into ``out`` (resuming if a matching checkpoint exists) and finalize; ``stop_at`` stops
-    early without finalizing (used to simulate a killed run)."""
-    resume = prepare(out, cfg)
+    early without finalizing (used to simulate a killed run); ``flag`` names ``out`` in errors (:func:`prepare`)."""
+    resume = prepare(out, cfg, flag)
     done = Path(out) / "metrics.json"
     if resume is not None and int(resume["step"]) == cfg.steps and done.exists() and (Path(out) / "model.npz").exists():
         from numerics.io import read_json
@@ -234,7 +234,7 @@ def run(cfg: TrainConfig, out: str | Path, progress: bool = True, baselines: boo
         return read_json(done)  # finished before: its results as they are, not evaluated and written again
 
     def ck(s: TrainState, r: Result) -> None:
-        claim(out, cfg)
+        claim(out, cfg, flag)
         save_checkpoint(out, s, r)
 
     if progress:

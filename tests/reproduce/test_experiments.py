@@ -617,6 +617,23 @@ def test_a_corrupt_cell_under_out_is_named(swept, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and f"{str(bad)!r} is corrupt" in err[0], err
 
+def test_a_corrupt_run_directory_of_a_cell_is_named_as_under_runs(tmp_path):
+    """A cell's run directory lies under ``--runs``, so its errors name that option, not ``--out``."""
+    from numerics.train import TrainConfig
+    from numerics.train.config import config_dict
+
+    cfg = TrainConfig(model="diag", layers=1, steps=4, batch=8, n=4, d=2)
+    run = tmp_path / "runs" / "cell"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps(config_dict(cfg)))
+    (run / "checkpoint.npz").write_bytes(b"not an archive")
+    with pytest.raises(LintfError, match=r"^--runs: .*checkpoint\.npz' is corrupt"):
+        ex.train_rundir(cfg, run)
+    (run / "config.json").write_text(json.dumps(config_dict(replace(cfg, steps=5))))
+    with pytest.raises(LintfError, match=r"^--runs '.*cell' holds a run with a different config \(steps.*another --runs"):
+        ex.train_rundir(cfg, run)
+
+
 def test_jobs_split_the_settings_left_between_processes(swept, tmp_path, monkeypatch, capsys):
     """``--jobs 2`` gives each process the settings of about as many layers left, runs them side by side, then
     writes the report from every cell; a process that fails is named, and its exit status returned."""

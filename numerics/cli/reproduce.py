@@ -146,14 +146,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(strict_json({"budget": budget.name, "parts": list(parts), "out": args.out, "cells": len(sw.cells),
                           "trained": sw.trained, "missing": sw.missing, "seconds": secs, "files": res["files"],
-                          "claims": [{"claim": c.key, "text": c.text, "verdict": c.verdict, "evidence": list(c.evidence)}
+                          "claims": [{"claim": c.key, "text": c.text, "verdict": c.verdict, "evidence": list(c.evidence),
+                                      "waiting": list(c.waiting)}
                                      for c in res["claims"]]}, indent=2))
         return 0
     print(f"{len(sw.cells)} cells ({len(sw.trained)} trained now"
           + (f", {len(sw.missing)} not trained" if sw.missing else "") + f") in {_fmt(secs)}; wrote "
           f"{', '.join(res['files'])} to {args.out}/")
     for c in res["claims"]:
-        print(f"  {c.verdict:>14}: {c.text}")
+        print(f"  {c.status():>14}: {c.text}")
     return 0
 
 

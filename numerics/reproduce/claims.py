@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -49,6 +49,15 @@ class Claim:
     evidence: tuple[str, ...]
     #: The model cells ``(model, L, noise)`` of the comparisons that failed (the report says how each was trained).
     failing: tuple[tuple[str, int, str], ...] = ()
+    #: The cells of the grid that the claim reads (:data:`READS`) and that are not trained yet: the verdict is the
+    #: one so far, on the finished cells.
+    waiting: tuple[str, ...] = ()
+
+    def status(self) -> str:
+        """The verdict, with "so far" while cells it reads are still to come."""
+        if not self.waiting:
+            return self.verdict
+        return f"{self.verdict} yet" if self.verdict == "not evaluated" else f"{self.verdict} so far"
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -258,6 +267,27 @@ def claim_baseline_order(t: Table) -> Claim:
         ev.append(f"{nz}: " + " > ".join(f"{b} {x:.4f}" for b, x in zip(BASE_NAMES, v)) + ("" if ok[-1] else " (order broken)"))
     return Claim("baseline_order", "Baselines order as in the paper, ConstRR > AdaRR > TunedRR, with Bayes below all",
                  verdict(ok), tuple(ev))
+
+
+#: The model cells each claim reads, as ``reads(model, L, noise) -> bool`` (``noise`` parsed): a cell of the grid that
+#: is not trained yet and that a claim reads makes the claim's verdict one "so far"
+#: (:func:`numerics.reproduce.report.judged_claims`).  ``tests/reproduce/test_claims_reads.py`` checks each against
+#: its claim: taking away a cell it reads changes the claim's evidence, and taking away any other cell does not.
+READS: dict[str, Callable[[str, int, Noise], bool]] = {
+    "diag_matches_full": lambda m, L, nz: m in ("diag", "full"),
+    "gdpp_near_constrr": lambda m, L, nz: m == "gdpp" and nz.sigma_max > 0,
+    "four_layers_beat_adarr": lambda m, L, nz: m in ("diag", "full") and L == 4 and nz.kind == "uniform"
+    and nz.sigma_max >= 4,
+    "five_plus_match_tunedrr": lambda m, L, nz: m in ("diag", "full") and L >= 5 and nz.sigma_max > 0,
+    "gdpp_superexponential": lambda m, L, nz: m == "gdpp" and nz.sigma_max == 0,
+    "diag_extrapolates": lambda m, L, nz: m in ("diag", "full") and nz.kind == "categorical",
+    "baseline_order": lambda m, L, nz: False,
+    "gdpp_above_floor": lambda m, L, nz: m == "gdpp",
+}
+#: The claims about the deepest model of a series, or about how the loss falls with depth: on a grid still under
+#: way they are checked only on the ``(model, noise)`` series whose every depth is in
+#: (:func:`numerics.reproduce.report.complete_series`); the others compare cell by cell, on every finished cell.
+SERIES = frozenset({"gdpp_near_constrr", "gdpp_superexponential", "diag_extrapolates"})
 
 
 def check_claims(t: Table, profiles: dict | None = None) -> list[Claim]:

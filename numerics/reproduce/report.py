@@ -91,15 +91,49 @@ def complete_series(t: Table, depths: tuple[int, ...]) -> Table:
     return {k: e for k, e in t.items() if k[1] == 0 or set(depths) <= have[(k[0], k[2])]}
 
 
+#: At most this many names of the cells a claim waits for are listed (then how many more).
+WAITING_NAMED = 6
+
+
+def judged_claims(table: Table, depths: tuple[int, ...], profiles: dict, floors: dict[str, Any],
+                  missing: dict[str, tuple[str, int, str]]) -> list[Claim]:
+    """Every claim of :func:`check_claims`, then GD++ against its floor (``floors``,
+    :func:`numerics.reproduce.floor.floor_entries`), each with the cells not trained yet that it reads (``missing``:
+    cell name → ``(model, L, noise)``; :data:`numerics.reproduce.claims.READS`).  A claim about the deepest model or
+    the trend over depth (:data:`numerics.reproduce.claims.SERIES`) is checked on the complete series only
+    (:func:`complete_series`); the others compare cell by cell on every finished cell.  A claim with cells to come
+    says which: its verdict is the one so far, or it waits for them."""
+    from dataclasses import replace
+
+    from numerics.data import Noise
+    from numerics.reproduce import floor
+    from numerics.reproduce.claims import READS, SERIES
+
+    series = {c.key: c for c in check_claims(complete_series(table, depths), profiles)}
+    out = []
+    for c in [*check_claims(table, profiles), floor.claim_gdpp_floor(table, floors)]:
+        c = series[c.key] if c.key in SERIES else c
+        waiting = tuple(sorted(n for n, (m, L, nz) in missing.items() if READS[c.key](m, L, Noise.parse(nz))))
+        if waiting:
+            named = ", ".join(waiting[:WAITING_NAMED]) + (f" and {len(waiting) - WAITING_NAMED} more"
+                                                          if len(waiting) > WAITING_NAMED else "")
+            note = (f"not trained yet, of the cells this claim reads ({len(waiting)}): {named}"
+                    + ("; it is checked only on the series whose every depth is in" if c.key in SERIES else ""))
+            found = () if c.verdict == "not evaluated" else c.evidence
+            c = replace(c, evidence=(note, *found), waiting=waiting)
+        out.append(c)
+    return out
+
+
 def claims_markdown(claims: list[Claim], cmd: str, cells: dict[str, dict[str, Any]] | None = None,
                     checked: dict[str, dict[str, Any]] | None = None) -> str:
     """The verdict table, then each claim's evidence; for a claim that does not hold, how each failing cell was
     trained (:func:`training_reason`, from ``cells``' metrics and the convergence check's entries ``checked``)."""
     out = ["| claim (docs/model.md) | verdict | regenerate |", "|---|---|---|"]
-    out += [f"| {c.text} | **{c.verdict}** | `{cmd}` |" for c in claims]
+    out += [f"| {c.text} | **{c.status()}** | `{cmd}` |" for c in claims]
     by_key = {(m["model"], int(m["layers"]), m["noise"]): m for m in (cells or {}).values()}
     for c in claims:
-        out += ["", f"**{c.text}: {c.verdict}.**", ""] + [f"- {e}" for e in c.evidence]
+        out += ["", f"**{c.text}: {c.status()}.**", ""] + [f"- {e}" for e in c.evidence]
         why = [training_reason(by_key[k], (checked or {}).get(by_key[k].get("cell"))) for k in c.failing
                if "train" in by_key.get(k, {})]
         if c.verdict == "does not hold" and why:
@@ -192,10 +226,11 @@ def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path,
                                   out / "fig_beyond_weights.png")
                 files.append("fig_beyond_weights.png")
         beyond_md = _beyond_markdown(cells, deep, L, tr, cmd("beyond"), cells[cw.name].get("failed"))
-    claims = check_claims(complete_series(table, budget.depths), profiles_of(cells))
     from numerics.reproduce import floor  # GD++ against ridge at λ = E σ² (a theorem, not a claim of the paper)
 
-    claims.append(floor.claim_gdpp_floor(table, floor.floor_entries(out, budget, noises)))
+    to_come = {c.name: (c.model, c.layers, c.noise) for c in ex.cells_for(budget, ("table1",))
+               if c.name in missing and c.layers in budget.depths}  # the cells Table 1, and so the claims, read
+    claims = judged_claims(table, budget.depths, profiles_of(cells), floor.floor_entries(out, budget, noises), to_come)
     atomic_write_text(out / "report.md", _report_markdown(sw, budget, table, claims, beyond_md, cmd, out))
     files.append("report.md")
     return {"files": files, "claims": claims}
@@ -371,8 +406,8 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         "settings, count once)"
         + ("; by device: " + ", ".join(f"{n} cells in {t / 3600:.2f} h on {k}" for k, (n, t) in devices.items())
            if len(devices) > 1 else "")
-        + (f"; **{len(sw.missing)} cells are not trained yet** (`–` in the tables; a claim that needs one is not "
-           "evaluated, and a figure that needs one is not drawn). " + _left(sw, budget)
+        + (f"; **{len(sw.missing)} cells are not trained yet** (`–` in the tables; a claim that reads one gives its "
+           "verdict so far, on the finished cells, and a figure that needs one is not drawn). " + _left(sw, budget)
            if getattr(sw, "missing", None) else "."),
         *attempts_lines(sw.cells.values(), budget.attempts), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "

@@ -138,7 +138,11 @@ class Result:
     state: TrainState
     curve: list[list[float]] = field(default_factory=list)
     rollbacks: list[dict[str, Any]] = field(default_factory=list)
+    #: steps per second of this call; a run resumed with no steps left has the rate of its earlier calls
+    #: (``step / seconds``), or NaN where its checkpoint does not carry their time
     steps_per_s: float = float("nan")
+    #: seconds spent training so far, over every call that trained this run (stored in its checkpoints)
+    seconds: float = 0.0
     devices: int = 1  # how many devices shared the batch (part of the arithmetic: numerics.train.devices)
     skipped: int = 0
     #: the starts of the last accepted chunks, oldest first, each with the curve's length and ``skipped`` then
@@ -177,11 +181,12 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
         res.state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), leaves)
         res.curve, res.rollbacks = list(resume["curve"]), list(resume["rollbacks"])
         res.skipped = int(resume.get("skipped", 0))
+        res.seconds = float(resume.get("seconds", 0.0))
         res.history = [(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template),
                                                      [jnp.asarray(x) for x in h]), n, k)
                        for h, (n, k) in zip(resume.get("history", []), resume.get("history_marks", []))]
     end = cfg.steps if stop_at is None else min(stop_at, cfg.steps)
-    t0, s0 = time.perf_counter(), int(res.state.step)
+    t0, s0, before = time.perf_counter(), int(res.state.step), res.seconds
     failed_at = None  # the start step of the last chunk, if it failed (no chunk accepted since)
     while int(res.state.step) < end:
         step = int(res.state.step)
@@ -213,12 +218,17 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
         losses = np.asarray(losses, np.float64)
         res.skipped += int(np.isnan(losses).sum())
         res.curve.append([int(new.step), *nanmean(losses, axis=0).tolist()])
+        res.seconds = before + time.perf_counter() - t0
         if checkpoint is not None:
             checkpoint(res.state, res)
         if on_chunk is not None and on_chunk(res.state, res):
             break
-    done = int(res.state.step) - s0
-    res.steps_per_s = done / max(time.perf_counter() - t0, 1e-9) if done else float("nan")
+    done, spent = int(res.state.step) - s0, time.perf_counter() - t0
+    res.seconds = before + spent
+    if done:
+        res.steps_per_s = done / max(spent, 1e-9)
+    elif before > 0:  # nothing left to train: the rate of the calls that trained it
+        res.steps_per_s = int(res.state.step) / before
     return res
 
 

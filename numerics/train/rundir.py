@@ -23,6 +23,7 @@ Layout of ``--out DIR``:
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,15 @@ def _read_checkpoint(ck: Path, cfg: TrainConfig) -> dict[str, Any]:
     if not 0 < step <= cfg.steps or int(jax.tree_util.tree_structure(shapes).unflatten(leaves).step) != step:
         raise ValueError(f"step {step} is outside [1, {cfg.steps}] or disagrees with the state")
     return {"leaves": leaves, "step": step, "curve": list(meta["curve"]), "rollbacks": list(meta["rollbacks"]),
-            "skipped": int(meta.get("skipped", 0)), "history": history, "history_marks": meta.get("history_marks", [])}
+            "skipped": int(meta.get("skipped", 0)), "history": history, "history_marks": meta.get("history_marks", []),
+            "seconds": _seconds(meta.get("seconds", 0.0))}
+
+
+def _seconds(x: Any) -> float:
+    """A checkpoint's training time: a finite number >= 0 (0 where it is missing, as in checkpoints without it)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
+        raise ValueError(f"its training time is {x!r}, not a number of seconds >= 0")
+    return float(x)
 
 
 def claim(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> None:
@@ -132,7 +141,8 @@ def save_checkpoint(out: str | Path, state: TrainState, res: Result) -> None:
     if not all(np.all(np.isfinite(x)) for x in leaves if np.issubdtype(x.dtype, np.floating)):
         raise LintfError("refusing to checkpoint a non-finite training state")
     meta = {"leaves": len(leaves), "step": int(state.step), "curve": res.curve, "rollbacks": res.rollbacks,
-            "skipped": res.skipped, "history": len(res.history), "history_marks": [[n, k] for _, n, k in res.history]}
+            "skipped": res.skipped, "history": len(res.history), "history_marks": [[n, k] for _, n, k in res.history],
+            "seconds": res.seconds}
     history = {f"history_{j}_leaf_{i}": np.asarray(x) for j, (h, _, _) in enumerate(res.history)
                for i, x in enumerate(jax.tree_util.tree_leaves(h))}  # earlier chunk starts, for deeper rollbacks
     atomic_savez(Path(out) / "checkpoint.npz", meta=np.asarray(json.dumps(meta)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from numerics.cli import main as cli_main
@@ -60,16 +61,60 @@ def test_the_same_train_command_twice_leaves_the_finished_run_as_it_is(tmp_path:
     assert {f: (out / f).read_bytes() for f in before} == before
 
 
-def test_a_run_resumed_with_no_steps_left_says_so_and_reruns_cleanly(tmp_path: Path, capsys) -> None:
-    """Interrupted after its last checkpoint: the resumed run trains nothing, so it has no rate to print, then or on
-    a later rerun (whose stored metrics hold ``null``)."""
-    out = tmp_path / "run"
-    argv = ["train", "--model", "diag", "--layers", "1", "--steps", "4", "--batch", "8", "--n", "4", "--d", "2",
-            "--eval-sequences", "64", "--no-baselines", "--out", str(out)]
-    assert cli_main(argv) == 0 and "steps/s" in capsys.readouterr().out
-    for f in ("metrics.json", "model.npz"):  # as if stopped after the checkpoint, before these were written
+TINY = ["train", "--model", "diag", "--layers", "1", "--steps", "4", "--batch", "8", "--n", "4", "--d", "2",
+        "--eval-sequences", "64", "--no-baselines"]
+
+
+def _checkpoint_meta(ck: Path, edit=None) -> dict:
+    """The ``meta`` of checkpoint ``ck``; with ``edit``, rewrite ``ck`` with ``edit(meta)`` as its meta."""
+    with np.load(ck) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays["meta"]))
+    if edit is not None:
+        arrays["meta"] = np.asarray(json.dumps(edit(meta)))
+        with open(ck, "wb") as f:
+            np.savez(f, **arrays)
+    return meta
+
+
+def _stopped_before_finishing(out: Path) -> None:
+    for f in ("metrics.json", "model.npz"):  # as if stopped after the last checkpoint, before these were written
         (out / f).unlink()
+
+
+def test_a_run_resumed_with_no_steps_left_reports_the_rate_its_checkpoint_recorded(tmp_path: Path, capsys) -> None:
+    """Interrupted after its last checkpoint: the resumed run trains nothing, and its rate is that of the training
+    before, from the time the checkpoint stores, then and on a later rerun.  A checkpoint without that time (as
+    written before it did) has no rate to give: the run says so, and stores ``null``."""
+    out = tmp_path / "run"
+    argv = [*TINY, "--out", str(out)]
+    assert cli_main(argv) == 0 and "steps/s" in capsys.readouterr().out
+    seconds = _checkpoint_meta(out / "checkpoint.npz")["seconds"]
+    assert 0 < seconds < 600
+    _stopped_before_finishing(out)
+    for _ in range(2):
+        assert cli_main(argv) == 0
+        line = capsys.readouterr().out
+        assert f"{4 / seconds:.1f} steps/s" in line and "nan" not in line, line
+    assert json.loads((out / "metrics.json").read_text())["steps_per_s"] == pytest.approx(4 / seconds)
+
+    _stopped_before_finishing(out)
+    _checkpoint_meta(out / "checkpoint.npz", lambda m: {k: v for k, v in m.items() if k != "seconds"})
     for _ in range(2):
         assert cli_main(argv) == 0
         line = capsys.readouterr().out
         assert "no steps left to train" in line and "nan" not in line, line
+    assert json.loads((out / "metrics.json").read_text())["steps_per_s"] is None
+
+
+@pytest.mark.parametrize("bad", [-1.0, "3", True, None])
+def test_a_checkpoint_with_a_bad_training_time_is_named_as_corrupt(bad, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run"
+    argv = [*TINY, "--out", str(out)]
+    assert cli_main(argv) == 0
+    _stopped_before_finishing(out)
+    _checkpoint_meta(out / "checkpoint.npz", lambda m: m | {"seconds": bad})
+    capsys.readouterr()
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"checkpoint.npz' is corrupt (its training time is {bad!r}," in err[0], err

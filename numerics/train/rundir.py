@@ -72,8 +72,8 @@ def prepare(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> dict[str,
                    else f"delete {str(cfg_path)!r} to start this run")
             raise LintfError(f"{flag}: {str(cfg_path)!r} is corrupt ({exc}); {fix}") from None
         want = json.loads(json.dumps(config_dict(cfg)))
-        if _claimed(out) and have != want:
-            diff = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
+        diff = _differences(have, want)
+        if _claimed(out) and diff:
             raise LintfError(f"{flag} {str(out)!r} holds a run with a different config ({', '.join(diff)}); "
                              f"use another {flag} or the same arguments")
     if not ck.exists():
@@ -84,6 +84,16 @@ def prepare(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> dict[str,
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LintfError(f"{flag}: {str(ck)!r} is corrupt ({reason}); delete it to restart this run from "
                          "step 0") from None
+
+
+def _differences(have: dict[str, Any], want: dict[str, Any]) -> list[str]:
+    """The keys in which a run directory's config ``have`` and the config asked for ``want`` differ.  The start's
+    content defines a run, not where its file lies: a start found at another path with the same ``warm_start_sha256``
+    (a sweep moved or copied, or its ``--out`` spelled another way) is the same run."""
+    diff = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
+    if "warm_start" in diff and "warm_start_sha256" not in diff and want.get("warm_start_sha256"):
+        diff.remove("warm_start")
+    return diff
 
 
 def _read_checkpoint(ck: Path, cfg: TrainConfig) -> dict[str, Any]:

@@ -4,6 +4,7 @@ divergence (rollback, step rejection, skipped steps)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -48,6 +49,35 @@ def test_resume_after_interrupt_equals_uninterrupted(tmp_path: Path) -> None:
     assert whole["adjusted_loss"] == resumed["adjusted_loss"] and whole["curve"] == resumed["curve"]
     with pytest.raises(LintfError, match="different config"):
         run_dir(TrainConfig(model="full", seeds=3, **TINY), tmp_path / "whole", progress=False)
+
+
+def test_a_run_resumes_from_a_start_moved_elsewhere_but_not_from_another_start(tmp_path: Path) -> None:
+    """The start's content defines a warm-started run, not its path: a run directory whose start file now lies
+    elsewhere (a sweep moved or copied, ``--out`` spelled another way) resumes to the uninterrupted run's numbers;
+    a start with other content at that path is another run, and is refused."""
+    import shutil
+
+    first = run_dir(TrainConfig(model="diag", **TINY), tmp_path / "diag", progress=False, baselines=False)
+    assert first is not None
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    shutil.copy(tmp_path / "diag" / "model.npz", here / "start.npz")
+    cfg = TrainConfig(model="full", **{**TINY, "warm_start": str(here / "start.npz"), "diag_steps": 0})
+    whole = run_dir(cfg, tmp_path / "whole", progress=False, baselines=False)
+    for cut in ("cut", "other"):
+        assert run_dir(cfg, tmp_path / cut, progress=False, baselines=False, stop_at=10) is None
+    here.rename(there)
+    moved = replace(cfg, warm_start=str(there / "start.npz"))
+    resumed = run_dir(moved, tmp_path / "cut", progress=False, baselines=False)
+    assert resumed["adjusted_loss"] == whole["adjusted_loss"] and resumed["curve"] == whole["curve"]
+    np.testing.assert_array_equal(load_model(tmp_path / "cut" / "model.npz")[1],
+                                  load_model(tmp_path / "whole" / "model.npz")[1])
+
+    other = TrainConfig(model="diag", **{**TINY, "seed": 5})
+    run_dir(other, tmp_path / "diag5", progress=False, baselines=False)
+    shutil.copy(tmp_path / "diag5" / "model.npz", there / "start.npz")
+    with pytest.raises(LintfError, match=r"different config \(warm_start, warm_start_sha256\)"):
+        run_dir(moved, tmp_path / "other", progress=False, baselines=False)
 
 
 def test_full_trains_its_diag_part_first() -> None:

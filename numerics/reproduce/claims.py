@@ -15,6 +15,8 @@ from numerics.data import Noise
 #: 20 % with unpaired SEs, which let DIAG-7's 0.0853 ± 0.0076 "match" TunedRR's 0.0477 ± 0.0067 (quick budget).
 MATCH_REL, MATCH_ABS = 0.1, 1e-3
 NEAR_REL = 0.3
+#: "beats": below by more than this many standard errors of the paired difference; within them, too close to call.
+BEAT_SE = 2.0
 FLOOR = 1e-6
 UNSEEN = 0.25
 MODEL_NAMES = {"gdpp": "GD++", "diag": "DIAG", "full": "FULL"}
@@ -117,8 +119,17 @@ def _match(a: Entry, b: Entry) -> bool | None:
     return abs(diff) <= 3 * se + scale
 
 
-def _word(ok: bool | None, yes: str, no: str) -> str:
-    return yes if ok else (no if ok is False else "too noisy to call (SE above the match scale)")
+def _word(ok: bool | None, yes: str, no: str, neither: str = "too noisy to call (SE above the match scale)") -> str:
+    return yes if ok else (no if ok is False else neither)
+
+
+def beats(a: Entry, b: Entry) -> bool | None:
+    """``True``: ``a`` is below ``b`` by more than :data:`BEAT_SE` standard errors of the paired difference;
+    ``False``: it is not below ``b`` (the difference is at least 0 by more than that); ``None``: too close to call."""
+    diff, se = difference(a, b)
+    if diff + BEAT_SE * se < 0:
+        return True
+    return False if diff - BEAT_SE * se >= 0 else None
 
 
 def _noises(t: Table) -> list[str]:
@@ -179,9 +190,10 @@ def claim_four_layers_beat_adarr(t: Table) -> Claim:
         for m in ("diag", "full"):
             if (m, 4, nz) in t:
                 e = t[(m, 4, nz)]
-                ok.append(e.loss < a.loss)
-                ev.append(f"{nz}: {MODEL_NAMES[m]}-4 {pm(e)} vs AdaRR {pm(a)} → {'beats' if ok[-1] else 'does not beat'}")
-                bad += [] if ok[-1] else [(m, 4, nz)]
+                ok.append(beats(e, a))
+                ev.append(f"{nz}: {MODEL_NAMES[m]}-4 {pm(e)} vs AdaRR {pm(a)}, {_diff_text(e, a)} → "
+                          + _word(ok[-1], "beats", "does not beat", f"within {BEAT_SE:g} SE: too close to call"))
+                bad += [(m, 4, nz)] if ok[-1] is False else []
     return Claim("four_layers_beat_adarr", "4-layer DIAG and FULL beat AdaRR for σ_max ≥ 4", verdict(ok), tuple(ev),
                  tuple(bad))
 

@@ -12,6 +12,8 @@ Tolerances (what "matches" means; the paper gives none):
 =====================  ========================================================================
 ``MATCH_REL, _ABS``    ``|a − b| ≤ 3·SE(a,b) + MATCH_REL·max(|a|,|b|) + MATCH_ABS`` counts as a match
 ``NEAR_REL``           GD++ "near" ConstRR: ``|GD++/ConstRR − 1| ≤ NEAR_REL``
+``BEAT_SE``            a model "beats" a baseline when ``a − b < −BEAT_SE·SE(a,b)``; it does not beat it when
+                       ``a − b ≥ BEAT_SE·SE(a,b)``; in between it is too close to call
 ``FLOOR``              adjusted losses below this are at the float32 training floor (no rate computed)
 ``UNSEEN``             a profile ``σ`` farther than this from every training level counts as unseen
 =====================  ========================================================================

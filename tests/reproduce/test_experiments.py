@@ -497,6 +497,24 @@ def test_a_claim_that_does_not_hold_says_how_its_failing_cells_were_trained():
            "the pool's mean 29.4 at c = 1, 0.224 at c); rescued with a further c = 0.9" in md
 
 
+def test_beating_adarr_needs_the_paired_difference_beyond_two_se():
+    """The paper budget's DIAG-4 at uniform:4: 0.0499 against AdaRR's 0.0519, a paired difference of -0.0020 ±
+    0.0018, is too close to call; the same gap with a tenth of the SE beats it, and a model 2 SE above does not."""
+    U4 = "uniform:4"
+    t = _base(U4) | {("AdaRR", 0, U4): Entry(0.0519, 0.0023, 0.0222, 0.0013),
+                     ("diag", 4, U4): Entry(0.0499, 0.0020, 0.0202, 0.0013)}
+    close = claim_four_layers_beat_adarr(t)
+    assert close.verdict == "undecided" and close.failing == ()
+    assert close.evidence == ("uniform:4: DIAG-4 0.0499 ± 0.0020 vs AdaRR 0.0519 ± 0.0023, difference -0.0020 ± "
+                              "0.0018 → within 2 SE: too close to call",)
+    sure = t | {("diag", 4, U4): Entry(0.0499, 0.0020, 0.0202, 0.0001), ("AdaRR", 0, U4): Entry(0.0519, 0.0023,
+                                                                                                0.0222, 0.0001)}
+    assert claim_four_layers_beat_adarr(sure).verdict == "holds"
+    above = t | {("diag", 4, U4): Entry(0.0569, 0.0020, 0.0272, 0.0013)}
+    assert claim_four_layers_beat_adarr(above).verdict == "does not hold"
+    assert claim_four_layers_beat_adarr(above).failing == (("diag", 4, U4),)
+
+
 def test_claims_of_a_sweep_under_way_use_complete_series_only():
     """GD++ at depths 1-2 of a 1-2-4 grid is not yet "the deepest GD++": its claims wait; a complete series counts."""
     from numerics.reproduce.report import complete_series

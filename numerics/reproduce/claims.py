@@ -283,7 +283,7 @@ def claim_baseline_order(t: Table) -> Claim:
 
 #: The model cells each claim reads, as ``reads(model, L, noise) -> bool`` (``noise`` parsed): a cell of the grid that
 #: is not trained yet and that a claim reads makes the claim's verdict one "so far"
-#: (:func:`numerics.reproduce.report.judged_claims`).  ``tests/reproduce/test_claims_reads.py`` checks each against
+#: (:func:`judged_claims`).  ``tests/reproduce/test_claims_reads.py`` checks each against
 #: its claim: taking away a cell it reads changes the claim's evidence, and taking away any other cell does not.
 READS: dict[str, Callable[[str, int, Noise], bool]] = {
     "diag_matches_full": lambda m, L, nz: m in ("diag", "full"),
@@ -298,7 +298,7 @@ READS: dict[str, Callable[[str, int, Noise], bool]] = {
 }
 #: The claims about the deepest model of a series, or about how the loss falls with depth: on a grid still under
 #: way they are checked only on the ``(model, noise)`` series whose every depth is in
-#: (:func:`numerics.reproduce.report.complete_series`); the others compare cell by cell, on every finished cell.
+#: (:func:`complete_series`); the others compare cell by cell, on every finished cell.
 SERIES = frozenset({"gdpp_near_constrr", "gdpp_superexponential", "diag_extrapolates"})
 
 
@@ -311,3 +311,44 @@ def check_claims(t: Table, profiles: dict | None = None) -> list[Claim]:
             for c in claims]
 
 
+def complete_series(t: Table, depths: tuple[int, ...]) -> Table:
+    """The table without the model entries of a ``(model, noise)`` whose series over ``depths`` is incomplete (a
+    sweep still under way): a claim about the deepest model, or about how the loss falls with depth, is then
+    checked only where every depth is in.  Baselines are kept."""
+    have = {(m, nz): set() for m, L, nz in t if L > 0}
+    for m, L, nz in t:
+        if L > 0:
+            have[(m, nz)].add(L)
+    return {k: e for k, e in t.items() if k[1] == 0 or set(depths) <= have[(k[0], k[2])]}
+
+
+#: At most this many names of the cells a claim waits for are listed (then how many more).
+WAITING_NAMED = 6
+
+
+def judged_claims(table: Table, depths: tuple[int, ...], profiles: dict, floors: dict[str, Any],
+                  missing: dict[str, tuple[str, int, str]]) -> list[Claim]:
+    """Every claim of :func:`check_claims`, then GD++ against its floor (``floors``,
+    :func:`numerics.reproduce.floor.floor_entries`), each with the cells not trained yet that it reads (``missing``:
+    cell name → ``(model, L, noise)``; :data:`numerics.reproduce.claims.READS`).  A claim about the deepest model or
+    the trend over depth (:data:`numerics.reproduce.claims.SERIES`) is checked on the complete series only
+    (:func:`complete_series`); the others compare cell by cell on every finished cell.  A claim with cells to come
+    says which: its verdict is the one so far, or it waits for them."""
+    from dataclasses import replace
+
+    from numerics.reproduce import floor  # it imports this module
+
+    series = {c.key: c for c in check_claims(complete_series(table, depths), profiles)}
+    out = []
+    for c in [*check_claims(table, profiles), floor.claim_gdpp_floor(table, floors)]:
+        c = series[c.key] if c.key in SERIES else c
+        waiting = tuple(sorted(n for n, (m, L, nz) in missing.items() if READS[c.key](m, L, Noise.parse(nz))))
+        if waiting:
+            named = ", ".join(waiting[:WAITING_NAMED]) + (f" and {len(waiting) - WAITING_NAMED} more"
+                                                          if len(waiting) > WAITING_NAMED else "")
+            note = (f"not trained yet, of the cells this claim reads ({len(waiting)}): {named}"
+                    + ("; it is checked only on the series whose every depth is in" if c.key in SERIES else ""))
+            found = () if c.verdict == "not evaluated" else c.evidence
+            c = replace(c, evidence=(note, *found), waiting=waiting)
+        out.append(c)
+    return out

@@ -31,8 +31,8 @@ import numpy as np
 
 from numerics.io import read_json
 from numerics.reproduce.budgets import FOCUS
-from numerics.reproduce.claims import (BASE_NAMES, Claim, MODEL_NAMES, Table, _f, _noises, build_table, check_claims,
-                                      pm)
+from numerics.reproduce.claims import (BASE_NAMES, Claim, MODEL_NAMES, Table, _f, _noises, build_table,
+                                      complete_series, judged_claims, pm)
 
 
 def table_csv(t: Table) -> str:
@@ -80,51 +80,6 @@ def profiles_of(cells: dict[str, dict[str, Any]]) -> dict[tuple[str, int, str], 
     """Final-layer per-variance profiles keyed like the table."""
     return {(m["model"], int(m["layers"]), m["noise"]): {"sigma": m["profile"]["sigma"], "loss": m["profile"]["loss"][-1]}
             for m in cells.values()}
-
-
-def complete_series(t: Table, depths: tuple[int, ...]) -> Table:
-    """The table without the model entries of a ``(model, noise)`` whose series over ``depths`` is incomplete (a
-    sweep still under way): a claim about the deepest model, or about how the loss falls with depth, is then
-    checked only where every depth is in.  Baselines are kept."""
-    have = {(m, nz): set() for m, L, nz in t if L > 0}
-    for m, L, nz in t:
-        if L > 0:
-            have[(m, nz)].add(L)
-    return {k: e for k, e in t.items() if k[1] == 0 or set(depths) <= have[(k[0], k[2])]}
-
-
-#: At most this many names of the cells a claim waits for are listed (then how many more).
-WAITING_NAMED = 6
-
-
-def judged_claims(table: Table, depths: tuple[int, ...], profiles: dict, floors: dict[str, Any],
-                  missing: dict[str, tuple[str, int, str]]) -> list[Claim]:
-    """Every claim of :func:`check_claims`, then GD++ against its floor (``floors``,
-    :func:`numerics.reproduce.floor.floor_entries`), each with the cells not trained yet that it reads (``missing``:
-    cell name → ``(model, L, noise)``; :data:`numerics.reproduce.claims.READS`).  A claim about the deepest model or
-    the trend over depth (:data:`numerics.reproduce.claims.SERIES`) is checked on the complete series only
-    (:func:`complete_series`); the others compare cell by cell on every finished cell.  A claim with cells to come
-    says which: its verdict is the one so far, or it waits for them."""
-    from dataclasses import replace
-
-    from numerics.data import Noise
-    from numerics.reproduce import floor
-    from numerics.reproduce.claims import READS, SERIES
-
-    series = {c.key: c for c in check_claims(complete_series(table, depths), profiles)}
-    out = []
-    for c in [*check_claims(table, profiles), floor.claim_gdpp_floor(table, floors)]:
-        c = series[c.key] if c.key in SERIES else c
-        waiting = tuple(sorted(n for n, (m, L, nz) in missing.items() if READS[c.key](m, L, Noise.parse(nz))))
-        if waiting:
-            named = ", ".join(waiting[:WAITING_NAMED]) + (f" and {len(waiting) - WAITING_NAMED} more"
-                                                          if len(waiting) > WAITING_NAMED else "")
-            note = (f"not trained yet, of the cells this claim reads ({len(waiting)}): {named}"
-                    + ("; it is checked only on the series whose every depth is in" if c.key in SERIES else ""))
-            found = () if c.verdict == "not evaluated" else c.evidence
-            c = replace(c, evidence=(note, *found), waiting=waiting)
-        out.append(c)
-    return out
 
 
 def claims_markdown(claims: list[Claim], cmd: str, cells: dict[str, dict[str, Any]] | None = None,

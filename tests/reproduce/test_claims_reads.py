@@ -11,7 +11,8 @@ import pytest
 
 from numerics.data import Noise
 from numerics.reproduce.claims import READS, SERIES, Entry
-from numerics.reproduce.report import claims_markdown, judged_claims
+from numerics.reproduce.claims import judged_claims
+from numerics.reproduce.report import claims_markdown
 
 DEPTHS = (1, 2, 4, 5)
 NOISES = ("uniform:0", "uniform:5", "categorical:1,3")

@@ -330,8 +330,8 @@ def judged_claims(table: Table, depths: tuple[int, ...], profiles: dict, floors:
                   missing: dict[str, tuple[str, int, str]]) -> list[Claim]:
     """Every claim of :func:`check_claims`, then GD++ against its floor (``floors``,
     :func:`numerics.reproduce.floor.floor_entries`), each with the cells not trained yet that it reads (``missing``:
-    cell name → ``(model, L, noise)``; :data:`numerics.reproduce.claims.READS`).  A claim about the deepest model or
-    the trend over depth (:data:`numerics.reproduce.claims.SERIES`) is checked on the complete series only
+    cell name → ``(model, L, noise)``; :data:`READS`).  A claim about the deepest model or
+    the trend over depth (:data:`SERIES`) is checked on the complete series only
     (:func:`complete_series`); the others compare cell by cell on every finished cell.  A claim with cells to come
     says which: its verdict is the one so far, or it waits for them."""
     from dataclasses import replace

@@ -48,10 +48,13 @@ def test_train_refuses_an_out_that_holds_files_no_run_wrote(theirs: str, tmp_pat
     assert (out / theirs).read_bytes() == b"precious" and sorted(p.name for p in out.iterdir()) == sorted([theirs, "notes.txt"])
 
 
+TINY = ["train", "--model", "diag", "--layers", "1", "--steps", "4", "--batch", "8", "--n", "4", "--d", "2",
+        "--eval-sequences", "64", "--no-baselines"]
+
+
 def test_the_same_train_command_twice_leaves_the_finished_run_as_it_is(tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
-    argv = ["train", "--model", "diag", "--layers", "1", "--steps", "4", "--batch", "8", "--n", "4", "--d", "2",
-            "--eval-sequences", "64", "--no-baselines", "--json", "--out", str(out)]
+    argv = [*TINY, "--json", "--out", str(out)]
     assert cli_main(argv) == 0
     first = capsys.readouterr().out
     before = {f: (out / f).read_bytes() for f in ("metrics.json", "model.npz", "checkpoint.npz")}
@@ -59,10 +62,6 @@ def test_the_same_train_command_twice_leaves_the_finished_run_as_it_is(tmp_path:
     again = capsys.readouterr().out  # the same summary, steps/s included (nothing trained: no new rate)
     assert json.loads(again) == json.loads(first) and json.loads(again)["steps_per_s"] > 0
     assert {f: (out / f).read_bytes() for f in before} == before
-
-
-TINY = ["train", "--model", "diag", "--layers", "1", "--steps", "4", "--batch", "8", "--n", "4", "--d", "2",
-        "--eval-sequences", "64", "--no-baselines"]
 
 
 def _checkpoint_meta(ck: Path, edit=None) -> dict:

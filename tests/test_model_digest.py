@@ -2,7 +2,10 @@
 
 ``tests/data/model_digest.json`` (written by ``tests/data/make_model_digest.py``) records, for every committed
 ``results/**/model.npz``, its sha256 and the mean adjusted loss and prediction hashes on fixed float64
-sequences, and the JSON of every sweep cell's signature.  Every entry is recomputed here and must match exactly.
+sequences, and the JSON of every sweep cell's signature.  Every entry is recomputed here and must match exactly,
+except the mean adjusted loss, which must match to :data:`ORACLE_REL` relative: it subtracts the oracle ridge,
+whose ``eigh`` goes through LAPACK kernels that the BLAS library picks by CPU, so its last bits differ between
+machines while the model's own predictions do not.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ _SCRIPT = Path(__file__).resolve().parent / "data" / "make_model_digest.py"
 _spec = importlib.util.spec_from_file_location("make_model_digest", _SCRIPT)
 digest_script = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(digest_script)
+
+#: Relative tolerance of the recorded mean adjusted loss (a changed prediction moves it by far more).
+ORACLE_REL = 1e-12
 
 RECORD = json.loads(digest_script.OUT.read_text())
 MODELS = RECORD["models"]
@@ -42,7 +48,10 @@ def test_model_predicts_as_recorded(rel):
         pytest.fail(f"{rel} is in the digest but gone; run `{digest_script.COMMAND}`")
     if digest_script.sha256(path) != entry["sha256"]:
         pytest.fail(f"{rel} changed since the digest was recorded; run `{digest_script.COMMAND}`")
-    assert digest_script.digest(path) == entry
+    current = digest_script.digest(path)
+    assert current["adjusted_loss"] == pytest.approx(entry["adjusted_loss"], rel=ORACLE_REL, abs=0)
+    assert {k: v for k, v in current.items() if k != "adjusted_loss"} == \
+           {k: v for k, v in entry.items() if k != "adjusted_loss"}
 
 
 @pytest.mark.parametrize("key", sorted(SIGNATURES))

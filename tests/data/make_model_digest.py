@@ -4,7 +4,8 @@ For each ``results/**/model.npz`` this records the file's sha256 and, on ``SEQUE
 sequences drawn from the key ``PRNGKey(SEED)`` with the cell's noise (the model's ``meta`` config, else its
 ``metrics.json``), the mean adjusted loss (model minus the oracle ridge) and the sha256 of the float64
 prediction bytes of the Gram-form pass and of the fast training pass.  ``tests/test_model_digest.py``
-recomputes every entry whose file is unchanged and requires exact equality.
+recomputes every entry whose file is unchanged and requires exact equality (the mean adjusted loss, which
+subtracts the oracle's machine-dependent ``eigh``, to a relative 1e-12).
 
 It also records, byte for byte, the JSON of every sweep cell's signature (every budget, every part) and of the
 training config dictionaries of a few configs: a resumed sweep refuses a cell whose signature changed.

@@ -26,8 +26,9 @@ the pool predicts an SE below :data:`SCALE_SE` of it. Minibatch training meets t
 explodes a deep model a few times in a stage; the pool holds it at its true rate. Then the model is evaluated on
 :data:`HELD_OUT` fresh float64 sequences (a key no other part of the sweep draws from). The cell is *converged* when
 doubling its steps changed the held-out adjusted loss by less than ``rel`` of it or less than ``se`` standard errors
-of the paired difference, and the latest stage's held-out sequences pass the evaluation's tail rules
-(:func:`numerics.evaluate.losses.tail_stats`). The cell keeps the stage with the lowest held-out loss among those that
+of the paired difference, and the held-out sequences of both stages it compares pass the evaluation's tail rules
+(:func:`numerics.evaluate.losses.tail_stats`): next to a stage that explodes on one sequence, any change is within
+the SE. The cell keeps the stage with the lowest held-out loss among those that
 pass. Training never excludes a sequence in a stage's final phase (:data:`numerics.train.TrainConfig.final_fraction`);
 the count is in ``metrics.json``.
 """
@@ -305,7 +306,8 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
         model, scale = scaled_model(tr.model, cfg.noise, cfg.n, cfg.d, st.scale_pool)
         held = held_out_losses(model, cfg.noise, cfg.n, cfg.d, st.held_out)
         stages.append(StageResult(k, model, tr.metrics, held, time.perf_counter() - t0, scale))
-        if k >= least and prev is not None and not stages[-1].blown and converged(held, prev.held, st):
+        if k >= least and prev is not None and not prev.blown and not stages[-1].blown \
+                and converged(held, prev.held, st):  # a blown stage's SE would pass any change
             done = True
             break
     ok = [s for s in stages if not s.blown]

@@ -180,6 +180,34 @@ def test_a_failed_cell_keeps_its_metrics_but_no_model(tmp_path):
     assert not (d / "model.npz").exists() and ex.finished_model(tmp_path / "out", cell) is None
 
 
+def test_a_blown_stage_is_no_reference_for_convergence(tmp_path, monkeypatch):
+    """Stage 1 explodes on one held-out sequence, stage 2 does not: the explosion makes the paired SE of the
+    change huge, so stage 2 would look converged next to it.  Convergence needs a stage that is not blown, so
+    stage 3 is trained and compared with stage 2."""
+    from numerics.reproduce import experiments as ex
+    from numerics.train import continuation
+
+    P, Q = (np.asarray(x, np.float64) for x in models.universal(models.init("diag", jax.random.PRNGKey(1), 1, 10), 10))
+    calm = np.random.default_rng(3).exponential(0.05, 2000)
+    blown = calm.copy()
+    blown[0] = 1e11
+    held = iter([blown, calm * 0.5, calm * 0.5])
+    monkeypatch.setattr(continuation, "scaled_model", lambda model, *a: (model, {}))
+    monkeypatch.setattr(continuation, "held_out_losses", lambda *a: next(held))
+    calls = []
+
+    def trainer(cfg, run):
+        calls.append(cfg.steps)
+        save_model(run / "model.npz", P, Q)
+        return ex.Trained({"steps": cfg.steps}, run / "model.npz")
+
+    st = Stages(steps=10, most=4, batch=8, seeds=1, held_out=2000, scale_pool=64)
+    cfg = TrainConfig(model="diag", layers=1, noise="uniform:1", steps=10, batch=8)
+    best, summary = continuation.train_stages(cfg, st, None, tmp_path, trainer)
+    assert [s["blown"] for s in summary["stages"]] == [True, False, False]
+    assert summary["converged"] and calls == [10, 10, 20] and best.k == 2
+
+
 def test_stages_stop_when_converged_but_not_before_least(tmp_path):
     """A trainer whose model never moves converges at stage 2; ``least`` (the convergence check's rerun, which
     must spend as many stages as the cell it checks) holds it to more."""

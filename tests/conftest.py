@@ -9,7 +9,10 @@ fixtures so that collecting a single light test module stays fast.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +25,23 @@ if TYPE_CHECKING:
 
 # Verification runs in float64; training code states float32 explicitly where it wants it.
 jax.config.update("jax_enable_x64", True)
+
+# One JAX compilation cache for the whole test run: many tests compile the same small programs (a tiny sweep, a
+# tiny training run) in new closures, and most of their time is compilation.  The directory is made by the first
+# process (the xdist controller) and removed when it exits; the workers and the CLI subprocesses the tests start
+# inherit it through JAX's own environment variables.  A cache hit is the same executable, so numbers do not change.
+_CACHE_ENV = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="lintf-test-jax-cache-")
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache
+for _k, _v in _CACHE_ENV.items():
+    os.environ.setdefault(_k, _v)
+jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", float(os.environ[
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", int(os.environ[
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"]))
 
 _common = dict(deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=25, **_common)

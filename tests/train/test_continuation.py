@@ -180,14 +180,28 @@ def test_a_failed_cell_keeps_its_metrics_but_no_model(tmp_path):
     assert not (d / "model.npz").exists() and ex.finished_model(tmp_path / "out", cell) is None
 
 
+def _still_trainer(calls: list) -> tuple:
+    """A trainer whose model never moves (it records each stage's steps in ``calls``), with a tiny stage schedule
+    and config to run it under."""
+    from numerics.reproduce import experiments as ex
+
+    P, Q = (np.asarray(x, np.float64) for x in models.universal(models.init("diag", jax.random.PRNGKey(1), 1, 10), 10))
+
+    def still(cfg, run):
+        calls.append(cfg.steps)
+        save_model(run / "model.npz", P, Q)
+        return ex.Trained({"steps": cfg.steps}, run / "model.npz")
+
+    st = Stages(steps=10, most=4, batch=8, seeds=1, held_out=2000, scale_pool=64)
+    return still, st, TrainConfig(model="diag", layers=1, noise="uniform:1", steps=10, batch=8)
+
+
 def test_a_blown_stage_is_no_reference_for_convergence(tmp_path, monkeypatch):
     """Stage 1 explodes on one held-out sequence, stage 2 does not: the explosion makes the paired SE of the
     change huge, so stage 2 would look converged next to it.  Convergence needs a stage that is not blown, so
     stage 3 is trained and compared with stage 2."""
-    from numerics.reproduce import experiments as ex
     from numerics.train import continuation
 
-    P, Q = (np.asarray(x, np.float64) for x in models.universal(models.init("diag", jax.random.PRNGKey(1), 1, 10), 10))
     calm = np.random.default_rng(3).exponential(0.05, 2000)
     blown = calm.copy()
     blown[0] = 1e11
@@ -195,14 +209,7 @@ def test_a_blown_stage_is_no_reference_for_convergence(tmp_path, monkeypatch):
     monkeypatch.setattr(continuation, "scaled_model", lambda model, *a: (model, {}))
     monkeypatch.setattr(continuation, "held_out_losses", lambda *a: next(held))
     calls = []
-
-    def trainer(cfg, run):
-        calls.append(cfg.steps)
-        save_model(run / "model.npz", P, Q)
-        return ex.Trained({"steps": cfg.steps}, run / "model.npz")
-
-    st = Stages(steps=10, most=4, batch=8, seeds=1, held_out=2000, scale_pool=64)
-    cfg = TrainConfig(model="diag", layers=1, noise="uniform:1", steps=10, batch=8)
+    trainer, st, cfg = _still_trainer(calls)
     best, summary = continuation.train_stages(cfg, st, None, tmp_path, trainer)
     assert [s["blown"] for s in summary["stages"]] == [True, False, False]
     assert summary["converged"] and calls == [10, 10, 20] and best.k == 2
@@ -211,19 +218,10 @@ def test_a_blown_stage_is_no_reference_for_convergence(tmp_path, monkeypatch):
 def test_stages_stop_when_converged_but_not_before_least(tmp_path):
     """A trainer whose model never moves converges at stage 2; ``least`` (the convergence check's rerun, which
     must spend as many stages as the cell it checks) holds it to more."""
-    from numerics.reproduce import experiments as ex
     from numerics.train.continuation import train_stages
 
-    P, Q = (np.asarray(x, np.float64) for x in models.universal(models.init("diag", jax.random.PRNGKey(1), 1, 10), 10))
     calls = []
-
-    def still(cfg, run):
-        calls.append(cfg.steps)
-        save_model(run / "model.npz", P, Q)
-        return ex.Trained({"steps": cfg.steps}, run / "model.npz")
-
-    st = Stages(steps=10, most=4, batch=8, seeds=1, held_out=2000, scale_pool=64)
-    cfg = TrainConfig(model="diag", layers=1, noise="uniform:1", steps=10, batch=8)
+    still, st, cfg = _still_trainer(calls)
     _, summary = train_stages(cfg, st, None, tmp_path / "a", still)
     assert summary["converged"], summary
     assert calls == [10, 10]

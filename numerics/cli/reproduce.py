@@ -1,4 +1,5 @@
-r"""``lintf reproduce [--budget quick|paper] [--only table1,fig1,...] [--noise NOISE ...] [--out results/] [--json]``.
+r"""``lintf reproduce [--budget quick|paper] [--only table1,fig1,...] [--noise NOISE ... | --cell CELL ...] [--out results/]
+[--json]``.
 
 Trains every cell the requested parts need (:mod:`numerics.reproduce.experiments`; finished cells under
 ``OUT/models/`` are reused, an interrupted cell resumes from its checkpoint under ``--runs``),
@@ -31,11 +32,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=1,
                    help="train in this many processes side by side, each given noise settings with about as many "
                         "layers left to train, then write the report from all (default 1; 2 keeps two cores busy)")
-    only = p.add_mutually_exclusive_group()  # --noise chooses the cells to train; the other two train no sweep cell
+    only = p.add_mutually_exclusive_group()  # --noise and --cell choose the cells to train; the others train none
     only.add_argument("--noise", action="append", metavar="NOISE",
                       help="train only the cells of this noise setting of the budget (repeat for more; default: all); "
                            "the tables and report still cover every finished cell. Processes given different "
                            "settings can share one --out")
+    only.add_argument("--cell", action="append", metavar="CELL",
+                      help="train only this cell, named as under OUT/models/ (such as diag-L7-uniform5; repeat for "
+                           "more); a FULL cell needs its DIAG cell finished or named too. Processes given different "
+                           "cells can share one --out")
     only.add_argument("--no-train", action="store_true",
                       help="write the tables, figures and report from the cells finished so far, training none")
     only.add_argument("--convergence", action="store_true",
@@ -119,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
     from numerics.reproduce import experiments as ex
     from numerics.reproduce.report import write_outputs
 
+    if args.jobs > 1 and args.cell:
+        raise ValueError(f"--jobs {args.jobs} splits the sweep by noise setting; with --cell, start one process per "
+                         "group of cells instead")
     if args.jobs > 1 and (args.no_train or args.convergence):
         raise ValueError(f"--jobs {args.jobs} trains the sweep in several processes; it does not apply to "
                          f"{'--no-train' if args.no_train else '--convergence'}")
@@ -134,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
             return rc  # below, this process trains what no --noise process could (none in quick and paper)
     show = ProgressDisplay(f"reproduce --budget {budget.name}", rich=sys.stderr.isatty(), quiet=args.json)
     try:
-        sw = ex.sweep(budget, parts, args.out, args.runs, progress=show, train=not args.no_train, noises=args.noise)
+        sw = ex.sweep(budget, parts, args.out, args.runs, progress=show, train=not args.no_train, noises=args.noise,
+                      only=args.cell)
     finally:
         show.stop()
     # the report covers every part whose cells are finished, not only those redrawn now

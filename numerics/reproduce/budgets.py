@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from numerics.data import PAPER_NOISES, Noise
 from numerics.evaluate import losses as evaluation
 from numerics.models.kinds import kind_of
-from numerics.train.continuation import RESCUE_POOL, Stages, scale_constants
+from numerics.train.continuation import RESCUE_POOL, Stages, scale_constants, start_for
 
 MODELS = ("gdpp", "diag", "full")
 PARTS = ("table1", "fig1", "fig2", "fig3", "fig4", "fig5", "fig7", "beyond")
@@ -251,6 +252,29 @@ def deepest_rate(done: Iterable[tuple[int, int, float]]) -> tuple[int, float] | 
     layers = sum(n for d, n, _ in done if d == deepest)
     seconds = sum(s for d, _, s in done if d == deepest)
     return (deepest, seconds / layers) if layers and seconds > 0 else None
+
+
+def parse_cells(budget: Budget, specs: Iterable[str],
+                finished: Callable[[Cell], bool] = lambda c: False) -> tuple[str, ...]:
+    """Cell names of ``budget`` named by ``specs``, spelt as under ``OUT/models/`` (``diag-L7-uniform5``).  A name
+    outside the budget is a one-line error, and so is a cell whose start by the budget's recipe (the finished cell
+    :func:`numerics.train.continuation.start_for` takes first: FULL's DIAG cell of its depth, or the cell one layer
+    shallower where the budget continues over depth) is neither ``finished`` nor named too: it would train from the
+    random start instead."""
+    grid = {c.name: c for c in cells_for(budget, PARTS)}
+    names = tuple(dict.fromkeys(specs))
+    for name in names:
+        if name not in grid:
+            raise ValueError(f"--cell must name a cell of budget {budget.name} as under OUT/models/ "
+                             f"(MODEL-L<depth>-<noise>, such as {next(iter(grid))}); got {name!r}")
+        c, asked = grid[name], []
+        if budget.continuation or full_start(c, budget):
+            start_for(c.model, c.layers, c.noise, lambda m, L: asked.append(Cell(m, L, c.noise)) or Path(m),
+                      over_depth=budget.continuation)
+        if asked and asked[0].name not in names and not finished(asked[0]):
+            raise ValueError(f"--cell {name} starts from {asked[0].name}, which is not finished under --out; "
+                             f"name that cell too (--cell {asked[0].name})")
+    return names
 
 
 def full_start(cell: Cell, budget: Budget) -> bool:

@@ -52,8 +52,8 @@ from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model, read_json, save_model
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
-    PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, full_start, get_budget, noises_for, parse_noises,
-    parse_parts, slug, train_config, train_layers)  # noqa: F401  (re-exported)
+    PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, full_start, get_budget, noises_for, parse_cells,
+    parse_noises, parse_parts, slug, train_config, train_layers)  # noqa: F401  (re-exported)
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
     evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
 
@@ -346,11 +346,12 @@ class Sweep:
 
 def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Path = "runs/reproduce",
           progress: Callable[[str, dict[str, Any]], None] | None = None, trainer: Trainer = train_rundir,
-          train: bool = True, noises: Iterable[str] | None = None) -> Sweep:
+          train: bool = True, noises: Iterable[str] | None = None, only: Iterable[str] | None = None) -> Sweep:
     """Run every missing cell the parts need (finished cells are read back), then the baselines; with
     ``train=False`` only read the finished cells back (the others are listed under ``missing``).  With ``noises``
     (settings of the budget, :func:`numerics.reproduce.budgets.parse_noises`) train only the cells of those settings:
-    a cell starts from cells of its own setting, so processes given disjoint settings can share one ``out``.
+    a cell starts from cells of its own setting, so processes given disjoint settings can share one ``out``.  With
+    ``only`` (cell names, :func:`numerics.reproduce.budgets.parse_cells`) train only those cells, in training order.
 
     ``progress(event, info)`` is called with ``("start", {"total", "done", "todo", "layers", "depths"})`` (the
     cells to train here, the layers each trains, :func:`numerics.reproduce.budgets.train_layers`, and their depths),
@@ -360,11 +361,15 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     cells = cells_for(budget, parts)
     have = {c.name: load_cell(out, c, budget) for c in cells}
     keep = None if noises is None else set(parse_noises(budget, noises))
+    named = None if only is None else set(parse_cells(budget, only, lambda c: finished_model(out, c) is not None))
+    if named is not None and named - {c.name for c in cells}:
+        raise ValueError(f"--cell {sorted(named - {c.name for c in cells})[0]} is not a cell of the parts asked for")
+    mine = {c.name for c in cells if (keep is None or c.noise in keep) and (named is None or c.name in named)}
     for c in cells:
-        if train and have[c.name] is not None and (keep is None or c.noise in keep):
+        if train and have[c.name] is not None and c.name in mine:
             have[c.name] = rejudge(c, budget, out, have[c.name])
     todo = [c for c in cells if have[c.name] is None]
-    missing = [c.name for c in todo if not train or (keep is not None and c.noise not in keep)]
+    missing = [c.name for c in todo if not train or c.name not in mine]
     todo = [c for c in todo if c.name not in missing]
     if progress:
         progress("start", {"total": len(cells), "done": len(cells) - len(todo) - len(missing),

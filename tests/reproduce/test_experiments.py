@@ -834,6 +834,39 @@ def test_sweeps_given_disjoint_noise_settings_share_one_out(swept, tmp_path):
         ex.sweep(TEST, parts, tmp_path / "out", tmp_path / "runs", trainer=stub, noises=["uniform:5"])
 
 
+def test_a_sweep_given_cells_trains_those_alone(swept, tmp_path):
+    """``only`` trains the named cells, in training order, and lists every other unfinished cell as missing; a cell
+    whose start by the recipe (here the cell one layer shallower) is neither finished nor named is refused before
+    anything trains, and so is a name outside the budget."""
+    import shutil
+
+    shutil.copytree(swept[0] / "out" / "baselines", tmp_path / "out" / "baselines")
+    stub, parts = StubTrainer(), ("table1", "fig1")
+    shallow, deep = ex.Cell("diag", 1, "uniform:1"), ex.Cell("diag", 2, "uniform:1")
+    args = (TEST, parts, tmp_path / "out", tmp_path / "runs")
+    with pytest.raises(ValueError, match=f"--cell {deep.name} starts from {shallow.name}, which is not finished"):
+        ex.sweep(*args, trainer=stub, only=[deep.name])
+    with pytest.raises(ValueError, match="--cell must name a cell of budget test"):
+        ex.sweep(*args, trainer=stub, only=["diag-L9-uniform1"])
+    assert not stub.calls
+    sw = ex.sweep(*args, trainer=stub, only=[deep.name, shallow.name])
+    assert sw.trained == [shallow.name, deep.name] and set(stub.calls) == set(sw.trained)
+    assert set(sw.missing) == {c.name for c in ex.cells_for(TEST, parts)} - set(sw.trained)
+    assert stub.starts[deep.name] is not None  # it continued from the shallower cell, as the recipe has it
+    assert not ex.sweep(*args, trainer=stub, only=[deep.name]).trained  # finished cells are read back
+
+
+def test_a_full_cell_named_alone_needs_its_diag_start():
+    """In the paper budget FULL starts from the DIAG cell of its depth: naming FULL alone is refused until that
+    cell is finished; GD++ and DIAG start from the random start and need nothing."""
+    paper = ex.get_budget("paper")
+    with pytest.raises(ValueError, match="--cell full-L6-uniform1 starts from diag-L6-uniform1"):
+        ex.parse_cells(paper, ["full-L6-uniform1"])
+    assert ex.parse_cells(paper, ["full-L6-uniform1"], lambda c: c.name == "diag-L6-uniform1") == ("full-L6-uniform1",)
+    assert ex.parse_cells(paper, ["gdpp-L7-uniform0", "diag-L7-uniform0", "gdpp-L7-uniform0"]) == (
+        "gdpp-L7-uniform0", "diag-L7-uniform0")
+
+
 def test_no_train_writes_what_the_finished_cells_allow(swept, tmp_path):
     """``train=False`` trains nothing: the table shows the missing cell as "–", the report counts it, and a figure
     that needs it is not drawn."""

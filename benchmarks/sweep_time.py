@@ -1,7 +1,8 @@
-r"""Where a reproduction sweep's time went: per model and depth of the cells finished under ``OUT/models/``, the
-cells, their median training steps, their median cell time (training + evaluation) and training time, and their
+r"""Where a reproduction sweep's time went: per model, depth and device of the cells finished under ``OUT/models/``,
+the cells, their median training steps, their median cell time (training + evaluation) and training time, and their
 machine time per layer trained (each cell's share of the machine time,
-:func:`numerics.reproduce.report.machine_shares`, over :func:`numerics.reproduce.budgets.train_layers`).
+:func:`numerics.reproduce.report.machine_shares` among the cells of its device, over
+:func:`numerics.reproduce.budgets.train_layers`), then the cells and machine time of each device.
 
     python benchmarks/sweep_time.py --budget paper --out results/paper
     python benchmarks/sweep_time.py --budget quick --out results
@@ -16,24 +17,28 @@ import sys
 from pathlib import Path
 
 from numerics.reproduce.budgets import PARTS, cells_for, get_budget, train_layers
-from numerics.reproduce.report import machine_seconds, machine_shares
+from numerics.reproduce.report import by_device, machine_shares
 
 
 def rows(budget_name: str, out: Path) -> list[dict]:
-    """One row per (model, depth) of the finished cells (a cell with a ``metrics.json``)."""
+    """One row per (model, depth, device) of the finished cells (a cell with a ``metrics.json``)."""
     budget = get_budget(budget_name)
     named = {c.name: c for c in cells_for(budget, PARTS)}
     found = {p.parent.name: json.loads(p.read_text()) for p in sorted((out / "models").glob("*/metrics.json"))}
     found = {n: m for n, m in found.items() if n in named}
-    shares = dict(zip(found, machine_shares(found.values())))
-    groups: dict[tuple[str, int], list[str]] = {}
+    device = {n: m.get("device", "cpu") for n, m in found.items()}
+    shares = {}  # machines of different devices ran at the same time: each device's moments are its own
+    for dev in set(device.values()):
+        mine = [n for n in found if device[n] == dev]
+        shares |= dict(zip(mine, machine_shares([found[n] for n in mine])))
+    groups: dict[tuple[str, int, str], list[str]] = {}
     for n in found:
-        groups.setdefault((named[n].model, named[n].layers), []).append(n)
+        groups.setdefault((named[n].model, named[n].layers, device[n]), []).append(n)
     out_rows = []
-    for (model, depth), names in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+    for (model, depth, dev), names in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2])):
         ms = [found[n] for n in names]
         out_rows.append({
-            "model": model, "depth": depth, "cells": len(names),
+            "model": model, "depth": depth, "device": dev, "cells": len(names),
             "steps": statistics.median(m["train"]["steps"] for m in ms),
             "cell_s": statistics.median(m["seconds"] for m in ms),
             "train_s": statistics.median(m["train"]["seconds"] for m in ms),
@@ -55,13 +60,16 @@ def main() -> int:
     if not table:
         print(f"error: --out {args.out} holds no finished cell (no models/*/metrics.json)", file=sys.stderr)
         return 2
-    print("| model | depth | cells | median steps | median cell time (s) | median training (s) | machine min / layer |")
-    print("|---|--:|--:|--:|--:|--:|--:|")
+    print("| model | depth | device | cells | median steps | median cell time (s) | median training (s) "
+          "| machine min / layer |")
+    print("|---|--:|---|--:|--:|--:|--:|--:|")
     for r in table:
-        print(f"| {r['model']} | {r['depth']} | {r['cells']} | {r['steps']:.0f} | {r['cell_s']:.0f} | {r['train_s']:.0f} "
+        print(f"| {r['model']} | {r['depth']} | {r['device']} | {r['cells']} | {r['steps']:.0f} | {r['cell_s']:.0f} | {r['train_s']:.0f} "
               f"| {r['machine_min_per_layer']:.2f} |")
     cells = [json.loads(p.read_text()) for p in sorted((args.out / "models").glob("*/metrics.json"))]
-    print(f"\n{len(cells)} cells, {machine_seconds(cells) / 3600:.2f} h of machine time")
+    print()
+    for dev, (n, secs) in sorted(by_device(cells).items()):
+        print(f"{dev}: {n} cells, {secs / 3600:.2f} h of machine time")
     return 0
 
 

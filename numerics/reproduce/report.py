@@ -345,7 +345,8 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         f"# Reproduction report: budget `{budget.name}`", "",
         f"Regenerate everything: `{cmd('table1,fig1,fig2,fig3,fig4,fig5,fig7,beyond')}` (finished cells in "
         f"`{out}/models/` are reused; delete a cell's directory there and under `runs/reproduce/{budget.name}/` to retrain "
-        "it, which gives the same numbers: training and evaluation are deterministic by seed).", "",
+        "it, which gives the same numbers on the same kind of device (each cell's `metrics.json` names its own): "
+        "training and evaluation are deterministic by seed).", "",
         f"- Grid: models {', '.join(MODEL_NAMES[m] for m in budget.models)} (single head), depths "
         f"{', '.join(map(str, budget.depths))}, noise {', '.join(budget.noises)}; beyond the paper: DIAG/FULL at depths "
         f"{', '.join(map(str, budget.beyond_depths)) or 'none (up to 7 only; the paper budget has 8-12)'}.",

@@ -267,14 +267,23 @@ def parse_cells(budget: Budget, specs: Iterable[str],
         if name not in grid:
             raise ValueError(f"--cell must name a cell of budget {budget.name} as under OUT/models/ "
                              f"(MODEL-L<depth>-<noise>, such as {next(iter(grid))}); got {name!r}")
-        c, asked = grid[name], []
-        if budget.continuation or full_start(c, budget):
-            start_for(c.model, c.layers, c.noise, lambda m, L: asked.append(Cell(m, L, c.noise)) or Path(m),
-                      over_depth=budget.continuation)
+        asked: list[Cell] = []
+        recipe_start(grid[name], budget, lambda c: asked.append(c) or Path(c.name))
         if asked and asked[0].name not in names and not finished(asked[0]):
             raise ValueError(f"--cell {name} starts from {asked[0].name}, which is not finished under --out; "
                              f"name that cell too (--cell {asked[0].name})")
     return names
+
+
+def recipe_start(cell: Cell, budget: Budget, finished: Callable[[Cell], Path | None]) -> Path | None:
+    """The model file the cell starts from by the budget's recipe (``None``: the random start or the spectral fit),
+    given ``finished(cell)``, the model file of a finished, passing cell or ``None``: where the budget continues over
+    depth, or FULL starts from DIAG (:func:`full_start`), the first of
+    :func:`numerics.train.continuation.start_for`'s choices that is finished."""
+    if not (budget.continuation or full_start(cell, budget)):
+        return None
+    return start_for(cell.model, cell.layers, cell.noise, lambda m, L: finished(Cell(m, L, cell.noise)),
+                     over_depth=budget.continuation)
 
 
 def full_start(cell: Cell, budget: Budget) -> bool:

@@ -47,13 +47,13 @@ import numpy as np
 
 from numerics import baselines
 from numerics.evaluate import losses as evaluation
-from numerics.train.continuation import rescue_constants, start_for, train_stages
+from numerics.train.continuation import rescue_constants, train_stages
 from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model, read_json, save_model
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
     PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, full_start, get_budget, noises_for, parse_cells,
-    parse_noises, parse_parts, slug, train_config, train_layers)  # noqa: F401  (re-exported)
+    parse_noises, parse_parts, recipe_start, slug, train_config, train_layers)  # noqa: F401  (re-exported)
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
     evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
 
@@ -209,9 +209,7 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     t0, wall0 = time.perf_counter(), time.time()
     evaluation.fix_mmap_threshold()  # the cell's evaluations churn BATCH_CACHE's large chunks
     cfg = attempt_config(cell, budget, k)
-    start = start_for(cell.model, cell.layers, cell.noise,
-                      lambda m, L: finished_model(starts or out, Cell(m, L, cell.noise)), over_depth=budget.continuation) \
-        if budget.continuation or full_start(cell, budget) else None
+    start = recipe_start(cell, budget, lambda c: finished_model(starts or out, c))
     run = runs / budget.name / cell.name
     run = run if k == 1 else run / f"attempt{k}"
     best, summary = train_stages(cfg, budget.stages, start, run, trainer, least)
@@ -362,8 +360,9 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     have = {c.name: load_cell(out, c, budget) for c in cells}
     keep = None if noises is None else set(parse_noises(budget, noises))
     named = None if only is None else set(parse_cells(budget, only, lambda c: finished_model(out, c) is not None))
-    if named is not None and named - {c.name for c in cells}:
-        raise ValueError(f"--cell {sorted(named - {c.name for c in cells})[0]} is not a cell of the parts asked for")
+    outside = sorted((named or set()) - {c.name for c in cells})
+    if outside:
+        raise ValueError(f"--cell {outside[0]} is not a cell of the parts asked for")
     mine = {c.name for c in cells if (keep is None or c.noise in keep) and (named is None or c.name in named)}
     for c in cells:
         if train and have[c.name] is not None and c.name in mine:

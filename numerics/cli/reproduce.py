@@ -1,5 +1,5 @@
 r"""``lintf reproduce [--budget quick|paper] [--only table1,fig1,...] [--noise NOISE ... | --cell CELL ...] [--out results/]
-[--json]``.
+[--convergence] [--json]``.
 
 Trains every cell the requested parts need (:mod:`numerics.reproduce.experiments`; finished cells under
 ``OUT/models/`` are reused, an interrupted cell resumes from its checkpoint under ``--runs``),
@@ -39,13 +39,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                            "settings can share one --out")
     only.add_argument("--cell", action="append", metavar="CELL",
                       help="train only this cell, named as under OUT/models/ (such as diag-L7-uniform5; repeat for "
-                           "more); a FULL cell needs its DIAG cell finished or named too. Processes given different "
-                           "cells can share one --out")
+                           "more); a FULL cell needs its DIAG cell finished or named too. With --convergence, check "
+                           "only this finished cell. Processes given different cells can share one --out")
     only.add_argument("--no-train", action="store_true",
                       help="write the tables, figures and report from the cells finished so far, training none")
-    only.add_argument("--convergence", action="store_true",
-                      help="retrain the budget's convergence cells with every stage twice as long and compare "
-                           "(finished cells only; writes OUT/convergence.json) instead of sweeping")
+    p.add_argument("--convergence", action="store_true",
+                   help="retrain the budget's convergence cells (or those of --cell) with every stage twice as long "
+                        "and compare (finished cells only; writes OUT/convergence.json) instead of sweeping")
 
 
 def _fmt(s: float) -> str:
@@ -124,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
     from numerics.reproduce import experiments as ex
     from numerics.reproduce.report import write_outputs
 
+    for name, given in (("--noise", args.noise), ("--no-train", args.no_train)):
+        if args.convergence and given:
+            raise ValueError(f"--convergence: not allowed with argument {name}")
     if args.jobs > 1 and args.cell:
         raise ValueError(f"--jobs {args.jobs} splits the sweep by noise setting; with --cell, start one process per "
                          "group of cells instead")
@@ -209,6 +212,7 @@ def _convergence(budget, args: argparse.Namespace) -> int:  # noqa: ANN001
                                          f"{e['loss']:.4g} -> {e['loss_longer']:.4g} ({e['relative']:+.1%}), "
                                          f"{'holds' if e['holds'] else 'does not hold'}"), file=sys.stderr, flush=True)
 
-    res = convergence.check(budget, args.out, args.runs, progress=show)
+    cells = convergence.named(budget, Path(args.out), args.cell) if args.cell else None
+    res = convergence.check(budget, args.out, args.runs, cells=cells, progress=show)
     print(strict_json(res, indent=2) if args.json else convergence.markdown(res), end="\n" if args.json else "")
     return 0

@@ -12,13 +12,14 @@ of the paired difference.
 
 :data:`CELLS` names the cells per budget, spread over the three models, shallow and deep, and the noise settings.
 ``OUT/convergence.json`` keeps one entry per checked cell; a rerun reuses both the entries and the retrained
-cells.
+cells.  :func:`check` takes other cells too (``lintf reproduce --convergence --cell NAME``, :func:`named`), and
+processes given disjoint cells share one ``OUT``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ import numpy as np
 
 from numerics.evaluate import losses as evaluation
 from numerics.io import atomic_write_json, load_model, read_json
-from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for
+from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, parse_cells
 from numerics.reproduce.experiments import Trainer, cell_dir, eval_key, load_cell, run_cell, train_rundir
 
 #: How many times longer every stage of the retrained cell is.
@@ -83,6 +84,18 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
                     "holds": abs(change) <= max(REL * abs(float(a.mean())), SE * se)}
 
 
+def named(budget: Budget, out: Path, names: Iterable[str]) -> tuple[Cell, ...]:
+    """The cells ``names`` (spelt as under ``OUT/models/``) to check; a one-line error for a name outside the
+    budget or a cell not finished and passing under ``out``."""
+    grid = {c.name: c for c in cells_for(budget, PARTS)}
+    for name in parse_cells(budget, names, lambda c: True):  # its start needs no check: the cell is not trained
+        m = load_cell(out, grid[name], budget)
+        if m is None or m.get("failed"):
+            raise ValueError(f"--cell {name} is not a finished, passing cell under --out {out}; the convergence "
+                             f"check retrains finished cells only (train it with --cell {name} first)")
+    return tuple(grid[name] for name in dict.fromkeys(names))
+
+
 def same_base(entry: dict[str, Any], base: dict[str, Any] | None) -> bool:
     """The entry was made from the cell's current model: its loss is the cell's evaluation loss (the same
     sequences, summed in another order)."""
@@ -95,16 +108,18 @@ def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, 
           trainer: Trainer = train_rundir) -> dict[str, Any]:
     """Check every cell of ``cells`` (default :data:`CELLS` of the budget) that is finished; write and return
     ``OUT/convergence.json``: ``{"budget", "factor", "rel", "se", "cells": {name: entry}, "pending": [names]}``.
-    It keeps the entries of earlier checks made with the same constants from the cells' current models."""
+    It keeps the entries of earlier checks made with the same constants from the cells' current models, and
+    ``pending`` lists the cells of :data:`CELLS` (and of ``cells``) without an entry.  Processes given disjoint
+    ``cells`` can share one ``OUT``: each writes its own cells' entries over the file as it stands then."""
     out, runs = Path(out), Path(runs)
     path = out / "convergence.json"
     res: dict[str, Any] = {"budget": budget.name, "factor": FACTOR, "rel": REL, "se": SE, "cells": {}, "pending": []}
-    old = read_json(path) if path.exists() else {}
-    same = all(old.get(k) == res[k] for k in ("budget", "factor", "rel", "se"))
-    have = old.get("cells", {}) if same else {}  # entries made with other constants are checked again
+    have = _entries(path, res)  # entries made with other constants are checked again
     res["cells"] = dict(have)  # a check cut short, or of other cells, keeps what earlier checks found
     swept = {c.name: c for c in cells_for(budget, PARTS)}  # as the sweep made them: a Fig. 5 cell keeps its seeds
     todo = [swept.get(c.name, c) for c in (CELLS.get(budget.name, ()) if cells is None else cells)]
+    listed = list(dict.fromkeys([c.name for c in CELLS.get(budget.name, ())] + [c.name for c in todo]))
+    names = {c.name for c in todo}
     for cell in todo:
         entry = have.get(cell.name)
         if entry is not None and not same_base(entry, load_cell(out, cell, budget)):
@@ -114,12 +129,22 @@ def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, 
             res["cells"].pop(cell.name, None)
         else:
             res["cells"][cell.name] = entry
+        # the other cells' entries as the file holds them now: another process may have written some meanwhile
+        merged = {n: e for n, e in _entries(path, res).items() if n not in names} | \
+                 {n: e for n, e in res["cells"].items() if n in names}
+        res["cells"] = {n: merged[n] for n in listed if n in merged} | merged
         # a file written before the last cell lists the cells not reached yet as pending too
-        res["pending"] = [c.name for c in todo if c.name not in res["cells"]]
+        res["pending"] = [n for n in listed if n not in res["cells"]]
         if progress:
             progress("convergence", {"name": cell.name, "entry": entry})
         atomic_write_json(path, res)
     return res
+
+
+def _entries(path: Path, res: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``OUT/convergence.json`` as it stands, if it was made with ``res``'s budget and constants."""
+    old = read_json(path) if path.exists() else {}
+    return dict(old.get("cells", {})) if all(old.get(k) == res[k] for k in ("budget", "factor", "rel", "se")) else {}
 
 
 def markdown(res: dict[str, Any]) -> str:
@@ -140,4 +165,4 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
-__all__ = ["CELLS", "FACTOR", "REL", "SE", "check", "check_cell", "losses", "markdown", "same_base"]
+__all__ = ["CELLS", "FACTOR", "REL", "SE", "check", "check_cell", "losses", "markdown", "named", "same_base"]

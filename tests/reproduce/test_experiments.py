@@ -347,6 +347,42 @@ def test_a_convergence_check_cut_short_lists_the_cells_it_did_not_reach_as_pendi
     assert list(res["cells"]) == [first.name, second.name] and res["pending"] == []
 
 
+def test_convergence_checks_of_other_cells_share_one_out(tmp_path):
+    """Two processes given disjoint cells: the entry the other writes while this one trains is kept."""
+    from numerics.reproduce import convergence
+
+    first, second = ex.Cell("diag", 1, "uniform:1"), ex.Cell("diag", 1, "categorical:1,3")
+    for cell in (first, second):
+        ex.run_cell(cell, TEST, tmp_path / "out", tmp_path / "runs", StubTrainer())
+    path = tmp_path / "out" / "convergence.json"
+
+    class Meanwhile(StubTrainer):  # the other process finishes `second` while this one trains `first`
+        def __call__(self, cfg, run: Path) -> ex.Trained:
+            if not path.exists():
+                convergence.check(TEST, tmp_path / "out", tmp_path / "runs2", cells=(second,), trainer=StubTrainer())
+            return super().__call__(cfg, run)
+
+    res = convergence.check(TEST, tmp_path / "out", tmp_path / "runs", cells=(first,), trainer=Meanwhile())
+    assert list(res["cells"]) == [first.name, second.name] and res["pending"] == []
+    assert json.loads(path.read_text()) == json.loads(json.dumps(res))
+
+
+def test_convergence_with_cell_checks_the_named_cells_alone(swept, monkeypatch, capsys):
+    """``--convergence --cell NAME`` hands the check exactly the named cells (as the sweep made them); without
+    ``--cell`` it checks the budget's own."""
+    from numerics.reproduce import convergence
+
+    root, _, _ = swept
+    seen = []
+    monkeypatch.setattr(convergence, "check", lambda budget, out, runs, cells=None, progress=None: seen.append(cells)
+                        or {"budget": "test", "factor": 2, "rel": 0.03, "se": 2.0, "cells": {}, "pending": []})
+    argv = ["reproduce", "--budget", "test", "--out", str(root / "out"), "--runs", str(root / "runs"), "--convergence"]
+    assert main([*argv, "--cell", "diag-L2-uniform5", "--cell", "diag-L1-uniform1"]) == 0
+    assert main(argv) == 0
+    assert [c.name for c in seen[0]] == ["diag-L2-uniform5", "diag-L1-uniform1"] and seen[0][0].keep_seeds
+    assert seen[1] is None
+
+
 def test_a_cell_judged_before_a_check_existed_is_judged_again_without_training(tmp_path):
     """A stored passing cell without its tail check gets it on the next sweep, the same numbers the cell got when it
     was made, and no training; a model that fails the added check loses its place: the sweep trains the cell again,

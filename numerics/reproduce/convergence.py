@@ -7,8 +7,9 @@ evaluation sequences: :func:`check_cell` retrains the finished cell ``(model, L,
 cell it started from, with the master seed of its passing attempt, and in at least as many stages, so that it
 spends ``FACTOR`` times the steps, into ``OUT/convergence/models/<cell>/`` (run directories under
 ``RUNS/convergence<FACTOR>/``).  Both models are evaluated on the budget's evaluation sequences, and the check
-holds when the paired change of the mean adjusted loss is below :data:`REL` of it or :data:`SE` standard errors
-of the paired difference.
+holds when the paired change of the mean adjusted loss is below :data:`REL` of it, :data:`SE` standard errors
+of the paired difference, or the float32 floor (:func:`float32_floor`): a model whose loss sits at the resolution
+of the float32 pass it trains with moves by rounding alone, in either direction, however long it trains.
 
 :data:`CELLS` names the cells per budget, spread over the three models, shallow and deep, and the noise settings.
 ``OUT/convergence.json`` keeps one entry per checked cell; a rerun reuses both the entries and the retrained
@@ -24,8 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
+from numerics.data import Noise
 from numerics.evaluate import losses as evaluation
 from numerics.io import atomic_write_json, load_model, read_json
 from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, parse_cells
@@ -33,9 +36,11 @@ from numerics.reproduce.experiments import Trainer, cell_dir, eval_key, load_cel
 
 #: How many times longer every stage of the retrained cell is.
 FACTOR = 2
-#: The check holds when the loss moves by less than ``REL`` of it or ``SE`` paired standard errors.
+#: The check holds when the loss moves by less than ``REL`` of it or ``SE`` paired standard errors ...
 REL = 0.03
 SE = 2.0
+#: ... or by less than :func:`float32_floor`, the loss of rounding the targets to float32.
+FLOOR = "float32"
 
 #: The cells each budget checks.
 CELLS: dict[str, tuple[Cell, ...]] = {
@@ -54,6 +59,20 @@ def losses(model: Path, cell: Cell, budget: Budget) -> np.ndarray:
     """Per-sequence adjusted losses of a saved model on the budget's evaluation sequences."""
     P, Q, _ = load_model(model)
     return evaluation.adjusted_per_sequence(P, Q, cell.noise, budget.n, budget.d, eval_key(), budget.eval_sequences)
+
+
+def float32_floor(cell: Cell, budget: Budget) -> float:
+    """``½ mean (y − fl₃₂(y))²`` over the budget's evaluation sequences: the loss of a model that predicts every target
+    exactly, rounded to float32.  It is the resolution of the float32 pass a cell trains with; a model whose loss is
+    at this level (GD++ at σ = 0, depth 7) has nothing left that float32 training can resolve, and a change of its
+    loss below it is rounding, not training."""
+    sq = 0.0
+    with jax.enable_x64(True):
+        for i, b in enumerate(evaluation.chunks(budget.eval_sequences, evaluation.CHUNK)):
+            y = np.asarray(evaluation.chunk_batch(eval_key(), Noise.parse(cell.noise), i, b, budget.n, budget.d,
+                                                  evaluation.CHUNK).y_query, np.float64)
+            sq += float(np.sum((y - y.astype(np.float32).astype(np.float64)) ** 2))
+    return 0.5 * sq / budget.eval_sequences
 
 
 def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = FACTOR,
@@ -79,9 +98,10 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
         return entry | {"failed": again["failed"], "holds": False}
     diff = losses(cell_dir(where, cell) / "model.npz", cell, budget) - a
     change, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
+    floor = float32_floor(cell, budget)
     return entry | {"loss_longer": float(a.mean() + change), "change": change, "change_se": se,
-                    "relative": change / abs(float(a.mean())),
-                    "holds": abs(change) <= max(REL * abs(float(a.mean())), SE * se)}
+                    "relative": change / abs(float(a.mean())), "floor": floor,
+                    "holds": abs(change) <= max(REL * abs(float(a.mean())), SE * se, floor)}
 
 
 def named(budget: Budget, out: Path, names: Iterable[str]) -> tuple[Cell, ...]:
@@ -113,7 +133,8 @@ def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, 
     ``cells`` can share one ``OUT``: each writes its own cells' entries over the file as it stands then."""
     out, runs = Path(out), Path(runs)
     path = out / "convergence.json"
-    res: dict[str, Any] = {"budget": budget.name, "factor": FACTOR, "rel": REL, "se": SE, "cells": {}, "pending": []}
+    res: dict[str, Any] = {"budget": budget.name, "factor": FACTOR, "rel": REL, "se": SE, "floor": FLOOR, "cells": {},
+                           "pending": []}
     have = _entries(path, res)  # entries made with other constants are checked again
     res["cells"] = dict(have)  # a check cut short, or of other cells, keeps what earlier checks found
     swept = {c.name: c for c in cells_for(budget, PARTS)}  # as the sweep made them: a Fig. 5 cell keeps its seeds
@@ -144,13 +165,22 @@ def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, 
 def _entries(path: Path, res: dict[str, Any]) -> dict[str, Any]:
     """The entries of ``OUT/convergence.json`` as it stands, if it was made with ``res``'s budget and constants."""
     old = read_json(path) if path.exists() else {}
-    return dict(old.get("cells", {})) if all(old.get(k) == res[k] for k in ("budget", "factor", "rel", "se")) else {}
+    return dict(old.get("cells", {})) if all(old.get(k) == res[k] for k in ("budget", "factor", "rel", "se", "floor")) else {}
+
+
+def _verdict(e: dict[str, Any], res: dict[str, Any]) -> str:
+    if not e["holds"]:
+        return "**no**"
+    if abs(e["change"]) > max(res["rel"] * abs(e["loss"]), res["se"] * e["change_se"]):
+        return f"yes, below the float32 floor {e['floor']:.2g}"
+    return "yes"
 
 
 def markdown(res: dict[str, Any]) -> str:
     """The check as a table: the cell, its steps, the loss, the longer run's and the paired change."""
     rows = [f"Every stage retrained {res['factor']}× longer; the check holds when the paired change is below "
-            f"{res['rel']:.0%} of the loss or {res['se']:g} SE.", "",
+            f"{res['rel']:.0%} of the loss, {res['se']:g} SE, or the float32 floor (the loss of rounding the targets "
+            "to float32: the resolution of the float32 pass the cells train with).", "",
             "| cell | steps | loss | steps ×2 | loss ×2 | change (paired) | holds |", "|---|--:|--:|--:|--:|--:|---|"]
     for name, e in res["cells"].items():
         if e.get("failed"):
@@ -159,10 +189,10 @@ def markdown(res: dict[str, Any]) -> str:
             continue
         rows.append(f"| {name} | {e['steps']} | {e['loss']:.4g} ± {e['se']:.2g} | {e['steps_longer']} | "
                     f"{e['loss_longer']:.4g} | {e['change']:+.2g} ± {e['change_se']:.2g} ({e['relative']:+.1%}) | "
-                    f"{'yes' if e['holds'] else '**no**'} |")
+                    f"{_verdict(e, res)} |")
     if res["pending"]:
         rows += ["", f"Not yet checked (the cell is not finished): {', '.join(res['pending'])}."]
     return "\n".join(rows) + "\n"
 
 
-__all__ = ["CELLS", "FACTOR", "REL", "SE", "check", "check_cell", "losses", "markdown", "named", "same_base"]
+__all__ = ["CELLS", "FACTOR", "REL", "SE", "FLOOR", "check", "check_cell", "float32_floor", "losses", "markdown", "named", "same_base"]

@@ -852,6 +852,38 @@ def test_convergence_check_reruns_with_twice_the_steps(swept, capsys):
     assert again["cells"][cell.name]["holds"] is False  # an entry made with other constants is checked again
 
 
+def test_a_change_below_the_float32_floor_holds(swept, monkeypatch, tmp_path):
+    """A cell whose loss moves by more than 3 % and 2 SE, but by less than the float32 floor, holds, and the table
+    says which rule decided."""
+    import shutil
+
+    from numerics.reproduce import convergence
+
+    root, _, _ = swept
+    out = tmp_path / "out"
+    shutil.copytree(root / "out", out, ignore=shutil.ignore_patterns("convergence*"))
+    cell = convergence.CELLS["test"][0]
+    monkeypatch.setattr(convergence, "float32_floor", lambda cell, budget: 10.0)
+    res = convergence.check(TEST, out, tmp_path / "runs", trainer=DriftingTrainer(), cells=(cell,))
+    e = res["cells"][cell.name]
+    assert e["holds"] and abs(e["relative"]) > 0.03 and abs(e["change"]) > 2 * e["change_se"] and e["floor"] == 10.0, e
+    assert "yes, below the float32 floor 10 |" in convergence.markdown(res)
+
+
+def test_the_float32_floor_is_the_rounding_loss_of_the_targets():
+    """Measured on 10⁵ evaluation sequences, against the expectation: the query target ``y = w·x`` has ``E y² = d``,
+    and rounding ``y = m 2^e`` (mantissa ``m`` in [1, 2), log-uniform) to float32 errs uniformly within half a unit
+    ``2^(e-24)``, so ``½ E δ² = ½ · 2⁻⁴⁸ E[y² / m²] / 3 = 2⁻⁴⁸ d (3/8) / (6 ln 2)``."""
+    import math
+
+    from numerics.reproduce import convergence
+
+    budget = replace(TEST, eval_sequences=100_000)
+    want = 2.0**-48 * budget.d * (3 / 8) / (6 * math.log(2))
+    for noise in ("uniform:0", "categorical:1,3"):  # the query target carries no noise: the same floor
+        assert convergence.float32_floor(ex.Cell("diag", 1, noise), budget) == pytest.approx(want, rel=0.03, abs=0)
+
+
 def test_sweeps_given_disjoint_noise_settings_share_one_out(swept, tmp_path):
     """``noises`` trains only the cells of those settings and lists the others as missing; a second sweep with the
     other settings trains the rest and reads the first sweep's cells back."""

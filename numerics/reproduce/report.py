@@ -122,6 +122,13 @@ def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> s
     return text
 
 
+def _capped(cells: dict[str, dict[str, Any]], budget: Any) -> list[str]:
+    """A line naming the cells whose training reached the budget's last stage still moving (none: no line)."""
+    capped = sorted(n for n, m in cells.items() if "train" in m and not m["train"].get("converged"))
+    return [f"- {len(capped)} of {len(cells)} cells stopped at the budget's last stage ({budget.stages.most} stages) "
+            f"while doubling their steps still moved their held-out loss: {', '.join(capped)}."] if capped else []
+
+
 def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path, out_arg: str | None = None,
                   shown: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Write the requested parts (tables, figures) and ``report.md`` from a finished :func:`experiments.sweep`.
@@ -367,7 +374,7 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         + (f"; **{len(sw.missing)} cells are not trained yet** (`–` in the tables; a claim that reads one gives its "
            "verdict so far, on the finished cells, and a figure that needs one is not drawn). " + _left(sw, budget)
            if getattr(sw, "missing", None) else "."),
-        *attempts_lines(sw.cells.values(), budget.attempts), "",
+        *attempts_lines(sw.cells.values(), budget.attempts), *_capped(sw.cells, budget), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "
         "paired SE. **Bayes** is the Bayes-optimal floor (posterior mean under the noise prior): no method can beat it "
         "on average.", "", "## The paper's claims, checked", "", _heavy_tails(table),
@@ -386,6 +393,7 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         from numerics.reproduce import convergence
 
         res = read_json(out / "convergence.json")
+        why = [training_reason(sw.cells[n], e) for n, e in res["cells"].items() if not e["holds"] and n in sw.cells]
         lines += ["## Convergence", "", f"Regenerate: `python -m numerics.cli reproduce --budget {budget.name} "
-                  f"--out {out} --convergence`.", "", convergence.markdown(res)]
+                  f"--out {out} --convergence`.", "", convergence.markdown(res)] + [f"- **no**: {w}" for w in why]
     return "\n".join(lines) + "\n"

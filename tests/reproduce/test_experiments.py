@@ -843,7 +843,9 @@ def test_convergence_check_reruns_with_twice_the_steps(swept, capsys):
     assert (out / "convergence" / "models" / fig5.name / "model.npz").exists()
     assert not (out / "convergence" / "models" / fig5.name / "seeds.npz").exists()
     write_outputs(sw, TEST, ("table1",), out)
-    assert "## Convergence" in (out / "report.md").read_text() and "**no**" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "## Convergence" in report and "**no**" in report
+    assert "- **no**: DIAG-1 at uniform:1: " in report and "beyond the convergence tolerance" in report  # and why
     assert convergence.check(TEST, out, root / "runs3", cells=(ex.Cell("diag", 3, "uniform:1"),))["pending"]
     res = json.loads((out / "convergence.json").read_text())
     assert res["cells"][cell.name]["holds"] is False  # a check of another cell keeps this one's entry
@@ -868,6 +870,16 @@ def test_a_change_below_the_float32_floor_holds(swept, monkeypatch, tmp_path):
     e = res["cells"][cell.name]
     assert e["holds"] and abs(e["relative"]) > 0.03 and abs(e["change"]) > 2 * e["change_se"] and e["floor"] == 10.0, e
     assert "yes, below the float32 floor 10 |" in convergence.markdown(res)
+
+
+def test_the_report_names_the_cells_stopped_at_the_last_stage_still_moving():
+    from numerics.reproduce.report import _capped
+
+    cells = {"a": {"train": {"converged": True}}, "b": {"train": {"converged": False}}, "c": {"failed": "x"}}
+    [line] = _capped(cells, TEST)
+    assert line.startswith(f"- 1 of 3 cells stopped at the budget's last stage ({TEST.stages.most} stages)")
+    assert line.endswith(": b.")
+    assert _capped({"a": cells["a"]}, TEST) == []
 
 
 def test_the_float32_floor_is_the_rounding_loss_of_the_targets():

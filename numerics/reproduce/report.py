@@ -122,8 +122,8 @@ def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> s
     return text
 
 
-def _capped(cells: dict[str, dict[str, Any]], budget: Any) -> list[str]:
-    """A line naming the cells whose training reached the budget's last stage still moving (none: no line)."""
+def capped_lines(cells: dict[str, dict[str, Any]], budget: Any) -> list[str]:
+    """The report's line naming the cells whose training reached the budget's last stage still moving (none: no line)."""
     capped = sorted(n for n, m in cells.items() if "train" in m and not m["train"].get("converged"))
     return [f"- {len(capped)} of {len(cells)} cells stopped at the budget's last stage ({budget.stages.most} stages) "
             f"while doubling their steps still moved their held-out loss: {', '.join(capped)}."] if capped else []
@@ -374,7 +374,7 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         + (f"; **{len(sw.missing)} cells are not trained yet** (`–` in the tables; a claim that reads one gives its "
            "verdict so far, on the finished cells, and a figure that needs one is not drawn). " + _left(sw, budget)
            if getattr(sw, "missing", None) else "."),
-        *attempts_lines(sw.cells.values(), budget.attempts), *_capped(sw.cells, budget), "",
+        *attempts_lines(sw.cells.values(), budget.attempts), *capped_lines(sw.cells, budget), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "
         "paired SE. **Bayes** is the Bayes-optimal floor (posterior mean under the noise prior): no method can beat it "
         "on average.", "", "## The paper's claims, checked", "", _heavy_tails(table),

@@ -873,13 +873,13 @@ def test_a_change_below_the_float32_floor_holds(swept, monkeypatch, tmp_path):
 
 
 def test_the_report_names_the_cells_stopped_at_the_last_stage_still_moving():
-    from numerics.reproduce.report import _capped
+    from numerics.reproduce.report import capped_lines
 
     cells = {"a": {"train": {"converged": True}}, "b": {"train": {"converged": False}}, "c": {"failed": "x"}}
-    [line] = _capped(cells, TEST)
+    [line] = capped_lines(cells, TEST)
     assert line.startswith(f"- 1 of 3 cells stopped at the budget's last stage ({TEST.stages.most} stages)")
     assert line.endswith(": b.")
-    assert _capped({"a": cells["a"]}, TEST) == []
+    assert capped_lines({"a": cells["a"]}, TEST) == []
 
 
 def test_the_float32_floor_is_the_rounding_loss_of_the_targets():

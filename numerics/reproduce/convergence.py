@@ -101,19 +101,25 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
     floor = float32_floor(cell, budget)
     return entry | {"loss_longer": float(a.mean() + change), "change": change, "change_se": se,
                     "relative": change / abs(float(a.mean())), "floor": floor,
-                    "holds": abs(change) <= max(REL * abs(float(a.mean())), SE * se, floor)}
+                    "holds": within(change, float(a.mean()), se, floor)}
+
+
+def within(change: float, loss: float, change_se: float, floor: float = 0.0, rel: float = REL, se: float = SE) -> bool:
+    """The check's rule: the paired ``change`` of ``loss`` is below ``rel`` of it, ``se`` paired SEs or ``floor``."""
+    return abs(change) <= max(rel * abs(loss), se * change_se, floor)
 
 
 def named(budget: Budget, out: Path, names: Iterable[str]) -> tuple[Cell, ...]:
     """The cells ``names`` (spelt as under ``OUT/models/``) to check; a one-line error for a name outside the
     budget or a cell not finished and passing under ``out``."""
     grid = {c.name: c for c in cells_for(budget, PARTS)}
-    for name in parse_cells(budget, names, lambda c: True):  # its start needs no check: the cell is not trained
+    names = parse_cells(budget, names, lambda c: True)  # its start needs no check: the cell is not trained
+    for name in names:
         m = load_cell(out, grid[name], budget)
         if m is None or m.get("failed"):
             raise ValueError(f"--cell {name} is not a finished, passing cell under --out {out}; the convergence "
                              f"check retrains finished cells only (train it with --cell {name} first)")
-    return tuple(grid[name] for name in dict.fromkeys(names))
+    return tuple(grid[name] for name in names)
 
 
 def same_base(entry: dict[str, Any], base: dict[str, Any] | None) -> bool:
@@ -171,8 +177,8 @@ def _entries(path: Path, res: dict[str, Any]) -> dict[str, Any]:
 def _verdict(e: dict[str, Any], res: dict[str, Any]) -> str:
     if not e["holds"]:
         return "**no**"
-    if abs(e["change"]) > max(res["rel"] * abs(e["loss"]), res["se"] * e["change_se"]):
-        return f"yes, below the float32 floor {e['floor']:.2g}"
+    if not within(e["change"], e["loss"], e["change_se"], rel=res["rel"], se=res["se"]):
+        return f"yes, below the float32 floor {e['floor']:.2g}"  # only the floor lets it hold
     return "yes"
 
 
@@ -195,4 +201,4 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
-__all__ = ["CELLS", "FACTOR", "REL", "SE", "FLOOR", "check", "check_cell", "float32_floor", "losses", "markdown", "named", "same_base"]
+__all__ = ["CELLS", "FACTOR", "REL", "SE", "FLOOR", "check", "check_cell", "float32_floor", "losses", "markdown", "named", "same_base", "within"]

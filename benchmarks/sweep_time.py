@@ -1,7 +1,7 @@
 r"""Where a reproduction sweep's time went: per model, depth and device of the cells finished under ``OUT/models/``,
 the cells, their median training steps, their median cell time (training + evaluation) and training time, and their
 machine time per layer trained (each cell's share of the machine time,
-:func:`numerics.reproduce.report.machine_shares` among the cells of its device, over
+:func:`numerics.reproduce.timing.machine_shares` among the cells of its device, over
 :func:`numerics.reproduce.budgets.train_layers`), then the cells and machine time of each device.
 
     python benchmarks/sweep_time.py --budget paper --out results/paper
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from numerics.reproduce.budgets import PARTS, cells_for, get_budget, train_layers
-from numerics.reproduce.report import by_device, machine_shares
+from numerics.reproduce.timing import by_device, machine_shares
 
 
 def rows(budget_name: str, out: Path) -> list[dict]:

@@ -18,7 +18,31 @@ import sys
 import time
 from pathlib import Path
 
+from numerics.errors import LintfError
 from numerics.io import strict_json
+
+
+#: The files ``lintf reproduce`` writes at the top of ``--out`` (and ``fig*.png``).
+SWEEP_FILES = ("report.md", "table1.md", "table1.csv", "convergence.json")
+
+
+def sweep_out(path: str, flag: str = "--out") -> None:
+    """An existing ``path`` that holds files a sweep writes is a sweep's own (it holds ``models/`` or ``baselines/``,
+    or a ``report.md`` that ``lintf reproduce`` wrote); otherwise the sweep would replace files it did not write."""
+    p = Path(path)
+    if not p.is_dir() or (p / "models").is_dir() or (p / "baselines").is_dir():
+        return
+    report = p / "report.md"
+    try:
+        if report.is_file() and report.read_text(errors="replace").startswith("# Reproduction report: budget"):
+            return
+    except OSError:
+        pass
+    theirs = sorted(f.name for f in p.iterdir()
+                    if f.name in SWEEP_FILES or (f.name.startswith("fig") and f.name.endswith(".png")))
+    if theirs:
+        raise LintfError(f"{flag} {path!r} holds {', '.join(theirs)}, which lintf reproduce did not write (no models/, "
+                         "baselines/ or sweep report.md); give a new or empty directory (nothing is overwritten)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -133,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs > 1 and (args.no_train or args.convergence):
         raise ValueError(f"--jobs {args.jobs} trains the sweep in several processes; it does not apply to "
                          f"{'--no-train' if args.no_train else '--convergence'}")
-    ex.sweep_out(args.out)  # before any work: a foreign --out is refused
+    sweep_out(args.out)  # before any work: a foreign --out is refused
     budget = ex.get_budget(args.budget)
     parts = ex.parse_parts(args.only)
     t0 = time.perf_counter()

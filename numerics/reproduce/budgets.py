@@ -234,6 +234,23 @@ def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
             | ({"full_from_diag": True} if full_start(cell, budget) else {}))
 
 
+def same_signature(stored: Any, cell: Cell, budget: Budget) -> bool:
+    """A stored cell's signature is the cell's under ``budget``, but for the cap on its stages (``stages.most``): a
+    cell that converged below both caps is the same either way, and one that stopped at a smaller cap without
+    converging goes on (:func:`goes_on`)."""
+    def uncapped(sig: Any) -> Any:
+        return sig | {"stages": {k: v for k, v in sig["stages"].items() if k != "most"}} if isinstance(sig, dict) \
+            and isinstance(sig.get("stages"), dict) else sig
+
+    return uncapped(stored) == uncapped(cell_signature(cell, budget))
+
+
+def goes_on(m: dict[str, Any], budget: Budget) -> bool:
+    """The stored passing cell ``m`` stopped at its last stage without converging, and ``budget`` allows more."""
+    t = m.get("train") or {}
+    return not m.get("failed") and t.get("converged") is False and len(t.get("stages", ())) < budget.stages.most
+
+
 def train_layers(cell: Cell, budget: Budget) -> int:
     """The layers a cell trains, the measure of its cost: its depth, times the budget's ``seeds`` for a Fig. 5 cell
     (its seed replicas)."""

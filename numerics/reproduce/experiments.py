@@ -47,13 +47,13 @@ import numpy as np
 
 from numerics import baselines
 from numerics.evaluate import losses as evaluation
-from numerics.train.continuation import rescue_constants, train_stages
+from numerics.train.continuation import held_out_losses, recorded, rescue_constants, train_stages
 from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model, read_json, save_model
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
-    PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, full_start, get_budget, noises_for, parse_cells,
-    parse_noises, parse_parts, recipe_start, slug, train_config, train_layers)  # noqa: F401  (re-exported)
+    PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, full_start, get_budget, goes_on, noises_for,
+    parse_cells, parse_noises, parse_parts, recipe_start, same_signature, slug, train_config, train_layers)  # noqa: F401  (re-exported)
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
     evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
 
@@ -104,7 +104,8 @@ def load_cell(out: Path, cell: Cell, budget: Budget) -> dict[str, Any] | None:
     same_rescue = rescued is not None and rescued.get("constants") == rescue_constants(budget.rescue_pool)
     if rescue_again(m, budget):
         return None  # a failed cell without this rescue: rescue it (its training resumes from its run directory)
-    if m.get("signature") != cell_signature(cell, budget) or (rescued is not None and not same_rescue):
+    if not same_signature(m.get("signature"), cell, budget) or (rescued is not None and not same_rescue) \
+            or len((m.get("train") or {}).get("stages", ())) > budget.stages.most:
         raise LintfError(f"{path} was made with another configuration (budget {m.get('budget')!r}); "
                          f"use another --out or delete {cell_dir(out, cell)}")
     if m.get("failed") and m.get("attempt", 1) < budget.attempts:
@@ -159,12 +160,17 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     attempts in all, and the failed attempts are listed under ``"attempts"`` (:func:`attempt_record`).  A cell whose
     last attempt fails keeps its metrics, with the reason under ``"failed"``, but no ``model.npz``.  A stored failed
     cell with attempts left goes on with its next attempt.  ``first`` is the attempt to begin with (the convergence
-    check retrains the attempt that passed, with its seed)."""
+    check retrains the attempt that passed, with its seed).  A stored passing cell that stopped at a smaller cap on its
+    stages without converging (:func:`numerics.reproduce.budgets.goes_on`) goes on from its record, its attempt's."""
     dest = cell_dir(out, cell)
     earlier = stored_attempts(dest, cell, budget)
+    before = read_json(dest / "metrics.json") if (dest / "metrics.json").exists() else {}
+    before = before if goes_on(before, budget) and same_signature(before.get("signature"), cell, budget) else None
+    first = before.get("attempt", 1) if before else first
     while True:
         k = first + len(earlier)
-        metrics = _attempt(cell, budget, out, runs, trainer, starts, least, k)
+        metrics = _attempt(cell, budget, out, runs, trainer, starts, least, k, before)
+        before = None  # a further attempt starts afresh
         if earlier:
             metrics["attempts"] = earlier
         atomic_write_json(dest / "metrics.json", metrics)  # written last: its presence marks the cell finished
@@ -198,27 +204,37 @@ def stored_attempts(dest: Path, cell: Cell, budget: Budget) -> list[dict[str, An
     failed cell of this signature; its own attempt counts unless it is to be rescued again (:func:`rescue_again`)."""
     path = dest / "metrics.json"
     m = read_json(path) if path.exists() else {}
-    if not m.get("failed") or m.get("signature") != cell_signature(cell, budget):
+    if not m.get("failed") or not same_signature(m.get("signature"), cell, budget):
         return []
     return list(m.get("attempts", [])) + ([] if rescue_again(m, budget) else [attempt_record(m)])
 
 
 def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer, starts: Path | None, least: int,
-             k: int) -> dict[str, Any]:
-    """Attempt ``k`` of :func:`run_cell`: train, judge, rescue, store the model of a passing cell; the metrics."""
+             k: int, before: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Attempt ``k`` of :func:`run_cell`: train (going on from the stored cell's metrics ``before`` where they allow,
+    :func:`numerics.train.continuation.recorded`), judge, rescue, store the model of a passing cell; the metrics."""
     t0, wall0 = time.perf_counter(), time.time()
     evaluation.fix_mmap_threshold()  # the cell's evaluations churn BATCH_CACHE's large chunks
     cfg = attempt_config(cell, budget, k)
     start = recipe_start(cell, budget, lambda c: finished_model(starts or out, c))
     run = runs / budget.name / cell.name
     run = run if k == 1 else run / f"attempt{k}"
-    best, summary = train_stages(cfg, budget.stages, start, run, trainer, least)
+    earlier = None
+    if before:  # its model, copied: the stage that goes on from it resumes from the copy
+        atomic_write_bytes(run / "recorded.npz", (cell_dir(out, cell) / "model.npz").read_bytes())
+        held = held_out_losses(run / "recorded.npz", cell.noise, budget.n, budget.d, budget.stages.held_out)
+        earlier = recorded(before["train"], run / "recorded.npz", held)
+    best, summary = train_stages(cfg, budget.stages, start, run, trainer, least, earlier)
     t_train = time.perf_counter() - t0
     P, Q, meta = load_model(best.model)
     metrics: dict[str, Any] = {
         "cell": cell.name, "model": cell.model, "layers": cell.layers, "noise": cell.noise, "budget": budget.name,
         "signature": cell_signature(cell, budget), "train": summary | {"seconds": t_train},
     } | ({"attempt": k, "seed": cfg.seed} if k > 1 else {}) | assess(P, Q, cell, budget)
+    if earlier:  # the runs before this one: report.runs counts their time
+        metrics["continued"] = [*before.get("continued", ()), {f: before.get(f) for f in ("seconds", "wall", "device")}
+                                | {"stages": len(before["train"]["stages"])}]
+        metrics |= {"attempts": before["attempts"]} if before.get("attempts") else {}
     metrics["failed"] = failure(metrics)
     rescued = False
     if metrics["failed"] and not summary.get("dropped_final"):
@@ -284,29 +300,6 @@ def rejudge(cell: Cell, budget: Budget, out: Path, m: dict[str, Any]) -> dict[st
     return None if m["failed"] else m
 
 
-#: The files ``lintf reproduce`` writes at the top of ``--out`` (and ``fig*.png``).
-SWEEP_FILES = ("report.md", "table1.md", "table1.csv", "convergence.json")
-
-
-def sweep_out(path: str, flag: str = "--out") -> None:
-    """An existing ``path`` that holds files a sweep writes is a sweep's own (it holds ``models/`` or ``baselines/``,
-    or a ``report.md`` that ``lintf reproduce`` wrote); otherwise the sweep would replace files it did not write."""
-    p = Path(path)
-    if not p.is_dir() or (p / "models").is_dir() or (p / "baselines").is_dir():
-        return
-    report = p / "report.md"
-    try:
-        if report.is_file() and report.read_text(errors="replace").startswith("# Reproduction report: budget"):
-            return
-    except OSError:
-        pass
-    theirs = sorted(f.name for f in p.iterdir()
-                    if f.name in SWEEP_FILES or (f.name.startswith("fig") and f.name.endswith(".png")))
-    if theirs:
-        raise LintfError(f"{flag} {path!r} holds {', '.join(theirs)}, which lintf reproduce did not write (no models/, "
-                         "baselines/ or sweep report.md); give a new or empty directory (nothing is overwritten)")
-
-
 def split_noises(budget: Budget, parts: Iterable[str], out: Path, jobs: int,
                  noises: Iterable[str] | None = None) -> list[tuple[str, ...]]:
     """The budget's noise settings (or those of ``noises``) that have cells left to train under ``out``, in at most
@@ -316,7 +309,8 @@ def split_noises(budget: Budget, parts: Iterable[str], out: Path, jobs: int,
     keep = parse_noises(budget, noises) if noises else tuple(budget.noises)
     left = dict.fromkeys(keep, 0)
     for c in cells_for(budget, parts):
-        if c.noise in left and load_cell(Path(out), c, budget) is None:
+        m = load_cell(Path(out), c, budget) if c.noise in left else {}
+        if m is None or (m and goes_on(m, budget)):
             left[c.noise] += train_layers(c, budget)
     groups: list[tuple[int, list[str]]] = [(0, []) for _ in range(max(1, int(jobs)))]
     for nz in sorted((nz for nz in keep if left[nz]), key=lambda nz: (-left[nz], keep.index(nz))):
@@ -367,9 +361,9 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     for c in cells:
         if train and have[c.name] is not None and c.name in mine:
             have[c.name] = rejudge(c, budget, out, have[c.name])
-    todo = [c for c in cells if have[c.name] is None]
-    missing = [c.name for c in todo if not train or c.name not in mine]
-    todo = [c for c in todo if c.name not in missing]
+    todo = [c for c in cells if have[c.name] is None or goes_on(have[c.name], budget)]  # goes_on: has a result
+    missing = [c.name for c in todo if have[c.name] is None and (not train or c.name not in mine)]
+    todo = [c for c in todo if train and c.name in mine]
     if progress:
         progress("start", {"total": len(cells), "done": len(cells) - len(todo) - len(missing),
                            "todo": [c.name for c in todo], "layers": [train_layers(c, budget) for c in todo],

@@ -31,6 +31,7 @@ import numpy as np
 
 from numerics.io import read_json
 from numerics.reproduce.budgets import FOCUS
+from numerics.reproduce.timing import by_device, layers_to_train, machine_seconds, machine_shares, runs
 from numerics.reproduce.claims import (BASE_NAMES, Claim, MODEL_NAMES, Table, _f, _noises, build_table,
                                       complete_series, judged_claims, pm)
 
@@ -107,8 +108,8 @@ def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> s
              f"{st[-1]['held_out'] / st[-2]['held_out'] - 1:+.1%}" if len(st) > 1 and st[-2]["held_out"] else "")
     text = (f"{MODEL_NAMES[m['model']]}-{m['layers']} at {m['noise']}: {m['train']['steps']} steps in {len(st)} "
             + ("stages, stopped by the convergence rule (" + moved + ")" if m["train"]["converged"] else
-               "stages, stopped at the budget's last stage while still moving (" + moved + "): undertrained at this "
-               "budget"))
+               "stages, stopped at the last stage it was allowed while still moving (" + moved + "): undertrained "
+               "at this budget"))
     fit = st[m["train"].get("chosen_stage", len(st)) - 1].get("scale") or {}
     if fit.get("searched"):
         text += (f"; its update is scaled by c = {fit['scale']:.3g} against a tail of the stage's pool (largest loss "
@@ -123,10 +124,18 @@ def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> s
 
 
 def capped_lines(cells: dict[str, dict[str, Any]], budget: Any) -> list[str]:
-    """The report's line naming the cells whose training reached the budget's last stage still moving (none: no line)."""
-    capped = sorted(n for n, m in cells.items() if "train" in m and not m["train"].get("converged"))
-    return [f"- {len(capped)} of {len(cells)} cells stopped at the budget's last stage ({budget.stages.most} stages) "
-            f"while doubling their steps still moved their held-out loss: {', '.join(capped)}."] if capped else []
+    """The report's lines naming the cells whose training reached its last stage still moving: at the budget's cap,
+    and at a smaller one that they were trained under, which the sweep goes on from (none: no line)."""
+    from numerics.reproduce.budgets import goes_on
+
+    stopped = sorted(n for n, m in cells.items() if "train" in m and not m["train"].get("converged"))
+    later = [n for n in stopped if goes_on(cells[n], budget)]
+    capped = [n for n in stopped if n not in later]
+    return ([f"- {len(capped)} of {len(cells)} cells stopped at the budget's last stage ({budget.stages.most} stages) "
+             f"while doubling their steps still moved their held-out loss: {', '.join(capped)}."] if capped else []) + \
+        ([f"- {len(later)} of {len(cells)} cells stopped still moving at a smaller cap on their stages than the "
+          f"budget's {budget.stages.most}; they go on the next time the sweep trains: {', '.join(later)}."]
+         if later else [])
 
 
 def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path, out_arg: str | None = None,
@@ -263,63 +272,11 @@ def attempts_lines(cells: Any, attempts: int) -> list[str]:
     return out
 
 
-def runs(cells: Any) -> Any:
-    """Every training run behind ``cells``: each cell's kept attempt and its failed ones (``"attempts"``)."""
-    return (r for m in cells for r in (m, *m.get("attempts", ())))
-
-
-def machine_seconds(cells: Any) -> float:
-    """Seconds the machine spent on ``cells`` (their ``metrics.json``): the length of the union of the intervals
-    ``"wall"`` during which they ran, so that cells of sweeps that ran side by side (``--noise``) count once, plus
-    the ``"seconds"`` of cells stored without ``"wall"``; a cell's failed attempts (``"attempts"``) count too."""
-    cells = list(runs(cells))  # read twice below
-    spans = sorted(tuple(m["wall"]) for m in cells if m.get("wall"))
-    total, end = 0.0, -float("inf")
-    for a, b in spans:
-        total += max(0.0, b - max(a, end))
-        end = max(end, b)
-    return total + sum(m.get("seconds", 0.0) for m in cells if not m.get("wall"))
-
-
-def machine_shares(cells: Any) -> list[float]:
-    """Each cell's share of :func:`machine_seconds`: every moment is split evenly among the runs that ran then,
-    and a cell gets the parts of its runs (its kept attempt and its failed ones, :func:`runs`); the shares add up
-    to :func:`machine_seconds`."""
-    owned = [(i, r) for i, m in enumerate(cells) for r in runs([m])]
-    shares = [0.0] * (1 + max((i for i, _ in owned), default=-1))
-    spans = [(i, *r["wall"]) for i, r in owned if r.get("wall")]
-    cuts = sorted({t for _, a, b in spans for t in (a, b)})
-    for lo, hi in zip(cuts, cuts[1:]):
-        on = [i for i, a, b in spans if a <= lo and hi <= b]
-        for i in on:
-            shares[i] += (hi - lo) / len(on)
-    for i, r in owned:
-        if not r.get("wall"):
-            shares[i] += r.get("seconds", 0.0)
-    return shares
-
-
-def by_device(cells: Any) -> dict[str, tuple[int, float]]:
-    """Cells and :func:`machine_seconds` per device (``"device"`` in ``metrics.json``; cells stored without one
-    ran on a CPU)."""
-    groups: dict[str, list[Any]] = {}
-    for m in cells:
-        groups.setdefault(m.get("device", "cpu"), []).append(m)
-    return {k: (len(v), machine_seconds(v)) for k, v in sorted(groups.items())}
-
-
-def layers_to_train(names: Any, budget: Any) -> int:
-    """The layers the named cells of ``budget`` train (:func:`numerics.reproduce.budgets.train_layers`)."""
-    from numerics.reproduce.budgets import PARTS, cells_for, train_layers
-
-    cells = {c.name: c for c in cells_for(budget, PARTS)}
-    return sum(train_layers(cells[n], budget) for n in names)
-
-
 def _left(sw: Any, budget: Any) -> str:
     """An estimate of the machine time the cells not trained yet need: the machine time per layer of the deepest
-    cells trained so far (:func:`numerics.reproduce.budgets.deepest_rate`, each cell's :func:`machine_shares`)
-    times their layers (:func:`layers_to_train`)."""
+    cells trained so far (:func:`numerics.reproduce.budgets.deepest_rate`, each cell's
+    :func:`numerics.reproduce.timing.machine_shares`) times their layers
+    (:func:`numerics.reproduce.timing.layers_to_train`)."""
     from numerics.reproduce.budgets import PARTS, cells_for, deepest_rate, train_layers
 
     named = {c.name: c for c in cells_for(budget, PARTS)}

@@ -95,7 +95,7 @@ def test_sweep_writes_cells_tables_and_report(swept):
 
 
 def test_machine_time_counts_cells_that_ran_side_by_side_once(swept):
-    from numerics.reproduce.report import machine_seconds
+    from numerics.reproduce.timing import machine_seconds
 
     root, _, sw = swept
     cells = list(sw.cells.values())
@@ -113,7 +113,7 @@ def test_machine_time_counts_cells_that_ran_side_by_side_once(swept):
 
 
 def test_report_splits_machine_time_by_device(swept):
-    from numerics.reproduce.report import by_device
+    from numerics.reproduce.timing import by_device
 
     root, _, sw = swept
     cells = [{"wall": [0, 10]}, {"wall": [5, 12], "device": "cpu"}, {"wall": [5, 8], "device": "H100"},
@@ -517,8 +517,8 @@ def test_a_claim_that_does_not_hold_says_how_its_failing_cells_were_trained():
                           "stages": [{"held_out": 0.10}, {"held_out": 0.09}, {"held_out": 0.08}]}}
 
     md = claims_markdown(claims, "cmd", {"diag-L4-uniform5": cell(False)})
-    assert "- DIAG-4 at uniform:5: 3000 steps in 3 stages, stopped at the budget's last stage while still moving " \
-           "(the last doubling of its steps moved its held-out loss by -11.1%): undertrained at this budget" in md
+    assert "- DIAG-4 at uniform:5: 3000 steps in 3 stages, stopped at the last stage it was allowed while still " \
+           "moving (the last doubling of its steps moved its held-out loss by -11.1%): undertrained at this budget" in md
     checked = {"diag-L4-uniform5": {"relative": -0.004, "holds": True}}
     md = claims_markdown(claims, "cmd", {"diag-L4-uniform5": cell(True)}, checked)
     assert "stopped by the convergence rule" in md and "twice the steps it moves by -0.4% (within" in md
@@ -642,7 +642,7 @@ def test_reproduce_refuses_an_out_that_holds_files_no_sweep_wrote(theirs, tmp_pa
     assert rc == 2 and len(err.splitlines()) == 1 and f"holds {theirs}, which lintf reproduce did not write" in err, err
     assert (out / theirs).read_text() == "# my notes\n" and [p.name for p in out.iterdir()] == [theirs]
     assert not (tmp_path / "runs").exists()
-    sweep_out = ex.sweep_out
+    from numerics.cli.reproduce import sweep_out
 
     (out / "report.md").write_text("# Reproduction report: budget `test`\n")  # a sweep's own report: its files
     sweep_out(str(out))
@@ -875,10 +875,15 @@ def test_a_change_below_the_float32_floor_holds(swept, monkeypatch, tmp_path):
 def test_the_report_names_the_cells_stopped_at_the_last_stage_still_moving():
     from numerics.reproduce.report import capped_lines
 
-    cells = {"a": {"train": {"converged": True}}, "b": {"train": {"converged": False}}, "c": {"failed": "x"}}
-    [line] = capped_lines(cells, TEST)
-    assert line.startswith(f"- 1 of 3 cells stopped at the budget's last stage ({TEST.stages.most} stages)")
-    assert line.endswith(": b.")
+    most = TEST.stages.most
+    cells = {"a": {"train": {"converged": True, "stages": [{}] * 2}}, "c": {"failed": "x"},
+             "b": {"train": {"converged": False, "stages": [{}] * most}},
+             "d": {"train": {"converged": False, "stages": [{}] * (most - 1)}}}  # capped lower: goes on
+    capped, later = capped_lines(cells, TEST)
+    assert capped.startswith(f"- 1 of 4 cells stopped at the budget's last stage ({most} stages)")
+    assert capped.endswith(": b.")
+    assert later.startswith(f"- 1 of 4 cells stopped still moving at a smaller cap on their stages than the "
+                            f"budget's {most}") and later.endswith(": d.")
     assert capped_lines({"a": cells["a"]}, TEST) == []
 
 
@@ -971,7 +976,7 @@ def test_no_train_writes_what_the_finished_cells_allow(swept, tmp_path):
     assert row.endswith("| – |")  # columns categorical:1,3, uniform:1
     rep = (tmp_path / "out" / "report.md").read_text()
     assert "**1 cells are not trained yet**" in rep
-    from numerics.reproduce.report import layers_to_train
+    from numerics.reproduce.timing import layers_to_train
 
     done = layers_to_train(sw.cells, TEST)  # the Fig. 5 cell counts its replicas
     assert done == sum(c.layers * (TEST.seeds if c.keep_seeds else 1)
@@ -992,7 +997,7 @@ def test_no_train_writes_what_the_finished_cells_allow(swept, tmp_path):
 
 
 def test_machine_shares_split_each_moment_among_the_runs_then_and_add_up_to_the_machine_time():
-    from numerics.reproduce.report import machine_seconds, machine_shares
+    from numerics.reproduce.timing import machine_seconds, machine_shares
 
     cells = [{"wall": [0, 10], "seconds": 10}, {"wall": [5, 12], "seconds": 7}, {"wall": [20, 21], "seconds": 1},
              {"wall": [6, 8], "seconds": 2, "attempts": [{"wall": [30, 34], "seconds": 4}]}, {"seconds": 30}]

@@ -1,0 +1,69 @@
+"""How long a sweep took: the training runs behind its cells and the machine time they spent.
+
+A cell's ``metrics.json`` records its run's ``"seconds"``, the ``"wall"`` interval (Unix time) during which it ran and
+its ``"device"``; a cell trained again after failed attempts keeps theirs under ``"attempts"``, and one that went on
+from a record made under a smaller cap on its stages keeps the earlier runs under ``"continued"``.  Sweeps that run
+side by side overlap, so machine time is the union of the intervals, not their sum.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def runs(cells: Any) -> Any:
+    """Every training run behind ``cells``: each cell's kept attempt, its failed ones (``"attempts"``) and the runs it
+    went on from (``"continued"``)."""
+    return (r for m in cells for r in (m, *m.get("attempts", ()), *m.get("continued", ())))
+
+
+def machine_seconds(cells: Any) -> float:
+    """Seconds the machine spent on ``cells`` (their ``metrics.json``): the length of the union of the intervals
+    ``"wall"`` during which they ran, so that cells of sweeps that ran side by side (``--noise``) count once, plus
+    the ``"seconds"`` of cells stored without ``"wall"``; a cell's failed attempts (``"attempts"``) count too."""
+    cells = list(runs(cells))  # read twice below
+    spans = sorted(tuple(m["wall"]) for m in cells if m.get("wall"))
+    total, end = 0.0, -float("inf")
+    for a, b in spans:
+        total += max(0.0, b - max(a, end))
+        end = max(end, b)
+    return total + sum(m.get("seconds", 0.0) for m in cells if not m.get("wall"))
+
+
+def machine_shares(cells: Any) -> list[float]:
+    """Each cell's share of :func:`machine_seconds`: every moment is split evenly among the runs that ran then,
+    and a cell gets the parts of its runs (its kept attempt and its failed ones, :func:`runs`); the shares add up
+    to :func:`machine_seconds`."""
+    owned = [(i, r) for i, m in enumerate(cells) for r in runs([m])]
+    shares = [0.0] * (1 + max((i for i, _ in owned), default=-1))
+    spans = [(i, *r["wall"]) for i, r in owned if r.get("wall")]
+    cuts = sorted({t for _, a, b in spans for t in (a, b)})
+    for lo, hi in zip(cuts, cuts[1:]):
+        on = [i for i, a, b in spans if a <= lo and hi <= b]
+        for i in on:
+            shares[i] += (hi - lo) / len(on)
+    for i, r in owned:
+        if not r.get("wall"):
+            shares[i] += r.get("seconds", 0.0)
+    return shares
+
+
+def by_device(cells: Any) -> dict[str, tuple[int, float]]:
+    """Cells and :func:`machine_seconds` per device (``"device"`` of each run, :func:`runs`; runs stored without one
+    ran on a CPU): a cell continued on another device counts on both."""
+    groups: dict[str, dict[int, list[Any]]] = {}
+    for i, m in enumerate(cells):
+        for r in runs([m]):
+            groups.setdefault(r.get("device") or m.get("device") or "cpu", {}).setdefault(i, []).append(r)
+    return {k: (len(v), machine_seconds([r for rs in v.values() for r in rs])) for k, v in sorted(groups.items())}
+
+
+def layers_to_train(names: Any, budget: Any) -> int:
+    """The layers the named cells of ``budget`` train (:func:`numerics.reproduce.budgets.train_layers`)."""
+    from numerics.reproduce.budgets import PARTS, cells_for, train_layers
+
+    cells = {c.name: c for c in cells_for(budget, PARTS)}
+    return sum(train_layers(cells[n], budget) for n in names)
+
+
+__all__ = ["by_device", "layers_to_train", "machine_seconds", "machine_shares", "runs"]

@@ -100,11 +100,12 @@ class Budget:
 BUDGETS: dict[str, Budget] = {
     # The full Table 1 (every model x depths 1-7 x the 10 noise settings) plus DIAG/FULL at depths 8-12 on
     # uniform:5 and categorical:1,3; every cell from the random start, in stages of the default recipe's length
-    # (3000 steps of batch 2048, two seeds) until converged: continuation over depth settles in a worse basin.
+    # (3000 steps of batch 2048, two seeds) until converged, at most 6 stages (96 000 steps, about half the
+    # paper's 200 000): continuation over depth settles in a worse basin.
     # FULL starts from the finished DIAG cell of its depth (full_from_diag, the default).
     "paper": Budget("paper", MODELS, tuple(range(1, 8)), PAPER_NOISES, seeds=5, eval_sequences=100_000,
                     tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=100_000,
-                    stages=Stages(steps=3000, most=3, batch=2048, seeds=2), continuation=False),
+                    stages=Stages(steps=3000, most=6, batch=2048, seeds=2), continuation=False),
     # The qualitative picture: 3 models x depths {1,2,4,7} x 3 noise settings (σ = 0, σ ~ U(0,5), σ ∈ {1,3}),
     # shorter stages, the paper's evaluation.  Beyond the paper it has no depth > 7.
     "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=3,

@@ -31,7 +31,7 @@ import numpy as np
 from numerics.data import Noise
 from numerics.evaluate import losses as evaluation
 from numerics.io import atomic_write_json, load_model, read_json
-from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, parse_cells
+from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, goes_on, parse_cells
 from numerics.reproduce.experiments import Trainer, cell_dir, eval_key, load_cell, run_cell, train_rundir
 
 #: How many times longer every stage of the retrained cell is.
@@ -78,9 +78,10 @@ def float32_floor(cell: Cell, budget: Budget) -> float:
 def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = FACTOR,
                trainer: Trainer = train_rundir) -> dict[str, Any] | None:
     """Retrain the finished cell with every stage ``factor`` times longer and compare (module docstring); ``None``
-    when the cell is not finished or failed its evaluation."""
+    when the cell is not finished, failed its evaluation, or goes on training (a smaller cap stopped it still
+    moving, :func:`numerics.reproduce.budgets.goes_on`)."""
     base = load_cell(out, cell, budget)
-    if base is None or base.get("failed"):
+    if base is None or base.get("failed") or goes_on(base, budget):
         return None
     longer = replace(budget, stages=budget.stages.scaled(factor))
     where = out / "convergence"
@@ -116,7 +117,7 @@ def named(budget: Budget, out: Path, names: Iterable[str]) -> tuple[Cell, ...]:
     names = parse_cells(budget, names, lambda c: True)  # its start needs no check: the cell is not trained
     for name in names:
         m = load_cell(out, grid[name], budget)
-        if m is None or m.get("failed"):
+        if m is None or m.get("failed") or goes_on(m, budget):
             raise ValueError(f"--cell {name} is not a finished, passing cell under --out {out}; the convergence "
                              f"check retrains finished cells only (train it with --cell {name} first)")
     return tuple(grid[name] for name in names)

@@ -145,3 +145,17 @@ def test_stages_blown_by_one_shared_sequence_converge(tmp_path, monkeypatch):
     best, summary = continuation.train_stages(cfg, st, None, tmp_path, trainer)
     assert [s["blown"] for s in summary["stages"]] == [True, True]
     assert summary["converged"] and trainer.calls == ["stage1", "stage2"] and best.k == 2
+
+
+def test_the_convergence_check_waits_for_a_cell_that_goes_on(stopped, tmp_path):
+    """A cell that goes on is not final: the check leaves it pending, and ``--cell`` names it as unfinished."""
+    from numerics.reproduce import convergence
+
+    out = tmp_path / "out"
+    shutil.copytree(stopped / "out", out)
+    trainer = MovingTrainer()
+    res = convergence.check(capped_at(3), out, tmp_path / "runs", cells=(CELL,), trainer=trainer)
+    assert res["cells"] == {} and res["pending"] == [CELL.name] and trainer.calls == []
+    with pytest.raises(ValueError, match=f"--cell {CELL.name} is not a finished, passing cell"):
+        convergence.named(capped_at(3), out, [CELL.name])
+    assert convergence.named(TEST, out, [CELL.name]) == (CELL,)  # at its own cap it is finished

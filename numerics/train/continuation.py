@@ -25,8 +25,9 @@ by default), when one of them explodes at ``c = 1``, lowered within :data:`SCALE
 the pool predicts an SE below :data:`SCALE_SE` of it. Minibatch training meets the one-in-``10⁵`` context that
 explodes a deep model a few times in a stage; the pool holds it at its true rate. Then the model is evaluated on
 :data:`HELD_OUT` fresh float64 sequences (a key no other part of the sweep draws from). The cell is *converged* when
-doubling its steps changed the held-out adjusted loss by less than ``rel`` of it or less than ``se`` standard errors
-of the paired difference.  Where the held-out sequences of either stage it compares fail the evaluation's tail rules
+doubling its steps lowered the held-out adjusted loss by less than ``rel`` of it or less than ``se`` standard errors
+of the paired difference, or did not lower it (a later stage starts from the best so far, and one that ends above it
+shows that more steps do not help: at depth 3 a stage's scale fit can cost more than its extra steps gain).  Where the held-out sequences of either stage it compares fail the evaluation's tail rules
 (:func:`numerics.evaluate.losses.tail_stats`), only ``rel`` counts: next to a stage that explodes on one sequence,
 any change is within the SE.  (At σ ≈ 0 a 2- or 3-layer model at its optimum meets a held-out context with a loss
 above the rules' limit in every stage: the fixed step sizes overshoot on its extreme ``XᵀX``.)  The cell keeps the
@@ -248,12 +249,14 @@ def scaled_model(model: Path, noise: str, n: int, d: int, pool: int = SCALE_POOL
 
 
 def converged(new: np.ndarray, old: np.ndarray, st: Stages, blown: bool = False) -> bool:
-    """Doubling the steps moved the mean of ``old`` to that of ``new`` (paired, same sequences) by less than
-    ``st.rel`` of the old mean or ``st.se`` standard errors of the difference; by less than ``st.rel`` alone when
-    one of the two stages is ``blown`` (one exploding sequence makes the paired SE as large as any change)."""
-    diff = new - old
-    change, rel = abs(float(diff.mean())), st.rel * abs(float(old.mean()))
-    return change <= (rel if blown else max(rel, st.se * float(diff.std(ddof=1) / np.sqrt(len(diff)))))
+    """Doubling the steps lowered the mean of ``old`` to that of ``new`` (paired, same sequences) by less than
+    ``st.rel`` of the old mean or ``st.se`` standard errors of the difference, or did not lower it; by less than
+    ``st.rel`` alone when one of the two stages is ``blown`` (one exploding sequence makes the paired SE as large as
+    any change).  One-sided: a stage that ends above the stage it started from shows that more steps do not help,
+    and the cell keeps the better one."""
+    diff = old - new
+    gain, rel = float(diff.mean()), st.rel * abs(float(old.mean()))
+    return gain <= (rel if blown else max(rel, st.se * float(diff.std(ddof=1) / np.sqrt(len(diff)))))
 
 
 def stage_config(cfg: Any, st: Stages, k: int, start: Path | None) -> Any:

@@ -28,12 +28,16 @@ def data_key(seed: jax.Array | int, stream: int, index: jax.Array | int) -> jax.
 
 
 def static_config(cfg: TrainConfig) -> TrainConfig:
-    """The config with the seed and the noise levels zeroed and the start forgotten: compiled programs are cached
-    on it and take the seed, :func:`noise_values` and the state as arguments (one compile serves ``uniform:0`` …
-    ``uniform:7``, from any start: the sweep's cells of one model and depth share every stage's programs)."""
+    """The config with the seed and the noise levels zeroed, the start forgotten and the schedule normalised:
+    compiled programs are cached on it and take the seed, :func:`noise_values`, the state and the schedule
+    (:func:`numerics.train.step.schedule`) as arguments (one compile serves ``uniform:0`` … ``uniform:7``, from any
+    start, for any ``steps``, ``lr``, ``warmup`` and ``final_fraction``: the sweep's cells of one model and depth
+    share every stage's programs).  Of the schedule only whether a FULL run has a DIAG phase is kept
+    (``diag_steps`` 1 of 2 steps, or 0)."""
     nz = cfg.noise_dist
     return replace(cfg, seed=0, noise=str(Noise(nz.kind, tuple(0.0 for _ in nz.values))), warm_start=None,
-                   init="random", init_scale=TrainConfig.init_scale)
+                   init="random", init_scale=TrainConfig.init_scale, steps=2, lr=None, warmup=None,
+                   diag_steps=1 if cfg.phase1_steps else 0, final_fraction=TrainConfig.final_fraction)
 
 
 def noise_values(cfg: TrainConfig) -> jax.Array:

@@ -14,10 +14,12 @@ and ``d_s`` the per-seed step-rejection factor (:func:`make_chunk`; docs/trainin
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from numerics.models.kinds import DIAG
@@ -42,22 +44,62 @@ def optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(cfg.clip), optax.scale_by_adam())
 
 
-def _warm_cosine(t: jax.Array, peak: float, warmup: int, steps: int) -> jax.Array:
-    warm = jnp.minimum(1.0, (t + 1.0) / warmup)
-    cos = 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.minimum(t, steps) / steps))
-    return peak * warm * cos
+class Schedule(NamedTuple):
+    """The learning-rate schedule and the final phase's start of one run (:func:`schedule`): traced arguments of the
+    compiled chunk, so that runs differing only in ``steps``, ``lr``, ``warmup`` or ``diag_steps`` (the stages of a
+    sweep's cell) share one program.  Floats are float32 scalars, folded as XLA folded the constants of the
+    schedule when it was built into the program (:func:`lr_at`), so that the traced arithmetic is that
+    program's, bit for bit (``tests/train/test_schedule.py``)."""
+
+    half_peak: Any  # η/2 (float32 η halved, exact)
+    warm_inv: Any  # 1/t_w of the (last) phase (inf for t_w = 0)
+    start: Any  # S₁, the first step of the last phase
+    length: Any  # N − S₁
+    angle: Any  # π/(N − S₁) as π · (1/(N − S₁)), each factor float32
+    diag_warm_inv: Any  # 1/default_warmup(S₁) of the DIAG phase (1 without one)
+    diag_angle: Any  # π/S₁ as π · (1/S₁) (π without a DIAG phase)
+    s1: Any  # S₁, int32 (the DIAG phase is ``step < S₁``)
+    final_start: Any  # :attr:`TrainConfig.final_start`, int32
 
 
-def lr_at(cfg: TrainConfig, step: jax.Array) -> jax.Array:
-    """``η_t``: linear warm-up to ``peak_lr``, then cosine decay to 0 at ``steps``.  A FULL model with a
-    DIAG phase runs that schedule twice: DIAG's peak over the first ``S₁`` steps, then its own over the rest."""
-    t = step.astype(jnp.float32)
+def _inv(n: int) -> np.float32:
+    """``1/n`` in float32, as XLA folds a division by the float32 constant ``n`` (``inf`` for ``n = 0``)."""
+    with np.errstate(divide="ignore"):
+        return np.float32(1) / np.float32(n)
+
+
+def _angle(n: int) -> np.float32:
+    return np.float32(np.pi) * _inv(n)
+
+
+def schedule(cfg: TrainConfig) -> Schedule:
+    """The traced schedule of ``cfg`` (:class:`Schedule`)."""
     s1 = cfg.phase1_steps
-    last = _warm_cosine(t - s1, cfg.peak_lr, cfg.warmup_steps, cfg.steps - s1)
-    if not s1:
+    n = cfg.steps - s1
+    return Schedule(np.float32(0.5) * np.float32(cfg.peak_lr), _inv(cfg.warmup_steps), np.float32(s1), np.float32(n),
+                    _angle(n), _inv(default_warmup(s1)) if s1 else np.float32(1), _angle(s1 or 1), np.int32(s1),
+                    np.int32(cfg.final_start))
+
+
+def _warm_cosine(t: jax.Array, half_peak: Any, warm_inv: Any, steps: Any, angle: Any) -> jax.Array:
+    """``η min(1, (t+1)/t_w) ½(1 + cos(π min(t, N)/N))`` in the order XLA evaluated it with ``η``, ``t_w`` and ``N``
+    constants: ``(t+1)·(1/t_w)``, ``min(t, N)·(π·(1/N))`` and ``(warm·(cos + 1))·(η/2)``."""
+    warm = jnp.minimum((t + 1.0) * warm_inv, 1.0)
+    return warm * (jnp.cos(jnp.minimum(t, steps) * angle) + 1.0) * half_peak
+
+
+def lr_at(cfg: TrainConfig, step: jax.Array, sched: Schedule | None = None) -> jax.Array:
+    """``η_t``: linear warm-up to ``peak_lr``, then cosine decay to 0 at ``steps``.  A FULL model with a
+    DIAG phase runs that schedule twice: DIAG's peak over the first ``S₁`` steps, then its own over the rest.
+    ``sched`` (default ``schedule(cfg)``) gives the numbers; ``cfg`` only whether there is a DIAG phase."""
+    sched = schedule(cfg) if sched is None else sched
+    t = step.astype(jnp.float32)
+    last = _warm_cosine(t - sched.start, sched.half_peak, sched.warm_inv, sched.length, sched.angle)
+    if not cfg.phase1_steps:
         return last
-    first = _warm_cosine(t, DIAG.default_lr, default_warmup(s1), s1)
-    return jnp.where(t < s1, first, last)
+    first = _warm_cosine(t, np.float32(0.5) * np.float32(DIAG.default_lr), sched.diag_warm_inv, sched.start,
+                         sched.diag_angle)
+    return jnp.where(t < sched.start, first, last)
 
 
 def project(cfg: TrainConfig, params: Any) -> Any:
@@ -110,12 +152,14 @@ def y_step(cfg: TrainConfig, updates: Any, values: jax.Array) -> Any:
 
 
 def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
-    """A jitted function running ``length`` steps with ``lax.scan``; returns (state, ok (K,), losses (length, K))."""
+    """A jitted function ``run(state, seed, values, sched)`` running ``length`` steps with ``lax.scan``; returns
+    (state, ok (K,), losses (length, K)).  The schedule ``sched`` (:func:`schedule`) is an argument: of ``cfg``'s
+    schedule only whether there is a DIAG phase is built in (the phase's ``lax.cond`` is in the program or not)."""
     opt = optimizer(cfg)
     limit = cfg.explode * cfg.d / 2.0
 
-    s1 = cfg.phase1_steps
-    phase = (lambda step: step < s1) if s1 else (lambda step: False)  # noqa: E731
+    def phase(step: jax.Array, sched: Schedule) -> Any:
+        return step < sched.s1 if cfg.phase1_steps else False
 
     def seed_step(params, opt_state, rho, damp, lr, b, diag_phase, values, final):
         (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, b, cfg.forward, diag_phase,
@@ -144,15 +188,15 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         after = loss_fn(new_params, sub, cfg.forward, diag_phase)[1].median
         return jnp.isfinite(after) & ((after <= cfg.trust * before) | (after <= TRUST_FLOOR * cfg.d / 2))
 
-    def body(carry, xs):
+    def body(sched, carry, xs):
         seed, values = xs
         state, run_bad, worst, skips = carry
         b = draw(cfg, data_key(seed, 1, state.step), cfg.batch, sharding, values)
-        lr = lr_at(cfg, state.step)
-        final = state.step >= cfg.final_start
+        lr = lr_at(cfg, state.step, sched)
+        final = state.step >= sched.final_start
         params, opt_state, damp, rejected, good, boom, loss, dropped = jax.vmap(
             seed_step, in_axes=(0, 0, 0, 0, None, None, None, None, None))(
-            state.params, state.opt_state, state.rho, state.damp, lr, b, phase(state.step), values,
+            state.params, state.opt_state, state.rho, state.damp, lr, b, phase(state.step, sched), values,
             final)
         run_bad = jnp.where(boom, run_bad + 1, 0)
         carry = (TrainState(params, opt_state, state.rho, state.step + 1, damp, state.rejected + rejected.astype(jnp.int32),
@@ -161,13 +205,14 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         return carry, loss
 
     @jax.jit
-    def run(state: TrainState, seed: jax.Array, values: jax.Array):
+    def run(state: TrainState, seed: jax.Array, values: jax.Array, sched: Schedule):
         zero = jnp.zeros(state.rho.shape, jnp.int32)
         xs = (jnp.broadcast_to(seed, (length,)), jnp.broadcast_to(values, (length, *values.shape)))
-        (state, _, worst, skips), losses = jax.lax.scan(body, (state, zero, zero, zero), xs)
+        (state, _, worst, skips), losses = jax.lax.scan(partial(body, sched), (state, zero, zero, zero), xs)
         # the chunk's last update is verified too (finite parameters, bounded median loss on the last batch)
         b = draw(cfg, data_key(seed, 1, state.step - 1), cfg.batch, sharding, values)
-        med = jax.vmap(loss_fn, in_axes=(0, None, None, None))(state.params, b, cfg.forward, phase(state.step - 1))[1].median
+        med = jax.vmap(loss_fn, in_axes=(0, None, None, None))(state.params, b, cfg.forward,
+                                                                phase(state.step - 1, sched))[1].median
         finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(p).reshape(p.shape[0], -1), axis=1)
                                     for p in jax.tree_util.tree_leaves(state.params)]), axis=0)
         ok = (worst < MAX_SKIPS) & (2 * skips <= length) & finite & (med < limit)
@@ -176,13 +221,29 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
     return run
 
 
+class Chunk(NamedTuple):
+    """:func:`make_chunk`'s ``program`` with a run's :func:`schedule` bound: ``chunk(state, seed, values)``."""
+
+    program: Callable
+    sched: Schedule
+
+    def __call__(self, state: TrainState, seed: jax.Array, values: jax.Array) -> Any:
+        return self.program(state, seed, values, self.sched)
+
+    def lower(self, state: TrainState, seed: jax.Array, values: jax.Array) -> Any:
+        return self.program.lower(state, seed, values, self.sched)
+
+
 CHUNK_CACHE: dict = {}
 
 
-def chunk_fn(cfg: TrainConfig, length: int, devices: tuple) -> Callable:
+def chunk_fn(cfg: TrainConfig, length: int, devices: tuple) -> Chunk:
+    """The compiled chunk of ``length`` steps for ``cfg`` on ``devices``.  The program is cached on
+    :func:`static_config`, which holds no schedule: the stages of a cell, which differ in steps and learning rate,
+    share it, each with its own :func:`schedule`."""
     key = (static_config(cfg), length, devices)
     if key not in CHUNK_CACHE:
-        CHUNK_CACHE[key] = make_chunk(static_config(cfg), length, batch_sharding(list(devices)))
-    return CHUNK_CACHE[key]
+        CHUNK_CACHE[key] = make_chunk(key[0], length, batch_sharding(list(devices)))
+    return Chunk(CHUNK_CACHE[key], schedule(cfg))
 
 

@@ -86,7 +86,8 @@ def test_huber_keeps_the_step_finite_when_one_residual_overflows_its_square() ->
 
 def test_one_program_serves_every_noise_level_and_start(tmp_path):
     """The compiled chunk is keyed on what it computes: noise levels, seed and start are its arguments or its
-    input state, so cells of one model and depth share it; the step count is not, so it is keyed on."""
+    input state, so cells of one model and depth share it; so is the schedule (steps, lr: ``test_schedule.py``),
+    and the chunk's length is keyed on."""
     from dataclasses import replace
 
     import numpy as np
@@ -101,5 +102,6 @@ def test_one_program_serves_every_noise_level_and_start(tmp_path):
     same = [replace(base, noise="uniform:3", seed=7), replace(base, warm_start=str(tmp_path / "start.npz")),
             replace(base, init_scale=0.01)]
     f = chunk_fn(base, 5, tuple(jax.devices()[:1]))
-    assert all(chunk_fn(c, 5, tuple(jax.devices()[:1])) is f for c in same)
-    assert chunk_fn(replace(base, steps=40), 5, tuple(jax.devices()[:1])) is not f
+    assert all(chunk_fn(c, 5, tuple(jax.devices()[:1])).program is f.program for c in same)
+    assert chunk_fn(replace(base, steps=40), 5, tuple(jax.devices()[:1])).program is f.program
+    assert chunk_fn(base, 4, tuple(jax.devices()[:1])).program is not f.program

@@ -1,0 +1,132 @@
+"""The schedule is a traced argument of the compiled chunk (:class:`numerics.train.step.Schedule`): the stages of a
+sweep's cell, which differ in steps and learning rate, share one program, and the traced schedule computes the
+numbers the schedule built into the program as constants computed, bit for bit."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from numerics.models.kinds import DIAG
+from numerics.train import CHUNK_CACHE, TrainConfig, chunk_fn, init_state, noise_values, train, training_devices
+from numerics.train import step as st
+from numerics.train.config import default_warmup
+from numerics.train.loop import nanmean
+from numerics.train.objective import batch_sharding, static_config
+from tests.strategies.training import TINY, leaves
+
+
+def constant_lr(cfg: TrainConfig, step: jax.Array) -> jax.Array:
+    """The schedule as it was built into the program before it became an argument: Python constants."""
+    def warm_cosine(t, peak, warmup, steps):  # noqa: ANN001, ANN202
+        warm = jnp.minimum(1.0, (t + 1.0) / warmup)
+        cos = 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.minimum(t, steps) / steps))
+        return peak * warm * cos
+
+    t = step.astype(jnp.float32)
+    s1 = cfg.phase1_steps
+    last = warm_cosine(t - s1, cfg.peak_lr, cfg.warmup_steps, cfg.steps - s1)
+    if not s1:
+        return last
+    return jnp.where(t < s1, warm_cosine(t, DIAG.default_lr, default_warmup(s1), s1), last)
+
+
+def stage_configs(model: str, start: str | None = "start.npz", **kw) -> list[TrainConfig]:  # noqa: ANN003
+    """A cell's first four stages as :func:`numerics.train.continuation.stage_config` makes them (one seed each),
+    stages 2… from ``start`` (``None``: from the random start, to train them without a file)."""
+    from numerics.train.continuation import Stages, stage_config
+
+    base = TrainConfig(model=model, **{**TINY, **kw})
+    stages = Stages(steps=20, most=4, batch=base.batch, seeds=1)
+    return [replace(stage_config(base, stages, k, None if k == 1 else "start.npz"), warm_start=start and "start.npz")
+            for k in range(1, 5)]
+
+
+@pytest.mark.parametrize("model", ["diag", "full", "gdpp"])
+def test_the_stages_of_a_cell_share_one_program(model: str) -> None:
+    """Steps, lr, warm-up, final fraction and the DIAG phase's length are arguments, not part of the cache key."""
+    dev = training_devices(TINY["batch"])
+    no_phase = {"diag_steps": 0} if model == "full" else {}
+    cfgs = [*stage_configs(model, **no_phase),
+            TrainConfig(model=model, **{**TINY, **no_phase, "steps": 33, "lr": 3e-3, "warmup": 7,
+                                        "final_fraction": 0.5})]
+    chunks = [chunk_fn(c, 5, dev) for c in cfgs]
+    assert len({id(c.program) for c in chunks}) == 1
+    assert len({tuple(map(float, c.sched)) for c in chunks}) == len(cfgs)  # ... and each has its own schedule
+    assert chunk_fn(cfgs[0], 4, dev).program is not chunks[0].program  # the chunk length is part of the program
+    if model == "full":  # with a DIAG phase the program holds its lax.cond: one program for every S₁ > 0
+        phased = [chunk_fn(TrainConfig(model="full", **{**TINY, **kw}), 5, dev).program
+                  for kw in ({}, {"steps": 30, "diag_steps": 7}, {"steps": 90, "lr": 1e-3, "warmup": 3})]
+        assert phased[0] is not chunks[0].program and all(p is phased[0] for p in phased)
+
+
+def test_training_the_stages_traces_and_compiles_once() -> None:
+    """Three stages of a cell trained one after the other: stages 2 and 3 add no entry to the shared program's
+    cache (a schedule that reached it as a static or differently typed value would retrace and compile), and each
+    stage trains with its own schedule.  (Stage 1 itself leaves two: its first chunk starts from uncommitted
+    arrays, the others from the program's outputs.)"""
+    CHUNK_CACHE.clear()
+    cfgs = stage_configs("diag", start=None)[:3]
+    first = train(cfgs[0])
+    program = chunk_fn(cfgs[0], 5, training_devices(TINY["batch"])).program
+    entries = program._cache_size()
+    later = [train(c) for c in cfgs[1:]]
+    assert len(CHUNK_CACHE) == 1 and program._cache_size() == entries
+    assert [int(r.state.step) for r in (first, *later)] == [c.steps for c in cfgs] == [20, 20, 40]
+    assert not np.array_equal(leaves(first.state)[0], leaves(later[0].state)[0])  # stage 2's lr is half
+
+
+CONFIGS = [dict(model="diag", steps=300), dict(model="diag", steps=133, lr=4e-3, warmup=0),
+           dict(model="gdpp", steps=257, lr=1e-3 * 0.5**3, warmup=40), dict(model="full", steps=300),
+           dict(model="full", steps=211, diag_steps=60, lr=3.3e-3, warmup=77),
+           dict(model="full", steps=96, diag_steps=0)]
+
+
+@pytest.mark.parametrize("kw", CONFIGS, ids=lambda kw: "-".join(map(str, kw.values())))
+def test_traced_schedule_is_the_constant_schedule_bit_for_bit(kw: dict) -> None:
+    """``η_t`` at every step of a run and past its end, one scalar step at a time inside a scan as in training:
+    the traced schedule against the constants XLA folds (a division by a constant becomes a product with its
+    float32 reciprocal, and products of constants are gathered)."""
+    cfg = TrainConfig(layers=2, **kw)
+    n = cfg.steps + 3
+
+    def steps(lr):  # noqa: ANN001, ANN202
+        return lambda t0, *a: jax.lax.scan(lambda c, _: (c + 1, lr(c, *a)), t0, None, length=n)[1]
+
+    want = np.asarray(jax.jit(steps(lambda c: constant_lr(cfg, c)))(jnp.int32(0)))
+    got = np.asarray(jax.jit(steps(lambda c, s: st.lr_at(static_config(cfg), c, s)))(jnp.int32(0), st.schedule(cfg)))
+    assert want.dtype == got.dtype == np.float32
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("model,kw", [("diag", {"lr": 4e-3, "warmup": 3}), ("full", {"diag_steps": 8, "warmup": 2}),
+                                      ("gdpp", {"steps": 15})])
+def test_training_with_the_traced_schedule_is_training_with_the_constant_one(model: str, kw: dict,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whole chunks: the shared program against one built with the schedule as constants (the old program)."""
+    cfg = TrainConfig(model=model, seeds=2, **{**TINY, **kw})
+    dev = training_devices(cfg.batch)
+    traced = train(cfg)
+    state, seed, curve = init_state(cfg), jnp.asarray(cfg.seed, jnp.int32), []
+    with monkeypatch.context() as m:  # traced on its first call, here
+        m.setattr(st, "lr_at", lambda _static, step, _sched: constant_lr(cfg, step))
+        const = st.make_chunk(static_config(cfg), cfg.chunk, batch_sharding(list(dev)))
+        while int(state.step) < cfg.steps:
+            state, ok, losses = const(state, seed, noise_values(cfg), st.schedule(cfg))
+            assert bool(np.all(np.asarray(ok)))
+            curve.append([int(state.step), *nanmean(np.asarray(losses, np.float64), axis=0).tolist()])
+    assert not traced.rollbacks
+    for a, b in zip(leaves(traced.state), leaves(state), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert traced.curve == curve
+
+
+def test_the_static_config_keeps_only_whether_there_is_a_diag_phase() -> None:
+    full = TrainConfig(model="full", **TINY)
+    assert static_config(full) == static_config(replace(full, steps=80, diag_steps=3, lr=1e-3, warmup=5))
+    assert static_config(full) != static_config(replace(full, diag_steps=0))
+    assert static_config(replace(full, diag_steps=0)).phase1_steps == 0 and static_config(full).phase1_steps > 0

@@ -103,9 +103,11 @@ def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> s
     """How a cell was trained, as the reason a comparison with it failed: its steps and stages, whether doubling the
     steps still moved its held-out loss, the scale its update was given against a tail (the stage's scale fit and
     the rescue) and the convergence check's rerun when there is one."""
-    st = m["train"]["stages"]
+    st = m["train"]["stages"]  # the last stage went on from the best earlier one that was not blown
+    prev = min((s for s in st[:-1] if not s.get("blown")), key=lambda s: s["held_out"], default=st[-2]) \
+        if len(st) > 1 else None
     moved = (f"the last doubling of its steps moved its held-out loss by "
-             f"{st[-1]['held_out'] / st[-2]['held_out'] - 1:+.1%}" if len(st) > 1 and st[-2]["held_out"] else "")
+             f"{st[-1]['held_out'] / prev['held_out'] - 1:+.1%}" if prev and prev["held_out"] else "")
     text = (f"{MODEL_NAMES[m['model']]}-{m['layers']} at {m['noise']}: {m['train']['steps']} steps in {len(st)} "
             + ("stages, stopped by the convergence rule (" + moved + ")" if m["train"]["converged"] else
                "stages, stopped at the last stage it was allowed while still moving (" + moved + "): undertrained "
@@ -115,6 +117,9 @@ def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> s
         text += (f"; its update is scaled by c = {fit['scale']:.3g} against a tail of the stage's pool (largest loss "
                  f"{fit['pool_max']:.3g} at c = 1; the pool's mean {fit['mean_unscaled']:.3g} at c = 1, "
                  f"{fit['mean']:.3g} at c)")
+    last = st[-1].get("scale") or {}
+    if len(st) > 1 and m["train"].get("chosen_stage", len(st)) != len(st) and last.get("searched"):
+        text += f"; the last stage's update needed c = {last['scale']:.3g} against a tail of its pool"
     if (m.get("rescue") or {}).get("scale", 1.0) < 1.0:
         text += f"; rescued with a further c = {m['rescue']['scale']:.3g} against a tail its stages' pools missed"
     if check and not check.get("failed"):

@@ -504,7 +504,7 @@ def test_the_rescue_tries_the_scale_at_the_edge_of_the_minimum_before_the_se_ste
 
 
 def test_a_claim_that_does_not_hold_says_how_its_failing_cells_were_trained():
-    from numerics.reproduce.report import claims_markdown
+    from numerics.reproduce.report import claims_markdown, training_reason
 
     table = _base(U5) | {("diag", 4, U5): Entry(0.08, 0.001), ("full", 4, U5): Entry(0.058, 0.001)}
     claims = check_claims(table)
@@ -516,6 +516,11 @@ def test_a_claim_that_does_not_hold_says_how_its_failing_cells_were_trained():
                 "train": {"steps": 3000, "converged": converged,
                           "stages": [{"held_out": 0.10}, {"held_out": 0.09}, {"held_out": 0.08}]}}
 
+    worse = cell(True)  # the last stage went on from stage 2 (the best), ended 10 % above it and needed c = 0.6
+    worse["train"] |= {"chosen_stage": 2, "stages": [{"held_out": 0.10}, {"held_out": 0.08}, {"held_out": 0.12},
+                                                     {"held_out": 0.088, "scale": {"searched": True, "scale": 0.6}}]}
+    assert "stopped by the convergence rule (the last doubling of its steps moved its held-out loss by +10.0%)" \
+           "; the last stage's update needed c = 0.6 against a tail of its pool" in training_reason(worse)
     md = claims_markdown(claims, "cmd", {"diag-L4-uniform5": cell(False)})
     assert "- DIAG-4 at uniform:5: 3000 steps in 3 stages, stopped at the last stage it was allowed while still " \
            "moving (the last doubling of its steps moved its held-out loss by -11.1%): undertrained at this budget" in md

@@ -58,14 +58,14 @@ def matmul_gflops(size: int = 1024, reps: int = 20) -> float:
 
 def step_flops(cfg, devices: tuple | None = None) -> float | None:  # noqa: ANN001
     """XLA's flop count of one training step (one-step chunk, all seeds) on ``devices`` (default: training's)."""
-    from numerics.train import chunk_fn, init_state, noise_values, training_devices
+    from numerics.train import chunk_fn, init_state, noise_values, place, training_devices
 
     import jax.numpy as jnp
 
     devices = devices or training_devices(cfg.batch)
     fn = chunk_fn(cfg, 1, devices)
     try:
-        ca = fn.lower(init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg)).compile().cost_analysis()
+        ca = fn.lower(place(init_state(cfg), devices), jnp.asarray(0, jnp.int32), noise_values(cfg)).compile().cost_analysis()
     except Exception:  # noqa: BLE001 - cost analysis is optional in XLA backends
         return None
     ca = ca[0] if isinstance(ca, (list, tuple)) else ca
@@ -79,10 +79,11 @@ def timer(cfg, steps: int, devices: tuple | None = None):  # noqa: ANN001, ANN20
     import jax
     import jax.numpy as jnp
 
-    from numerics.train import chunk_fn, init_state, noise_values, training_devices
+    from numerics.train import chunk_fn, init_state, noise_values, place, training_devices
 
-    fn = chunk_fn(cfg, steps, devices or training_devices(cfg.batch))
-    args = (init_state(cfg), jnp.asarray(0, jnp.int32), noise_values(cfg))
+    devices = devices or training_devices(cfg.batch)
+    fn = chunk_fn(cfg, steps, devices)
+    args = (place(init_state(cfg), devices), jnp.asarray(0, jnp.int32), noise_values(cfg))
     jax.block_until_ready(fn(*args))
     return lambda: jax.block_until_ready(fn(*args))
 

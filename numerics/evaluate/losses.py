@@ -263,7 +263,10 @@ def profile(predict: PredictFn, sigmas, n: int, d: int, sequences: int, key: jax
         acc = LossAccumulator()
         for i, b in enumerate(sizes):
             k = jax.random.fold_in(jax.random.fold_in(key, j), i)
-            batch = data.sample_with_sigma(k, jnp.full((int(chunk),), s, jnp.float64), n, d, jnp.float64)
+            # the inputs' distribution passed as :func:`numerics.data.sample` passes it: jit keys its cache on how
+            # the arguments are given, and a default left out would compile the sampler a second time
+            batch = data.sample_with_sigma(k, jnp.full((int(chunk),), s, jnp.float64), n, d, jnp.float64,
+                                           data.NORMAL_X)
             batch = Batch(*(a[:b] for a in batch)) if b < int(chunk) else batch
             sp = spectral(batch.X, batch.y, batch.x_query)
             acc.add(predict(batch, sp), batch.y_query, oracle_predict(sp, batch.sigma))

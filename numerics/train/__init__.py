@@ -20,7 +20,7 @@ _EXPORTS = {
                "TRUST_STRIDE", "WARMUP_MIN", "Y_STEPS", "TrainConfig", "config_dict", "default_warmup"),
     "objective": ("Aux", "batch_sharding", "data_key", "diag_part", "draw", "effective_params", "huber", "loss_fn",
                   "noise_values", "static_config"),
-    "step": ("CHUNK_CACHE", "TrainState", "chunk_fn", "lr_at", "make_chunk", "optimizer", "project", "y_moment",
+    "step": ("CHUNK_CACHE", "TrainState", "chunk_fn", "lr_at", "make_chunk", "optimizer", "place", "project", "y_moment",
              "y_step"),
     "loop": ("Result", "adjusted_losses", "clear_caches", "finite_adjusted", "init_state", "nanmean", "train", "training_devices",
              "warm_params"),

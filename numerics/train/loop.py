@@ -39,7 +39,7 @@ from numerics.models.kinds import init
 from numerics.train.config import HISTORY, TrainConfig
 from numerics.train.devices import usable
 from numerics.train.objective import data_key, draw, noise_values, static_config
-from numerics.train.step import CHUNK_CACHE, TrainState, chunk_fn, optimizer, project
+from numerics.train.step import CHUNK_CACHE, TrainState, chunk_fn, optimizer, place, project
 
 
 def init_state(cfg: TrainConfig, template: bool = False) -> TrainState:
@@ -185,6 +185,9 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
         res.history = [(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template),
                                                      [jnp.asarray(x) for x in h]), n, k)
                        for h, (n, k) in zip(resume.get("history", []), resume.get("history_marks", []))]
+    # every start is placed as the chunk returns its state, so that one compile serves every chunk (:func:`place`)
+    res.state = place(res.state, devices)
+    res.history = [(place(h, devices), n, k) for h, n, k in res.history]
     end = cfg.steps if stop_at is None else min(stop_at, cfg.steps)
     t0, s0, before = time.perf_counter(), int(res.state.step), res.seconds
     failed_at = None  # the start step of the last chunk, if it failed (no chunk accepted since)
@@ -210,7 +213,7 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
 
                 raise LintfError(f"training diverged {len(res.rollbacks)} times (last at step {step}, seeds "
                                  f"{bad.tolist()}); lower --lr (now {cfg.peak_lr:g})")
-            res.state = res.state._replace(rho=jnp.asarray(rho, res.state.rho.dtype))
+            res.state = res.state._replace(rho=place(jnp.asarray(rho, res.state.rho.dtype), devices))
             continue
         failed_at = None
         res.history = [*res.history, (res.state, len(res.curve), res.skipped)][-HISTORY:]

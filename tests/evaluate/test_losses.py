@@ -106,3 +106,16 @@ def test_a_freed_cache_chunk_goes_back_to_the_system(env):
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["fixed"] is not bool(env)
     assert r["mmapped"] >= 32_000_000, r  # mmapped by the fixed threshold, or by the user's (4 MiB)
+
+
+def test_a_profile_draws_with_the_sampler_a_plain_draw_compiled():
+    """:func:`losses.profile` calls the sampler as :func:`numerics.data.sample` does (the inputs' distribution
+    passed, not left to its default): jit keys its cache on how arguments are given, and the same program was
+    compiled twice in a sweep (the evaluation's draw, then the profile's)."""
+    from numerics import data
+
+    with jax.enable_x64(True):
+        data.sample(jax.random.PRNGKey(3), "uniform:2", 60, 6, 3, jnp.float64)
+        entries = data.sample_with_sigma._cache_size()
+        losses.profile(lambda b, sp: {"zero": jnp.zeros_like(b.y_query)}, [0.0, 1.0], 6, 3, 60, KEY, chunk=60)
+    assert data.sample_with_sigma._cache_size() == entries

@@ -65,19 +65,41 @@ def test_the_stages_of_a_cell_share_one_program(model: str) -> None:
 
 
 def test_training_the_stages_traces_and_compiles_once() -> None:
-    """Three stages of a cell trained one after the other: stages 2 and 3 add no entry to the shared program's
-    cache (a schedule that reached it as a static or differently typed value would retrace and compile), and each
-    stage trains with its own schedule.  (Stage 1 itself leaves two: its first chunk starts from uncommitted
-    arrays, the others from the program's outputs.)"""
+    """Three stages of a cell trained one after the other (4, 4 and 8 chunks): every chunk of every stage, the first
+    included, runs one compiled program.  A schedule that reached it as a static or differently typed value would
+    retrace and compile, and so would a start not placed as the program returns its state (uncommitted arrays of
+    :func:`init_state` carry no mesh in their type; :func:`numerics.train.step.place`).  Each stage trains with its
+    own schedule."""
     CHUNK_CACHE.clear()
     cfgs = stage_configs("diag", start=None)[:3]
     first = train(cfgs[0])
     program = chunk_fn(cfgs[0], 5, training_devices(TINY["batch"])).program
-    entries = program._cache_size()
+    assert program._cache_size() == 1
     later = [train(c) for c in cfgs[1:]]
-    assert len(CHUNK_CACHE) == 1 and program._cache_size() == entries
+    assert len(CHUNK_CACHE) == 1 and program._cache_size() == 1
     assert [int(r.state.step) for r in (first, *later)] == [c.steps for c in cfgs] == [20, 20, 40]
     assert not np.array_equal(leaves(first.state)[0], leaves(later[0].state)[0])  # stage 2's lr is half
+
+
+def test_rollbacks_and_a_resume_run_the_same_compiled_chunk(tmp_path) -> None:  # noqa: ANN001
+    """A rollback's halved ``rho`` and a state read from a checkpoint (with the earlier chunk starts it keeps for
+    going back) are placed as the program's outputs: a run that rolls back, then a run interrupted and resumed,
+    leave one entry in the program's cache."""
+    import numerics.train.rundir as rd
+
+    CHUNK_CACHE.clear()
+    hot = TrainConfig(model="diag", seeds=2, **{**TINY, "lr": 3.0, "trust": 0, "huber": 0, "explode": 1.5,
+                                                 "max_rollbacks": 100})
+    res = train(hot)
+    program = chunk_fn(hot, 5, training_devices(TINY["batch"])).program
+    assert len(res.rollbacks) >= 2 and program._cache_size() == 1
+    cfg = replace(hot, lr=0.3)  # the same program (a lower rate is an argument)
+    train(cfg, checkpoint=lambda s, r: (rd.claim(tmp_path, cfg), rd.save_checkpoint(tmp_path, s, r)), stop_at=10)
+    rest = train(cfg, resume=rd.prepare(tmp_path, cfg))
+    assert int(rest.state.step) == cfg.steps and len(CHUNK_CACHE) == 1 and program._cache_size() == 1
+    # the chunk starts read from the checkpoint, kept for going back further, are placed too
+    assert rest.history and {x.sharding for h, _, _ in rest.history for x in jax.tree_util.tree_leaves(h)} == {
+        x.sharding for x in jax.tree_util.tree_leaves(rest.state)}
 
 
 CONFIGS = [dict(model="diag", steps=300), dict(model="diag", steps=133, lr=4e-3, warmup=0),

@@ -46,7 +46,7 @@ def sweep_out(path: str, flag: str = "--out") -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--budget", default="quick", help="quick (default, 30 to 40 min on 2 cores), paper (tens of hours) or test")
+    p.add_argument("--budget", default="quick", help="quick (default; about 23 min on 2 cores with --jobs 2), paper (tens of hours) or test")
     p.add_argument("--only", default=None,
                    help="comma list out of table1,fig1,fig2,fig3,fig4,fig5,fig7,beyond (default: all)")
     p.add_argument("--out", default="results", help="results directory (default results)")
@@ -54,8 +54,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="training run directories with checkpoints (default runs/reproduce; git-ignored)")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of progress and text")
     p.add_argument("--jobs", type=int, default=1,
-                   help="train in this many processes side by side, each given noise settings with about as many "
-                        "layers left to train, then write the report from all (default 1; 2 keeps two cores busy)")
+                   help="train in this many processes side by side, each given cells with about as many layers left "
+                        "to train (a cell goes with the cell it starts from), then write the report from all "
+                        "(default 1; 2 keeps two cores busy)")
     only = p.add_mutually_exclusive_group()  # --noise and --cell choose the cells to train; the others train none
     only.add_argument("--noise", action="append", metavar="NOISE",
                       help="train only the cells of this noise setting of the budget (repeat for more; default: all); "
@@ -152,8 +153,8 @@ def run(args: argparse.Namespace) -> int:
         if args.convergence and given:
             raise ValueError(f"--convergence: not allowed with argument {name}")
     if args.jobs > 1 and args.cell:
-        raise ValueError(f"--jobs {args.jobs} splits the sweep by noise setting; with --cell, start one process per "
-                         "group of cells instead")
+        raise ValueError(f"--jobs {args.jobs} splits the cells left between processes itself; with --cell, start "
+                         "one process per group of cells instead")
     if args.jobs > 1 and (args.no_train or args.convergence):
         raise ValueError(f"--jobs {args.jobs} trains the sweep in several processes; it does not apply to "
                          f"{'--no-train' if args.no_train else '--convergence'}")
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs > 1 and not args.no_train:
         rc = _jobs(budget, parts, args)
         if rc:
-            return rc  # below, this process trains what no --noise process could (none in quick and paper)
+            return rc  # below, every cell is finished: this process writes the report
     show = ProgressDisplay(f"reproduce --budget {budget.name}", rich=sys.stderr.isatty(), quiet=args.json)
     try:
         sw = ex.sweep(budget, parts, args.out, args.runs, progress=show, train=not args.no_train, noises=args.noise,
@@ -195,20 +196,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _jobs(budget, parts: tuple[str, ...], args: argparse.Namespace) -> int:  # noqa: ANN001
-    """Train the sweep in ``args.jobs`` processes (``lintf reproduce --noise ...`` each, settings split by
-    :func:`numerics.reproduce.experiments.split_noises`); an interrupt reaches every one."""
+    """Train the sweep in ``args.jobs`` processes (``lintf reproduce --cell ...`` each, the cells left split by
+    :func:`numerics.reproduce.experiments.split_cells`); an interrupt reaches every one."""
     import signal
     import subprocess
 
     from numerics.reproduce import experiments as ex
 
-    groups = ex.split_noises(budget, parts, Path(args.out), args.jobs, args.noise)
+    groups = ex.split_cells(budget, parts, Path(args.out), args.jobs, args.noise)
     if not args.json:
-        print(f"reproduce --budget {budget.name}: {len(groups)} process(es) side by side: "
-              + " | ".join(", ".join(g) for g in groups), file=sys.stderr, flush=True)
+        print(f"reproduce --budget {budget.name}: {len(groups)} process(es) side by side, "
+              + ", ".join(str(len(g)) for g in groups) + " cells", file=sys.stderr, flush=True)
     cmd = [sys.executable, "-m", "numerics.cli", "reproduce", "--budget", budget.name, "--out", str(args.out),
            "--runs", str(args.runs), *(["--only", args.only] if args.only else []), *(["--json"] if args.json else [])]
-    procs = [subprocess.Popen([*cmd, *(a for nz in g for a in ("--noise", nz))], stdout=subprocess.DEVNULL)
+    procs = [subprocess.Popen([*cmd, *(a for name in g for a in ("--cell", name))], stdout=subprocess.DEVNULL)
              for g in groups]
     try:
         codes = [p.wait() for p in procs]

@@ -275,18 +275,19 @@ def deepest_rate(done: Iterable[tuple[int, int, float]]) -> tuple[int, float] | 
 def parse_cells(budget: Budget, specs: Iterable[str],
                 finished: Callable[[Cell], bool] = lambda c: False) -> tuple[str, ...]:
     """Cell names of ``budget`` named by ``specs``, spelt as under ``OUT/models/`` (``diag-L7-uniform5``).  A name
-    outside the budget is a one-line error, and so is a cell whose start by the budget's recipe (the finished cell
-    :func:`numerics.train.continuation.start_for` takes first: FULL's DIAG cell of its depth, or the cell one layer
-    shallower where the budget continues over depth) is neither ``finished`` nor named too: it would train from the
-    random start instead."""
+    outside the budget is a one-line error, and so is a cell whose start by the budget's recipe (the first cell of the
+    grid that :func:`numerics.train.continuation.start_for` would take: FULL's DIAG cell of its depth, or the cell one
+    layer shallower where the budget continues over depth) is neither ``finished`` nor named too: it would train from
+    another start than in a sweep of the whole grid."""
     grid = {c.name: c for c in cells_for(budget, PARTS)}
     names = tuple(dict.fromkeys(specs))
     for name in names:
         if name not in grid:
             raise ValueError(f"--cell must name a cell of budget {budget.name} as under OUT/models/ "
                              f"(MODEL-L<depth>-<noise>, such as {next(iter(grid))}); got {name!r}")
-        asked: list[Cell] = []
-        recipe_start(grid[name], budget, lambda c: asked.append(c) or Path(c.name))
+        asked: list[Cell] = []  # the recipe's choices the grid holds (quick has no depth 3 for depth 4 to start from)
+        recipe_start(grid[name], budget, lambda c: asked.append(c) or (Path(c.name) if c.name in grid else None))
+        asked = [c for c in asked if c.name in grid]
         if asked and asked[0].name not in names and not finished(asked[0]):
             raise ValueError(f"--cell {name} starts from {asked[0].name}, which is not finished under --out; "
                              f"name that cell too (--cell {asked[0].name})")
@@ -302,6 +303,30 @@ def recipe_start(cell: Cell, budget: Budget, finished: Callable[[Cell], Path | N
         return None
     return start_for(cell.model, cell.layers, cell.noise, lambda m, L: finished(Cell(m, L, cell.noise)),
                      over_depth=budget.continuation)
+
+
+def chains(budget: Budget, cells: Iterable[Cell]) -> list[list[Cell]]:
+    """``cells`` in groups closed under "starts from": a cell is in the group of every cell its recipe may start from
+    (:func:`recipe_start`'s choices) that is among ``cells`` too (left to train, so not finished yet).
+    A process given a group then starts every cell as a serial sweep does: from its DIAG cell, or the cell one layer
+    shallower, not from the random start because that cell trains elsewhere.  Groups keep ``cells``' order."""
+    cells = list(cells)
+    root = {c.name: c.name for c in cells}
+
+    def find(name: str) -> str:
+        while root[name] != name:
+            name = root[name]
+        return name
+
+    for c in cells:
+        asked: list[Cell] = []
+        recipe_start(c, budget, lambda s: asked.append(s) or None)  # every start it would take, in order
+        for s in (a for a in asked if a.name in root):
+            root[find(c.name)] = find(s.name)
+    groups: dict[str, list[Cell]] = {}
+    for c in cells:
+        groups.setdefault(find(c.name), []).append(c)
+    return list(groups.values())
 
 
 def full_start(cell: Cell, budget: Budget) -> bool:

@@ -52,8 +52,8 @@ from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model, read_json, save_model
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
-    PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, full_start, get_budget, goes_on, noises_for,
-    parse_cells, parse_noises, parse_parts, recipe_start, same_signature, slug, train_config, train_layers)  # noqa: F401  (re-exported)
+    PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, chains, full_start, get_budget, goes_on,
+    noises_for, parse_cells, parse_noises, parse_parts, recipe_start, same_signature, slug, train_config, train_layers)  # noqa: F401  (re-exported)
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
     evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
 
@@ -300,23 +300,23 @@ def rejudge(cell: Cell, budget: Budget, out: Path, m: dict[str, Any]) -> dict[st
     return None if m["failed"] else m
 
 
-def split_noises(budget: Budget, parts: Iterable[str], out: Path, jobs: int,
-                 noises: Iterable[str] | None = None) -> list[tuple[str, ...]]:
-    """The budget's noise settings (or those of ``noises``) that have cells left to train under ``out``, in at most
-    ``jobs`` groups with about as many layers left each (:func:`train_layers` of the unfinished cells): for processes
-    that share one sweep, each given one group (:func:`sweep`'s ``noises``).  The setting with the most layers left
-    goes first, each to the group with the fewest so far; a group without settings is left out."""
-    keep = parse_noises(budget, noises) if noises else tuple(budget.noises)
-    left = dict.fromkeys(keep, 0)
-    for c in cells_for(budget, parts):
-        m = load_cell(Path(out), c, budget) if c.noise in left else {}
-        if m is None or (m and goes_on(m, budget)):
-            left[c.noise] += train_layers(c, budget)
-    groups: list[tuple[int, list[str]]] = [(0, []) for _ in range(max(1, int(jobs)))]
-    for nz in sorted((nz for nz in keep if left[nz]), key=lambda nz: (-left[nz], keep.index(nz))):
+def split_cells(budget: Budget, parts: Iterable[str], out: Path, jobs: int,
+                noises: Iterable[str] | None = None) -> list[tuple[str, ...]]:
+    """The cells left to train under ``out`` (of the settings ``noises``, default all), in at most ``jobs`` groups of
+    about as many layers left each (:func:`train_layers`), each in training order: for processes that share one
+    sweep, each given one group (:func:`sweep`'s ``only``).  A cell goes with the cell it starts from
+    (:func:`numerics.reproduce.budgets.chains`), so every cell starts as a serial sweep starts it; the chain with the
+    most layers left goes first, each to the group with the fewest so far; a group without cells is left out."""
+    keep = set(parse_noises(budget, noises) if noises else budget.noises)
+    cells = cells_for(budget, parts)
+    left = [c for c in cells if c.noise in keep and ((m := load_cell(Path(out), c, budget)) is None or goes_on(m, budget))]
+    units = chains(budget, left)
+    groups: list[tuple[int, list[Cell]]] = [(0, []) for _ in range(max(1, int(jobs)))]
+    for unit in sorted(units, key=lambda u: -sum(train_layers(c, budget) for c in u)):
         k = min(range(len(groups)), key=lambda i: groups[i][0])
-        groups[k] = (groups[k][0] + left[nz], groups[k][1] + [nz])
-    return [tuple(g) for _, g in groups if g]
+        groups[k] = (groups[k][0] + sum(train_layers(c, budget) for c in unit), groups[k][1] + unit)
+    order = {c.name: i for i, c in enumerate(cells)}
+    return [tuple(sorted((c.name for c in g), key=order.__getitem__)) for _, g in groups if g]
 
 
 def finished_parts(budget: Budget, out: Path) -> tuple[str, ...]:

@@ -329,8 +329,8 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         f"(tuned on {budget.tune_sequences} others), so every difference is paired; profiles: {budget.profile_points} "
         f"σ values × {budget.profile_sequences} sequences.",
         f"- {len(sw.cells)} cells, {secs / 60:.1f} min of cell time (training + evaluation, summed over cells), "
-        f"{busy / 3600:.2f} h of machine time (cells that ran at the same time, in sweeps given different `--noise` "
-        "settings, count once)"
+        f"{busy / 3600:.2f} h of machine time (cells that ran at the same time, in processes side by side, "
+        "count once)"
         + ("; by device: " + ", ".join(f"{n} cells in {t / 3600:.2f} h on {k}" for k, (n, t) in devices.items())
            if len(devices) > 1 else "")
         + (f"; **{len(sw.missing)} cells are not trained yet** (`–` in the tables; a claim that reads one gives its "

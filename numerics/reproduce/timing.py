@@ -19,7 +19,7 @@ def runs(cells: Any) -> Any:
 
 def machine_seconds(cells: Any) -> float:
     """Seconds the machine spent on ``cells`` (their ``metrics.json``): the length of the union of the intervals
-    ``"wall"`` during which they ran, so that cells of sweeps that ran side by side (``--noise``) count once, plus
+    ``"wall"`` during which they ran, so that cells of processes that ran side by side (``--jobs``, ``--noise``, ``--cell``) count once, plus
     the ``"seconds"`` of cells stored without ``"wall"``; a cell's failed attempts (``"attempts"``) count too."""
     cells = list(runs(cells))  # read twice below
     spans = sorted(tuple(m["wall"]) for m in cells if m.get("wall"))

@@ -694,7 +694,7 @@ def test_a_corrupt_run_directory_of_a_cell_is_named_as_under_runs(tmp_path):
 
 
 def test_jobs_split_the_settings_left_between_processes(swept, tmp_path, monkeypatch, capsys):
-    """``--jobs 2`` gives each process the settings of about as many layers left, runs them side by side, then
+    """``--jobs 2`` gives each process cells of about as many layers left, runs them side by side, then
     writes the report from every cell; a process that fails is named, and its exit status returned."""
     import shutil
     import subprocess
@@ -705,18 +705,18 @@ def test_jobs_split_the_settings_left_between_processes(swept, tmp_path, monkeyp
     shutil.copytree(root / "out", out)
     for name in ("diag-L1-uniform1", "diag-L2-categorical1_3"):  # 1 and 2 layers left
         (out / "models" / name / "metrics.json").unlink()
-    assert ex.split_noises(TEST, parts, out, 2) == [("categorical:1,3",), ("uniform:1",)]
-    assert ex.split_noises(TEST, parts, out, 1) == [("categorical:1,3", "uniform:1")]
-    assert ex.split_noises(TEST, parts, out, 3, ["uniform:1"]) == [("uniform:1",)]
+    assert ex.split_cells(TEST, parts, out, 2) == [("diag-L2-categorical1_3",), ("diag-L1-uniform1",)]
+    assert ex.split_cells(TEST, parts, out, 1) == [("diag-L1-uniform1", "diag-L2-categorical1_3")]
+    assert ex.split_cells(TEST, parts, out, 3, ["uniform:1"]) == [("diag-L1-uniform1",)]
     launched, status = [], {}
 
     class Process:  # trains its settings in this process, with the stub trainer
         def __init__(self, argv, stdout=None):
-            noises = [argv[i + 1] for i, a in enumerate(argv) if a == "--noise"]
-            launched.append(noises)
+            named = [argv[i + 1] for i, a in enumerate(argv) if a == "--cell"]
+            launched.append(named)
             ex.sweep(TEST, parts, Path(argv[argv.index("--out") + 1]), Path(argv[argv.index("--runs") + 1]),
-                     trainer=StubTrainer(), noises=noises)
-            self.code = status.get(tuple(noises), 0)
+                     trainer=StubTrainer(), only=named)
+            self.code = status.get(tuple(named), 0)
 
         def wait(self):
             return self.code
@@ -728,14 +728,14 @@ def test_jobs_split_the_settings_left_between_processes(swept, tmp_path, monkeyp
     argv = ["reproduce", "--budget", "test", "--only", ",".join(parts), "--out", str(out), "--runs", str(runs),
             "--jobs", "2"]
     assert main(argv) == 0
-    assert launched == [["categorical:1,3"], ["uniform:1"]]
+    assert launched == [["diag-L2-categorical1_3"], ["diag-L1-uniform1"]]
     assert all((out / "models" / n / "metrics.json").exists() for n in ("diag-L1-uniform1", "diag-L2-categorical1_3"))
-    assert "2 process(es) side by side: categorical:1,3 | uniform:1" in capsys.readouterr().err
+    assert "2 process(es) side by side, 1, 1 cells" in capsys.readouterr().err
     (out / "models" / "diag-L1-uniform1" / "metrics.json").unlink()
-    status[("uniform:1",)] = 3
+    status[("diag-L1-uniform1",)] = 3
     assert main(argv) == 3
     err = capsys.readouterr().err
-    assert "error: the process for uniform:1 exited with status 3; its finished cells are kept" in err
+    assert "error: the process for diag-L1-uniform1 exited with status 3; its finished cells are kept" in err
 
 
 @pytest.mark.slow

@@ -271,7 +271,7 @@ def test_every_example_of_each_command_is_refused(sandbox) -> None:  # noqa: ANN
         (["reproduce", "--budget", "test", "--noise", "uniform:1", "--convergence"], "--convergence: not allowed with argument --noise"),
         (["reproduce", "--budget", "test", "--cell", "diag-L9-uniform1"], "--cell must name a cell of budget test"),
         (["reproduce", "--budget", "test", "--cell", "diag-L2-uniform1"], "starts from diag-L1-uniform1"),
-        (["reproduce", "--budget", "test", "--cell", "diag-L1-uniform1", "--jobs", "2"], "--jobs 2 splits the sweep"),
+        (["reproduce", "--budget", "test", "--cell", "diag-L1-uniform1", "--jobs", "2"], "--jobs 2 splits the cells left"),
         (["reproduce", "--cell", "diag-L1-uniform1", "--noise", "uniform:1"], "--noise: not allowed with argument --cell"),
         (["reproduce", "--budget", "test", "--no-train", "--convergence"], "--convergence: not allowed with argument --no-train"),
         (["reproduce", "--budget", "test", "--convergence", "--cell", "diag-L9-uniform1"], "--cell must name a cell of budget test"),

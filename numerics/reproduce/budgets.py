@@ -287,9 +287,7 @@ def parse_cells(budget: Budget, specs: Iterable[str],
         if name not in grid:
             raise ValueError(f"--cell must name a cell of budget {budget.name} as under OUT/models/ "
                              f"(MODEL-L<depth>-<noise>, such as {next(iter(grid))}); got {name!r}")
-        asked: list[Cell] = []  # the recipe's choices the grid holds (quick has no depth 3 for depth 4 to start from)
-        recipe_start(grid[name], budget, lambda c: asked.append(c) or (Path(c.name) if c.name in grid else None))
-        asked = [c for c in asked if c.name in grid]
+        asked = [c for c in start_choices(grid[name], budget) if c.name in grid]  # quick has no depth 3 for depth 4
         if asked and asked[0].name not in names and not finished(asked[0]):
             raise ValueError(f"--cell {name} starts from {asked[0].name}, which is not finished under --out; "
                              f"name that cell too (--cell {asked[0].name})")
@@ -307,9 +305,17 @@ def recipe_start(cell: Cell, budget: Budget, finished: Callable[[Cell], Path | N
                      over_depth=budget.continuation)
 
 
+def start_choices(cell: Cell, budget: Budget) -> list[Cell]:
+    """Every cell the cell's recipe (:func:`recipe_start`) may start from, in the order it tries them: it takes the
+    first that is finished and passing."""
+    asked: list[Cell] = []
+    recipe_start(cell, budget, lambda c: asked.append(c) or None)
+    return asked
+
+
 def chains(budget: Budget, cells: Iterable[Cell]) -> list[list[Cell]]:
     """``cells`` in groups closed under "starts from": a cell is in the group of every cell its recipe may start from
-    (:func:`recipe_start`'s choices) that is among ``cells`` too (left to train, so not finished yet).
+    (:func:`start_choices`) that is among ``cells`` too (left to train, so not finished yet).
     A process given a group then starts every cell as a serial sweep does: from its DIAG cell, or the cell one layer
     shallower, not from the random start because that cell trains elsewhere.  Groups keep ``cells``' order."""
     cells = list(cells)
@@ -321,9 +327,7 @@ def chains(budget: Budget, cells: Iterable[Cell]) -> list[list[Cell]]:
         return name
 
     for c in cells:
-        asked: list[Cell] = []
-        recipe_start(c, budget, lambda s: asked.append(s) or None)  # every start it would take, in order
-        for s in (a for a in asked if a.name in root):
+        for s in (a for a in start_choices(c, budget) if a.name in root):
             root[find(c.name)] = find(s.name)
     groups: dict[str, list[Cell]] = {}
     for c in cells:

@@ -310,11 +310,11 @@ def split_cells(budget: Budget, parts: Iterable[str], out: Path, jobs: int,
     keep = set(parse_noises(budget, noises) if noises else budget.noises)
     cells = cells_for(budget, parts)
     left = [c for c in cells if c.noise in keep and ((m := load_cell(Path(out), c, budget)) is None or goes_on(m, budget))]
-    units = chains(budget, left)
+    units = [(sum(train_layers(c, budget) for c in u), u) for u in chains(budget, left)]
     groups: list[tuple[int, list[Cell]]] = [(0, []) for _ in range(max(1, int(jobs)))]
-    for unit in sorted(units, key=lambda u: -sum(train_layers(c, budget) for c in u)):
+    for layers, unit in sorted(units, key=lambda u: -u[0]):
         k = min(range(len(groups)), key=lambda i: groups[i][0])
-        groups[k] = (groups[k][0] + sum(train_layers(c, budget) for c in unit), groups[k][1] + unit)
+        groups[k] = (groups[k][0] + layers, groups[k][1] + unit)
     order = {c.name: i for i, c in enumerate(cells)}
     return [tuple(sorted((c.name for c in g), key=order.__getitem__)) for _, g in groups if g]
 

@@ -56,9 +56,14 @@ def draw(cfg: TrainConfig, key: jax.Array, batch: int, sharding: Any = None, val
     return b
 
 
+def batch_mesh(devices: list | tuple | None = None) -> Mesh:
+    """The 1-D ``batch`` mesh of ``devices`` (default: all) that training runs on."""
+    return Mesh(np.asarray(devices if devices is not None else jax.devices()), ("batch",))
+
+
 def batch_sharding(devices: list | None = None) -> Callable[[int], NamedSharding]:
-    """``ndim ↦`` sharding that splits axis 0 (the batch) over all devices of a 1-D mesh."""
-    mesh = Mesh(np.asarray(devices if devices is not None else jax.devices()), ("batch",))
+    """``ndim ↦`` sharding that splits axis 0 (the batch) over all devices of :func:`batch_mesh`."""
+    mesh = batch_mesh(devices)
     return lambda ndim: NamedSharding(mesh, PartitionSpec("batch", *([None] * (ndim - 1))))
 
 

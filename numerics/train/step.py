@@ -21,11 +21,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import NamedSharding, PartitionSpec
 
 from numerics.models.kinds import DIAG
 from numerics.train.config import MAX_SKIPS, TRUST_FLOOR, TRUST_REGROW, TRUST_STRIDE, TrainConfig, default_warmup
-from numerics.train.objective import batch_sharding, data_key, draw, loss_fn, static_config
+from numerics.train.objective import batch_mesh, batch_sharding, data_key, draw, loss_fn, static_config
 
 
 class TrainState(NamedTuple):
@@ -240,10 +240,10 @@ CHUNK_CACHE: dict = {}
 
 def place(state: Any, devices: tuple) -> Any:
     """``state`` (a :class:`TrainState`, or any tree of its arrays) replicated over the 1-D ``batch`` mesh of
-    ``devices``, committed, as the compiled chunk returns it: a chunk's program is keyed on its arguments' types,
+    ``devices`` (:func:`numerics.train.objective.batch_mesh`), committed, as the compiled chunk returns it: a chunk's program is keyed on its arguments' types,
     and an array's type carries its mesh, so a start built on the host (:func:`numerics.train.init_state`, a
     checkpoint, a rollback's halved ``rho``) would otherwise compile the chunk a second time.  Values unchanged."""
-    return jax.device_put(state, NamedSharding(Mesh(np.asarray(devices), ("batch",)), PartitionSpec()))
+    return jax.device_put(state, NamedSharding(batch_mesh(devices), PartitionSpec()))
 
 
 def chunk_fn(cfg: TrainConfig, length: int, devices: tuple) -> Chunk:

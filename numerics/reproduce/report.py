@@ -269,10 +269,10 @@ def attempts_lines(cells: Any, attempts: int) -> list[str]:
     failed = [m for m in cells if m.get("failed")]
     out = []
     if later:
-        out.append(f"- {len(later)} cells passed at a later attempt, trained again with the next master seed after "
+        out.append(f"- {len(later)} of {len(cells)} cells passed at a later attempt, trained again with the next master seed after "
                    "failing even with the rescue: " + ", ".join(f"{m['cell']} ({why(m)})" for m in later) + ".")
     if failed:
-        out.append(f"- **{len(failed)} cells failed** every attempt (`–` in the tables; at most {attempts} attempts "
+        out.append(f"- **{len(failed)} of {len(cells)} cells failed** every attempt (`–` in the tables; at most {attempts} attempts "
                    "a cell): " + ", ".join(f"{m['cell']} ({why(m)})" for m in failed) + ".")
     return out
 

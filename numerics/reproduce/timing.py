@@ -21,13 +21,19 @@ def machine_seconds(cells: Any) -> float:
     """Seconds the machine spent on ``cells`` (their ``metrics.json``): the length of the union of the intervals
     ``"wall"`` during which they ran, so that cells of processes that ran side by side (``--jobs``, ``--noise``, ``--cell``) count once, plus
     the ``"seconds"`` of cells stored without ``"wall"``; a cell's failed attempts (``"attempts"``) count too."""
-    cells = list(runs(cells))  # read twice below
-    spans = sorted(tuple(m["wall"]) for m in cells if m.get("wall"))
+    return union_seconds(runs(cells))
+
+
+def union_seconds(flat: Any) -> float:
+    """The length of the union of the runs' ``"wall"`` intervals, plus the ``"seconds"`` of runs stored without one;
+    ``flat`` holds single runs (:func:`runs`), whose own earlier runs are not counted again."""
+    flat = list(flat)  # read twice below
+    spans = sorted(tuple(m["wall"]) for m in flat if m.get("wall"))
     total, end = 0.0, -float("inf")
     for a, b in spans:
         total += max(0.0, b - max(a, end))
         end = max(end, b)
-    return total + sum(m.get("seconds", 0.0) for m in cells if not m.get("wall"))
+    return total + sum(m.get("seconds", 0.0) for m in flat if not m.get("wall"))
 
 
 def machine_shares(cells: Any) -> list[float]:
@@ -55,7 +61,7 @@ def by_device(cells: Any) -> dict[str, tuple[int, float]]:
     for i, m in enumerate(cells):
         for r in runs([m]):
             groups.setdefault(r.get("device") or m.get("device") or "cpu", {}).setdefault(i, []).append(r)
-    return {k: (len(v), machine_seconds([r for rs in v.values() for r in rs])) for k, v in sorted(groups.items())}
+    return {k: (len(v), union_seconds(r for rs in v.values() for r in rs)) for k, v in sorted(groups.items())}
 
 
 def layers_to_train(names: Any, budget: Any) -> int:
@@ -66,4 +72,4 @@ def layers_to_train(names: Any, budget: Any) -> int:
     return sum(train_layers(cells[n], budget) for n in names)
 
 
-__all__ = ["by_device", "layers_to_train", "machine_seconds", "machine_shares", "runs"]
+__all__ = ["by_device", "layers_to_train", "machine_seconds", "machine_shares", "runs", "union_seconds"]

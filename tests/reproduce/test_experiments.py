@@ -119,6 +119,8 @@ def test_report_splits_machine_time_by_device(swept):
     cells = [{"wall": [0, 10]}, {"wall": [5, 12], "device": "cpu"}, {"wall": [5, 8], "device": "H100"},
              {"seconds": 30}]
     assert by_device(cells) == {"H100": (1, 3.0), "cpu": (3, 42.0)}  # a cell stored without a device ran on a CPU
+    went_on = {"wall": [100, 104], "device": "H100", "continued": [{"wall": [50, 90], "device": "cpu"}]}
+    assert by_device([went_on]) == {"H100": (1, 4.0), "cpu": (1, 40.0)}  # each run counts on its own device only
     gpu = dict(sw.cells)
     name = next(iter(gpu))
     gpu[name] = gpu[name] | {"device": "H100"}
@@ -265,7 +267,7 @@ def test_a_cell_that_fails_every_rescue_is_trained_again_with_the_next_seed(tmp_
     assert (tmp_path / "out" / "models" / cell.name / "model.npz").exists()
     assert ex.load_cell(tmp_path / "out", cell, TEST) == json.loads(json.dumps(m))
     [line] = attempts_lines([m], TEST.attempts)
-    assert "1 cells passed at a later attempt" in line and cell.name in line and "attempt 1: training left" in line
+    assert "1 of 1 cells passed at a later attempt" in line and cell.name in line and "attempt 1: training left" in line
 
 
 def test_a_stored_failed_cell_with_attempts_left_goes_on_with_its_next_attempt(tmp_path):
@@ -291,7 +293,7 @@ def test_a_stored_failed_cell_with_attempts_left_goes_on_with_its_next_attempt(t
     assert m["failed"] and m["attempt"] == 2 and [a["attempt"] for a in m["attempts"]] == [1]
     assert ex.load_cell(tmp_path / "o2", cell, TEST) is not None
     [line] = attempts_lines([m], TEST.attempts)
-    assert "1 cells failed" in line and "attempt 1: training left" in line and "attempt 2: training left" in line
+    assert "1 of 1 cells failed" in line and "attempt 1: training left" in line and "attempt 2: training left" in line
 
 
 def test_the_convergence_check_retrains_the_attempt_that_passed(tmp_path):

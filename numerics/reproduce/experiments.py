@@ -191,12 +191,14 @@ def attempt_config(cell: Cell, budget: Budget, k: int) -> Any:
 
 def attempt_record(metrics: dict[str, Any]) -> dict[str, Any]:
     """What ``"attempts"`` keeps of a failed attempt: its number, master seed, why it failed, its loss and largest
-    per-sequence loss on the evaluation sequences, its training steps, the rescue's scale, and when it ran."""
+    per-sequence loss on the evaluation sequences, its training steps, the rescue's scale, when and where it ran, and
+    the runs it went on from (``"continued"``), so that :func:`numerics.reproduce.timing.runs` counts them."""
     return {"attempt": metrics.get("attempt", 1), "seed": metrics.get("seed", metrics["signature"]["train"]["seed"]),
             "failed": metrics["failed"], "loss": metrics["eval"]["loss"], "max": metrics["eval"]["tail"].get("max"),
             "steps": metrics["train"]["steps"], "converged": metrics["train"]["converged"],
             "rescue": (metrics.get("rescue") or {}).get("scale"), "seconds": metrics["seconds"],
-            "wall": metrics.get("wall")}
+            "wall": metrics.get("wall"), "device": metrics.get("device")} \
+        | ({"continued": metrics["continued"]} if metrics.get("continued") else {})
 
 
 def stored_attempts(dest: Path, cell: Cell, budget: Budget) -> list[dict[str, Any]]:

@@ -13,8 +13,10 @@ from typing import Any
 
 def runs(cells: Any) -> Any:
     """Every training run behind ``cells``: each cell's kept attempt, its failed ones (``"attempts"``) and the runs it
-    went on from (``"continued"``)."""
-    return (r for m in cells for r in (m, *m.get("attempts", ()), *m.get("continued", ())))
+    went on from (``"continued"``), and theirs in turn (a failed attempt that went on from a record)."""
+    for m in cells:
+        yield m
+        yield from runs((*m.get("attempts", ()), *m.get("continued", ())))
 
 
 def machine_seconds(cells: Any) -> float:

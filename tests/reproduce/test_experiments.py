@@ -121,6 +121,10 @@ def test_report_splits_machine_time_by_device(swept):
     assert by_device(cells) == {"H100": (1, 3.0), "cpu": (3, 42.0)}  # a cell stored without a device ran on a CPU
     went_on = {"wall": [100, 104], "device": "H100", "continued": [{"wall": [50, 90], "device": "cpu"}]}
     assert by_device([went_on]) == {"H100": (1, 4.0), "cpu": (1, 40.0)}  # each run counts on its own device only
+    failed = {"failed": "tail check", "eval": {"loss": 1.0, "tail": {"max": 2e4}}, "seconds": 4,
+              "train": {"steps": 9, "converged": True}, "signature": {"train": {"seed": 0}}} | went_on
+    kept = {"wall": [200, 210], "device": "H100", "attempts": [ex.attempt_record(failed)]}
+    assert by_device([kept]) == {"H100": (1, 14.0), "cpu": (1, 40.0)}  # a failed attempt's earlier runs count too
     gpu = dict(sw.cells)
     name = next(iter(gpu))
     gpu[name] = gpu[name] | {"device": "H100"}

@@ -129,8 +129,8 @@ class ProgressDisplay:
             if self.bar is not None:
                 self.bar.update(self.task, completed=self.done, stat=stat, description=self._next())
             else:
-                print(f"[{self.done}/{self.total}] {info['name']}: adjusted loss {info['loss']:.4f}; {stat}",
-                      file=sys.stderr, flush=True)
+                result = f"FAILED ({info['failed']})" if info.get("failed") else f"adjusted loss {info['loss']:.4f}"
+                print(f"[{self.done}/{self.total}] {info['name']}: {result}; {stat}", file=sys.stderr, flush=True)
         elif event == "baselines":
             if self.bar is not None:
                 self.bar.update(self.task, description=f"baselines {info['noise']}")

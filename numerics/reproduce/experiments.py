@@ -349,8 +349,8 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
 
     ``progress(event, info)`` is called with ``("start", {"total", "done", "todo", "layers", "depths"})`` (the
     cells to train here, the layers each trains, :func:`numerics.reproduce.budgets.train_layers`, and their depths),
-    ``("cell", {...})`` after
-    each cell and ``("baselines", {"noise"})``."""
+    ``("cell", {"name", "seconds", "loss", "failed"})`` after each cell (``"failed"``: why it failed, or ``None``) and
+    ``("baselines", {"noise"})``."""
     out, runs, t0 = Path(out), Path(runs), time.perf_counter()
     cells = cells_for(budget, parts)
     have = {c.name: load_cell(out, c, budget) for c in cells}
@@ -379,7 +379,7 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
             clear_caches()  # the cells of one depth share their programs (any noise); others only accumulate
         if progress:
             progress("cell", {"name": c.name, "seconds": time.perf_counter() - t,
-                              "loss": have[c.name]["eval"]["loss"]})
+                              "loss": have[c.name]["eval"]["loss"], "failed": have[c.name].get("failed")})
     base = {}
     for nz in noises_for(cells):
         if progress:

@@ -29,3 +29,14 @@ def test_the_first_line_has_no_eta_before_a_cell_took_time(capsys):
     show("start", {"total": 1, "done": 0, "todo": ["diag-L1-a"], "layers": [1], "depths": [1]})
     show("cell", {"name": "diag-L1-a", "seconds": 0.0, "loss": 0.5})
     assert capsys.readouterr().err.strip().splitlines()[1].endswith("last 0m00s, mean 0m00s/cell")
+
+
+def test_a_failed_cell_is_named_failed_with_its_reason_not_given_a_loss(capsys):
+    """A failed cell is never a table entry, and its progress line does not print its loss as one either."""
+    show = ProgressDisplay("reproduce --budget quick", rich=False, quiet=False)
+    show("start", {"total": 2, "done": 0, "todo": ["full-L4-a", "diag-L4-a"], "layers": [4, 4], "depths": [4, 4]})
+    show("cell", {"name": "full-L4-a", "seconds": 60.0, "loss": 0.1235, "failed": "tail check: 2 of 1000000 above"})
+    show("cell", {"name": "diag-L4-a", "seconds": 60.0, "loss": 0.1249, "failed": None})
+    failed, passed = capsys.readouterr().err.strip().splitlines()[1:]
+    assert failed.startswith("[1/2] full-L4-a: FAILED (tail check: 2 of 1000000 above); last 1m00s")
+    assert "0.1235" not in failed and passed.startswith("[2/2] diag-L4-a: adjusted loss 0.1249; last 1m00s")

@@ -298,6 +298,11 @@ def test_a_stored_failed_cell_with_attempts_left_goes_on_with_its_next_attempt(t
     assert ex.load_cell(tmp_path / "o2", cell, TEST) is not None
     [line] = attempts_lines([m], TEST.attempts)
     assert "1 of 1 cells failed" in line and "attempt 1: training left" in line and "attempt 2: training left" in line
+    events = []  # the sweep's progress names the failure, so that its line does not print the loss as a result
+    ex.sweep(TEST, ("table1",), tmp_path / "o3", tmp_path / "r3", progress=lambda e, info: events.append((e, info)),
+             trainer=Never(), only=[cell.name])
+    [done] = [info for e, info in events if e == "cell"]
+    assert done["name"] == cell.name and done["failed"].startswith("training left")
 
 
 def test_the_convergence_check_retrains_the_attempt_that_passed(tmp_path):

@@ -333,8 +333,9 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         "count once)"
         + ("; by device: " + ", ".join(f"{n} cells in {t / 3600:.2f} h on {k}" for k, (n, t) in devices.items())
            if len(devices) > 1 else "")
-        + (f"; **{len(sw.missing)} cells are not trained yet** (`–` in the tables; a claim that reads one gives its "
-           "verdict so far, on the finished cells, and a figure that needs one is not drawn). " + _left(sw, budget)
+        + (f"; **{len(sw.missing)} of {len(sw.cells) + len(sw.missing)} cells are not trained yet** (`–` in the "
+           "tables; a claim that reads one gives its verdict so far, on the finished cells, and a figure that needs one "
+           "is not drawn). " + _left(sw, budget)
            if getattr(sw, "missing", None) else "."),
         *attempts_lines(sw.cells.values(), budget.attempts), *capped_lines(sw.cells, budget), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "

@@ -254,6 +254,12 @@ def goes_on(m: dict[str, Any], budget: Budget) -> bool:
     return not m.get("failed") and t.get("converged") is False and len(t.get("stages", ())) < budget.stages.most
 
 
+def left_to_train(m: dict[str, Any] | None, budget: Budget) -> bool:
+    """A cell whose stored record ``m`` (``None``: none usable) the sweep still trains: none yet, or one that goes on
+    (:func:`goes_on`)."""
+    return m is None or goes_on(m, budget)
+
+
 def train_layers(cell: Cell, budget: Budget) -> int:
     """The layers a cell trains, the measure of its cost: its depth, times the budget's ``seeds`` for a Fig. 5 cell
     (its seed replicas)."""

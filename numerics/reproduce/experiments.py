@@ -53,7 +53,8 @@ from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, loa
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
     PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, chains, full_start, get_budget, goes_on,
-    noises_for, parse_cells, parse_noises, parse_parts, recipe_start, same_signature, slug, train_config, train_layers)  # noqa: F401  (re-exported)
+    left_to_train, noises_for, parse_cells, parse_noises, parse_parts, recipe_start, same_signature, slug,
+    train_config, train_layers)  # noqa: F401  (re-exported)
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
     evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
 
@@ -311,7 +312,7 @@ def split_cells(budget: Budget, parts: Iterable[str], out: Path, jobs: int,
     most layers left goes first, each to the group with the fewest so far; a group without cells is left out."""
     keep = set(parse_noises(budget, noises) if noises else budget.noises)
     cells = cells_for(budget, parts)
-    left = [c for c in cells if c.noise in keep and ((m := load_cell(Path(out), c, budget)) is None or goes_on(m, budget))]
+    left = [c for c in cells if c.noise in keep and left_to_train(load_cell(Path(out), c, budget), budget)]
     units = [(sum(train_layers(c, budget) for c in u), u) for u in chains(budget, left)]
     groups: list[tuple[int, list[Cell]]] = [(0, []) for _ in range(max(1, int(jobs)))]
     for layers, unit in sorted(units, key=lambda u: -u[0]):
@@ -363,7 +364,7 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     for c in cells:
         if train and have[c.name] is not None and c.name in mine:
             have[c.name] = rejudge(c, budget, out, have[c.name])
-    todo = [c for c in cells if have[c.name] is None or goes_on(have[c.name], budget)]  # goes_on: has a result
+    todo = [c for c in cells if left_to_train(have[c.name], budget)]  # one that goes on has a result already
     missing = [c.name for c in todo if have[c.name] is None and (not train or c.name not in mine)]
     todo = [c for c in todo if train and c.name in mine]
     if progress:

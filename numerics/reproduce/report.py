@@ -269,11 +269,11 @@ def attempts_lines(cells: Any, attempts: int) -> list[str]:
     failed = [m for m in cells if m.get("failed")]
     out = []
     if later:
-        out.append(f"- {len(later)} of {len(cells)} cells passed at a later attempt, trained again with the next master seed after "
-                   "failing even with the rescue: " + ", ".join(f"{m['cell']} ({why(m)})" for m in later) + ".")
+        out.append(f"- {len(later)} of {len(cells)} cells passed at a later attempt, trained again with the next "
+                   "master seed after failing even with the rescue: " + ", ".join(f"{m['cell']} ({why(m)})" for m in later) + ".")
     if failed:
-        out.append(f"- **{len(failed)} of {len(cells)} cells failed** every attempt (`–` in the tables; at most {attempts} attempts "
-                   "a cell): " + ", ".join(f"{m['cell']} ({why(m)})" for m in failed) + ".")
+        out.append(f"- **{len(failed)} of {len(cells)} cells failed** every attempt (`–` in the tables; at most "
+                   f"{attempts} attempts a cell): " + ", ".join(f"{m['cell']} ({why(m)})" for m in failed) + ".")
     return out
 
 
@@ -334,8 +334,8 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
         + ("; by device: " + ", ".join(f"{n} cells in {t / 3600:.2f} h on {k}" for k, (n, t) in devices.items())
            if len(devices) > 1 else "")
         + (f"; **{len(sw.missing)} of {len(sw.cells) + len(sw.missing)} cells are not trained yet** (`–` in the "
-           "tables; a claim that reads one gives its verdict so far, on the finished cells, and a figure that needs one "
-           "is not drawn). " + _left(sw, budget)
+           "tables; a claim that reads one gives its verdict so far, on the finished cells, and a figure that needs "
+           "one is not drawn). " + _left(sw, budget)
            if getattr(sw, "missing", None) else "."),
         *attempts_lines(sw.cells.values(), budget.attempts), *capped_lines(sw.cells, budget), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "

@@ -21,8 +21,9 @@ def runs(cells: Any) -> Any:
 
 def machine_seconds(cells: Any) -> float:
     """Seconds the machine spent on ``cells`` (their ``metrics.json``): the length of the union of the intervals
-    ``"wall"`` during which they ran, so that cells of processes that ran side by side (``--jobs``, ``--noise``, ``--cell``) count once, plus
-    the ``"seconds"`` of cells stored without ``"wall"``; a cell's failed attempts (``"attempts"``) count too."""
+    ``"wall"`` during which they ran, so that cells of processes that ran side by side (``--jobs``, ``--noise``,
+    ``--cell``) count once, plus the ``"seconds"`` of cells stored without ``"wall"``; every run of :func:`runs`
+    counts."""
     return union_seconds(runs(cells))
 
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "config": ("DIAG_FRACTION", "GDPP_XX", "HISTORY", "INITS", "MAX_SKIPS", "TRUST_FLOOR", "TRUST_REGROW",
                "TRUST_STRIDE", "WARMUP_MIN", "Y_STEPS", "TrainConfig", "config_dict", "default_warmup"),
-    "objective": ("Aux", "batch_mesh", "batch_sharding", "data_key", "diag_part", "draw", "effective_params", "huber", "loss_fn",
-                  "noise_values", "static_config"),
+    "objective": ("Aux", "batch_mesh", "batch_sharding", "data_key", "diag_part", "draw", "effective_params", "huber",
+                  "loss_fn", "noise_values", "static_config"),
     "step": ("CHUNK_CACHE", "TrainState", "chunk_fn", "lr_at", "make_chunk", "optimizer", "place", "project", "y_moment",
              "y_step"),
     "loop": ("Result", "adjusted_losses", "clear_caches", "finite_adjusted", "init_state", "nanmean", "train", "training_devices",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +246,13 @@ def same_signature(stored: Any, cell: Cell, budget: Budget) -> bool:
             and isinstance(sig.get("stages"), dict) else sig
 
     return uncapped(stored) == uncapped(cell_signature(cell, budget))
+
+
+def own_budget(m: dict[str, Any], budget: Budget) -> Budget:
+    """The budget the stored cell ``m`` was trained under: ``budget``, with every stage ``factor`` times longer for a
+    cell that took its convergence check's longer run (``"adopted"``, :func:`numerics.reproduce.convergence.adopt`)."""
+    factor = int((m.get("adopted") or {}).get("factor", 1))
+    return budget if factor == 1 else replace(budget, stages=budget.stages.scaled(factor))
 
 
 def goes_on(m: dict[str, Any], budget: Budget) -> bool:

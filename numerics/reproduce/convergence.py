@@ -11,6 +11,14 @@ holds when the paired change of the mean adjusted loss is below :data:`REL` of i
 of the paired difference, or the float32 floor (:func:`float32_floor`): a model whose loss sits at the resolution
 of the float32 pass it trains with moves by rounding alone, in either direction, however long it trains.
 
+A check that does not hold because the longer run ended *lower* shows that the cell's own stopping rule stopped it
+too early (a stage that ends above its start counts as converged, :func:`numerics.train.continuation.converged`,
+and one unstable stage can end the cell while more steps still help).  The cell then takes the longer run
+(:func:`adopt`): it is the better model, trained by the same rules with longer stages and judged by the same
+evaluation.  The check then asks the same question of it, at twice its length, and its entry names the run it
+replaced.  A cell whose stages are :data:`MOST_FACTOR` times the budget's keeps its verdict.  Cells that started from
+the replaced model (FULL from the DIAG cell of its depth) are trained again by the next sweep.
+
 :data:`CELLS` names the cells per budget, spread over the three models, shallow and deep, and the noise settings.
 ``OUT/convergence.json`` keeps one entry per checked cell; a rerun reuses both the entries and the retrained
 cells.  :func:`check` takes other cells too (``lintf reproduce --convergence --cell NAME``, :func:`named`), and
@@ -30,8 +38,8 @@ import numpy as np
 
 from numerics.data import Noise
 from numerics.evaluate import losses as evaluation
-from numerics.io import atomic_write_json, load_model, read_json
-from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, goes_on, parse_cells
+from numerics.io import atomic_write_bytes, atomic_write_json, load_model, read_json
+from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, goes_on, own_budget, parse_cells
 from numerics.reproduce.experiments import Trainer, cell_dir, eval_key, load_cell, run_cell, train_rundir
 
 #: How many times longer every stage of the retrained cell is.
@@ -41,6 +49,10 @@ REL = 0.03
 SE = 2.0
 #: ... or by less than :func:`float32_floor`, the loss of rounding the targets to float32.
 FLOOR = "float32"
+
+#: A cell whose longer run ends lower than the check allows takes that run (:func:`adopt`) and is checked again at
+#: twice its length, as long as its stages stay at most ``MOST_FACTOR`` times the budget's.
+MOST_FACTOR = 4
 
 #: The cells each budget checks.
 CELLS: dict[str, tuple[Cell, ...]] = {
@@ -83,18 +95,23 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
     base = load_cell(out, cell, budget)
     if base is None or base.get("failed") or goes_on(base, budget):
         return None
-    longer = replace(budget, stages=budget.stages.scaled(factor))
+    own = own_budget(base, budget).stages.steps // budget.stages.steps  # > 1 for a cell that adopted a longer run
+    longer = replace(budget, stages=budget.stages.scaled(factor * own))
     where = out / "convergence"
     least = len(base["train"]["stages"])
     alone = replace(cell, keep_seeds=False)  # the cell's model, without Fig. 5's seed replicas
     again = load_cell(where, alone, longer)
     if again is None or len(again["train"]["stages"]) < least:
-        again = run_cell(alone, longer, where, runs / f"convergence{factor}", trainer, starts=out, least=least,
+        again = run_cell(alone, longer, where, runs / f"convergence{factor * own}", trainer, starts=out, least=least,
                          first=base.get("attempt", 1))
     a = losses(cell_dir(out, cell) / "model.npz", cell, budget)
     entry = {"cell": cell.name, "factor": factor, "steps": base["train"]["steps"],
              "steps_longer": again["train"]["steps"], "loss": float(a.mean()),
              "se": float(a.std(ddof=1) / np.sqrt(len(a)))}
+    if base.get("adopted"):  # what the cell held before it took its longer run, and the check that made it do so
+        gone = base["adopted"]
+        entry["adopted"] = {"factor": own, "loss": gone["replaced"]["loss"], "steps": gone["replaced"]["steps"],
+                            "relative": gone["check"]["relative"]}
     if again.get("failed"):
         return entry | {"failed": again["failed"], "holds": False}
     diff = losses(cell_dir(where, cell) / "model.npz", cell, budget) - a
@@ -103,6 +120,53 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
     return entry | {"loss_longer": float(a.mean() + change), "change": change, "change_se": se,
                     "relative": change / abs(float(a.mean())), "floor": floor,
                     "holds": within(change, float(a.mean()), se, floor)}
+
+
+def adopt(cell: Cell, budget: Budget, out: Path, entry: dict[str, Any]) -> bool:
+    """The cell takes the longer run of a check that did not hold because that run ended lower: the run the check
+    made under ``OUT/convergence/models/<cell>/`` becomes the cell, with ``"adopted"`` in its ``metrics.json`` (the
+    stage factor over the budget's, the check's entry, and the replaced run's loss, steps and timing), and
+    :func:`check` checks it again at twice its length.  Not for a run that failed, stopped at its cap without
+    converging, or would have stages more than :data:`MOST_FACTOR` times the budget's, nor for a Fig. 5 cell (its
+    seed replicas were trained with the cell's stages).  Cells that started from the replaced model are marked
+    ``"stale"``: the sweep trains them again from the new one (:func:`numerics.reproduce.experiments.load_cell`).
+    ``True`` when the cell took the run."""
+    dest, where = cell_dir(out, cell), cell_dir(out / "convergence", cell)
+    if entry.get("failed") or entry["holds"] or entry["change"] >= 0 or cell.keep_seeds \
+            or not (where / "metrics.json").exists():
+        return False
+    base, longer = read_json(dest / "metrics.json"), read_json(where / "metrics.json")
+    factor = own_budget(base, budget).stages.steps // budget.stages.steps * int(entry["factor"])
+    if longer.get("failed") or not longer["train"].get("converged") or factor > MOST_FACTOR \
+            or not math.isclose(longer["eval"]["loss"], entry["loss_longer"], rel_tol=1e-9, abs_tol=1e-15):
+        return False
+    gone = {k: base[k] for k in ("seconds", "wall", "device", "continued", "attempts", "adopted") if base.get(k)}
+    record = {"factor": factor, "check": {k: v for k, v in entry.items() if k != "adopted"},
+              "replaced": gone | {"loss": base["eval"]["loss"], "steps": base["train"]["steps"]}}
+    atomic_write_json(where / "metrics.json", longer | {"adopted": record})  # the adoption, before any file moves
+    finish_adoption(cell, out)
+    return True
+
+
+def finish_adoption(cell: Cell, out: Path) -> None:
+    """Move an adopted run (:func:`adopt`) into the cell, mark the cells that started from the replaced model stale,
+    and clear the run's place for the next check; a no-op without one.  Every step can be repeated, so an adoption
+    cut short is finished by the next :func:`check`."""
+    dest, where = cell_dir(out, cell), cell_dir(out / "convergence", cell)
+    m = read_json(where / "metrics.json") if (where / "metrics.json").exists() else {}
+    if not m.get("adopted"):
+        return
+    if read_json(dest / "metrics.json") != m:
+        atomic_write_bytes(dest / "model.npz", (where / "model.npz").read_bytes())
+        atomic_write_json(dest / "metrics.json", m)
+    why = f"it started from {cell.name}, which took its convergence check's longer run"
+    for path in sorted((out / "models").glob("*/metrics.json")):
+        other = read_json(path)
+        start = (other.get("train") or {}).get("start")
+        if start and Path(start).parent.name == cell.name and not other.get("stale") and path.parent != dest:
+            atomic_write_json(path, other | {"stale": why})
+    (where / "model.npz").unlink(missing_ok=True)
+    (where / "metrics.json").unlink()
 
 
 def within(change: float, loss: float, change_se: float, floor: float = 0.0, rel: float = REL, se: float = SE) -> bool:
@@ -152,7 +216,10 @@ def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, 
         entry = have.get(cell.name)
         if entry is not None and not same_base(entry, load_cell(out, cell, budget)):
             entry = None  # the entry checked a model the cell no longer holds
+        finish_adoption(cell, out)
         entry = entry or check_cell(cell, budget, out, runs, FACTOR, trainer)
+        while entry is not None and adopt(cell, budget, out, entry):
+            entry = check_cell(cell, budget, out, runs, FACTOR, trainer)  # the run it took, at twice its length
         if entry is None:
             res["cells"].pop(cell.name, None)
         else:
@@ -190,6 +257,10 @@ def markdown(res: dict[str, Any]) -> str:
             "to float32: the resolution of the float32 pass the cells train with).", "",
             "| cell | steps | loss | steps ×2 | loss ×2 | change (paired) | holds |", "|---|--:|--:|--:|--:|--:|---|"]
     for name, e in res["cells"].items():
+        if e.get("adopted"):  # the cell holds a longer run than the budget's
+            a = e["adopted"]
+            name += (f" (holds its ×{a['factor']} run: the budget's {a['steps']} steps moved by {a['relative']:+.1%} "
+                     "when doubled)")
         if e.get("failed"):
             rows.append(f"| {name} | {e['steps']} | {e['loss']:.4g} | {e['steps_longer']} | "
                         f"failed: {e['failed']} | – | no |")
@@ -202,4 +273,5 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
-__all__ = ["CELLS", "FACTOR", "REL", "SE", "FLOOR", "check", "check_cell", "float32_floor", "losses", "markdown", "named", "same_base", "within"]
+__all__ = ["CELLS", "FACTOR", "MOST_FACTOR", "REL", "SE", "FLOOR", "adopt", "check", "check_cell", "finish_adoption",
+           "float32_floor", "losses", "markdown", "named", "same_base", "within"]

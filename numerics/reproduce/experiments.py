@@ -53,7 +53,7 @@ from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, loa
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
     PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, chains, full_start, get_budget, goes_on,
-    left_to_train, noises_for, parse_cells, parse_noises, parse_parts, recipe_start, same_signature, slug,
+    left_to_train, noises_for, own_budget, parse_cells, parse_noises, parse_parts, recipe_start, same_signature, slug,
     train_config, train_layers)  # noqa: F401  (re-exported)
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
     evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
@@ -105,7 +105,10 @@ def load_cell(out: Path, cell: Cell, budget: Budget) -> dict[str, Any] | None:
     same_rescue = rescued is not None and rescued.get("constants") == rescue_constants(budget.rescue_pool)
     if rescue_again(m, budget):
         return None  # a failed cell without this rescue: rescue it (its training resumes from its run directory)
-    if not same_signature(m.get("signature"), cell, budget) or (rescued is not None and not same_rescue) \
+    if m.get("stale"):
+        return None  # its start was replaced (numerics.reproduce.convergence.adopt): trained again from the new one
+    if not same_signature(m.get("signature"), cell, own_budget(m, budget)) \
+            or (rescued is not None and not same_rescue) \
             or len((m.get("train") or {}).get("stages", ())) > budget.stages.most:
         raise LintfError(f"{path} was made with another configuration (budget {m.get('budget')!r}); "
                          f"use another --out or delete {cell_dir(out, cell)}")

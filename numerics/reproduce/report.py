@@ -122,6 +122,10 @@ def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> s
         text += f"; the last stage's update needed c = {last['scale']:.3g} against a tail of its pool"
     if (m.get("rescue") or {}).get("scale", 1.0) < 1.0:
         text += f"; rescued with a further c = {m['rescue']['scale']:.3g} against a tail its stages' pools missed"
+    if m.get("adopted"):
+        a = m["adopted"]
+        text += (f"; it holds its convergence check's run, every stage {a['factor']}× the budget's, which ended "
+                 f"{a['check']['relative']:+.1%} from the {a['replaced']['steps']}-step model it replaced")
     if check and not check.get("failed"):
         text += (f"; retrained with twice the steps it moves by {check['relative']:+.1%} "
                  f"({'within' if check['holds'] else 'beyond'} the convergence tolerance)")
@@ -141,6 +145,16 @@ def capped_lines(cells: dict[str, dict[str, Any]], budget: Any) -> list[str]:
         ([f"- {len(later)} of {len(cells)} cells stopped still moving at a smaller cap on their stages than the "
           f"budget's {budget.stages.most}; they go on the next time the sweep trains: {', '.join(later)}."]
          if later else [])
+
+
+def adopted_lines(cells: dict[str, dict[str, Any]]) -> list[str]:
+    """The report's line naming the cells that hold their convergence check's longer run (none: no line)."""
+    took = {n: m["adopted"] for n, m in sorted(cells.items()) if m.get("adopted")}
+    return [f"- {len(took)} of {len(cells)} cells hold their convergence check's longer run, which ended lower than "
+            "the check allows, in place of the budget's: " + ", ".join(
+                f"{n} ({a['replaced']['steps']} steps {a['replaced']['loss']:.4g} → every stage {a['factor']}× "
+                f"longer {a['replaced']['loss'] * (1 + a['check']['relative']):.4g})" for n, a in took.items()) + "."
+            ] if took else []
 
 
 def write_outputs(sw: Any, budget: Any, parts: tuple[str, ...], out: str | Path, out_arg: str | None = None,
@@ -337,7 +351,7 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
            "tables; a claim that reads one gives its verdict so far, on the finished cells, and a figure that needs "
            "one is not drawn). " + _left(sw, budget)
            if getattr(sw, "missing", None) else "."),
-        *attempts_lines(sw.cells.values(), budget.attempts), *capped_lines(sw.cells, budget), "",
+        *attempts_lines(sw.cells.values(), budget.attempts), *capped_lines(sw.cells, budget), *adopted_lines(sw.cells), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "
         "paired SE. **Bayes** is the Bayes-optimal floor (posterior mean under the noise prior): no method can beat it "
         "on average.", "", "## The paper's claims, checked", "", _heavy_tails(table),

@@ -2,7 +2,8 @@
 
 A cell's ``metrics.json`` records its run's ``"seconds"``, the ``"wall"`` interval (Unix time) during which it ran and
 its ``"device"``; a cell trained again after failed attempts keeps theirs under ``"attempts"``, and one that went on
-from a record made under a smaller cap on its stages keeps the earlier runs under ``"continued"``.  Sweeps that run
+from a record made under a smaller cap on its stages keeps the earlier runs under ``"continued"``, and one that took its
+convergence check's longer run keeps the run it replaced under ``"adopted"``.  Sweeps that run
 side by side overlap, so machine time is the union of the intervals, not their sum.
 """
 
@@ -12,11 +13,13 @@ from typing import Any
 
 
 def runs(cells: Any) -> Any:
-    """Every training run behind ``cells``: each cell's kept attempt, its failed ones (``"attempts"``) and the runs it
-    went on from (``"continued"``), and theirs in turn (a failed attempt that went on from a record)."""
+    """Every training run behind ``cells``: each cell's kept attempt, its failed ones (``"attempts"``), the runs it
+    went on from (``"continued"``) and the run it replaced with a longer one (``"adopted"``), and theirs in turn (a
+    failed attempt that went on from a record)."""
     for m in cells:
         yield m
-        yield from runs((*m.get("attempts", ()), *m.get("continued", ())))
+        gone = (m.get("adopted") or {}).get("replaced")
+        yield from runs((*m.get("attempts", ()), *m.get("continued", ()), *((gone,) if gone else ())))
 
 
 def machine_seconds(cells: Any) -> float:

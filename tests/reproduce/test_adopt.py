@@ -1,0 +1,110 @@
+"""The convergence check's adoption: a cell whose longer run ended lower takes that run and is checked again.
+
+The trainer here writes a plain-GD model whose step size depends on the run directory (the cell's own run or the
+check's ``convergence<factor>`` run), so that the longer runs are better models than the cell's own; everything else
+(staging, evaluation, the check's rule) is the real code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from numerics import models
+from numerics.io import save_model
+from numerics.models.constructions import gd
+from numerics.reproduce import convergence
+from numerics.reproduce import experiments as ex
+from numerics.reproduce import timing
+from numerics.reproduce.report import adopted_lines, training_reason
+
+TEST = ex.get_budget("test")
+DIAG = ex.Cell("diag", 1, "uniform:1")
+FULL = ex.Cell("full", 1, "uniform:1")
+
+
+class Ladder:
+    """Writes ``gd(η, L)`` with ``η`` from the run: ``steps[k]`` for the check's ``convergence<k>`` runs,
+    ``steps[1]`` for the cell's own; records the runs it trained."""
+
+    def __init__(self, steps: dict[int, float]) -> None:
+        self.steps, self.calls = steps, []
+
+    def __call__(self, cfg, run: Path) -> ex.Trained:
+        self.calls.append(run.as_posix())
+        factor = next((int(p[len("convergence"):]) for p in run.parts if p.startswith("convergence")), 1)
+        P, Q = (np.asarray(x, np.float64) for x in models.universal(gd(self.steps[factor], cfg.layers), cfg.d))
+        save_model(run / "model.npz", P, Q)
+        return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz")
+
+
+def cells(tmp_path: Path, trainer: Ladder) -> Path:
+    out = tmp_path / "out"
+    for cell in (DIAG, FULL):  # FULL starts from the DIAG cell of its depth
+        ex.run_cell(cell, TEST, out, tmp_path / "runs", trainer)
+    return out
+
+
+def metrics(out: Path, cell: ex.Cell) -> dict:
+    return json.loads((out / "models" / cell.name / "metrics.json").read_text())
+
+
+def test_a_cell_whose_longer_run_ends_lower_takes_it_and_is_checked_at_twice_its_length(tmp_path):
+    trainer = Ladder({1: 0.01, 2: 0.04, 4: 0.04})
+    out = cells(tmp_path, trainer)
+    before = metrics(out, DIAG)
+    assert metrics(out, FULL)["train"]["start"].endswith(f"{DIAG.name}/model.npz")
+    e = convergence.check(TEST, out, tmp_path / "runs", cells=(DIAG,), trainer=trainer)["cells"][DIAG.name]
+    m = metrics(out, DIAG)
+    assert e["holds"] and e["adopted"]["factor"] == 2 and e["adopted"]["relative"] < -convergence.REL
+    assert m["adopted"]["factor"] == 2 and m["adopted"]["replaced"]["loss"] == before["eval"]["loss"]
+    assert m["eval"]["loss"] < before["eval"]["loss"] and e["loss"] == pytest.approx(m["eval"]["loss"], rel=1e-9)
+    assert any("/convergence4/" in c for c in trainer.calls)  # checked again, every stage 4x the budget's
+    assert ex.load_cell(out, DIAG, TEST) == m  # the sweep accepts the longer stages of an adopted cell
+    assert timing.runs([m]).__next__() is m and len(list(timing.runs([m]))) == 2  # the replaced run still counts
+    assert DIAG.name in adopted_lines({DIAG.name: m})[0] and "2× the budget's" in training_reason(m)
+    assert "stale" in metrics(out, FULL) and ex.load_cell(out, FULL, TEST) is None  # trained again from the new DIAG
+    assert not list((out / "convergence" / "models").glob(f"{DIAG.name}/*.tmp"))
+
+
+def test_a_longer_run_that_ends_higher_is_not_taken(tmp_path):
+    trainer = Ladder({1: 0.04, 2: 0.01})
+    out = cells(tmp_path, trainer)
+    before = metrics(out, DIAG)
+    e = convergence.check(TEST, out, tmp_path / "runs", cells=(DIAG,), trainer=trainer)["cells"][DIAG.name]
+    assert not e["holds"] and e["change"] > 0 and "adopted" not in e
+    assert metrics(out, DIAG) == before and "stale" not in metrics(out, FULL)
+
+
+def test_adoption_stops_at_the_largest_stage_factor(tmp_path):
+    """Every longer run is better: the cell takes its ×2 and ×4 runs, and keeps the ×4 run's failing verdict."""
+    trainer = Ladder({1: 0.005, 2: 0.01, 4: 0.015, 8: 0.03})
+    out = cells(tmp_path, trainer)
+    e = convergence.check(TEST, out, tmp_path / "runs", cells=(DIAG,), trainer=trainer)["cells"][DIAG.name]
+    assert metrics(out, DIAG)["adopted"]["factor"] == convergence.MOST_FACTOR == 4
+    assert not e["holds"] and e["adopted"]["factor"] == 4 and e["change"] < 0
+    assert not any("/convergence16/" in c for c in trainer.calls)
+
+
+def test_an_adoption_cut_short_is_finished_by_the_next_check(tmp_path, monkeypatch):
+    trainer = Ladder({1: 0.01, 2: 0.04, 4: 0.04})
+    out = cells(tmp_path, trainer)
+    before = metrics(out, DIAG)
+    real = convergence.finish_adoption
+
+    def cut(cell, where):
+        path = where / "convergence" / "models" / cell.name / "metrics.json"
+        if path.exists() and "adopted" in json.loads(path.read_text()):
+            raise KeyboardInterrupt  # after the adoption was written down, before any file moved
+        real(cell, where)
+
+    monkeypatch.setattr(convergence, "finish_adoption", cut)
+    with pytest.raises(KeyboardInterrupt):
+        convergence.check(TEST, out, tmp_path / "runs", cells=(DIAG,), trainer=trainer)
+    assert metrics(out, DIAG) == before
+    monkeypatch.setattr(convergence, "finish_adoption", real)
+    e = convergence.check(TEST, out, tmp_path / "runs", cells=(DIAG,), trainer=trainer)["cells"][DIAG.name]
+    assert e["holds"] and metrics(out, DIAG)["adopted"]["factor"] == 2 and "stale" in metrics(out, FULL)

@@ -125,7 +125,7 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
 def adopt(cell: Cell, budget: Budget, out: Path, entry: dict[str, Any]) -> bool:
     """The cell takes the longer run of a check that did not hold because that run ended lower: the run the check
     made under ``OUT/convergence/models/<cell>/`` becomes the cell, with ``"adopted"`` in its ``metrics.json`` (the
-    stage factor over the budget's, the check's entry, and the replaced run's loss, steps and timing), and
+    stage factor over the budget's, the check's entry, and the replaced run's loss, steps, stages and timing), and
     :func:`check` checks it again at twice its length.  Not for a run that failed, stopped at its cap without
     converging, or would have stages more than :data:`MOST_FACTOR` times the budget's, nor for a Fig. 5 cell (its
     seed replicas were trained with the cell's stages).  Cells that started from the replaced model are marked
@@ -142,7 +142,8 @@ def adopt(cell: Cell, budget: Budget, out: Path, entry: dict[str, Any]) -> bool:
         return False
     gone = {k: base[k] for k in ("seconds", "wall", "device", "continued", "attempts", "adopted") if base.get(k)}
     record = {"factor": factor, "check": {k: v for k, v in entry.items() if k != "adopted"},
-              "replaced": gone | {"loss": base["eval"]["loss"], "steps": base["train"]["steps"]}}
+              "replaced": gone | {"loss": base["eval"]["loss"], "steps": base["train"]["steps"],
+                                  "stages": base["train"]["stages"]}}
     atomic_write_json(where / "metrics.json", longer | {"adopted": record})  # the adoption, before any file moves
     finish_adoption(cell, out)
     return True

@@ -149,11 +149,13 @@ def capped_lines(cells: dict[str, dict[str, Any]], budget: Any) -> list[str]:
 
 def adopted_lines(cells: dict[str, dict[str, Any]]) -> list[str]:
     """The report's line naming the cells that hold their convergence check's longer run (none: no line)."""
-    took = {n: m["adopted"] for n, m in sorted(cells.items()) if m.get("adopted")}
-    return [f"- {len(took)} of {len(cells)} cells hold their convergence check's longer run, which ended lower than "
-            "the check allows, in place of the budget's: " + ", ".join(
-                f"{n} ({a['replaced']['steps']} steps {a['replaced']['loss']:.4g} → every stage {a['factor']}× "
-                f"longer {a['replaced']['loss'] * (1 + a['check']['relative']):.4g})" for n, a in took.items()) + "."
+    took = {n: m for n, m in sorted(cells.items()) if m.get("adopted")}
+    verb = "holds its" if len(took) == 1 else "hold their"
+    return [f"- {len(took)} of {len(cells)} cells {verb} convergence check's longer run, which ended lower than the "
+            "check allows, in place of the budget's: " + ", ".join(
+                f"{n} ({m['adopted']['replaced']['loss']:.4g} after the budget's stages, "
+                f"{m['adopted']['replaced']['steps']} steps; {m['eval']['loss']:.4g} after stages "
+                f"{m['adopted']['factor']}× longer, {m['train']['steps']} steps)" for n, m in took.items()) + "."
             ] if took else []
 
 

@@ -61,6 +61,7 @@ def test_a_cell_whose_longer_run_ends_lower_takes_it_and_is_checked_at_twice_its
     m = metrics(out, DIAG)
     assert e["holds"] and e["adopted"]["factor"] == 2 and e["adopted"]["relative"] < -convergence.REL
     assert m["adopted"]["factor"] == 2 and m["adopted"]["replaced"]["loss"] == before["eval"]["loss"]
+    assert m["adopted"]["replaced"]["stages"] == before["train"]["stages"]
     assert m["eval"]["loss"] < before["eval"]["loss"] and e["loss"] == pytest.approx(m["eval"]["loss"], rel=1e-9)
     assert any("/convergence4/" in c for c in trainer.calls)  # checked again, every stage 4x the budget's
     assert ex.load_cell(out, DIAG, TEST) == m  # the sweep accepts the longer stages of an adopted cell

@@ -92,3 +92,29 @@ def test_tails_rescue_rows_are_the_committed_metrics() -> None:
                f"{f(r['fit']['pool_max'])} | {r['scale']:.3f} | {f(m['eval']['loss'])} | "
                f"{f(m['eval']['tail']['max'])} | {f(m['tail_check']['max'])} |")
         assert row in page, f"tails.md lacks the rescue row of {m['cell']}: {row}"
+
+
+def stage_rows() -> list[str]:
+    """The rows of docs/experiments/stopped-early.md's table: DIAG-7 at uniform:2 as the budget trained it (the run
+    the cell replaced), with every stage twice as long (the cell now) and four times as long (its convergence check):
+    each stage's held-out loss and fit scale, the kept stage and the loss on the evaluation sequences."""
+    import json
+
+    def row(stages, kept, loss) -> str:
+        cells = [f"{s['held_out']:.3g}" + (f" (c = {s['scale']['scale']:.2f})" if s["scale"]["scale"] < 1 else "")
+                 for s in stages] + ["–"] * (4 - len(stages))
+        return (f"| {', '.join(str(s['steps']) for s in stages)} | {' | '.join(cells)} | stage {kept} | "
+                f"{loss:.4g} |")
+
+    cell = json.loads((ROOT / "results/paper/models/diag-L7-uniform2/metrics.json").read_text())
+    gone = cell["adopted"]["replaced"]
+    check = json.loads((ROOT / "results/paper/convergence/models/diag-L7-uniform2/metrics.json").read_text())
+    held = min(gone["stages"], key=lambda s: s["held_out"])["stage"]  # the stage the replaced run kept
+    return [row(gone["stages"], held, gone["loss"])] + [row(m["train"]["stages"], m["train"]["chosen_stage"],
+                                                           m["eval"]["loss"]) for m in (cell, check)]
+
+
+def test_stopped_early_rows_are_the_committed_metrics() -> None:
+    page = (ROOT / "docs" / "experiments" / "stopped-early.md").read_text()
+    for row in stage_rows():
+        assert row in page, f"stopped-early.md lacks the row {row}"

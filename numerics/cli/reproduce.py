@@ -233,10 +233,15 @@ def _convergence(budget, args: argparse.Namespace) -> int:  # noqa: ANN001
 
     def show(event: str, info: dict) -> None:
         e = info["entry"]
-        if not args.json:
-            print(f"{info['name']}: " + ("not finished" if e is None else "failed" if e.get("failed") else
-                                         f"{e['loss']:.4g} -> {e['loss_longer']:.4g} ({e['relative']:+.1%}), "
-                                         f"{'holds' if e['holds'] else 'does not hold'}"), file=sys.stderr, flush=True)
+        if args.json:
+            return
+        line = ("not finished" if e is None else "failed" if e.get("failed") else
+                f"{e['loss']:.4g} -> {e['loss_longer']:.4g} ({e['relative']:+.1%}), "
+                f"{'holds' if e['holds'] else 'does not hold'}")
+        if e and e.get("adopted"):  # the cell took the longer run of a check that did not hold (convergence.adopt)
+            a = e["adopted"]
+            line += f" (it holds its ×{a['factor']} run: the budget's run moved by {a['relative']:+.1%} when doubled)"
+        print(f"{info['name']}: {line}", file=sys.stderr, flush=True)
 
     cells = convergence.named(budget, Path(args.out), args.cell) if args.cell else None
     res = convergence.check(budget, args.out, args.runs, cells=cells, progress=show)

@@ -71,6 +71,19 @@ def test_a_cell_whose_longer_run_ends_lower_takes_it_and_is_checked_at_twice_its
     assert not list((out / "convergence" / "models").glob(f"{DIAG.name}/*.tmp"))
 
 
+def test_the_cli_names_the_run_a_cell_took(tmp_path, capsys, monkeypatch):
+    from numerics.cli import main
+
+    trainer = Ladder({1: 0.01, 2: 0.04, 4: 0.04})
+    out = cells(tmp_path, trainer)
+    real = convergence.check
+    monkeypatch.setattr(convergence, "check", lambda *a, **k: real(*a, **k, trainer=trainer))
+    assert main(["reproduce", "--budget", "test", "--out", str(out), "--runs", str(tmp_path / "runs"),
+                 "--convergence", "--cell", DIAG.name]) == 0
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith(f"{DIAG.name}: ") and "holds (it holds its ×2 run: the budget's run moved by -" in line
+
+
 def test_a_longer_run_that_ends_higher_is_not_taken(tmp_path):
     trainer = Ladder({1: 0.04, 2: 0.01})
     out = cells(tmp_path, trainer)

@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|--:|--:|--:|--:|--:|--:|--:|---|")
     for r in rows(a.out, a.above):
         print(f"| {r['cell']} | {r['stages']} | {r['kept']} | {r['steps']} | {r['kept_loss']:.4g} | "
-              f"{r['last_loss']:.4g} | {r['change']:+.1%} | {r['last_scale']:.3g} | {'yes' if r['adopted'] else 'no'} |")
+              f"{r['last_loss']:.4g} | {r['change']:+.1%} | {r['last_scale']:.3g} | "
+              f"{'yes' if r['adopted'] else 'no'} |")
     return 0
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from numerics.reproduce.budgets import PARTS, cells_for, get_budget
@@ -40,20 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --attempts must lie in [2, {budget.attempts}], got {a.attempts}", file=sys.stderr)
         return 2
     for k in a.attempts:
-        m = run_cell(grid[a.cell], replace_attempts(budget, k), a.out / f"attempt{k}", a.runs / f"attempt{k}",
+        # the budget's last attempt at k: a run that fails is reported, not trained again with the next seed
+        m = run_cell(grid[a.cell], replace(budget, attempts=k), a.out / f"attempt{k}", a.runs / f"attempt{k}",
                      starts=a.starts, first=k)
         t = m["train"]
         print(f"seed {m.get('seed', 0)}: {m['eval']['loss']:.5g} ± {m['eval']['se']:.2g}, {t['steps']} steps in "
               f"{len(t['stages'])} stages, kept stage {t['chosen_stage']}, "
               f"{'passes' if m['failed'] is None else 'fails: ' + m['failed']}, {m['seconds']:.0f} s", flush=True)
     return 0
-
-
-def replace_attempts(budget, k: int):  # noqa: ANN001, ANN201
-    """The budget with its last attempt at ``k``: a run that fails is reported, not trained again with seed ``k``."""
-    from dataclasses import replace
-
-    return replace(budget, attempts=k)
 
 
 if __name__ == "__main__":

@@ -248,10 +248,16 @@ def same_signature(stored: Any, cell: Cell, budget: Budget) -> bool:
     return uncapped(stored) == uncapped(cell_signature(cell, budget))
 
 
+def stage_factor(m: dict[str, Any]) -> int:
+    """How many times the budget's its stages are for the stored cell ``m``: 1, or the factor of the convergence
+    check's longer run it took (``"adopted"``, :func:`numerics.reproduce.convergence.adopt`)."""
+    return int((m.get("adopted") or {}).get("factor", 1))
+
+
 def own_budget(m: dict[str, Any], budget: Budget) -> Budget:
-    """The budget the stored cell ``m`` was trained under: ``budget``, with every stage ``factor`` times longer for a
-    cell that took its convergence check's longer run (``"adopted"``, :func:`numerics.reproduce.convergence.adopt`)."""
-    factor = int((m.get("adopted") or {}).get("factor", 1))
+    """The budget the stored cell ``m`` was trained under: ``budget`` with every stage :func:`stage_factor` times
+    longer."""
+    factor = stage_factor(m)
     return budget if factor == 1 else replace(budget, stages=budget.stages.scaled(factor))
 
 

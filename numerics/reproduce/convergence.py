@@ -39,7 +39,7 @@ import numpy as np
 from numerics.data import Noise
 from numerics.evaluate import losses as evaluation
 from numerics.io import atomic_write_bytes, atomic_write_json, load_model, read_json
-from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, goes_on, own_budget, parse_cells
+from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, goes_on, parse_cells, stage_factor
 from numerics.reproduce.experiments import Trainer, cell_dir, eval_key, load_cell, run_cell, train_rundir
 
 #: How many times longer every stage of the retrained cell is.
@@ -95,7 +95,7 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
     base = load_cell(out, cell, budget)
     if base is None or base.get("failed") or goes_on(base, budget):
         return None
-    own = own_budget(base, budget).stages.steps // budget.stages.steps  # > 1 for a cell that adopted a longer run
+    own = stage_factor(base)  # > 1 for a cell that adopted a longer run
     longer = replace(budget, stages=budget.stages.scaled(factor * own))
     where = out / "convergence"
     least = len(base["train"]["stages"])
@@ -136,7 +136,7 @@ def adopt(cell: Cell, budget: Budget, out: Path, entry: dict[str, Any]) -> bool:
             or not (where / "metrics.json").exists():
         return False
     base, longer = read_json(dest / "metrics.json"), read_json(where / "metrics.json")
-    factor = own_budget(base, budget).stages.steps // budget.stages.steps * int(entry["factor"])
+    factor = stage_factor(base) * int(entry["factor"])
     if longer.get("failed") or not longer["train"].get("converged") or factor > MOST_FACTOR \
             or not math.isclose(longer["eval"]["loss"], entry["loss_longer"], rel_tol=1e-9, abs_tol=1e-15):
         return False

@@ -353,7 +353,8 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
            "tables; a claim that reads one gives its verdict so far, on the finished cells, and a figure that needs "
            "one is not drawn). " + _left(sw, budget)
            if getattr(sw, "missing", None) else "."),
-        *attempts_lines(sw.cells.values(), budget.attempts), *capped_lines(sw.cells, budget), *adopted_lines(sw.cells), "",
+        *attempts_lines(sw.cells.values(), budget.attempts), *capped_lines(sw.cells, budget),
+        *adopted_lines(sw.cells), "",
         "Every number is an adjusted loss: the method's `½(y_t − ŷ)²` minus that of ridge with the true σ, ± the "
         "paired SE. **Bayes** is the Bayes-optimal floor (posterior mean under the noise prior): no method can beat it "
         "on average.", "", "## The paper's claims, checked", "", _heavy_tails(table),

@@ -970,6 +970,19 @@ def test_a_full_cell_named_alone_needs_its_diag_start():
         "gdpp-L7-uniform0", "diag-L7-uniform0")
 
 
+def test_the_lean_budget_is_the_paper_budget_with_shorter_stages():
+    """The lean budget trains the paper budget's cells, starts them and judges them as it does: only the stages
+    differ (a sixth of the paper's work in its first two stages: half the steps, half the batch, one seed), and the
+    cap on steps is the same."""
+    paper, lean = ex.get_budget("paper"), ex.get_budget("lean")
+    assert replace(lean, name="paper", stages=paper.stages) == paper
+    assert [c.name for c in ex.cells_for(lean, ex.PARTS)] == [c.name for c in ex.cells_for(paper, ex.PARTS)]
+    most = [st.steps * 2 ** (st.most - 1) for st in (paper.stages, lean.stages)]
+    assert most[0] == most[1]
+    work = [st.steps * st.batch * (st.seeds + 1) for st in (paper.stages, lean.stages)]
+    assert work[0] == 6 * work[1]
+
+
 def test_no_train_writes_what_the_finished_cells_allow(swept, tmp_path):
     """``train=False`` trains nothing: the table shows the missing cell as "–", the report counts it, and a figure
     that needs it is not drawn."""

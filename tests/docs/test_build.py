@@ -129,3 +129,18 @@ def test_stopped_early_seed_runs_are_their_logs() -> None:
     assert len(logs) == 2
     quoted = " and ".join(f"{json.loads(p.read_text())['eval']['loss']:.4f}" for p in logs)
     assert f"master seeds 1 and 2 it ends at {quoted}" in page
+
+
+def test_lean_stages_probe_rows_are_its_logs() -> None:
+    # docs/experiments/lean-stages.md copies benchmarks/lean_stages.py's probe logs, row by row.
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "lean-stages.md").read_text()
+    for batch in (1024, 2048):
+        log = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / f"s1500-b{batch}.json").read_text())
+        assert log["stages"]["batch"] == batch and log["cells"]
+        for r in log["cells"]:
+            row = (f"| {batch} | {r['cell']} | {r['reference']:.4g} | {r['loss']:.4g} | {r['diff']:+.2g} ± "
+                   f"{r['diff_se']:.2g} | {r['relative']:+.1%} | {'as good' if r['as_good'] else 'worse'} | "
+                   f"{r['steps']} ({r['stages']}) | {r['seconds']:.0f} |")
+            assert row in page, f"lean-stages.md lacks the row {row}"

@@ -65,6 +65,7 @@ CELLS: dict[str, tuple[Cell, ...]] = {
         ("gdpp", 4, "uniform:5"), ("diag", 2, "categorical:1,3"), ("diag", 4, "uniform:0"), ("full", 4, "uniform:5"))),
     "test": (Cell("diag", 1, "uniform:1"),),
 }
+CELLS["lean"] = CELLS["paper"]  # the paper budget's grid: the same cells, checked at its shorter stages
 
 
 def losses(model: Path, cell: Cell, budget: Budget) -> np.ndarray:

@@ -983,6 +983,16 @@ def test_the_lean_budget_is_the_paper_budget_with_shorter_stages():
     assert work[0] == 6 * work[1]
 
 
+def test_every_budgets_convergence_cells_are_cells_of_its_grid():
+    """``lintf reproduce --convergence`` retrains cells the budget's sweep makes, and every budget names some."""
+    from numerics.reproduce import convergence
+
+    assert set(convergence.CELLS) == set(ex.BUDGETS)
+    for name, cells in convergence.CELLS.items():
+        grid = {c.name for c in ex.cells_for(ex.get_budget(name), ex.PARTS)}
+        assert cells and {c.name for c in cells} <= grid, name
+
+
 def test_no_train_writes_what_the_finished_cells_allow(swept, tmp_path):
     """``train=False`` trains nothing: the table shows the missing cell as "–", the report counts it, and a figure
     that needs it is not drawn."""

@@ -4,7 +4,9 @@
 * no module of those packages, of ``tests`` or of ``benchmarks`` imports a private (underscore) module or name of
   another package (``numerics.models`` and ``numerics.train`` are different packages): proofs and tests reach
   ``lintf_theory`` through its public names (``lintf_theory``, ``lintf_theory.symbols``, ...) like any user;
-* importing ``numerics`` (and building the ``lintf`` command line) imports neither ``proofs`` nor JAX.
+* importing ``numerics`` (and building the ``lintf`` command line) imports neither ``proofs`` nor JAX;
+* the committed results stay small: ``results/`` under :data:`RESULTS_BYTES` in all, no model file over
+  :data:`MODEL_BYTES`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ PACKAGES = ("numerics", "lintf_theory", "proofs")
 #: Every folder of Python code whose imports are checked: the packages, their tests and the benchmarks.
 CHECKED = (*PACKAGES, "tests", "benchmarks")
 MAX_LINES = 400
+RESULTS_BYTES = 20 * 10**6
+MODEL_BYTES = 100_000  # a 12-layer FULL model is 39 kB; a Fig. 5 cell's five seed replicas of depth 7, 68 kB
 
 
 def modules(folders: tuple[str, ...] = PACKAGES) -> list[Path]:
@@ -109,3 +113,12 @@ def test_bridge_cache_is_keyed_by_the_rule_not_its_name():
     twice, square = export("same_name", (a,), (2 * a,)), export("same_name", (a,), (a**2,))
     assert (twice.numpy(3.0), square.numpy(3.0)) == (6.0, 9.0)
     assert export("same_name", (a,), (2 * a,)).numpy is twice.numpy  # an equal rule shares the entry
+
+
+def test_the_committed_results_stay_small():
+    files = [p for p in (ROOT / "results").rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    assert total <= RESULTS_BYTES, f"results/ holds {total / 1e6:.1f} MB, above {RESULTS_BYTES / 1e6:.0f} MB"
+    big = [f"{p.relative_to(ROOT)} ({p.stat().st_size} bytes)" for p in files
+           if p.suffix == ".npz" and p.stat().st_size > MODEL_BYTES]
+    assert files and not big, f"model files above {MODEL_BYTES} bytes: {big}"

@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="mode", required=True)
     pr, co = sub.add_parser("probe"), sub.add_parser("compare")
     pr.add_argument("cells", nargs="+", help="cells of the budget, named as under OUT/models/")
+    co.add_argument("cells", nargs="*", help="only these cells (default: every finished cell of the budget)")
     pr.add_argument("--steps", type=int, required=True)
     pr.add_argument("--batch", type=int, required=True)
     pr.add_argument("--seeds", type=int, default=1)
@@ -96,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    grid = {c.name: replace(c, keep_seeds=False) for c in cells_for(budget, PARTS)}
-    names = a.cells if a.mode == "probe" else list(grid)
+    # a probe trains no Fig. 5 replicas; compare reads the cells as the sweep stored them
+    grid = {c.name: replace(c, keep_seeds=c.keep_seeds and a.mode == "compare") for c in cells_for(budget, PARTS)}
+    names = a.cells or list(grid)
     bad = [c for c in names if c not in grid]
     if bad:
         print(f"error: cells must name cells of budget {a.budget}, got {bad}", file=sys.stderr)

@@ -3,23 +3,27 @@ r"""Cells trained with shorter stages than a sweep's, compared with that sweep's
 ``probe`` trains the named cells as the sweep does (:func:`numerics.reproduce.experiments.run_cell`) but with the
 budget's stages replaced by ``--steps``, ``--batch``, ``--seeds`` and ``--most`` (the same stage rule: stage ``k``
 doubles the steps so far; the cell is converged when doubling moves the held-out loss by less than 3 % or 2 paired
-SE).  FULL starts from the DIAG cell of its depth under ``--reference``, as the sweep starts it; Fig. 5's replicas are
+SE; by default as many stages as stay within the budget's most steps).  FULL starts from the DIAG cell of its depth
+under ``--reference``, as the sweep starts it, so a FULL row leaves out that DIAG cell's work; Fig. 5's replicas are
 not trained::
 
     python benchmarks/lean_stages.py probe --reference results/paper --steps 1500 --batch 1024 --seeds 1 \
         --out /tmp/lean --runs /tmp/lean-runs --log benchmarks/logs/lean-stages/s1500-b1024.json full-L3-uniform2 ...
 
-``compare`` takes every finished cell of a whole sweep (``lintf reproduce --budget lean --out results/lean``)::
+``compare`` takes the finished cells of a whole sweep (``lintf reproduce --budget lean --out results/lean``), or the
+named ones::
 
     python benchmarks/lean_stages.py compare --budget lean --out results/lean --reference results/paper \
         --log benchmarks/logs/lean-stages/grid.json
 
 Both evaluate the new model and the reference cell's model on the same 100 000 fresh float64 sequences (the sweeps'
-evaluation sequences, :func:`numerics.reproduce.convergence.losses`) and print the paired difference, with the work
-of each run in sequence-steps (steps × batch × seeds, summed over stages) and its time.  A cell is *as good* when it
-is lower than the reference, or higher by less than 3 % of the reference, 2 paired SE or the float32 floor (the
-convergence check's rule, :func:`numerics.reproduce.convergence.within`, one-sided).  The log is rewritten after each
-cell, so a stopped run keeps its rows; a cell already in the log with the same model file is not evaluated again.
+evaluation sequences, :func:`numerics.reproduce.convergence.losses`) and print the paired difference, beside the work
+of each run in sequence-steps (steps × batch × seeds, summed over stages), its time, and the scale each stage's fit
+gave the update (below 1: the stage's pool exploded) and the rescue's.  A cell is *as good* when it is lower than the
+reference, or higher by no more than 3 % of the reference, 2 paired SE or the float32 floor (the convergence check's
+rule, :func:`numerics.reproduce.convergence.within`, one-sided); a cell that failed its evaluation is not.  The log
+is rewritten after each cell, so a stopped run keeps its rows; a cell already in the log with the same two model
+files is not evaluated again.  A log made with other stages or another reference is refused.
 """
 
 from __future__ import annotations
@@ -28,13 +32,13 @@ import argparse
 import hashlib
 import json
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
 
 from numerics.io import atomic_write_json, read_json
-from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, get_budget
+from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, get_budget, start_choices
 from numerics.reproduce.convergence import float32_floor, losses, within
 from numerics.reproduce.experiments import load_cell, run_cell
 
@@ -44,29 +48,44 @@ def work(train: dict, batch: int, seeds: int) -> int:
     return sum(int(s["steps"] or 0) * batch * (seeds if int(s["stage"]) == 1 else 1) for s in train["stages"])
 
 
-def compare(cell: Cell, budget: Budget, out: Path, reference: Path) -> dict:
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def run_facts(m: dict, budget: Budget) -> dict:
+    """What a stored cell's ``metrics.json`` says of its run: steps, stages, work, time, device, fit scales."""
+    t = m["train"]
+    return {"steps": t["steps"], "stages": len(t["stages"]), "work": work(t, budget.stages.batch, budget.stages.seeds),
+            "seconds": m["seconds"], "train_seconds": t["seconds"], "device": m.get("device"),
+            "scales": [(s.get("scale") or {}).get("scale", 1.0) for s in t["stages"]],
+            "rescue": (m.get("rescue") or {}).get("scale")}
+
+
+def compare(cell: Cell, budget: Budget, out: Path, reference: Path, ref_budget: Budget) -> dict:
     """The cell under ``out`` against the reference's: paired difference ``new − reference`` on the evaluation
-    sequences, work and time of both runs."""
+    sequences, and the facts of both runs (:func:`run_facts`)."""
     ref_path, new_path = (d / "models" / cell.name / "model.npz" for d in (reference, out))
+    new, ref = (read_json(d / "models" / cell.name / "metrics.json") for d in (out, reference))
+    row = {"cell": cell.name, "failed": new["failed"]} | run_facts(new, budget) \
+        | {f"reference_{k}": v for k, v in run_facts(ref, ref_budget).items()}
+    if new["failed"]:
+        return row | {"as_good": False}
     a, b = losses(ref_path, cell, budget), losses(new_path, cell, budget)
     diff, floor = b - a, float32_floor(cell, budget)
     gain, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
-    new, ref = (read_json(d / "models" / cell.name / "metrics.json") for d in (out, reference))
-    return {"cell": cell.name, "model_sha": hashlib.sha256(new_path.read_bytes()).hexdigest()[:16],
-            "reference": float(a.mean()), "loss": float(b.mean()), "diff": gain, "diff_se": se, "floor": floor,
-            "relative": gain / abs(float(a.mean())) if a.mean() else 0.0,
-            "as_good": gain <= 0 or within(gain, float(a.mean()), se, floor),
-            "steps": new["train"]["steps"], "stages": len(new["train"]["stages"]), "seconds": new["seconds"],
-            "train_seconds": new["train"]["seconds"], "device": new.get("device"),
-            "reference_steps": ref["train"]["steps"], "reference_seconds": ref["seconds"],
-            "reference_device": ref.get("device")}
+    return row | {"model_sha": sha(new_path), "reference_sha": sha(ref_path), "reference": float(a.mean()),
+                  "loss": float(b.mean()), "diff": gain, "diff_se": se, "floor": floor,
+                  "relative": gain / abs(float(a.mean())) if a.mean() else 0.0,
+                  "as_good": gain <= 0 or within(gain, float(a.mean()), se, floor)}
 
 
 def line(r: dict) -> str:
-    return (f"{r['cell']}: {r['loss']:.5g} vs {r['reference']:.5g} (paired {r['diff']:+.2g} ± {r['diff_se']:.2g}, "
-            f"{r['relative']:+.1%}, {'as good' if r['as_good'] else 'worse'}), {r['steps']} steps in {r['stages']} "
-            f"stages vs {r['reference_steps']}, {r['seconds']:.0f} s on {r['device']} (reference {r['reference_seconds']:.0f} s "
-            f"on {r['reference_device']})")
+    head = (f"{r['cell']}: failed ({r['failed']})" if r["failed"] else
+            f"{r['cell']}: {r['loss']:.5g} vs {r['reference']:.5g} (paired {r['diff']:+.2g} ± {r['diff_se']:.2g}, "
+            f"{r['relative']:+.1%}, {'as good' if r['as_good'] else 'worse'})")
+    return (f"{head}, {r['steps']} steps in {r['stages']} stages vs {r['reference_steps']}, work "
+            f"{r['work'] / r['reference_work']:.2f} of the reference's, {r['seconds']:.0f} s on {r['device']} "
+            f"(reference {r['reference_seconds']:.0f} s on {r['reference_device']})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,24 +93,27 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="mode", required=True)
     pr, co = sub.add_parser("probe"), sub.add_parser("compare")
     pr.add_argument("cells", nargs="+", help="cells of the budget, named as under OUT/models/")
-    co.add_argument("cells", nargs="*", help="only these cells (default: every finished cell of the budget)")
+    co.add_argument("cells", nargs="*", help="only these cells (default: every cell of the budget)")
     pr.add_argument("--steps", type=int, required=True)
     pr.add_argument("--batch", type=int, required=True)
     pr.add_argument("--seeds", type=int, default=1)
-    pr.add_argument("--most", type=int, default=None, help="most stages (default: as many as reach the budget's cap)")
+    pr.add_argument("--most", type=int, default=None, help="most stages (default: as many as the budget's cap allows)")
     pr.add_argument("--runs", type=Path, required=True)
     for p in (pr, co):
         p.add_argument("--budget", default="paper" if p is pr else "lean")
         p.add_argument("--reference", type=Path, required=True, help="the sweep's --out whose cells are compared")
+        p.add_argument("--reference-budget", default="paper", help="the budget of the reference sweep (default paper)")
         p.add_argument("--out", type=Path, required=True)
         p.add_argument("--log", type=Path, required=True)
     a = ap.parse_args(argv)
     try:
-        budget = get_budget(a.budget)
+        budget, ref_budget = get_budget(a.budget), get_budget(a.reference_budget)
+        if a.out.resolve() == a.reference.resolve():
+            raise ValueError(f"--out must differ from --reference, got {a.out} for both")
         if a.mode == "probe":
             st = budget.stages
             cap = st.steps * 2 ** (st.most - 1)  # the budget's most steps: S (1 + 1 + 2 + ... + 2^{most-2})
-            most = a.most or max(2, int(np.ceil(np.log2(cap / a.steps))) + 1)
+            most = a.most or max(2, int(np.floor(np.log2(cap / a.steps))) + 1)
             budget = replace(budget, seeds=1,  # no Fig. 5 replicas
                              stages=replace(st, steps=a.steps, batch=a.batch, seeds=a.seeds, most=most))
     except ValueError as e:
@@ -104,26 +126,38 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print(f"error: cells must name cells of budget {a.budget}, got {bad}", file=sys.stderr)
         return 2
-    log = read_json(a.log) if a.log.exists() else {}
-    rows = {r["cell"]: r for r in log.get("cells", [])}
+    head = {"budget": a.budget, "stages": asdict(budget.stages), "reference": str(a.reference),
+            "reference_budget": a.reference_budget}
+    log = read_json(a.log) if a.log.exists() else head | {"cells": []}
+    if {k: log.get(k) for k in head} != head:
+        print(f"error: --log {a.log} was made with other stages or another reference; give another --log",
+              file=sys.stderr)
+        return 2
+    rows, skipped = {r["cell"]: r for r in log["cells"]}, []
     for name in names:
         cell = grid[name]
-        if not (a.reference / "models" / name / "model.npz").exists():
+        ref = a.reference / "models" / name / "model.npz"
+        starts = [c for c in start_choices(cell, budget) if (a.reference / "models" / c.name / "model.npz").exists()]
+        if not ref.exists() or (a.mode == "probe" and start_choices(cell, budget) and not starts):
+            skipped.append(name)
             continue
-        if a.mode == "probe" and name not in rows:
-            run_cell(cell, budget, a.out, a.runs, starts=a.reference)
         m = load_cell(a.out, cell, budget)
-        if m is None or m.get("failed"):
+        if a.mode == "probe" and m is None:
+            m = run_cell(cell, budget, a.out, a.runs, starts=a.reference)
+        if m is None:
+            skipped.append(name)
             continue
-        sha = hashlib.sha256((a.out / "models" / name / "model.npz").read_bytes()).hexdigest()[:16]
-        if rows.get(name, {}).get("model_sha") != sha:
-            rows[name] = compare(cell, budget, a.out, a.reference)
-            atomic_write_json(a.log, {"budget": a.budget, "stages": budget.stages.__dict__, "cells": list(rows.values())})
+        new = a.out / "models" / name / "model.npz"
+        old = rows.get(name, {})
+        if m["failed"] or old.get("model_sha") != sha(new) or old.get("reference_sha") != sha(ref):
+            rows[name] = compare(cell, budget, a.out, a.reference, ref_budget)
+            atomic_write_json(a.log, head | {"cells": list(rows.values())})
             print(line(rows[name]), flush=True)
-    done = list(rows.values())
+    done = [rows[n] for n in names if n in rows]
     good = sum(r["as_good"] for r in done)
-    rel = np.median([r["relative"] for r in done]) if done else float("nan")
-    print(f"{good} of {len(done)} cells as good as the reference; median change {rel:+.2%}")
+    rel = np.median([r["relative"] for r in done if not r["failed"]]) if done else float("nan")
+    print(f"{good} of {len(done)} cells as good as the reference; median change {rel:+.2%}"
+          + (f"; not compared (no finished cell or reference, or no start): {', '.join(skipped)}" if skipped else ""))
     return 0
 
 

@@ -138,9 +138,11 @@ def test_lean_stages_probe_rows_are_its_logs() -> None:
     page = (ROOT / "docs" / "experiments" / "lean-stages.md").read_text()
     for batch in (1024, 2048):
         log = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / f"s1500-b{batch}.json").read_text())
-        assert log["stages"]["batch"] == batch and log["cells"]
+        assert log["stages"]["batch"] == batch and log["stages"]["steps"] == 1500 and log["cells"]
+        assert page.count(f"\n| {batch} | ") == len(log["cells"]), f"lean-stages.md's rows at batch {batch} are not its log's"
         for r in log["cells"]:
             row = (f"| {batch} | {r['cell']} | {r['reference']:.4g} | {r['loss']:.4g} | {r['diff']:+.2g} ± "
                    f"{r['diff_se']:.2g} | {r['relative']:+.1%} | {'as good' if r['as_good'] else 'worse'} | "
-                   f"{r['steps']} ({r['stages']}) | {r['seconds']:.0f} |")
+                   f"{r['steps']} ({r['stages']}) | {r['work'] / r['reference_work']:.2f} | {r['seconds']:.0f} | "
+                   f"{r['reference_seconds']:.0f} |")
             assert row in page, f"lean-stages.md lacks the row {row}"

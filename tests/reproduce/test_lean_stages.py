@@ -1,0 +1,68 @@
+"""``benchmarks/lean_stages.py compare`` sets a sweep's cells beside a reference sweep's, paired on the evaluation
+sequences: a copy of the reference is as good with a zero difference, a cell made worse is not, and it refuses to
+compare a sweep with itself or to mix its log with another reference's."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from numerics import models
+from numerics.io import load_model, save_model
+from numerics.models.constructions import gd
+from numerics.reproduce import experiments as ex
+from tests.reproduce.test_experiments import TEST, StubTrainer
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "lean_stages.py"
+_spec = importlib.util.spec_from_file_location("lean_stages", SCRIPT)
+lean_stages = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lean_stages)
+
+CELL = ex.Cell("diag", 1, "uniform:1")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("lean")
+    ex.run_cell(CELL, TEST, root / "ref", root / "runs", trainer=StubTrainer())
+    return root / "ref"
+
+
+def compare(out: Path, reference: Path, log: Path) -> int:
+    return lean_stages.main(["compare", "--budget", "test", "--reference-budget", "test", "--out", str(out),
+                             "--reference", str(reference), "--log", str(log), CELL.name])
+
+
+def test_a_copy_is_as_good_and_a_worse_model_is_not(reference: Path, tmp_path: Path, capsys):
+    """The reference holds one GD step; the compared cell first a copy of it, then the zero model (ŷ = 0)."""
+    ref, out, log = tmp_path / "ref", tmp_path / "out", tmp_path / "log.json"
+    shutil.copytree(reference, ref)
+    P, Q, meta = load_model(ref / "models" / CELL.name / "model.npz")
+    gd_P, gd_Q = (np.asarray(x, np.float64) for x in models.universal(gd(0.05, 1), TEST.d))
+    save_model(ref / "models" / CELL.name / "model.npz", gd_P, gd_Q, meta)
+    shutil.copytree(ref, out)
+    assert compare(out, ref, log) == 0
+    row = json.loads(log.read_text())["cells"][0]
+    assert row["diff"] == 0 and row["as_good"] and row["work"] == row["reference_work"] > 0
+    save_model(out / "models" / CELL.name / "model.npz", 0 * gd_P, 0 * gd_Q, meta)  # a changed file: compared again
+    assert compare(out, ref, log) == 0
+    row = json.loads(log.read_text())["cells"][0]
+    assert row["diff"] > 3 * row["diff_se"] > 0 and not row["as_good"]
+    assert "0 of 1 cells as good" in capsys.readouterr().out
+
+
+def test_it_refuses_the_reference_itself_and_a_log_of_another_reference(reference: Path, tmp_path: Path, capsys):
+    assert compare(reference, reference, tmp_path / "log.json") == 2
+    assert "--out must differ from --reference" in capsys.readouterr().err
+    out, log = tmp_path / "out", tmp_path / "log.json"
+    shutil.copytree(reference, out)
+    assert compare(out, reference, log) == 0
+    other = tmp_path / "other"
+    shutil.copytree(reference, other)
+    assert compare(out, other, log) == 2
+    assert "was made with other stages or another reference" in capsys.readouterr().err

@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     good = sum(r["as_good"] for r in done)
     rel = np.median([r["relative"] for r in done if not r["failed"]]) if done else float("nan")
     print(f"{good} of {len(done)} cells as good as the reference; median change {rel:+.2%}"
-          + (f"; not compared (no finished cell or reference, or no start): {', '.join(skipped)}" if skipped else ""))
+          + (f"; {len(skipped)} not compared (no finished cell or reference, or no start)" if skipped else ""))
     return 0
 
 

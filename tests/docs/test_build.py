@@ -146,3 +146,17 @@ def test_lean_stages_probe_rows_are_its_logs() -> None:
                    f"{r['steps']} ({r['stages']}) | {r['work'] / r['reference_work']:.2f} | {r['seconds']:.0f} | "
                    f"{r['reference_seconds']:.0f} |")
             assert row in page, f"lean-stages.md lacks the row {row}"
+
+
+def test_lean_stages_grid_rows_are_its_log() -> None:
+    # The grid section of docs/experiments/lean-stages.md: its count of cells as good and the rows of the others.
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "lean-stages.md").read_text()
+    rows = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid.json").read_text())["cells"]
+    assert f"**{sum(r['as_good'] for r in rows)} of {len(rows)} cells are as good as the paper's**" in page
+    for r in (r for r in rows if not r["as_good"]):
+        row = (f"| {r['cell']} | {r['reference']:.4g} | {r['loss']:.4g} | {r['diff']:+.2g} ± {r['diff_se']:.2g} | "
+               f"{r['relative']:+.1%} | {r['steps']} ({r['stages']}) | {r['reference_steps']} | "
+               f"{', '.join(f'{c:.2f}' for c in r['scales'])} |")
+        assert row in page, f"lean-stages.md lacks the row {row}"

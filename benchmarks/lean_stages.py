@@ -39,7 +39,7 @@ import numpy as np
 
 from numerics.io import atomic_write_json, read_json
 from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, get_budget, start_choices
-from numerics.reproduce.convergence import float32_floor, losses, within
+from numerics.reproduce.convergence import float32_floor, losses, paired, within
 from numerics.reproduce.experiments import load_cell, run_cell
 
 
@@ -71,8 +71,7 @@ def compare(cell: Cell, budget: Budget, out: Path, reference: Path, ref_budget: 
     if new["failed"]:
         return row | {"as_good": False}
     a, b = losses(ref_path, cell, budget), losses(new_path, cell, budget)
-    diff, floor = b - a, float32_floor(cell, budget)
-    gain, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
+    (gain, se), floor = paired(a, b), float32_floor(cell, budget)
     return row | {"model_sha": sha(new_path), "reference_sha": sha(ref_path), "reference": float(a.mean()),
                   "loss": float(b.mean()), "diff": gain, "diff_se": se, "floor": floor,
                   "relative": gain / abs(float(a.mean())) if a.mean() else 0.0,
@@ -112,8 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--out must differ from --reference, got {a.out} for both")
         if a.mode == "probe":
             st = budget.stages
-            cap = st.steps * 2 ** (st.most - 1)  # the budget's most steps: S (1 + 1 + 2 + ... + 2^{most-2})
-            most = a.most or max(2, int(np.floor(np.log2(cap / a.steps))) + 1)
+            most = a.most or max(2, int(np.floor(np.log2(st.cap / a.steps))) + 1)
             budget = replace(budget, seeds=1,  # no Fig. 5 replicas
                              stages=replace(st, steps=a.steps, batch=a.batch, seeds=a.seeds, most=most))
     except ValueError as e:

@@ -74,6 +74,12 @@ def losses(model: Path, cell: Cell, budget: Budget) -> np.ndarray:
     return evaluation.adjusted_per_sequence(P, Q, cell.noise, budget.n, budget.d, eval_key(), budget.eval_sequences)
 
 
+def paired(old: np.ndarray, new: np.ndarray) -> tuple[float, float]:
+    """Mean and SE of the paired change ``new − old`` of per-sequence losses on the same sequences."""
+    diff = new - old
+    return float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
+
+
 def float32_floor(cell: Cell, budget: Budget) -> float:
     """``½ mean (y − fl₃₂(y))²`` over the budget's evaluation sequences: the loss of a model that predicts every target
     exactly, rounded to float32.  It is the resolution of the float32 pass a cell trains with; a model whose loss is
@@ -115,8 +121,7 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
                             "relative": gone["check"]["relative"]}
     if again.get("failed"):
         return entry | {"failed": again["failed"], "holds": False}
-    diff = losses(cell_dir(where, cell) / "model.npz", cell, budget) - a
-    change, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
+    change, se = paired(a, losses(cell_dir(where, cell) / "model.npz", cell, budget))
     floor = float32_floor(cell, budget)
     return entry | {"loss_longer": float(a.mean() + change), "change": change, "change_se": se,
                     "relative": change / abs(float(a.mean())), "floor": floor,

@@ -100,6 +100,11 @@ class Stages:
             if int(getattr(self, k)) < lo:
                 raise ValueError(f"stages: {k} must be >= {lo}, got {getattr(self, k)}")
 
+    @property
+    def cap(self) -> int:
+        """The most steps a cell trains: ``S (1 + 1 + 2 + ... + 2^{most−2}) = S · 2^{most−1}``."""
+        return self.steps * 2 ** (self.most - 1)
+
     def scaled(self, factor: int) -> Stages:
         """The same schedule with every stage ``factor`` times longer (the convergence check's rerun)."""
         return replace(self, steps=self.steps * int(factor))

@@ -234,13 +234,21 @@ def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
     from numerics.train.config import config_dict
 
     return ({"train": json.loads(json.dumps(config_dict(train_config(cell, budget)))),
-            "stages": asdict(budget.stages) | {"scale_fit": scale_constants()},
+            "stages": stages_signature(budget.stages) | {"scale_fit": scale_constants()},
             "eval_sequences": budget.eval_sequences, "profile_sequences": budget.profile_sequences,
             "profile_points": budget.profile_points, "tail_sequences": tail_sequences(cell, budget),
             "seed_sequences": budget.seed_sequences if cell.keep_seeds else None}
             | ({"replicas": {"seeds": budget.seeds, "seed_step": REPLICA_SEED}} if cell.keep_seeds else {})
             | ({} if budget.continuation else {"continuation": False})  # cells stored before the flag continued
             | ({"full_from_diag": True} if full_start(cell, budget) else {}))
+
+
+def stages_signature(st: Stages) -> dict[str, Any]:
+    """The stages' fields, without ``retry_blown`` where it is off (cells stored before the flag stopped at a blown
+    stage)."""
+    from dataclasses import asdict
+
+    return {k: v for k, v in asdict(st).items() if k != "retry_blown" or v}
 
 
 def same_signature(stored: Any, cell: Cell, budget: Budget) -> bool:

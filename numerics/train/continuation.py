@@ -27,7 +27,9 @@ explodes a deep model a few times in a stage; the pool holds it at its true rate
 :data:`HELD_OUT` fresh float64 sequences (a key no other part of the sweep draws from). The cell is *converged* when
 doubling its steps lowered the held-out adjusted loss by less than ``rel`` of it or less than ``se`` standard errors
 of the paired difference, or did not lower it (a later stage starts from the best so far, and one that ends above it
-shows that more steps do not help: at depth 3 a stage's scale fit can cost more than its extra steps gain).  Where the held-out sequences of either stage it compares fail the evaluation's tail rules
+shows that more steps do not help: at depth 3 a stage's scale fit can cost more than its extra steps gain).  A stage whose held-out sequences fail
+the tail rules ends the cell the same way, unless ``Stages.retry_blown`` is set: then the next stage starts from the
+best stage so far, at half the rate again (a blown stage shows the rate was too high, not that the cell converged).  Where the held-out sequences of either stage it compares fail the evaluation's tail rules
 (:func:`numerics.evaluate.losses.tail_stats`), only ``rel`` counts: next to a stage that explodes on one sequence,
 any change is within the SE.  (At σ ≈ 0 a 2- or 3-layer model at its optimum meets a held-out context with a loss
 above the rules' limit in every stage: the fixed step sizes overshoot on its extreme ``XᵀX``.)  The cell keeps the
@@ -94,6 +96,9 @@ class Stages:
     scale_pool: int = SCALE_POOL
     rel: float = 0.03
     se: float = 2.0
+    #: A stage whose held-out sequences fail the tail rules ends the cell (``False``) or not (``True``: the next stage
+    #: starts from the best stage so far, at half the rate again, as after any stage).
+    retry_blown: bool = False
 
     def __post_init__(self) -> None:
         for k, lo in (("steps", 1), ("most", 2), ("batch", 1), ("seeds", 1), ("held_out", 2), ("scale_pool", 2)):
@@ -345,6 +350,8 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
         model, scale = scaled_model(tr.model, cfg.noise, cfg.n, cfg.d, st.scale_pool)
         held = held_out_losses(model, cfg.noise, cfg.n, cfg.d, st.held_out)
         stages.append(StageResult(k, model, tr.metrics, held, time.perf_counter() - t0, scale))
+        if st.retry_blown and stages[-1].blown:
+            continue
         if k >= least and prev is not None and converged(held, prev.held, st, prev.blown or stages[-1].blown):
             done = True
             break

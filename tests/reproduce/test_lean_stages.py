@@ -66,3 +66,12 @@ def test_it_refuses_the_reference_itself_and_a_log_of_another_reference(referenc
     shutil.copytree(reference, other)
     assert compare(out, other, log) == 2
     assert "was made with other stages or another reference" in capsys.readouterr().err
+
+
+def test_a_heavy_tailed_difference_is_not_covered_by_its_se():
+    """Higher by 10 %, with a paired SE as large as the difference (a tail carries it): worse, though the convergence
+    check's 2-SE allowance would pass it; within 3 % or the float32 floor it is as good, and a failed cell never."""
+    row = {"failed": None, "reference": 1.0, "diff": 0.1, "diff_se": 0.1, "floor": 0.0}
+    assert not lean_stages.as_good(row)
+    assert lean_stages.as_good(row | {"diff": 0.029}) and lean_stages.as_good(row | {"floor": 0.2})
+    assert lean_stages.as_good(row | {"diff": -5.0}) and not lean_stages.as_good(row | {"failed": "x", "diff": 0.0})

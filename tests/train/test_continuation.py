@@ -216,6 +216,25 @@ def test_a_blown_stage_is_no_reference_for_convergence(tmp_path, monkeypatch):
     assert summary["converged"] and calls == [10, 10, 20] and best.k == 2
 
 
+@pytest.mark.parametrize("retry", [False, True])
+def test_a_blown_later_stage_ends_the_cell_unless_the_stages_retry(tmp_path, monkeypatch, retry):
+    """Stage 2 explodes on one held-out sequence.  Without ``retry_blown`` that ends the cell (a later stage above
+    the best one); with it stage 3 starts again from stage 1, and converges next to it."""
+    from numerics.train import continuation
+
+    calm = np.random.default_rng(5).exponential(0.05, 2000)
+    blown = calm * 0.5
+    blown[0] = 1e11
+    held = iter([calm, blown, calm * 0.99])
+    monkeypatch.setattr(continuation, "scaled_model", lambda model, *a: (model, {}))
+    monkeypatch.setattr(continuation, "held_out_losses", lambda *a: next(held))
+    calls = []
+    trainer, st, cfg = _still_trainer(calls)
+    best, summary = continuation.train_stages(cfg, replace(st, retry_blown=retry), None, tmp_path, trainer)
+    assert summary["converged"] and [s["blown"] for s in summary["stages"]] == [False, True, False][:len(calls)]
+    assert calls == ([10, 10, 20] if retry else [10, 10]) and best.k == (3 if retry else 1)
+
+
 def test_stages_stop_when_converged_but_not_before_least(tmp_path):
     """A trainer whose model never moves converges at stage 2; ``least`` (the convergence check's rerun, which
     must spend as many stages as the cell it checks) holds it to more."""

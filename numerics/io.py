@@ -67,6 +67,18 @@ def _link_new(tmp: str, path: Path) -> None:
     os.unlink(tmp)
 
 
+def set_aside(path: str | os.PathLike[str]) -> Path | None:
+    """Rename the file or folder ``path`` to the first free ``<name>.replaced<k>`` beside it, so that nothing in it is
+    lost and its place is free; returns the new path, ``None`` where ``path`` does not exist."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    k = 1
+    while path.with_name(f"{path.name}.replaced{k}").exists():
+        k += 1
+    return path.rename(path.with_name(f"{path.name}.replaced{k}"))
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str, exclusive: bool = False) -> None:
     """Write ``text`` to ``path`` atomically (:func:`atomic_write_bytes`)."""
     atomic_write_bytes(path, text.encode(), exclusive)

@@ -126,9 +126,11 @@ BUDGETS: dict[str, Budget] = {
 
 
 # The paper budget's grid and evaluation with stages of a sixth of its work: 1500 steps of batch 1024, one seed, at
-# most 7 stages (the same 96 000 steps at most).  The stage rule still decides each cell's length; the cells are
-# compared with the paper budget's, sequence by sequence (docs/experiments/lean-stages.md).
-BUDGETS["lean"] = replace(BUDGETS["paper"], name="lean", stages=Stages(steps=1500, most=7, batch=1024, seeds=1))
+# most 7 stages (the same 96 000 steps at most).  The stage rule still decides each cell's length, but a stage that
+# blows up after one that did not does not end a cell (retry_blown); the cells are compared with the paper budget's,
+# sequence by sequence (docs/experiments/lean-stages.md).
+BUDGETS["lean"] = replace(BUDGETS["paper"], name="lean",
+                          stages=Stages(steps=1500, most=7, batch=1024, seeds=1, retry_blown=True))
 
 
 def get_budget(name: str) -> Budget:
@@ -255,11 +257,13 @@ def same_signature(stored: Any, cell: Cell, budget: Budget) -> bool:
     """A stored cell's signature is the cell's under ``budget``, but for the cap on its stages (``stages.most``): a
     cell that converged below both caps is the same either way, and one that stopped at a smaller cap without
     converging goes on (:func:`goes_on`)."""
-    def uncapped(sig: Any) -> Any:
-        return sig | {"stages": {k: v for k, v in sig["stages"].items() if k != "most"}} if isinstance(sig, dict) \
+    def uncapped(sig: Any, drop: tuple[str, ...]) -> Any:
+        return sig | {"stages": {k: v for k, v in sig["stages"].items() if k not in drop}} if isinstance(sig, dict) \
             and isinstance(sig.get("stages"), dict) else sig
 
-    return uncapped(stored) == uncapped(cell_signature(cell, budget))
+    # one stored without ``retry_blown`` is the same but where a blown stage ended it, and then it goes on
+    old = isinstance(stored, dict) and "retry_blown" not in (stored.get("stages") or {})
+    return uncapped(stored, ("most",)) == uncapped(cell_signature(cell, budget), ("most", "retry_blown")[:1 + old])
 
 
 def stage_factor(m: dict[str, Any]) -> int:
@@ -276,9 +280,12 @@ def own_budget(m: dict[str, Any], budget: Budget) -> Budget:
 
 
 def goes_on(m: dict[str, Any], budget: Budget) -> bool:
-    """The stored passing cell ``m`` stopped at its last stage without converging, and ``budget`` allows more."""
-    t = m.get("train") or {}
-    return not m.get("failed") and t.get("converged") is False and len(t.get("stages", ())) < budget.stages.most
+    """The stored passing cell ``m`` stopped at its last stage without converging, or, trained without the budget's
+    ``retry_blown``, at a blown stage after one that is not, and ``budget`` allows more."""
+    t, st = m.get("train") or {}, (m.get("train") or {}).get("stages", ())
+    blown = budget.stages.retry_blown and "retry_blown" not in m.get("signature", {}).get("stages", {}) \
+        and len(st) > 1 and st[-1]["blown"] and not st[-2]["blown"]
+    return not m.get("failed") and (t.get("converged") is False or blown) and len(st) < budget.stages.most
 
 
 def left_to_train(m: dict[str, Any] | None, budget: Budget) -> bool:

@@ -166,14 +166,19 @@ def finish_adoption(cell: Cell, out: Path) -> None:
     if read_json(dest / "metrics.json") != m:
         atomic_write_bytes(dest / "model.npz", (where / "model.npz").read_bytes())
         atomic_write_json(dest / "metrics.json", m)
-    why = f"it started from {cell.name}, which took its convergence check's longer run"
+    mark_stale(out, cell, f"it started from {cell.name}, which took its convergence check's longer run")
+    (where / "model.npz").unlink(missing_ok=True)
+    (where / "metrics.json").unlink()
+
+
+def mark_stale(out: Path, cell: Cell, why: str) -> None:
+    """Mark the cells under ``out`` that started from ``cell``'s model, now replaced, ``"stale"`` (``why``): the sweep
+    trains them again from the new one (:func:`numerics.reproduce.experiments.load_cell`)."""
     for path in sorted((out / "models").glob("*/metrics.json")):
         other = read_json(path)
         start = (other.get("train") or {}).get("start")
-        if start and Path(start).parent.name == cell.name and not other.get("stale") and path.parent != dest:
+        if start and Path(start).parent.name == cell.name and not other.get("stale") and path.parent.name != cell.name:
             atomic_write_json(path, other | {"stale": why})
-    (where / "model.npz").unlink(missing_ok=True)
-    (where / "metrics.json").unlink()
 
 
 def within(change: float, loss: float, change_se: float, floor: float = 0.0, rel: float = REL, se: float = SE) -> bool:

@@ -22,14 +22,12 @@ file               content
 ``RUNS/<budget>/<cell>/``   the training run directory (:func:`numerics.train.rundir.run`: checkpoint, loss curve); git-ignored
 ``OUT/models/<cell>/``      ``model.npz`` (universal ``P, Q`` of the best seed), ``metrics.json``, and for the
                             Fig. 5 cells ``seeds.npz`` (the ``P, Q`` of the cell and of its seed replicas,
-                            :func:`seed_replicas`); a cell is finished when its
-                            ``metrics.json`` exists, and a rerun skips it
+                            :func:`seed_replicas`); a cell is finished when its ``metrics.json`` exists
 ``OUT/baselines/<noise>.json``  ConstRR, AdaRR, TunedRR, Bayes on the same sequences, plus profiles
 =================  ===========================================================================
 
-Departures from the paper: training uses :class:`numerics.train.TrainConfig`'s recipe (warm-up +
-cosine Adam, clipping, divergence guard), not constant ``1e-4`` for 200 000 steps; ``quick`` is a
-reduced grid (see :data:`BUDGETS`).
+Departures from the paper: training uses :class:`numerics.train.TrainConfig`'s recipe (warm-up + cosine Adam,
+clipping, divergence guard), not constant ``1e-4`` for 200 000 steps; ``quick`` is a reduced grid (:data:`BUDGETS`).
 """
 
 from __future__ import annotations
@@ -49,7 +47,8 @@ from numerics import baselines
 from numerics.evaluate import losses as evaluation
 from numerics.train.continuation import held_out_losses, recorded, rescue_constants, train_stages
 from numerics.errors import LintfError
-from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model, read_json, save_model
+from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, load_model, read_json, save_model, \
+    set_aside
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
     PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, chains, full_start, get_budget, goes_on,
@@ -169,6 +168,8 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     dest = cell_dir(out, cell)
     earlier = stored_attempts(dest, cell, budget)
     before = read_json(dest / "metrics.json") if (dest / "metrics.json").exists() else {}
+    if before.get("stale"):  # its start changed: the runs from the old start are kept aside, not resumed
+        set_aside(runs / budget.name / cell.name)
     before = before if goes_on(before, budget) and same_signature(before.get("signature"), cell, budget) else None
     first = before.get("attempt", 1) if before else first
     while True:
@@ -255,6 +256,9 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
         save_model(dest / "model.npz", P, Q, meta | {"scale": scale})
     elif metrics["failed"] is None:
         atomic_write_bytes(dest / "model.npz", best.model.read_bytes())
+    if before and (earlier is None or best.k != int(before["train"]["chosen_stage"]) or rescued):
+        import numerics.reproduce.convergence as cv  # (it imports this module)
+        cv.mark_stale(out, cell, f"it started from {cell.name}, which went on training and changed")
     if cell.keep_seeds and metrics["failed"] is None:
         metrics["seeds"], Ps, Qs = seed_replicas(cell, budget, cfg, start, run, trainer, least, dest / "model.npz",
                                                    metrics)

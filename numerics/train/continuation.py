@@ -27,15 +27,17 @@ explodes a deep model a few times in a stage; the pool holds it at its true rate
 :data:`HELD_OUT` fresh float64 sequences (a key no other part of the sweep draws from). The cell is *converged* when
 doubling its steps lowered the held-out adjusted loss by less than ``rel`` of it or less than ``se`` standard errors
 of the paired difference, or did not lower it (a later stage starts from the best so far, and one that ends above it
-shows that more steps do not help: at depth 3 a stage's scale fit can cost more than its extra steps gain).  A stage whose held-out sequences fail
-the tail rules ends the cell the same way, unless ``Stages.retry_blown`` is set: then the next stage starts from the
-best stage so far, at half the rate again (a blown stage shows the rate was too high, not that the cell converged).  Where the held-out sequences of either stage it compares fail the evaluation's tail rules
-(:func:`numerics.evaluate.losses.tail_stats`), only ``rel`` counts: next to a stage that explodes on one sequence,
-any change is within the SE.  (At σ ≈ 0 a 2- or 3-layer model at its optimum meets a held-out context with a loss
-above the rules' limit in every stage: the fixed step sizes overshoot on its extreme ``XᵀX``.)  The cell keeps the
-stage with the lowest held-out loss among those that pass.  A cell that stopped at a smaller ``most`` without
-converging goes on from its stored record (:func:`recorded`) when the cap is raised. Training never excludes a sequence in a stage's final phase (:data:`numerics.train.TrainConfig.final_fraction`);
-the count is in ``metrics.json``.
+shows that more steps do not help: at depth 3 a stage's scale fit can cost more than its extra steps gain). A stage
+whose held-out sequences fail the tail rules ends the cell the same way, unless ``Stages.retry_blown`` is set and the
+stage before it is not blown: then the next stage starts from the best stage so far, at half the rate again (a stage
+that blows up after one that did not shows the rate was too high, not that the cell converged). Where the held-out
+sequences of either stage it compares fail the evaluation's tail rules (:func:`numerics.evaluate.losses.tail_stats`),
+only ``rel`` counts: next to a stage that explodes on one sequence, any change is within the SE. (At σ ≈ 0 a 2- or
+3-layer model at its optimum meets a held-out context with a loss above the rules' limit in every stage: the fixed
+step sizes overshoot on its extreme ``XᵀX``.) The cell keeps the stage with the lowest held-out loss among those that
+pass. A cell that stopped at a smaller ``most`` without converging goes on from its stored record (:func:`recorded`)
+when the cap is raised, and so does one stored without ``retry_blown`` that a blown stage ended, when it is set. Training never excludes a sequence in a stage's final phase
+(:data:`numerics.train.TrainConfig.final_fraction`); the count is in ``metrics.json``.
 """
 
 from __future__ import annotations
@@ -96,8 +98,9 @@ class Stages:
     scale_pool: int = SCALE_POOL
     rel: float = 0.03
     se: float = 2.0
-    #: A stage whose held-out sequences fail the tail rules ends the cell (``False``) or not (``True``: the next stage
-    #: starts from the best stage so far, at half the rate again, as after any stage).
+    #: A stage whose held-out sequences fail the tail rules ends the cell (``False``), or, where the stage before it
+    #: is not blown, does not (``True``: the next stage starts from the best stage so far, at half the rate again).
+    #: A cell blown in every stage (σ ≈ 0 at depth 2 or 3, :func:`converged`) still ends after two.
     retry_blown: bool = False
 
     def __post_init__(self) -> None:
@@ -315,6 +318,11 @@ class StageResult:
                 "rejected_steps": self.metrics.get("rejected_steps")}
 
 
+def retried(stages: list[StageResult]) -> bool:
+    """Under ``Stages.retry_blown``, the last stage does not end the cell: it is blown and the one before is not."""
+    return len(stages) > 1 and stages[-1].blown and not stages[-2].blown
+
+
 def next_start(stages: list[StageResult]) -> StageResult:
     """The stage the next one starts from and is compared with: the best that is not blown, else the last."""
     return min((s for s in stages if not s.blown), key=lambda s: s.mean, default=stages[-1])
@@ -350,7 +358,7 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
         model, scale = scaled_model(tr.model, cfg.noise, cfg.n, cfg.d, st.scale_pool)
         held = held_out_losses(model, cfg.noise, cfg.n, cfg.d, st.held_out)
         stages.append(StageResult(k, model, tr.metrics, held, time.perf_counter() - t0, scale))
-        if st.retry_blown and stages[-1].blown:
+        if st.retry_blown and retried(stages):
             continue
         if k >= least and prev is not None and converged(held, prev.held, st, prev.blown or stages[-1].blown):
             done = True

@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     pr.add_argument("--batch", type=int, required=True)
     pr.add_argument("--seeds", type=int, default=1)
     pr.add_argument("--most", type=int, default=None, help="most stages (default: as many as the budget's cap allows)")
+    pr.add_argument("--decay", type=float, default=None, help="rate of stage k >= 2: decay^(k-1) of the peak")
     pr.add_argument("--retry-blown", action="store_true", help="a blown stage does not end the cell (Stages.retry_blown)")
     pr.add_argument("--runs", type=Path, required=True)
     for p in (pr, co):
@@ -124,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             most = a.most or max(2, int(np.floor(np.log2(st.cap / a.steps))) + 1)
             budget = replace(budget, seeds=1,  # no Fig. 5 replicas
                              stages=replace(st, steps=a.steps, batch=a.batch, seeds=a.seeds, most=most,
-                                            retry_blown=a.retry_blown or st.retry_blown))
+                                            retry_blown=a.retry_blown or st.retry_blown,
+                                            decay=st.decay if a.decay is None else a.decay))
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -245,12 +245,16 @@ def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
             | ({"full_from_diag": True} if full_start(cell, budget) else {}))
 
 
+#: Fields of :class:`Stages` added after cells were stored, and the value those cells were trained with: a signature
+#: leaves them out at that value.
+LATER_STAGE_FIELDS = {"retry_blown": False, "decay": 0.5}
+
+
 def stages_signature(st: Stages) -> dict[str, Any]:
-    """The stages' fields, without ``retry_blown`` where it is off (cells stored before the flag stopped at a blown
-    stage)."""
+    """The stages' fields, without those of :data:`LATER_STAGE_FIELDS` at the value cells stored before them had."""
     from dataclasses import asdict
 
-    return {k: v for k, v in asdict(st).items() if k != "retry_blown" or v}
+    return {k: v for k, v in asdict(st).items() if k not in LATER_STAGE_FIELDS or v != LATER_STAGE_FIELDS[k]}
 
 
 def same_signature(stored: Any, cell: Cell, budget: Budget) -> bool:

@@ -15,8 +15,8 @@ stage      start and length
            depth, FULL still starts from the finished DIAG cell of its depth (``full_from_diag``); GD++ at
            ``σ_max = 0`` from the spectral fit; any other cell from the small random start.  ``S`` steps,
            ``seeds`` seeds.
-k ≥ 2      the best earlier stage's model, one seed, ``S · 2^{k−2}`` steps at half the previous stage's peak rate:
-           stage ``k`` doubles the steps spent so far.
+k ≥ 2      the best earlier stage's model, one seed, ``S · 2^{k−2}`` steps at ``Stages.decay`` (half by default) of
+           the previous stage's peak rate: stage ``k`` doubles the steps spent so far.
 =========  ===================================================================================================
 
 After each stage the model's scale is fitted (:func:`fit_scale`): every layer's update is multiplied by the
@@ -102,11 +102,15 @@ class Stages:
     #: is not blown, does not (``True``: the next stage starts from the best stage so far, at half the rate again).
     #: A cell blown in every stage (σ ≈ 0 at depth 2 or 3, :func:`converged`) still ends after two.
     retry_blown: bool = False
+    #: Stage ``k ≥ 2`` trains at ``decay^{k−1}`` of the peak rate.
+    decay: float = 0.5
 
     def __post_init__(self) -> None:
         for k, lo in (("steps", 1), ("most", 2), ("batch", 1), ("seeds", 1), ("held_out", 2), ("scale_pool", 2)):
             if int(getattr(self, k)) < lo:
                 raise ValueError(f"stages: {k} must be >= {lo}, got {getattr(self, k)}")
+        if not 0 < self.decay <= 1:
+            raise ValueError(f"stages: decay must be in (0, 1], got {self.decay}")
 
     @property
     def cap(self) -> int:
@@ -282,7 +286,7 @@ def stage_config(cfg: Any, st: Stages, k: int, start: Path | None) -> Any:
         if cfg.kind.diag_phase:
             kw["diag_steps"] = 0  # the start is already a trained DIAG or FULL model
     if k > 1:
-        kw["lr"] = cfg.peak_lr * 0.5 ** (k - 1)
+        kw["lr"] = cfg.peak_lr * st.decay ** (k - 1)
     return replace(cfg, **kw)
 
 

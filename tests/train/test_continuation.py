@@ -248,3 +248,17 @@ def test_stages_stop_when_converged_but_not_before_least(tmp_path):
     calls.clear()
     _, summary = train_stages(cfg, st, None, tmp_path / "b", still, least=3)
     assert summary["converged"] and calls == [10, 10, 20] and summary["steps"] == 40
+
+
+def test_stage_k_trains_at_decay_to_the_k_minus_1_of_the_peak_rate():
+    from numerics.reproduce.budgets import stages_signature
+    from numerics.train.continuation import stage_config
+
+    cfg = TrainConfig(model="diag", layers=2, noise="uniform:1", steps=10, batch=8)
+    for decay in (0.5, 0.7, 1.0):
+        st = Stages(steps=10, most=4, batch=8, seeds=1, decay=decay)
+        lrs = [stage_config(cfg, st, k, None).lr for k in (2, 3, 4)]
+        assert lrs == pytest.approx([cfg.peak_lr * decay ** (k - 1) for k in (2, 3, 4)], rel=1e-12, abs=0)
+        assert ("decay" in stages_signature(st)) is (decay != 0.5)  # cells stored before the field trained at 0.5
+    with pytest.raises(ValueError, match=r"decay must be in \(0, 1\], got 1.5"):
+        Stages(steps=10, most=4, batch=8, seeds=1, decay=1.5)

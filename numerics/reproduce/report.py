@@ -320,7 +320,9 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
     steps = (("by continuation over depth" if budget.continuation else "each cell from the random start"
               + (", FULL from the finished DIAG cell of its depth" if budget.full_from_diag else ""))
              + f", in stages of {st.steps} steps of batch {st.batch} ({st.seeds} seeds in the first) and more until doubling "
-             f"the steps moves the held-out loss by less than {st.rel:.0%} or {st.se:g} SE (`numerics.train.continuation`)")
+             f"the steps moves the held-out loss by less than {st.rel:.0%} or {st.se:g} SE (`numerics.train.continuation`)"
+             + ("; every stage at the peak rate" if st.decay == 1 else "")
+             + ("; a stage that blows up after one that did not does not end a cell" if st.retry_blown else ""))
     from numerics.reproduce.experiments import Cell, train_config
 
     from dataclasses import replace

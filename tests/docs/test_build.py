@@ -149,14 +149,34 @@ def test_lean_stages_probe_rows_are_its_logs() -> None:
 
 
 def test_lean_stages_grid_rows_are_its_log() -> None:
-    # The grid section of docs/experiments/lean-stages.md: its count of cells as good and the rows of the others.
+    # The first recipe's grid in docs/experiments/lean-stages.md: its count of cells as good and the rows of the others.
     import json
 
     page = (ROOT / "docs" / "experiments" / "lean-stages.md").read_text()
-    rows = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid.json").read_text())["cells"]
+    rows = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid-decay0.5.json").read_text())["cells"]
     assert f"**{sum(r['as_good'] for r in rows)} of {len(rows)} cells are as good as the paper's**" in page
     for r in (r for r in rows if not r["as_good"]):
         row = (f"| {r['cell']} | {r['reference']:.4g} | {r['loss']:.4g} | {r['diff']:+.2g} ± {r['diff_se']:.2g} | "
                f"{r['relative']:+.1%} | {r['steps']} ({r['stages']}) | {r['reference_steps']} | "
                f"{', '.join(f'{c:.2f}' for c in r['scales'])} |")
         assert row in page, f"lean-stages.md lacks the row {row}"
+
+
+def test_lean_stages_rate_rows_are_their_logs() -> None:
+    # The peak-rate table of docs/experiments/lean-stages.md: each probe row beside the first recipe's run.
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "lean-stages.md").read_text()
+    logs = ROOT / "benchmarks" / "logs" / "lean-stages"
+    first = {r["cell"]: r for r in json.loads((logs / "grid-decay0.5.json").read_text())["cells"]}
+    for name in ("decay1.json", "decay1-sample.json"):
+        log = json.loads((logs / name).read_text())
+        assert log["stages"]["decay"] == 1.0 and log["stages"]["retry_blown"] and log["cells"]
+        for r in log["cells"]:
+            o = first.get(r["cell"])
+            row = (f"| {r['cell']} | {r['reference']:.4g} | {o['loss']:.4g} | " if o else f"| {r['cell']} | "
+                   f"{r['reference']:.4g} | – | ") + (
+                f"{r['loss']:.4g} | {r['diff']:+.2g} ± {r['diff_se']:.2g} | {r['relative']:+.1%} | "
+                f"{'as good' if r['as_good'] else 'worse'} | {r['steps']} ({r['stages']}) | {r['seconds']:.0f} | "
+                + (f"{o['seconds']:.0f} |" if o else "– |"))
+            assert row in page, f"lean-stages.md lacks the row {row}"

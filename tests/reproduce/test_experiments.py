@@ -973,11 +973,13 @@ def test_a_full_cell_named_alone_needs_its_diag_start():
 def test_the_lean_budget_is_the_paper_budget_with_shorter_stages():
     """The lean budget trains the paper budget's cells, starts them and judges them as it does: only the stages
     differ (a sixth of the paper's work in its first two stages: half the steps, half the batch, one seed), the
-    cap on steps is the same, and a stage that blows up after one that did not does not end a lean cell."""
+    cap on steps is the same, every lean stage trains at the peak rate, and a stage that blows up after one that
+    did not does not end a lean cell."""
     paper, lean = ex.get_budget("paper"), ex.get_budget("lean")
     assert replace(lean, name="paper", stages=paper.stages) == paper
     assert lean.stages.cap == paper.stages.cap == 96_000
     assert lean.stages.retry_blown and not paper.stages.retry_blown
+    assert (lean.stages.decay, paper.stages.decay) == (1.0, 0.5)
     work = [st.steps * st.batch * (st.seeds + 1) for st in (paper.stages, lean.stages)]
     assert work[0] == 6 * work[1]
 

@@ -180,3 +180,19 @@ def test_lean_stages_rate_rows_are_their_logs() -> None:
                 f"{'as good' if r['as_good'] else 'worse'} | {r['steps']} ({r['stages']}) | {r['seconds']:.0f} | "
                 + (f"{o['seconds']:.0f} |" if o else "– |"))
             assert row in page, f"lean-stages.md lacks the row {row}"
+
+
+def test_lean_stages_peak_rate_grid_rows_are_its_log() -> None:
+    # The lean budget's grid at the peak rate in docs/experiments/lean-stages.md: its count and the worse cells.
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "lean-stages.md").read_text()
+    log = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid.json").read_text())
+    assert log["stages"]["decay"] == 1.0 and log["stages"]["retry_blown"]
+    rows = log["cells"]
+    assert f"**At the peak rate, {sum(r['as_good'] for r in rows)} of {len(rows)} cells are as good" in page
+    for r in (r for r in rows if not r["as_good"]):
+        row = (f"| {r['cell']} | {r['reference']:.4g} | {r['loss']:.4g} | {r['diff']:+.2g} ± {r['diff_se']:.2g} | "
+               f"{r['relative']:+.1%} | {r['steps']} ({r['stages']}) | {r['reference_steps']} | "
+               f"{', '.join(f'{c:.2f}' for c in r['scales'])} |")
+        assert row in page, f"lean-stages.md lacks the row {row}"

@@ -64,7 +64,7 @@ def run_facts(m: dict, budget: Budget) -> dict:
 
 def compare(cell: Cell, budget: Budget, out: Path, reference: Path, ref_budget: Budget) -> dict:
     """The cell under ``out`` against the reference's: paired difference ``new − reference`` on the evaluation
-    sequences, and the facts of both runs (:func:`run_facts`)."""
+    sequences, and the facts of both runs (:func:`run_facts`); :func:`as_good` judges it."""
     ref_path, new_path = (d / "models" / cell.name / "model.npz" for d in (reference, out))
     new, ref = (read_json(d / "models" / cell.name / "metrics.json") for d in (out, reference))
     row = {"cell": cell.name, "failed": new["failed"]} | run_facts(new, budget) \
@@ -75,7 +75,7 @@ def compare(cell: Cell, budget: Budget, out: Path, reference: Path, ref_budget: 
     (gain, se), floor = paired(a, b), float32_floor(cell, budget)
     return row | {"model_sha": sha(new_path), "reference_sha": sha(ref_path), "reference": float(a.mean()),
                   "loss": float(b.mean()), "diff": gain, "diff_se": se, "floor": floor,
-                  "relative": gain / abs(float(a.mean())) if a.mean() else 0.0} | {"as_good": None}
+                  "relative": gain / abs(float(a.mean())) if a.mean() else 0.0}
 
 
 def as_good(row: dict) -> bool:

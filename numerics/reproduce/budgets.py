@@ -12,7 +12,7 @@ from typing import Any
 from numerics.data import PAPER_NOISES, Noise
 from numerics.evaluate import losses as evaluation
 from numerics.models.kinds import kind_of
-from numerics.train.continuation import RESCUE_POOL, Stages, scale_constants, start_for
+from numerics.train.continuation import RESCUE_POOL, Stages, retried, scale_constants, start_for
 
 MODELS = ("gdpp", "diag", "full")
 PARTS = ("table1", "fig1", "fig2", "fig3", "fig4", "fig5", "fig7", "beyond")
@@ -267,8 +267,13 @@ def same_signature(stored: Any, cell: Cell, budget: Budget) -> bool:
             and isinstance(sig.get("stages"), dict) else sig
 
     # one stored without ``retry_blown`` is the same but where a blown stage ended it, and then it goes on
-    old = isinstance(stored, dict) and "retry_blown" not in (stored.get("stages") or {})
-    return uncapped(stored, ("most",)) == uncapped(cell_signature(cell, budget), ("most", "retry_blown")[:1 + old])
+    drop = ("most", "retry_blown") if before_retry(stored) else ("most",)
+    return uncapped(stored, ("most",)) == uncapped(cell_signature(cell, budget), drop)
+
+
+def before_retry(sig: Any) -> bool:
+    """The stored signature ``sig`` is of a cell trained without ``Stages.retry_blown``."""
+    return isinstance(sig, dict) and "retry_blown" not in (sig.get("stages") or {})
 
 
 def stage_factor(m: dict[str, Any]) -> int:
@@ -287,9 +292,9 @@ def own_budget(m: dict[str, Any], budget: Budget) -> Budget:
 def goes_on(m: dict[str, Any], budget: Budget) -> bool:
     """The stored passing cell ``m`` stopped at its last stage without converging, or, trained without the budget's
     ``retry_blown``, at a blown stage after one that is not, and ``budget`` allows more."""
-    t, st = m.get("train") or {}, (m.get("train") or {}).get("stages", ())
-    blown = budget.stages.retry_blown and "retry_blown" not in m.get("signature", {}).get("stages", {}) \
-        and len(st) > 1 and st[-1]["blown"] and not st[-2]["blown"]
+    t = m.get("train") or {}
+    st = t.get("stages", ())
+    blown = budget.stages.retry_blown and before_retry(m.get("signature")) and retried([s["blown"] for s in st])
     return not m.get("failed") and (t.get("converged") is False or blown) and len(st) < budget.stages.most
 
 

@@ -322,9 +322,10 @@ class StageResult:
                 "rejected_steps": self.metrics.get("rejected_steps")}
 
 
-def retried(stages: list[StageResult]) -> bool:
-    """Under ``Stages.retry_blown``, the last stage does not end the cell: it is blown and the one before is not."""
-    return len(stages) > 1 and stages[-1].blown and not stages[-2].blown
+def retried(blown: list[bool]) -> bool:
+    """Under ``Stages.retry_blown``, the last of stages that are ``blown`` or not does not end the cell: it is blown
+    and the one before is not."""
+    return len(blown) > 1 and blown[-1] and not blown[-2]
 
 
 def next_start(stages: list[StageResult]) -> StageResult:
@@ -362,7 +363,7 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
         model, scale = scaled_model(tr.model, cfg.noise, cfg.n, cfg.d, st.scale_pool)
         held = held_out_losses(model, cfg.noise, cfg.n, cfg.d, st.held_out)
         stages.append(StageResult(k, model, tr.metrics, held, time.perf_counter() - t0, scale))
-        if st.retry_blown and retried(stages):
+        if st.retry_blown and retried([s.blown for s in stages]):
             continue
         if k >= least and prev is not None and converged(held, prev.held, st, prev.blown or stages[-1].blown):
             done = True

@@ -148,6 +148,13 @@ def test_lean_stages_probe_rows_are_its_logs() -> None:
             assert row in page, f"lean-stages.md lacks the row {row}"
 
 
+def grid_row(r: dict) -> str:
+    """A cell of a lean grid's comparison log as lean-stages.md tabulates the cells not as good as the paper's."""
+    return (f"| {r['cell']} | {r['reference']:.4g} | {r['loss']:.4g} | {r['diff']:+.2g} ± {r['diff_se']:.2g} | "
+            f"{r['relative']:+.1%} | {r['steps']} ({r['stages']}) | {r['reference_steps']} | "
+            f"{', '.join(f'{c:.2f}' for c in r['scales'])} |")
+
+
 def test_lean_stages_grid_rows_are_its_log() -> None:
     # The first recipe's grid in docs/experiments/lean-stages.md: its count of cells as good and the rows of the others.
     import json
@@ -156,10 +163,7 @@ def test_lean_stages_grid_rows_are_its_log() -> None:
     rows = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid-decay0.5.json").read_text())["cells"]
     assert f"**{sum(r['as_good'] for r in rows)} of {len(rows)} cells are as good as the paper's**" in page
     for r in (r for r in rows if not r["as_good"]):
-        row = (f"| {r['cell']} | {r['reference']:.4g} | {r['loss']:.4g} | {r['diff']:+.2g} ± {r['diff_se']:.2g} | "
-               f"{r['relative']:+.1%} | {r['steps']} ({r['stages']}) | {r['reference_steps']} | "
-               f"{', '.join(f'{c:.2f}' for c in r['scales'])} |")
-        assert row in page, f"lean-stages.md lacks the row {row}"
+        assert grid_row(r) in page, f"lean-stages.md lacks the row {grid_row(r)}"
 
 
 def test_lean_stages_rate_rows_are_their_logs() -> None:
@@ -192,7 +196,4 @@ def test_lean_stages_peak_rate_grid_rows_are_its_log() -> None:
     rows = log["cells"]
     assert f"**At the peak rate, {sum(r['as_good'] for r in rows)} of {len(rows)} cells are as good" in page
     for r in (r for r in rows if not r["as_good"]):
-        row = (f"| {r['cell']} | {r['reference']:.4g} | {r['loss']:.4g} | {r['diff']:+.2g} ± {r['diff_se']:.2g} | "
-               f"{r['relative']:+.1%} | {r['steps']} ({r['stages']}) | {r['reference_steps']} | "
-               f"{', '.join(f'{c:.2f}' for c in r['scales'])} |")
-        assert row in page, f"lean-stages.md lacks the row {row}"
+        assert grid_row(r) in page, f"lean-stages.md lacks the row {grid_row(r)}"

@@ -266,8 +266,7 @@ def same_signature(stored: Any, cell: Cell, budget: Budget) -> bool:
         return sig | {"stages": {k: v for k, v in sig["stages"].items() if k not in drop}} if isinstance(sig, dict) \
             and isinstance(sig.get("stages"), dict) else sig
 
-    # one stored without ``retry_blown`` is the same but where a blown stage ended it, and then it goes on
-    drop = ("most", "retry_blown") if before_retry(stored) else ("most",)
+    drop = ("most", "retry_blown") if before_retry(stored) else ("most",)  # and where a blown stage ended it, goes_on
     return uncapped(stored, ("most",)) == uncapped(cell_signature(cell, budget), drop)
 
 

@@ -16,6 +16,11 @@ named ones::
     python benchmarks/lean_stages.py compare --budget lean --out results/lean --reference results/paper \
         --log benchmarks/logs/lean-stages/grid.json
 
+With ``--stored`` it evaluates nothing: each side's loss is the one its ``metrics.json`` holds, the sweep's own
+evaluation on the same 100 000 sequences, made on the device that trained the cell.  The difference of the two
+means is then the paired difference up to that device's rounding, and there is no paired SE (``as_good`` needs
+none); it compares cells trained elsewhere (an accelerator's sweep) without a CPU evaluation of each.
+
 Both evaluate the new model and the reference cell's model on the same 100 000 fresh float64 sequences (the sweeps'
 evaluation sequences, :func:`numerics.reproduce.convergence.losses`) and print the paired difference, beside the work
 of each run in sequence-steps (steps × batch × seeds, summed over stages), its time, and the scale each stage's fit
@@ -62,20 +67,25 @@ def run_facts(m: dict, budget: Budget) -> dict:
             "rescue": (m.get("rescue") or {}).get("scale")}
 
 
-def compare(cell: Cell, budget: Budget, out: Path, reference: Path, ref_budget: Budget) -> dict:
+def compare(cell: Cell, budget: Budget, out: Path, reference: Path, ref_budget: Budget, stored: bool = False) -> dict:
     """The cell under ``out`` against the reference's: paired difference ``new − reference`` on the evaluation
-    sequences, and the facts of both runs (:func:`run_facts`); :func:`as_good` judges it."""
+    sequences (``stored``: the difference of the losses the two ``metrics.json`` hold, without an SE), and the facts
+    of both runs (:func:`run_facts`); :func:`as_good` judges it."""
     ref_path, new_path = (d / "models" / cell.name / "model.npz" for d in (reference, out))
     new, ref = (read_json(d / "models" / cell.name / "metrics.json") for d in (out, reference))
     row = {"cell": cell.name, "failed": new["failed"]} | run_facts(new, budget) \
         | {f"reference_{k}": v for k, v in run_facts(ref, ref_budget).items()}
     if new["failed"]:
         return row
-    a, b = losses(ref_path, cell, budget), losses(new_path, cell, budget)
-    (gain, se), floor = paired(a, b), float32_floor(cell, budget)
-    return row | {"model_sha": sha(new_path), "reference_sha": sha(ref_path), "reference": float(a.mean()),
-                  "loss": float(b.mean()), "diff": gain, "diff_se": se, "floor": floor,
-                  "relative": gain / abs(float(a.mean())) if a.mean() else 0.0}
+    if stored:
+        a_mean, b_mean = float(ref["eval"]["loss"]), float(new["eval"]["loss"])
+        gain, se = b_mean - a_mean, None
+    else:
+        a, b = losses(ref_path, cell, budget), losses(new_path, cell, budget)
+        (gain, se), a_mean, b_mean = paired(a, b), float(a.mean()), float(b.mean())
+    return row | {"model_sha": sha(new_path), "reference_sha": sha(ref_path), "reference": a_mean, "loss": b_mean,
+                  "diff": gain, "diff_se": se, "floor": float32_floor(cell, budget),
+                  "relative": gain / abs(a_mean) if a_mean else 0.0}
 
 
 def as_good(row: dict) -> bool:
@@ -84,12 +94,14 @@ def as_good(row: dict) -> bool:
     paired SE is as large as any difference (a model 55 times the reference's loss would pass on it)."""
     if row["failed"]:
         return False
-    return row["diff"] <= 0 or within(row["diff"], row["reference"], row["diff_se"], row["floor"], se=0.0)
+    return row["diff"] <= 0 or within(row["diff"], row["reference"], 0.0, row["floor"], se=0.0)
 
 
 def line(r: dict) -> str:
     head = (f"{r['cell']}: failed ({r['failed']})" if r["failed"] else
-            f"{r['cell']}: {r['loss']:.5g} vs {r['reference']:.5g} (paired {r['diff']:+.2g} ± {r['diff_se']:.2g}, "
+            f"{r['cell']}: {r['loss']:.5g} vs {r['reference']:.5g} ("
+            + (f"stored {r['diff']:+.2g}" if r["diff_se"] is None else f"paired {r['diff']:+.2g} ± {r['diff_se']:.2g}")
+            + ", "
             f"{r['relative']:+.1%}, {'as good' if r['as_good'] else 'worse'})")
     return (f"{head}, {r['steps']} steps in {r['stages']} stages vs {r['reference_steps']}, work "
             f"{r['work'] / r['reference_work']:.2f} of the reference's, {r['seconds']:.0f} s on {r['device']} "
@@ -115,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--reference-budget", default="paper", help="the budget of the reference sweep (default paper)")
         p.add_argument("--out", type=Path, required=True)
         p.add_argument("--log", type=Path, required=True)
+    co.add_argument("--stored", action="store_true",
+                    help="take both losses from the cells' metrics.json instead of evaluating the models here")
     a = ap.parse_args(argv)
     try:
         budget, ref_budget = get_budget(a.budget), get_budget(a.reference_budget)
@@ -137,8 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print(f"error: cells must name cells of budget {a.budget}, got {bad}", file=sys.stderr)
         return 2
+    stored = a.mode == "compare" and a.stored
     head = {"budget": a.budget, "stages": stages_signature(budget.stages), "reference": str(a.reference),
-            "reference_budget": a.reference_budget}
+            "reference_budget": a.reference_budget} | ({"evaluation": "stored"} if stored else {})
     log = read_json(a.log) if a.log.exists() else head | {"cells": []}
     if {k: log.get(k) for k in head} != head:
         print(f"error: --log {a.log} was made with other stages or another reference; give another --log",
@@ -161,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         new = a.out / "models" / name / "model.npz"
         old = rows.get(name, {})
         if m["failed"] or old.get("model_sha") != sha(new) or old.get("reference_sha") != sha(ref):
-            rows[name] = compare(cell, budget, a.out, a.reference, ref_budget)
+            rows[name] = compare(cell, budget, a.out, a.reference, ref_budget, stored)
         rows[name] = row = rows[name] | {"as_good": as_good(rows[name])}  # a stored row is judged by today's rule
         if row != old:
             atomic_write_json(a.log, head | {"cells": list(rows.values())})

@@ -150,7 +150,8 @@ def test_lean_stages_probe_rows_are_its_logs() -> None:
 
 def grid_row(r: dict) -> str:
     """A cell of a lean grid's comparison log as lean-stages.md tabulates the cells not as good as the paper's."""
-    return (f"| {r['cell']} | {r['reference']:.4g} | {r['loss']:.4g} | {r['diff']:+.2g} ± {r['diff_se']:.2g} | "
+    se = "" if r["diff_se"] is None else f" ± {r['diff_se']:.2g}"  # a --stored comparison has no paired SE
+    return (f"| {r['cell']} | {r['reference']:.4g} | {r['loss']:.4g} | {r['diff']:+.2g}{se} | "
             f"{r['relative']:+.1%} | {r['steps']} ({r['stages']}) | {r['reference_steps']} | "
             f"{', '.join(f'{c:.2f}' for c in r['scales'])} |")
 
@@ -184,6 +185,19 @@ def test_lean_stages_rate_rows_are_their_logs() -> None:
                 f"{'as good' if r['as_good'] else 'worse'} | {r['steps']} ({r['stages']}) | {r['seconds']:.0f} | "
                 + (f"{o['seconds']:.0f} |" if o else "– |"))
             assert row in page, f"lean-stages.md lacks the row {row}"
+
+
+def test_lean_stages_h200_preview_rows_are_its_log() -> None:
+    # The deeper lean cells trained on an H200, compared by their stored losses: the count and the worse cells.
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "lean-stages.md").read_text()
+    log = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "h200-preview.json").read_text())
+    rows = log["cells"]
+    assert log["evaluation"] == "stored" and {r["device"] for r in rows} == {"NVIDIA H200"}
+    assert f"**On the H200, {sum(r['as_good'] for r in rows)} of {len(rows)} cells are as good" in page
+    worse = [grid_row(r) for r in rows if not r["as_good"]]
+    assert all(row in page for row in worse), "lean-stages.md lacks a worse H200 cell's row"
 
 
 def test_lean_stages_peak_rate_grid_rows_are_its_log() -> None:

@@ -33,9 +33,9 @@ def reference(tmp_path_factory) -> Path:
     return root / "ref"
 
 
-def compare(out: Path, reference: Path, log: Path) -> int:
+def compare(out: Path, reference: Path, log: Path, *flags: str) -> int:
     return lean_stages.main(["compare", "--budget", "test", "--reference-budget", "test", "--out", str(out),
-                             "--reference", str(reference), "--log", str(log), CELL.name])
+                             "--reference", str(reference), "--log", str(log), *flags, CELL.name])
 
 
 def test_a_copy_is_as_good_and_a_worse_model_is_not(reference: Path, tmp_path: Path, capsys):
@@ -66,6 +66,24 @@ def test_it_refuses_the_reference_itself_and_a_log_of_another_reference(referenc
     shutil.copytree(reference, other)
     assert compare(out, other, log) == 2
     assert "was made with other stages or another reference" in capsys.readouterr().err
+
+
+def test_stored_compares_the_losses_the_metrics_hold(reference: Path, tmp_path: Path, capsys):
+    """The same model with a ``metrics.json`` that says 10 % higher: evaluated, the two are equal; ``--stored`` reads
+    the stored losses, without a paired SE, calls it worse, and keeps its log apart from an evaluated one's."""
+    out, log, stored = tmp_path / "out", tmp_path / "log.json", tmp_path / "stored.json"
+    shutil.copytree(reference, out)
+    path = out / "models" / CELL.name / "metrics.json"
+    m = json.loads(path.read_text())
+    m["eval"]["loss"] *= 1.1
+    path.write_text(json.dumps(m))
+    assert compare(out, reference, log) == 0
+    assert json.loads(log.read_text())["cells"][0]["diff"] == 0
+    assert compare(out, reference, stored, "--stored") == 0
+    row = json.loads(stored.read_text())["cells"][0]
+    assert row["diff"] == pytest.approx(0.1 * row["reference"], rel=1e-9) and row["diff_se"] is None
+    assert not row["as_good"] and "(stored +" in capsys.readouterr().out
+    assert compare(out, reference, log, "--stored") == 2
 
 
 def test_a_heavy_tailed_difference_is_not_covered_by_its_se():

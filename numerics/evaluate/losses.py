@@ -55,14 +55,18 @@ class _Moments:
     m2: np.ndarray | float = 0.0
 
     def add(self, x: np.ndarray) -> None:
+        """Merge the values ``x (..., B)``.  A value near float64's largest (an exploding model's loss on one
+        sequence) takes the centred sum of squares, hence the SE, to ``inf`` without a warning: that is the SE of
+        such a sample, and :func:`tail_stats` gives the cell its reason to fail."""
         x = np.asarray(x, dtype=np.float64)
         nb = x.shape[-1]
-        mb = x.mean(-1)
-        m2b = ((x - mb[..., None]) ** 2).sum(-1)
         tot = self.count + nb
-        delta = mb - self.mean
-        self.mean = self.mean + delta * nb / tot
-        self.m2 = self.m2 + m2b + delta**2 * self.count * nb / tot
+        with np.errstate(over="ignore", invalid="ignore"):
+            mb = x.mean(-1)
+            m2b = ((x - mb[..., None]) ** 2).sum(-1)
+            delta = mb - self.mean
+            self.mean = self.mean + delta * nb / tot
+            self.m2 = self.m2 + m2b + delta**2 * self.count * nb / tot
         self.count = tot
 
     def se(self) -> np.ndarray:

@@ -119,3 +119,19 @@ def test_a_profile_draws_with_the_sampler_a_plain_draw_compiled():
         entries = data.sample_with_sigma._cache_size()
         losses.profile(lambda b, sp: {"zero": jnp.zeros_like(b.y_query)}, [0.0, 1.0], 6, 3, 60, KEY, chunk=60)
     assert data.sample_with_sigma._cache_size() == entries
+
+
+def test_an_overflowing_square_gives_an_infinite_se_and_a_failed_tail_without_a_warning():
+    """One sequence at 1e160 (finite; its square is not): the moments' SE is inf, quietly, and the tail rules fail
+    the sample on its largest value."""
+    import warnings
+
+    x = np.array([1.0, 2.0, 1e160])
+    m = losses._Moments()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m.add(x[:2])
+        m.add(x[2:])
+        t = losses.tail_stats(x)
+    assert m.mean == pytest.approx(1e160 / 3) and m.count == 3 and np.isinf(m.se())
+    assert "largest per-sequence adjusted loss" in t["failed"]

@@ -200,6 +200,19 @@ def test_lean_stages_h200_preview_rows_are_its_log() -> None:
     assert all(row in page for row in worse), "lean-stages.md lacks a worse H200 cell's row"
 
 
+def test_lean_stages_deep_categorical_probe_rows_are_their_logs() -> None:
+    # The probes of deep DIAG at categorical:1,3 in docs/experiments/lean-stages.md, row by row, with their recipes.
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "lean-stages.md").read_text()
+    logs = ROOT / "benchmarks" / "logs" / "lean-stages"
+    for name, seeds, batch in (("seeds2-deep-A", 2, 1024), ("seeds2-deep-B", 2, 1024), ("deep-b2048", 1, 2048)):
+        log = json.loads((logs / f"{name}.json").read_text())
+        assert (log["stages"]["seeds"], log["stages"]["batch"], log["stages"]["decay"]) == (seeds, batch, 1.0)
+        for r in log["cells"]:
+            assert grid_row(r) in page, f"lean-stages.md lacks the row {grid_row(r)}"
+
+
 def test_lean_stages_peak_rate_grid_rows_are_its_log() -> None:
     # The lean budget's grid at the peak rate in docs/experiments/lean-stages.md: its count and the worse cells.
     import json

@@ -98,11 +98,10 @@ def as_good(row: dict) -> bool:
 
 
 def line(r: dict) -> str:
+    diff = f"stored {r['diff']:+.2g}" if r.get("diff_se") is None else f"paired {r['diff']:+.2g} ± {r['diff_se']:.2g}"
     head = (f"{r['cell']}: failed ({r['failed']})" if r["failed"] else
-            f"{r['cell']}: {r['loss']:.5g} vs {r['reference']:.5g} ("
-            + (f"stored {r['diff']:+.2g}" if r["diff_se"] is None else f"paired {r['diff']:+.2g} ± {r['diff_se']:.2g}")
-            + ", "
-            f"{r['relative']:+.1%}, {'as good' if r['as_good'] else 'worse'})")
+            f"{r['cell']}: {r['loss']:.5g} vs {r['reference']:.5g} ({diff}, {r['relative']:+.1%}, "
+            f"{'as good' if r['as_good'] else 'worse'})")
     return (f"{head}, {r['steps']} steps in {r['stages']} stages vs {r['reference_steps']}, work "
             f"{r['work'] / r['reference_work']:.2f} of the reference's, {r['seconds']:.0f} s on {r['device']} "
             f"(reference {r['reference_seconds']:.0f} s on {r['reference_device']})")

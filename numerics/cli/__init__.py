@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 2
     args._argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for "reproduce:" lines
+    args._console = argv is None  # the process is the command's own: it may set process-wide state
     mod = _load(args._module)
     if mod is None:
         print(f"lintf {args.command}: error: not available in this build", file=sys.stderr)

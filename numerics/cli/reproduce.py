@@ -163,6 +163,10 @@ def run(args: argparse.Namespace) -> int:
     sweep_out(args.out)  # before any work: a foreign --out is refused
     budget = ex.get_budget(args.budget)
     parts = ex.parse_parts(args.only)
+    if getattr(args, "_console", False):  # the processes of --jobs and a resumed sweep share compiled programs
+        from numerics.train import devices
+
+        devices.compile_cache(Path(args.runs) / "xla-cache")
     t0 = time.perf_counter()
     if args.convergence:
         return _convergence(budget, args)

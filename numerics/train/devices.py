@@ -86,3 +86,34 @@ def usable(devices: list, batch: int) -> list:
     while batch % k:
         k -= 1
     return list(devices[:k])
+
+
+#: The most bytes of compiled programs :func:`compile_cache` keeps (the least recently used go first).
+CACHE_BYTES = 1 << 30
+
+
+def compile_cache(path: str | os.PathLike[str]) -> bool:
+    """Keep every program XLA compiles in ``path`` (JAX's persistent compilation cache, at most
+    :data:`CACHE_BYTES`), so that other processes given the same path load it instead of compiling it again;
+    returns whether it set the cache.
+
+    ``lintf reproduce`` keeps its programs under its ``--runs`` directory: the processes of ``--jobs`` train
+    cells of the same models and depths, whose programs do not depend on the noise setting, and a resumed
+    sweep meets the programs of the cells before.  A loaded program is the compiled program, so the numbers
+    do not change.  The cache's file lock (the ``filelock`` package) keeps one process from reading a
+    program another is still writing; without the package, or where a cache directory is set already
+    (``JAX_COMPILATION_CACHE_DIR``), nothing is set."""
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    try:
+        import filelock  # noqa: F401 - JAX's cache locks with it once it has a size limit
+    except ImportError:
+        return False
+    if jax.config.jax_compilation_cache_dir:
+        return False
+    jax.config.update("jax_compilation_cache_dir", os.fspath(path))
+    jax.config.update("jax_compilation_cache_max_size", CACHE_BYTES)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # a sweep compiles hundreds of small ones
+    compilation_cache.reset_cache()  # a program compiled before this call has fixed the cache as unset
+    return True

@@ -79,3 +79,38 @@ def test_console_command_trains_on_the_split_host(tmp_path: Path) -> None:
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout)["devices"] == 2
+
+
+def _reproduce(tmp_path: Path, out: str) -> Path:
+    env = {k: v for k, v in os.environ.items()  # without the test run's own cache (tests/conftest.py)
+           if k != "XLA_FLAGS" and not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))}
+    proc = subprocess.run([sys.executable, "-m", "numerics.cli", "reproduce", "--budget", "test", "--cell",
+                           "diag-L1-uniform1", "--only", "table1", "--out", str(tmp_path / out), "--runs",
+                           str(tmp_path / "runs")], cwd=ROOT, env=env | {hd.ENV: "1"}, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return tmp_path / out / "models" / "diag-L1-uniform1" / "model.npz"
+
+
+def test_a_sweep_keeps_its_compiled_programs_under_runs_and_a_second_process_loads_them(tmp_path: Path) -> None:
+    """The second process compiles nothing new (every program it needs is in the cache: no file is added) and its
+    model is the first's, byte for byte."""
+    first = _reproduce(tmp_path, "a")
+    cache = tmp_path / "runs" / "xla-cache"
+    kept = sorted(p.name for p in cache.iterdir())
+    assert sum(name.endswith("-cache") for name in kept) > 20  # the small programs too, not only the slow ones
+    second = _reproduce(tmp_path, "b")
+    assert sorted(p.name for p in cache.iterdir()) == kept
+    assert second.read_bytes() == first.read_bytes()
+
+
+def test_a_cache_directory_already_set_is_left_alone(tmp_path: Path) -> None:
+    import jax
+
+    before = jax.config.jax_compilation_cache_dir  # the test run's own (tests/conftest.py)
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path / "theirs"))
+    try:
+        assert not hd.compile_cache(tmp_path / "ours")
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "theirs")
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)

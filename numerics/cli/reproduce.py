@@ -58,7 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=1,
                    help="train in this many processes side by side, each given cells with about as many layers left "
                         "to train (a cell goes with the cell it starts from), then write the report from all "
-                        "(default 1; 2 keeps two cores busy)")
+                        "(default 1; 2 keeps two cores busy). The processes share out the cores: cores // N host "
+                        "devices each, unless LINTF_HOST_DEVICES is set")
     only = p.add_mutually_exclusive_group()  # --noise and --cell choose the cells to train; the others train none
     only.add_argument("--noise", action="append", metavar="NOISE",
                       help="train only the cells of this noise setting of the budget (repeat for more; default: all); "
@@ -208,6 +209,7 @@ def _jobs(budget, parts: tuple[str, ...], args: argparse.Namespace) -> int:  # n
     import subprocess
 
     from numerics.reproduce import experiments as ex
+    from numerics.train import devices as hostdevices
 
     groups = ex.split_cells(budget, parts, Path(args.out), args.jobs, args.noise)
     if not args.json:
@@ -215,7 +217,8 @@ def _jobs(budget, parts: tuple[str, ...], args: argparse.Namespace) -> int:  # n
               + ", ".join(str(len(g)) for g in groups) + " cells", file=sys.stderr, flush=True)
     cmd = [sys.executable, "-m", "numerics.cli", "reproduce", "--budget", budget.name, "--out", str(args.out),
            "--runs", str(args.runs), *(["--only", args.only] if args.only else []), *(["--json"] if args.json else [])]
-    procs = [subprocess.Popen([*cmd, *(a for name in g for a in ("--cell", name))], stdout=subprocess.DEVNULL)
+    env = hostdevices.for_processes(len(groups))  # the cores shared out, not every process on every core
+    procs = [subprocess.Popen([*cmd, *(a for name in g for a in ("--cell", name))], stdout=subprocess.DEVNULL, env=env)
              for g in groups]
     try:
         codes = [p.wait() for p in procs]

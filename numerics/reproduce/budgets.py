@@ -60,7 +60,8 @@ class Budget:
     #: Attempts of a cell that fails its evaluation even after the rescue: each trains it again from the start
     #: with the next master seed (:func:`numerics.reproduce.experiments.run_cell`).
     attempts: int = 3
-    #: Pool of the rescue of a cell that fails its evaluation (:func:`numerics.reproduce.judge.rescue`).
+    #: Pool of the rescue of a cell that fails its evaluation (:func:`numerics.reproduce.judge.rescue`); at least
+    #: ``tail_sequences``, so that it can hold the contexts the tail check fails on.
     rescue_pool: int = RESCUE_POOL
     #: Spectra of the GD++ cells at σ_max = 0 of depth >= :data:`TAIL_DEPTH` (:func:`numerics.reproduce.judge.spectral_check`).
     spectral_sequences: int = 2**21
@@ -84,6 +85,9 @@ class Budget:
                   "select_sequences", "rescue_pool", "spectral_sequences", "attempts"):
             if int(getattr(self, k)) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        if int(self.rescue_pool) < int(self.tail_sequences):
+            raise ValueError(f"rescue_pool must be >= tail_sequences ({self.tail_sequences}), got {self.rescue_pool}: "
+                             "a smaller pool rarely holds a context that fails the tail check")
         if int(self.profile_points) < 2:
             raise ValueError(f"profile_points must be >= 2, got {self.profile_points}")
 
@@ -112,7 +116,7 @@ BUDGETS: dict[str, Budget] = {
     # Beyond the paper it has no depth > 7.
     "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=2,
                     eval_sequences=100_000, tune_sequences=20_000, profile_sequences=1_000, profile_points=13,
-                    seed_sequences=100_000, select_sequences=2048, beyond_depths=(), rescue_pool=2**18,
+                    seed_sequences=100_000, select_sequences=2048, beyond_depths=(),
                     stages=Stages(steps=400, most=3, batch=512, seeds=1, held_out=20_000, scale_pool=2**17),
                     continuation=False),
     # For the tests: seconds, not meaning.

@@ -25,6 +25,9 @@ PRECISION_ENV = "JAX_DEFAULT_MATMUL_PRECISION"
 FLAG = "--xla_force_host_platform_device_count"
 #: at most this many host devices: the split helps while each device still holds a sizeable batch
 MAX_DEVICES = 8
+#: the flag :func:`configure` added to this process's ``XLA_FLAGS`` (``None``: it added none, or the count was the
+#: user's); :func:`for_processes` takes it out again for processes that share the cores
+_added: str | None = None
 
 
 def cores() -> int:
@@ -65,7 +68,32 @@ def configure(environ: MutableMapping[str, str] | None = None, jax_imported: boo
             raise ValueError(f"{ENV} must be an integer >= 1 (1 turns the split off), got {raw!r}")
     if n > 1:
         environ["XLA_FLAGS"] = f"{flags} {FLAG}={n}".strip()
+        if (raw is None or raw.strip() == "") and environ is os.environ:
+            global _added
+            _added = f"{FLAG}={n}"  # the default's: the processes of --jobs get their share instead
     return n
+
+
+def for_processes(jobs: int, environ: MutableMapping[str, str] | None = None, added: str | None = None,
+                  n_cores: int | None = None) -> dict[str, str]:
+    """The environment of each of ``jobs`` processes that run side by side on this host: the cores are shared
+    out, :func:`default_count` of ``cores // jobs`` host devices each (on 2 cores, ``--jobs 2`` gives each
+    process one), instead of every process splitting every core.  A count the user chose
+    (``LINTF_HOST_DEVICES``, or ``XLA_FLAGS`` naming one) is passed on as it is.  ``added`` is the flag
+    :func:`configure` put into ``environ`` (default: what it put into this process's environment)."""
+    env = dict(os.environ if environ is None else environ)
+    added = _added if added is None else added
+    flags = env.get("XLA_FLAGS", "")
+    if (env.get(ENV) or "").strip() or (FLAG in flags and not (added and added in flags)):
+        return env
+    if added and added in flags:
+        flags = " ".join(flags.replace(added, "").split())
+        if flags:
+            env["XLA_FLAGS"] = flags
+        else:
+            env.pop("XLA_FLAGS")
+    env[ENV] = str(default_count(max(1, (cores() if n_cores is None else n_cores) // max(1, int(jobs)))))
+    return env
 
 
 def full_precision(environ: MutableMapping[str, str] | None = None, jax_imported: bool | None = None) -> bool:

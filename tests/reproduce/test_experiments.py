@@ -8,6 +8,7 @@ and in the committed quick-budget results.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -238,7 +239,7 @@ def test_a_failed_cell_is_rescued_by_the_larger_pool(tmp_path, monkeypatch):
     with pytest.raises(LintfError, match="another configuration"):  # rescued with other constants: refused
         ex.load_cell(tmp_path / "out", cell, replace(blind, rescue_pool=8192))
 
-    small = replace(blind, rescue_pool=2, attempts=1)  # one attempt: further attempts are tested below
+    small = replace(blind, rescue_pool=2, tail_sequences=2, attempts=1)  # one attempt: more are tested below
     m = ex.run_cell(cell, small, tmp_path / "o2", tmp_path / "r2", ExplodingTrainer())
     assert m["failed"] and m["rescue"]["scale"] == 1.0
     assert not (tmp_path / "o2" / "models" / cell.name / "model.npz").exists()
@@ -637,6 +638,10 @@ def test_parts_and_budgets_are_validated():
             ex.parse_parts(bad)
     with pytest.raises(ValueError, match="--budget"):
         ex.get_budget("huge")
+    for b in ex.BUDGETS.values():  # a rescue pool smaller than the tail check rarely holds what fails it
+        assert b.rescue_pool >= b.tail_sequences, b.name
+    with pytest.raises(ValueError, match=r"rescue_pool must be >= tail_sequences \(1000\), got 999"):
+        replace(TEST, rescue_pool=999)
 
 
 @pytest.mark.parametrize("argv, word", [(["--budget", "huge"], "--budget"),
@@ -719,12 +724,15 @@ def test_jobs_split_the_settings_left_between_processes(swept, tmp_path, monkeyp
     assert ex.split_cells(TEST, parts, out, 2) == [("diag-L2-categorical1_3",), ("diag-L1-uniform1",)]
     assert ex.split_cells(TEST, parts, out, 1) == [("diag-L1-uniform1", "diag-L2-categorical1_3")]
     assert ex.split_cells(TEST, parts, out, 3, ["uniform:1"]) == [("diag-L1-uniform1",)]
-    launched, status = [], {}
+    launched, status, envs = [], {}, []
+    monkeypatch.delenv("LINTF_HOST_DEVICES", raising=False)
+    monkeypatch.setattr("numerics.train.devices.cores", lambda: 2)
 
     class Process:  # trains its settings in this process, with the stub trainer
-        def __init__(self, argv, stdout=None):
+        def __init__(self, argv, stdout=None, env=None):
             named = [argv[i + 1] for i, a in enumerate(argv) if a == "--cell"]
             launched.append(named)
+            envs.append(env)
             ex.sweep(TEST, parts, Path(argv[argv.index("--out") + 1]), Path(argv[argv.index("--runs") + 1]),
                      trainer=StubTrainer(), only=named)
             self.code = status.get(tuple(named), 0)
@@ -740,6 +748,7 @@ def test_jobs_split_the_settings_left_between_processes(swept, tmp_path, monkeyp
             "--jobs", "2"]
     assert main(argv) == 0
     assert launched == [["diag-L2-categorical1_3"], ["diag-L1-uniform1"]]
+    assert [e["LINTF_HOST_DEVICES"] for e in envs] == ["1", "1"]  # two processes share the two cores
     assert all((out / "models" / n / "metrics.json").exists() for n in ("diag-L1-uniform1", "diag-L2-categorical1_3"))
     assert "2 process(es) side by side, 1, 1 cells" in capsys.readouterr().err
     (out / "models" / "diag-L1-uniform1" / "metrics.json").unlink()
@@ -758,7 +767,8 @@ def test_jobs_in_real_processes_give_the_serial_sweeps_table(tmp_path):
     for name, jobs in (("serial", "1"), ("jobs", "2")):
         argv = [sys.executable, "-m", "numerics.cli", "reproduce", "--budget", "test", "--only", "table1",
                 "--out", str(tmp_path / name), "--runs", str(tmp_path / f"{name}-runs"), "--jobs", jobs, "--json"]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
+        env = os.environ | {"LINTF_HOST_DEVICES": "1"}  # the same arithmetic: --jobs otherwise shares out the cores
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=1200, env=env)
         assert proc.returncode == 0, proc.stderr[-2000:]
         tables.append((tmp_path / name / "table1.csv").read_text())
     assert tables[0] == tables[1]

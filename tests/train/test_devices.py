@@ -42,6 +42,31 @@ def test_one_device_turns_the_split_off() -> None:
     assert "XLA_FLAGS" not in env
 
 
+@pytest.mark.parametrize("env,added,cores,jobs,want", [
+    ({}, None, 2, 2, {hd.ENV: "1"}),  # two processes on two cores: one device each
+    ({}, None, 16, 2, {hd.ENV: "8"}),
+    ({}, None, 16, 3, {hd.ENV: "4"}),
+    ({"XLA_FLAGS": f"--xla_cpu_foo=1 {hd.FLAG}=2"}, f"{hd.FLAG}=2", 2, 2, {"XLA_FLAGS": "--xla_cpu_foo=1", hd.ENV: "1"}),
+    ({"XLA_FLAGS": f"{hd.FLAG}=2"}, f"{hd.FLAG}=2", 4, 1, {hd.ENV: "4"}),  # the default's flag out, the share in
+    ({hd.ENV: "2", "XLA_FLAGS": f"{hd.FLAG}=2"}, None, 2, 2, None),  # the user's count: passed on as it is
+    ({"XLA_FLAGS": f"{hd.FLAG}=2"}, None, 2, 2, None),
+])
+def test_processes_side_by_side_share_the_cores(env: dict, added: str | None, cores: int, jobs: int,
+                                                want: dict | None) -> None:
+    assert hd.for_processes(jobs, env, added, n_cores=cores) == (env if want is None else want)
+
+
+def test_the_console_commands_own_split_is_replaced_by_the_share_for_its_processes() -> None:
+    """:func:`configure` on the process's own environment remembers the flag it added, which the processes of
+    ``--jobs`` do not inherit."""
+    code = ("import os; from numerics.train import devices as d; n = d.configure(); "
+            "e = d.for_processes(2, n_cores=4); print(n, repr(os.environ.get('XLA_FLAGS')), e.get('XLA_FLAGS'), e[d.ENV])")
+    env = {k: v for k, v in os.environ.items() if k not in (hd.ENV, "XLA_FLAGS")} | {"PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    n = hd.default_count()
+    assert out.split() == [str(n), repr(f"{hd.FLAG}={n}") if n > 1 else "None", "None", "2"]  # one core: no split
+
+
 def test_full_precision_is_asked_for_before_jax_loads_unless_the_user_chose() -> None:
     env: dict[str, str] = {}
     assert hd.full_precision(env, jax_imported=False) and env == {hd.PRECISION_ENV: "highest"}

@@ -113,10 +113,12 @@ BUDGETS: dict[str, Budget] = {
     # The qualitative picture: 3 models x depths {1,2,4,7} x 3 noise settings (σ = 0, σ ~ U(0,5), σ ∈ {1,3}), every
     # cell from the random start as in the paper budget (FULL from DIAG), shorter stages, the paper's evaluation and
     # tail rules.  Depth 2 gives GD++ at σ = 0 two rates of decrease above the floor (depth 7 is at float32's).
-    # Beyond the paper it has no depth > 7.
+    # Beyond the paper it has no depth > 7.  Its rescue pool is the smallest power of two that holds the tail check's
+    # 10^6 sequences: a rescue there takes well under a minute, about a fifth of one on 2^22
+    # (docs/experiments/tails.md).
     "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=2,
                     eval_sequences=100_000, tune_sequences=20_000, profile_sequences=1_000, profile_points=13,
-                    seed_sequences=100_000, select_sequences=2048, beyond_depths=(),
+                    seed_sequences=100_000, select_sequences=2048, beyond_depths=(), rescue_pool=2**20,
                     stages=Stages(steps=400, most=3, batch=512, seeds=1, held_out=20_000, scale_pool=2**17),
                     continuation=False),
     # For the tests: seconds, not meaning.

@@ -60,8 +60,7 @@ class Budget:
     #: Attempts of a cell that fails its evaluation even after the rescue: each trains it again from the start
     #: with the next master seed (:func:`numerics.reproduce.experiments.run_cell`).
     attempts: int = 3
-    #: Pool of the rescue of a cell that fails its evaluation (:func:`numerics.reproduce.judge.rescue`); at least
-    #: ``tail_sequences``, so that it can hold the contexts the tail check fails on.
+    #: Pool of the rescue of a failed cell (:func:`numerics.reproduce.judge.rescue`): at least ``tail_sequences``.
     rescue_pool: int = RESCUE_POOL
     #: Spectra of the GD++ cells at σ_max = 0 of depth >= :data:`TAIL_DEPTH` (:func:`numerics.reproduce.judge.spectral_check`).
     spectral_sequences: int = 2**21
@@ -86,8 +85,7 @@ class Budget:
             if int(getattr(self, k)) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if int(self.rescue_pool) < int(self.tail_sequences):
-            raise ValueError(f"rescue_pool must be >= tail_sequences ({self.tail_sequences}), got {self.rescue_pool}: "
-                             "a smaller pool rarely holds a context that fails the tail check")
+            raise ValueError(f"rescue_pool must be >= tail_sequences ({self.tail_sequences}), got {self.rescue_pool}")
         if int(self.profile_points) < 2:
             raise ValueError(f"profile_points must be >= 2, got {self.profile_points}")
 
@@ -105,17 +103,14 @@ BUDGETS: dict[str, Budget] = {
     # The full Table 1 (every model x depths 1-7 x the 10 noise settings) plus DIAG/FULL at depths 8-12 on
     # uniform:5 and categorical:1,3; every cell from the random start, in stages of the default recipe's length
     # (3000 steps of batch 2048, two seeds) until converged, at most 6 stages (96 000 steps, about half the
-    # paper's 200 000): continuation over depth settles in a worse basin.
-    # FULL starts from the finished DIAG cell of its depth (full_from_diag, the default).
+    # paper's 200 000): continuation over depth settles in a worse basin.  FULL starts from the DIAG cell of its depth.
     "paper": Budget("paper", MODELS, tuple(range(1, 8)), PAPER_NOISES, seeds=5, eval_sequences=100_000,
                     tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=100_000,
                     stages=Stages(steps=3000, most=6, batch=2048, seeds=2), continuation=False),
     # The qualitative picture: 3 models x depths {1,2,4,7} x 3 noise settings (σ = 0, σ ~ U(0,5), σ ∈ {1,3}), every
     # cell from the random start as in the paper budget (FULL from DIAG), shorter stages, the paper's evaluation and
     # tail rules.  Depth 2 gives GD++ at σ = 0 two rates of decrease above the floor (depth 7 is at float32's).
-    # Beyond the paper it has no depth > 7.  Its rescue pool is the smallest power of two that holds the tail check's
-    # 10^6 sequences: a rescue there takes well under a minute, about a fifth of one on 2^22
-    # (docs/experiments/tails.md).
+    # Beyond the paper it has no depth > 7.  Rescue pool 2^20: the smallest power of two above the tail check's 10^6.
     "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL), seeds=2,
                     eval_sequences=100_000, tune_sequences=20_000, profile_sequences=1_000, profile_points=13,
                     seed_sequences=100_000, select_sequences=2048, beyond_depths=(), rescue_pool=2**20,
@@ -132,9 +127,8 @@ BUDGETS: dict[str, Budget] = {
 
 
 # The paper budget's grid and evaluation with stages of a sixth of its work: 1500 steps of batch 1024, one seed, at
-# most 7 stages (the same 96 000 steps at most).  The stage rule still decides each cell's length, but every stage
-# trains at the full peak rate (decay 1: with short stages, halving the rate each stage stops a slow cell short of
-# the paper cell's loss), and a stage that blows up after one that did not does not end a cell (retry_blown); the
+# most 7 stages (96 000 steps at most), each at the full peak rate (decay 1: halving it stops short stages short of
+# the paper cell's loss); a stage that blows up after one that did not does not end a cell (retry_blown).  Its
 # cells are compared with the paper budget's, sequence by sequence (docs/experiments/lean-stages.md).
 BUDGETS["lean"] = replace(BUDGETS["paper"], name="lean",
                           stages=Stages(steps=1500, most=7, batch=1024, seeds=1, retry_blown=True, decay=1.0))

@@ -57,7 +57,8 @@ def configure(environ: MutableMapping[str, str] | None = None, jax_imported: boo
     if jax_imported or FLAG in flags:
         return None
     raw = environ.get(ENV)
-    if raw is None or raw.strip() == "":
+    chosen = raw is not None and raw.strip() != ""
+    if not chosen:
         n = default_count()
     else:
         try:
@@ -68,7 +69,7 @@ def configure(environ: MutableMapping[str, str] | None = None, jax_imported: boo
             raise ValueError(f"{ENV} must be an integer >= 1 (1 turns the split off), got {raw!r}")
     if n > 1:
         environ["XLA_FLAGS"] = f"{flags} {FLAG}={n}".strip()
-        if (raw is None or raw.strip() == "") and environ is os.environ:
+        if not chosen and environ is os.environ:
             global _added
             _added = f"{FLAG}={n}"  # the default's: the processes of --jobs get their share instead
     return n
@@ -84,15 +85,16 @@ def for_processes(jobs: int, environ: MutableMapping[str, str] | None = None, ad
     env = dict(os.environ if environ is None else environ)
     added = _added if added is None else added
     flags = env.get("XLA_FLAGS", "")
-    if (env.get(ENV) or "").strip() or (FLAG in flags and not (added and added in flags)):
+    ours = bool(added) and added in flags
+    if (env.get(ENV) or "").strip() or (FLAG in flags and not ours):
         return env
-    if added and added in flags:
+    if ours:
         flags = " ".join(flags.replace(added, "").split())
         if flags:
             env["XLA_FLAGS"] = flags
         else:
             env.pop("XLA_FLAGS")
-    env[ENV] = str(default_count(max(1, (cores() if n_cores is None else n_cores) // max(1, int(jobs)))))
+    env[ENV] = str(default_count((cores() if n_cores is None else n_cores) // max(1, int(jobs))))
     return env
 
 

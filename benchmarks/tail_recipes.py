@@ -2,7 +2,7 @@ r"""What removes the one-in-10⁵ exploding context of a trained deep model: the
 
 Trains one cell's first stage (1000 steps of batch 1024, one seed: ``STAGES``, the paper budget's when it continued
 over depth) from the small random start with the default Huber loss and with the plain squared loss, then fits each model's scale
-(:func:`numerics.train.continuation.fit_scale`).  Every model is evaluated on the sweep's 10⁵ evaluation sequences
+(:func:`numerics.train.scale_fit.fit_scale`).  Every model is evaluated on the sweep's 10⁵ evaluation sequences
 (mean, median, largest per-sequence adjusted loss, and whether the tail rules fail it); the scaled models also
 on the 10⁶-sequence tail check.  Writes one JSON object.
 

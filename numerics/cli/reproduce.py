@@ -86,7 +86,7 @@ class ProgressDisplay:
 
     The ETA covers the cells this process trains (not those of other sweeps given other ``--noise`` settings) and
     weighs each by the layers it trains (its depth; a Fig. 5 cell's replicas too): the time per layer of the deepest
-    cells trained so far (:func:`numerics.reproduce.budgets.deepest_rate`), times the layers still to train."""
+    cells trained so far (:func:`numerics.reproduce.timing.deepest_rate`), times the layers still to train."""
 
     def __init__(self, label: str, rich: bool, quiet: bool) -> None:
         self.label, self.rich, self.quiet = label, rich, quiet
@@ -121,10 +121,11 @@ class ProgressDisplay:
             self.times.append(info["seconds"])
             self.done += 1
             if self.todo:
-                self.todo.pop(0)
-                self.trained.append((self.depths.pop(0), self.layers.pop(0), info["seconds"]))
+                k = self.todo.index(info["name"]) if info["name"] in self.todo else 0
+                self.todo.pop(k)
+                self.trained.append((self.depths.pop(k), self.layers.pop(k), info["seconds"]))
             mean = sum(self.times) / len(self.times)
-            from numerics.reproduce.budgets import deepest_rate
+            from numerics.reproduce.timing import deepest_rate
 
             rate = deepest_rate(self.trained)
             stat = (f"last {_fmt(info['seconds'])}, mean {_fmt(mean)}/cell"
@@ -134,6 +135,11 @@ class ProgressDisplay:
             else:
                 result = f"FAILED ({info['failed']})" if info.get("failed") else f"adjusted loss {info['loss']:.4f}"
                 print(f"[{self.done}/{self.total}] {info['name']}: {result}; {stat}", file=sys.stderr, flush=True)
+        elif event == "more":  # a finished cell sent back to training: one more to train, one fewer finished
+            self.todo.append(info["name"])
+            self.layers.append(info["layers"])
+            self.depths.append(info["depth"])
+            self.done -= 1
         elif event == "baselines":
             if self.bar is not None:
                 self.bar.update(self.task, description=f"baselines {info['noise']}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -128,10 +128,11 @@ BUDGETS: dict[str, Budget] = {
 
 # The paper budget's grid and evaluation with stages of a sixth of its work: 1500 steps of batch 1024, one seed, at
 # most 7 stages (96 000 steps at most), each at the full peak rate (decay 1: halving it stops short stages short of
-# the paper cell's loss); a stage that blows up after one that did not does not end a cell (retry_blown).  Its
-# cells are compared with the paper budget's, sequence by sequence (docs/experiments/lean-stages.md).
-BUDGETS["lean"] = replace(BUDGETS["paper"], name="lean",
-                          stages=Stages(steps=1500, most=7, batch=1024, seeds=1, retry_blown=True, decay=1.0))
+# the paper cell's loss); a stage that blows up after one that did not does not end a cell (retry_blown); a cell
+# above the cell one layer shallower restarts from it (floor).  Its cells are compared with the paper budget's,
+# sequence by sequence (docs/experiments/lean-stages.md).
+BUDGETS["lean"] = replace(BUDGETS["paper"], name="lean", stages=Stages(steps=1500, most=7, batch=1024, seeds=1,
+                                                                       retry_blown=True, decay=1.0, floor=True))
 
 
 def get_budget(name: str) -> Budget:
@@ -232,8 +233,6 @@ def train_config(cell: Cell, budget: Budget) -> Any:
 
 def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
     """What a finished cell's numbers depend on; a stored cell with another signature is refused."""
-    from dataclasses import asdict
-
     from numerics.train.config import config_dict
 
     return ({"train": json.loads(json.dumps(config_dict(train_config(cell, budget)))),
@@ -248,13 +247,11 @@ def cell_signature(cell: Cell, budget: Budget) -> dict[str, Any]:
 
 #: Fields of :class:`Stages` added after cells were stored, and the value those cells were trained with: a signature
 #: leaves them out at that value.
-LATER_STAGE_FIELDS = {"retry_blown": False, "decay": 0.5}
+LATER_STAGE_FIELDS = {"retry_blown": False, "decay": 0.5, "floor": False}
 
 
 def stages_signature(st: Stages) -> dict[str, Any]:
     """The stages' fields, without those of :data:`LATER_STAGE_FIELDS` at the value cells stored before them had."""
-    from dataclasses import asdict
-
     return {k: v for k, v in asdict(st).items() if k not in LATER_STAGE_FIELDS or v != LATER_STAGE_FIELDS[k]}
 
 
@@ -266,13 +263,19 @@ def same_signature(stored: Any, cell: Cell, budget: Budget) -> bool:
         return sig | {"stages": {k: v for k, v in sig["stages"].items() if k not in drop}} if isinstance(sig, dict) \
             and isinstance(sig.get("stages"), dict) else sig
 
-    drop = ("most", "retry_blown") if before_retry(stored) else ("most",)  # and where a blown stage ended it, goes_on
+    # a cell stored before retry_blown or floor is the same as far as it went; where either would have gone on, goes_on
+    drop = ("most",) + (("retry_blown",) if before_retry(stored) else ()) + (("floor",) if before_floor(stored) else ())
     return uncapped(stored, ("most",)) == uncapped(cell_signature(cell, budget), drop)
 
 
 def before_retry(sig: Any) -> bool:
     """The stored signature ``sig`` is of a cell trained without ``Stages.retry_blown``."""
     return isinstance(sig, dict) and "retry_blown" not in (sig.get("stages") or {})
+
+
+def before_floor(sig: Any) -> bool:
+    """The stored signature ``sig`` is of a cell trained without ``Stages.floor``."""
+    return isinstance(sig, dict) and "floor" not in (sig.get("stages") or {})
 
 
 def stage_factor(m: dict[str, Any]) -> int:
@@ -290,11 +293,13 @@ def own_budget(m: dict[str, Any], budget: Budget) -> Budget:
 
 def goes_on(m: dict[str, Any], budget: Budget) -> bool:
     """The stored passing cell ``m`` stopped at its last stage without converging, or, trained without the budget's
-    ``retry_blown``, at a blown stage after one that is not, and ``budget`` allows more."""
+    ``retry_blown``, at a blown stage after one that is not, or is stuck above its floor (``Stages.floor``: its
+    record's ``"floor"``, :func:`numerics.reproduce.deeper.check_stored`), and ``budget`` allows more."""
     t = m.get("train") or {}
     st = t.get("stages", ())
     blown = budget.stages.retry_blown and before_retry(m.get("signature")) and retried([s["blown"] for s in st])
-    return not m.get("failed") and (t.get("converged") is False or blown) and len(st) < budget.stages.most
+    low = budget.stages.floor and bool((t.get("floor") or {}).get("stuck"))
+    return not m.get("failed") and (t.get("converged") is False or blown or low) and len(st) < budget.stages.most
 
 
 def left_to_train(m: dict[str, Any] | None, budget: Budget) -> bool:
@@ -307,20 +312,6 @@ def train_layers(cell: Cell, budget: Budget) -> int:
     """The layers a cell trains, the measure of its cost: its depth, times the budget's ``seeds`` for a Fig. 5 cell
     (its seed replicas)."""
     return cell.layers * (budget.seeds if cell.keep_seeds else 1)
-
-
-def deepest_rate(done: Iterable[tuple[int, int, float]]) -> tuple[int, float] | None:
-    """``(depth, seconds per layer)`` of the deepest cells trained so far, from ``(depth, layers trained, seconds)``
-    of each trained cell (:func:`train_layers`), or ``None`` before one.  The rate of the deepest cells, not of all:
-    a cell's time per layer grows with its depth (deeper cells train more stages, and from depth
-    :data:`TAIL_DEPTH` run the tail check), so the cells left, which a sweep reaches last, cost at least that."""
-    done = list(done)
-    if not done:
-        return None
-    deepest = max(d for d, _, _ in done)
-    layers = sum(n for d, n, _ in done if d == deepest)
-    seconds = sum(s for d, _, s in done if d == deepest)
-    return (deepest, seconds / layers) if layers and seconds > 0 else None
 
 
 def parse_cells(budget: Budget, specs: Iterable[str],
@@ -363,10 +354,11 @@ def start_choices(cell: Cell, budget: Budget) -> list[Cell]:
 
 
 def chains(budget: Budget, cells: Iterable[Cell]) -> list[list[Cell]]:
-    """``cells`` in groups closed under "starts from": a cell is in the group of every cell its recipe may start from
-    (:func:`start_choices`) that is among ``cells`` too (left to train, so not finished yet).
-    A process given a group then starts every cell as a serial sweep does: from its DIAG cell, or the cell one layer
-    shallower, not from the random start because that cell trains elsewhere.  Groups keep ``cells``' order."""
+    """``cells`` in groups closed under "starts from" and "is checked against": a cell is in the group of every cell
+    its recipe may start from (:func:`start_choices`), and of its floor (:func:`shallower`), that is among ``cells``
+    too (left to train, so not finished yet).  A process given a group then starts and checks every cell as a serial
+    sweep does: from its DIAG cell, or the cell one layer shallower, not from the random start because that cell
+    trains elsewhere.  Groups keep ``cells``' order."""
     cells = list(cells)
     root = {c.name: c.name for c in cells}
 
@@ -376,12 +368,19 @@ def chains(budget: Budget, cells: Iterable[Cell]) -> list[list[Cell]]:
         return name
 
     for c in cells:
-        for s in (a for a in start_choices(c, budget) if a.name in root):
+        for s in (a for a in [*start_choices(c, budget), shallower(c, budget)] if a and a.name in root):
             root[find(c.name)] = find(s.name)
     groups: dict[str, list[Cell]] = {}
     for c in cells:
         groups.setdefault(find(c.name), []).append(c)
     return list(groups.values())
+
+
+def shallower(cell: Cell, budget: Budget) -> Cell | None:
+    """The cell's floor where the budget has ``Stages.floor``: the cell of its model and setting one layer shallower,
+    if the budget's grid has it (:mod:`numerics.train.continuation`)."""
+    low = Cell(cell.model, cell.layers - 1, cell.noise)
+    return low if budget.stages.floor and low.name in {c.name for c in cells_for(budget, PARTS)} else None
 
 
 def full_start(cell: Cell, budget: Budget) -> bool:

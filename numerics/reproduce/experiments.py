@@ -54,6 +54,7 @@ from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL,
     PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, chains, full_start, get_budget, goes_on,
     left_to_train, noises_for, own_budget, parse_cells, parse_noises, parse_parts, recipe_start, same_signature, slug,
     train_config, train_layers)  # noqa: F401  (re-exported)
+from numerics.reproduce.deeper import check_stored, floor as floor_of, model_file as finished_model
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
     evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
 
@@ -146,14 +147,6 @@ def train_rundir(cfg: Any, run: Path) -> Trained:
 Trainer = Callable[[Any, Path], Trained]
 
 
-def finished_model(out: Path, cell: Cell) -> Path | None:
-    """The committed model file of a finished cell that passed the evaluation, else ``None``."""
-    d = cell_dir(out, cell)
-    if not (d / "metrics.json").exists() or not (d / "model.npz").exists():
-        return None
-    return None if read_json(d / "metrics.json").get("failed") else d / "model.npz"
-
-
 def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer = train_rundir,
              starts: Path | None = None, least: int = 1, first: int = 1) -> dict[str, Any]:
     """Train (resuming; where the budget continues over depth, from the finished cells under ``starts``, default
@@ -170,7 +163,8 @@ def run_cell(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     before = read_json(dest / "metrics.json") if (dest / "metrics.json").exists() else {}
     if before.get("stale"):  # its start changed: the runs from the old start are kept aside, not resumed
         set_aside(runs / budget.name / cell.name)
-    before = before if goes_on(before, budget) and same_signature(before.get("signature"), cell, budget) else None
+    ok = not before.get("stale") and goes_on(before, budget) and same_signature(before.get("signature"), cell, budget)
+    before = before if ok else None
     first = before.get("attempt", 1) if before else first
     while True:
         k = first + len(earlier)
@@ -224,14 +218,14 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     evaluation.fix_mmap_threshold()  # the cell's evaluations churn BATCH_CACHE's large chunks
     cfg = attempt_config(cell, budget, k)
     start = recipe_start(cell, budget, lambda c: finished_model(starts or out, c))
-    run = runs / budget.name / cell.name
-    run = run if k == 1 else run / f"attempt{k}"
+    run = runs / budget.name / cell.name / ("" if k == 1 else f"attempt{k}")
     earlier = None
     if before:  # its model, copied: the stage that goes on from it resumes from the copy
         atomic_write_bytes(run / "recorded.npz", (cell_dir(out, cell) / "model.npz").read_bytes())
         held = held_out_losses(run / "recorded.npz", cell.noise, budget.n, budget.d, budget.stages.held_out)
         earlier = recorded(before["train"], run / "recorded.npz", held)
-    best, summary = train_stages(cfg, budget.stages, start, run, trainer, least, earlier)
+    floor = floor_of(cell, budget, starts or out)  # a stuck cell restarts from the finished cell a layer shallower
+    best, summary = train_stages(cfg, budget.stages, start, run, trainer, least, earlier, floor)
     t_train = time.perf_counter() - t0
     P, Q, meta = load_model(best.model)
     metrics: dict[str, Any] = {
@@ -242,8 +236,7 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
         metrics["continued"] = [*before.get("continued", ()), {f: before.get(f) for f in ("seconds", "wall", "device")}
                                 | {"stages": len(before["train"]["stages"])}]
         metrics |= {"attempts": before["attempts"]} if before.get("attempts") else {}
-    metrics["failed"] = failure(metrics)
-    rescued = False
+    metrics["failed"], rescued = failure(metrics), False
     if metrics["failed"] and not summary.get("dropped_final"):
         Q, metrics["rescue"] = rescue(P, Q, cell, budget, metrics)
         rescued = metrics["rescue"]["scale"] < 1.0
@@ -261,7 +254,7 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
         cv.mark_stale(out, cell, f"it started from {cell.name}, which went on training and changed")
     if cell.keep_seeds and metrics["failed"] is None:
         metrics["seeds"], Ps, Qs = seed_replicas(cell, budget, cfg, start, run, trainer, least, dest / "model.npz",
-                                                   metrics)
+                                                   metrics, floor)
         atomic_savez(dest / "seeds.npz", P=Ps, Q=Qs)
     metrics["seconds"] = time.perf_counter() - t0
     metrics["wall"] = [wall0, time.time()]  # when it ran (Unix time): cells of parallel sweeps overlap
@@ -269,10 +262,10 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
     return metrics
 
 
-def seed_replicas(cell: Cell, budget: Budget, cfg: Any, start: Path | None, run: Path, trainer: Trainer,
-                  least: int, model: Path, metrics: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+def seed_replicas(cell: Cell, budget: Budget, cfg: Any, start: Path | None, run: Path, trainer: Trainer, least: int,
+                  model: Path, metrics: dict[str, Any], floor: Any = None) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
     """Fig. 5's spread over seeds: the cell's ``model`` (its ``metrics`` so far) and ``budget.seeds - 1`` replicas of
-    the cell, each trained through the stages as the cell was (same start), with master seed
+    the cell, each trained through the stages as the cell was (same start and floor), with master seed
     ``cfg.seed + REPLICA_SEED * r``, into ``run/replica<r>``; every one evaluated read-out by read-out on
     ``budget.seed_sequences`` fresh sequences and judged as a cell is (:func:`failure`: the tail rules, the cell's
     checks, the final phase).  The summary for ``metrics.json`` (per replica: master seed, chosen stage, steps, the
@@ -282,7 +275,7 @@ def seed_replicas(cell: Cell, budget: Budget, cfg: Any, start: Path | None, run:
     Ps, Qs, info = [P], [Q], [{"seed": cfg.seed, "train": metrics["train"], "checks": own}]
     for r in range(1, budget.seeds):
         rcfg = replace(cfg, seed=cfg.seed + REPLICA_SEED * r)
-        best, rs = train_stages(rcfg, budget.stages, start, run / f"replica{r}", trainer, least)
+        best, rs = train_stages(rcfg, budget.stages, start, run / f"replica{r}", trainer, least, floor=floor)
         P, Q, _ = load_model(best.model)
         Ps.append(P)
         Qs.append(Q)
@@ -313,13 +306,14 @@ def rejudge(cell: Cell, budget: Budget, out: Path, m: dict[str, Any]) -> dict[st
 def split_cells(budget: Budget, parts: Iterable[str], out: Path, jobs: int,
                 noises: Iterable[str] | None = None) -> list[tuple[str, ...]]:
     """The cells left to train under ``out`` (of the settings ``noises``, default all), in at most ``jobs`` groups of
-    about as many layers left each (:func:`train_layers`), each in training order: for processes that share one
-    sweep, each given one group (:func:`sweep`'s ``only``).  A cell goes with the cell it starts from
-    (:func:`numerics.reproduce.budgets.chains`), so every cell starts as a serial sweep starts it; the chain with the
-    most layers left goes first, each to the group with the fewest so far; a group without cells is left out."""
+    about as many layers left each (:func:`train_layers`), each in training order, for processes that share one sweep
+    (:func:`sweep`'s ``only``).  A cell goes with the cells it starts from or is checked against (its floor,
+    :func:`numerics.reproduce.budgets.chains`), as in a serial sweep; the chain with the most layers left goes first,
+    each to the group with the fewest so far; a group without cells is left out."""
     keep = set(parse_noises(budget, noises) if noises else budget.noises)
     cells = cells_for(budget, parts)
-    left = [c for c in cells if c.noise in keep and left_to_train(load_cell(Path(out), c, budget), budget)]
+    left = [c for c in cells if c.noise in keep  # (a stored cell's floor checked first: a stuck one is left to train)
+            and left_to_train(check_stored(c, budget, Path(out), load_cell(Path(out), c, budget)), budget)]
     units = [(sum(train_layers(c, budget) for c in u), u) for u in chains(budget, left)]
     groups: list[tuple[int, list[Cell]]] = [(0, []) for _ in range(max(1, int(jobs)))]
     for layers, unit in sorted(units, key=lambda u: -u[0]):
@@ -355,10 +349,11 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     a cell starts from cells of its own setting, so processes given disjoint settings can share one ``out``.  With
     ``only`` (cell names, :func:`numerics.reproduce.budgets.parse_cells`) train only those cells, in training order.
 
-    ``progress(event, info)`` is called with ``("start", {"total", "done", "todo", "layers", "depths"})`` (the
-    cells to train here, the layers each trains, :func:`numerics.reproduce.budgets.train_layers`, and their depths),
-    ``("cell", {"name", "seconds", "loss", "failed"})`` after each cell (``"failed"``: why it failed, or ``None``) and
-    ``("baselines", {"noise"})``."""
+    ``progress(event, info)`` is called with ``("start", {"total", "done", "todo", "layers", "depths"})`` (the cells
+    to train here, the layers each trains, :func:`numerics.reproduce.budgets.train_layers`, and their depths),
+    ``("cell", {"name", "seconds", "loss", "failed"})`` after each (``"failed"``: why it failed, or ``None``),
+    ``("more", {"name", "layers", "depth"})`` for a finished cell that one trained sends back to training (it started
+    from it, or its floor changed: :mod:`numerics.reproduce.deeper`) and ``("baselines", {"noise"})``."""
     out, runs, t0 = Path(out), Path(runs), time.perf_counter()
     cells = cells_for(budget, parts)
     have = {c.name: load_cell(out, c, budget) for c in cells}
@@ -368,9 +363,9 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     if outside:
         raise ValueError(f"--cell {outside[0]} is not a cell of the parts asked for")
     mine = {c.name for c in cells if (keep is None or c.noise in keep) and (named is None or c.name in named)}
-    for c in cells:
+    for c in cells:  # in training order: a cell's floor is checked before the cell
         if train and have[c.name] is not None and c.name in mine:
-            have[c.name] = rejudge(c, budget, out, have[c.name])
+            have[c.name] = check_stored(c, budget, out, rejudge(c, budget, out, have[c.name]))
     todo = [c for c in cells if left_to_train(have[c.name], budget)]  # one that goes on has a result already
     missing = [c.name for c in todo if have[c.name] is None and (not train or c.name not in mine)]
     todo = [c for c in todo if train and c.name in mine]
@@ -378,16 +373,21 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
         progress("start", {"total": len(cells), "done": len(cells) - len(todo) - len(missing),
                            "todo": [c.name for c in todo], "layers": [train_layers(c, budget) for c in todo],
                            "depths": [c.layers for c in todo]})
-    trained = []
-    for i, c in enumerate(todo):
-        t = time.perf_counter()
+    trained, i = [], 0
+    while i < len(todo):
+        c, t = todo[i], time.perf_counter()
         have[c.name] = run_cell(c, budget, out, runs, trainer)
         trained.append(c.name)
+        for u in (u for u in cells[cells.index(c) + 1:] if u.name in mine and u not in todo):  # c's change reaches
+            have[u.name] = check_stored(u, budget, out, load_cell(out, u, budget))  # a stale cell, a floor's check
+            if left_to_train(have[u.name], budget) and (todo := sorted([*todo, u], key=cells.index)) and progress:
+                progress("more", {"name": u.name, "layers": train_layers(u, budget), "depth": u.layers})
         if i + 1 == len(todo) or todo[i + 1].layers != c.layers:
             clear_caches()  # the cells of one depth share their programs (any noise); others only accumulate
         if progress:
             progress("cell", {"name": c.name, "seconds": time.perf_counter() - t,
                               "loss": have[c.name]["eval"]["loss"], "failed": have[c.name].get("failed")})
+        i += 1
     base = {}
     for nz in noises_for(cells):
         if progress:

@@ -155,7 +155,7 @@ def checks(P: Any, Q: Any, cell: Cell, budget: Budget, skip: tuple[str, ...] = (
 
 
 def rescue(P: Any, Q: Any, cell: Cell, budget: Budget, metrics: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
-    """The scale fit (:func:`numerics.train.continuation.fit_scale`) again, on ``budget.rescue_pool`` sequences of its
+    """The scale fit (:func:`numerics.train.scale_fit.fit_scale`) again, on ``budget.rescue_pool`` sequences of its
     own stream: for a model that fails its evaluation because of a context rarer than the stages' pools.
 
     The fit's scales are tried in turn until one passes the evaluation (:func:`assess`, :func:`failure`): the

@@ -295,10 +295,11 @@ def attempts_lines(cells: Any, attempts: int) -> list[str]:
 
 def _left(sw: Any, budget: Any) -> str:
     """An estimate of the machine time the cells not trained yet need: the machine time per layer of the deepest
-    cells trained so far (:func:`numerics.reproduce.budgets.deepest_rate`, each cell's
+    cells trained so far (:func:`numerics.reproduce.timing.deepest_rate`, each cell's
     :func:`numerics.reproduce.timing.machine_shares`) times their layers
     (:func:`numerics.reproduce.timing.layers_to_train`)."""
-    from numerics.reproduce.budgets import PARTS, cells_for, deepest_rate, train_layers
+    from numerics.reproduce.budgets import PARTS, cells_for, train_layers
+    from numerics.reproduce.timing import deepest_rate
 
     named = {c.name: c for c in cells_for(budget, PARTS)}
     names = list(sw.cells)

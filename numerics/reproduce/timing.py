@@ -9,6 +9,7 @@ side by side overlap, so machine time is the union of the intervals, not their s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -78,4 +79,21 @@ def layers_to_train(names: Any, budget: Any) -> int:
     return sum(train_layers(cells[n], budget) for n in names)
 
 
-__all__ = ["by_device", "layers_to_train", "machine_seconds", "machine_shares", "runs", "union_seconds"]
+
+
+def deepest_rate(done: Iterable[tuple[int, int, float]]) -> tuple[int, float] | None:
+    """``(depth, seconds per layer)`` of the deepest cells trained so far, from ``(depth, layers trained, seconds)``
+    of each trained cell (:func:`numerics.reproduce.budgets.train_layers`), or ``None`` before one.  The rate of
+    the deepest cells, not of all: a cell's time per layer grows with its depth (deeper cells train more stages, and
+    from depth :data:`numerics.reproduce.budgets.TAIL_DEPTH` run the tail check), so the cells left, which a sweep
+    reaches last, cost at least that."""
+    done = list(done)
+    if not done:
+        return None
+    deepest = max(d for d, _, _ in done)
+    layers = sum(n for d, n, _ in done if d == deepest)
+    seconds = sum(s for d, _, s in done if d == deepest)
+    return (deepest, seconds / layers) if layers and seconds > 0 else None
+
+
+__all__ = ["by_device", "deepest_rate", "layers_to_train", "machine_seconds", "machine_shares", "runs", "union_seconds"]

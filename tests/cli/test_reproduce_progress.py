@@ -40,3 +40,16 @@ def test_a_failed_cell_is_named_failed_with_its_reason_not_given_a_loss(capsys):
     failed, passed = capsys.readouterr().err.strip().splitlines()[1:]
     assert failed.startswith("[1/2] full-L4-a: FAILED (tail check: 2 of 1000000 above); last 1m00s")
     assert "0.1235" not in failed and passed.startswith("[2/2] diag-L4-a: adjusted loss 0.1249; last 1m00s")
+
+
+def test_a_finished_cell_sent_back_to_training_is_counted_once(capsys):
+    """A trained cell can send a finished one back (its floor changed: ``numerics.reproduce.deeper``): it is one more
+    to train and one fewer finished, and the ETA counts its layers."""
+    show = ProgressDisplay("reproduce --budget lean", rich=False, quiet=False)
+    show("start", {"total": 3, "done": 2, "todo": ["diag-L2-a"], "layers": [2], "depths": [2]})
+    show("more", {"name": "diag-L3-a", "layers": 3, "depth": 3})
+    show("cell", {"name": "diag-L2-a", "seconds": 20.0, "loss": 0.4})
+    show("cell", {"name": "diag-L3-a", "seconds": 30.0, "loss": 0.3})
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[1] == "[2/3] diag-L2-a: adjusted loss 0.4000; last 0m20s, mean 0m20s/cell, ETA 0m30s"  # 10 s × 3
+    assert lines[2].startswith("[3/3] diag-L3-a") and lines[2].endswith("ETA 0m00s")

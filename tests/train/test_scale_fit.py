@@ -1,4 +1,4 @@
-"""The scale fit of the sweep's stages (:func:`numerics.train.continuation.fit_scale`): a stratified sample that keeps a
+"""The scale fit of the sweep's stages (:func:`numerics.train.scale_fit.fit_scale`): a stratified sample that keeps a
 pool's worst sequences and estimates its mean without bias, and a scale that removes a rare exploding context."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 from numerics import models
 from numerics.evaluate import losses as evaluation
 from numerics.models import constructions
-from numerics.train.continuation import SCALE_LOW, fit_scale, stratify
+from numerics.train.scale_fit import SCALE_LOW, fit_scale, stratify
 
 N, D, NOISE = 6, 3, "uniform:1"
 

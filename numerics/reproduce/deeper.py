@@ -1,0 +1,84 @@
+"""A deeper cell holds the shallower one (``Stages.floor``, :mod:`numerics.train.continuation`).
+
+A layer whose ``Q`` is zero leaves the tokens as they are, so an ``L``-layer model can do whatever an
+``(L − 1)``-layer one of the same kind does, and its best loss is at most the shallower one's. A trained cell that
+ends above the finished cell one layer shallower (its *floor*: same model and noise setting, the same held-out
+sequences) by more than the stage rule allows has stopped on a plateau, not converged. Under a budget with ``Stages.floor`` such a cell
+goes on, and its next stage starts from the floor's model with a layer appended near the identity.
+
+A cell is checked when it is trained, if its floor is finished by then; otherwise, if it was stored before the
+budget had the rule, or if its floor has changed since, the sweep checks it when it finds both finished
+(:func:`check_stored`), before training and again after it trains the floor. The check is recorded under ``"floor"``
+in the cell's ``metrics.json`` (``train``), with the floor's hash, and a stuck cell goes on from its record
+(:func:`numerics.reproduce.budgets.goes_on`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from numerics.io import atomic_write_json, read_json
+from numerics.reproduce.budgets import Budget, Cell, shallower
+from numerics.train.continuation import StageResult, floor_record, held_out_losses
+
+
+def model_file(out: Path, cell: Cell) -> Path | None:
+    """The model file of the finished, passing cell under ``out``, else ``None``."""
+    d = out / "models" / cell.name
+    if not (d / "metrics.json").exists() or not (d / "model.npz").exists():
+        return None
+    return None if read_json(d / "metrics.json").get("failed") else d / "model.npz"
+
+
+def held_out(model: Path, cell: Cell, budget: Budget) -> np.ndarray:
+    return held_out_losses(model, cell.noise, budget.n, budget.d, budget.stages.held_out)
+
+
+def floor(cell: Cell, budget: Budget, out: Path) -> StageResult | None:
+    """The cell's floor under ``out`` as a stage to start from and compare with (its model and held-out losses), or
+    ``None``: the budget has no ``Stages.floor``, its grid no cell one layer shallower, or that cell is not finished
+    and passing."""
+    low = shallower(cell, budget)
+    model = model_file(out, low) if low is not None else None
+    return None if model is None else StageResult(0, model, {}, held_out(model, low, budget), 0.0)
+
+
+def stored_mean(m: dict[str, Any]) -> float | None:
+    """The held-out loss of a stored cell's model, from its record: its chosen stage's, unless a rescue scaled the
+    model after it (``None``: evaluate the model)."""
+    if (m.get("rescue") or {}).get("scale", 1.0) < 1.0:
+        return None
+    t = m["train"]
+    return float(t["stages"][int(t["chosen_stage"]) - 1]["held_out"])
+
+
+def check_stored(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The stored cell ``m`` with its floor check (``"floor"`` in ``train``, written to its ``metrics.json``) where the
+    budget has ``Stages.floor``, the cell passed, its floor is finished, and it has no check against that floor's model
+    file (none, or one against a model the floor has since replaced); ``m`` as it is otherwise.  Where the recorded
+    held-out losses put the cell less than ``rel`` of its loss above the floor, no sequence needs evaluating: the
+    cell is not stuck whatever the SE."""
+    low = shallower(cell, budget)
+    low_model = model_file(out, low) if low is not None else None
+    if m is None or low_model is None or m.get("failed"):
+        return m
+    sha = hashlib.sha256(low_model.read_bytes()).hexdigest()
+    if (m["train"].get("floor") or {}).get("sha256") == sha:
+        return m
+    d = out / "models" / cell.name
+    own_mean, low_mean = stored_mean(m), stored_mean(read_json(low_model.parent / "metrics.json"))
+    if own_mean is not None and low_mean is not None and own_mean - low_mean <= budget.stages.rel * abs(own_mean):
+        record = {"model": str(low_model), "sha256": sha, "held_out": low_mean, "stuck": False}
+    else:
+        own = StageResult(0, d / "model.npz", {}, held_out(d / "model.npz", cell, budget), 0.0)
+        record = floor_record(own, StageResult(0, low_model, {}, held_out(low_model, low, budget), 0.0), budget.stages)
+    m = m | {"train": m["train"] | {"floor": record}}
+    atomic_write_json(d / "metrics.json", m)
+    return m
+
+
+__all__ = ["check_stored", "floor", "model_file"]

@@ -218,9 +218,24 @@ def test_lean_stages_peak_rate_grid_rows_are_its_log() -> None:
     import json
 
     page = (ROOT / "docs" / "experiments" / "lean-stages.md").read_text()
-    log = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid.json").read_text())
-    assert log["stages"]["decay"] == 1.0 and log["stages"]["retry_blown"]
+    log = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid-peak.json").read_text())
+    assert log["stages"]["decay"] == 1.0 and log["stages"]["retry_blown"] and "floor" not in log["stages"]
     rows = log["cells"]
     assert f"**At the peak rate, {sum(r['as_good'] for r in rows)} of {len(rows)} cells are as good" in page
+    for r in (r for r in rows if not r["as_good"]):
+        assert grid_row(r) in page, f"lean-stages.md lacks the row {grid_row(r)}"
+
+
+def test_lean_stages_floor_grid_rows_are_its_log() -> None:
+    # The lean budget's grid with the floor (the budget as it is), in docs/experiments/lean-stages.md.
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "lean-stages.md").read_text()
+    log = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid.json").read_text())
+    from numerics.reproduce.budgets import BUDGETS, stages_signature
+
+    assert log["stages"]["floor"] and log["stages"] == stages_signature(BUDGETS["lean"].stages)
+    rows = log["cells"]
+    assert f"**With the floor, {sum(r['as_good'] for r in rows)} of {len(rows)} cells are as good" in page
     for r in (r for r in rows if not r["as_good"]):
         assert grid_row(r) in page, f"lean-stages.md lacks the row {grid_row(r)}"

@@ -208,9 +208,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Killed(Exception):
+    """This process got ``signum`` (SIGTERM) while its ``--jobs`` processes ran."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 def _jobs(budget, parts: tuple[str, ...], args: argparse.Namespace) -> int:  # noqa: ANN001
     """Train the sweep in ``args.jobs`` processes (``lintf reproduce --cell ...`` each, the cells left split by
-    :func:`numerics.reproduce.experiments.split_cells`); an interrupt reaches every one."""
+    :func:`numerics.reproduce.experiments.split_cells`); an interrupt (SIGINT) or a kill (SIGTERM) of this process
+    reaches every one, so none goes on training into ``--out`` beside a sweep started after it."""
     import signal
     import subprocess
 
@@ -226,15 +235,24 @@ def _jobs(budget, parts: tuple[str, ...], args: argparse.Namespace) -> int:  # n
     env = hostdevices.for_processes(len(groups))  # the cores shared out, not every process on every core
     procs = [subprocess.Popen([*cmd, *(a for name in g for a in ("--cell", name))], stdout=subprocess.DEVNULL, env=env)
              for g in groups]
+    def killed(signum: int, frame: object) -> None:
+        raise _Killed(signum)
+
+    previous = signal.signal(signal.SIGTERM, killed)
     try:
         codes = [p.wait() for p in procs]
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Killed) as stop:
+        sig = stop.signum if isinstance(stop, _Killed) else signal.SIGINT
         for p in procs:
             if p.poll() is None:
-                p.send_signal(signal.SIGINT)
+                p.send_signal(sig)
         for p in procs:
             p.wait()
+        if isinstance(stop, _Killed):
+            return 128 + sig
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     failed = [(g, c) for g, c in zip(groups, codes) if c]
     for g, c in failed:
         print(f"lintf reproduce: error: the process for {', '.join(g)} exited with status {c}; its finished cells are "

@@ -53,3 +53,4 @@ def test_a_finished_cell_sent_back_to_training_is_counted_once(capsys):
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[1] == "[2/3] diag-L2-a: adjusted loss 0.4000; last 0m20s, mean 0m20s/cell, ETA 0m30s"  # 10 s × 3
     assert lines[2].startswith("[3/3] diag-L3-a") and lines[2].endswith("ETA 0m00s")
+

@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs > 1 and not args.no_train:
         rc = _jobs(budget, parts, args)
         if rc:
-            return rc  # below, every cell is finished: this process writes the report
+            return rc  # below, the serial pass checks what the processes could not (a floor another one changed)
     show = ProgressDisplay(f"reproduce --budget {budget.name}", rich=sys.stderr.isatty(), quiet=args.json)
     try:
         sw = ex.sweep(budget, parts, args.out, args.runs, progress=show, train=not args.no_train, noises=args.noise,

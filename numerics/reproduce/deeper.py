@@ -44,7 +44,10 @@ def floor(cell: Cell, budget: Budget, out: Path) -> StageResult | None:
     and passing."""
     low = shallower(cell, budget)
     model = model_file(out, low) if low is not None else None
-    return None if model is None else StageResult(0, model, {}, held_out(model, low, budget), 0.0)
+    if model is None:
+        return None
+    sha = hashlib.sha256(model.read_bytes()).hexdigest()  # of the model compared with, whatever replaces it later
+    return StageResult(0, model, {"sha256": sha}, held_out(model, low, budget), 0.0)
 
 
 def stored_mean(m: dict[str, Any]) -> float | None:

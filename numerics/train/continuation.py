@@ -259,8 +259,8 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
 def floor_record(best: StageResult, floor: StageResult, st: Stages) -> dict[str, Any]:
     """What ``metrics.json`` keeps of a cell's floor: its model file and that file's hash, its held-out loss, and
     whether the cell's ``best`` stage is :func:`stuck` above it."""
-    return {"model": str(floor.model), "sha256": hashlib.sha256(Path(floor.model).read_bytes()).hexdigest(),
-            "held_out": floor.mean, "stuck": stuck(best, floor, st)}
+    sha = floor.metrics.get("sha256") or hashlib.sha256(Path(floor.model).read_bytes()).hexdigest()
+    return {"model": str(floor.model), "sha256": sha, "held_out": floor.mean, "stuck": stuck(best, floor, st)}
 
 
 def start_for(model: str, layers: int, noise: str, finished: Callable[[str, int], Path | None],

@@ -137,3 +137,24 @@ def test_the_floor_is_the_budgets_cell_one_layer_shallower():
     assert "floor" not in ex.cell_signature(HIGH, OFF)["stages"] and ex.cell_signature(HIGH, ON)["stages"]["floor"]
     grouped = budgets.chains(ON, [LOW, HIGH, ex.Cell("diag", 1, "categorical:1,3")])
     assert [[c.name for c in g] for g in grouped] == [[LOW.name, HIGH.name], ["diag-L1-categorical1_3"]]
+
+
+def test_the_record_names_the_floor_the_cell_was_compared_with(tmp_path, plateau):
+    """The floor is replaced while the cell trains (another process trains it on): the record keeps the hash of the
+    model the cell started from and was compared with, so the next sweep checks the cell against the new one."""
+    import hashlib
+
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    ex.run_cell(LOW, ON, out, runs, TaggedTrainer())
+    floor_model = ex.cell_dir(out, LOW) / "model.npz"
+    first = hashlib.sha256(floor_model.read_bytes()).hexdigest()
+
+    class Replacing(TaggedTrainer):
+        def __call__(self, cfg, run):
+            if run.name == "stage2":
+                P, Q, meta = load_model(floor_model)
+                save_model(floor_model, P, Q, meta | {"tag": "diag-L1-uniform1/better"})
+            return super().__call__(cfg, run)
+
+    m = ex.run_cell(HIGH, ON, out, runs, Replacing())
+    assert m["train"]["floor"]["sha256"] == first != hashlib.sha256(floor_model.read_bytes()).hexdigest()

@@ -3,8 +3,9 @@
 A layer whose ``Q`` is zero leaves the tokens as they are, so an ``L``-layer model can do whatever an
 ``(L − 1)``-layer one of the same kind does, and its best loss is at most the shallower one's. A trained cell that
 ends above the finished cell one layer shallower (its *floor*: same model and noise setting, the same held-out
-sequences) by more than the stage rule allows has stopped on a plateau, not converged. Under a budget with ``Stages.floor`` such a cell
-goes on, and its next stage starts from the floor's model with a layer appended near the identity.
+sequences) by more than the stage rule allows has stopped on a plateau, not converged. Under a budget with
+``Stages.floor`` such a cell goes on, and its next stage starts from the floor's model with a layer appended near the
+identity.
 
 A cell is checked when it is trained, if its floor is finished by then; otherwise, if it was stored before the
 budget had the rule, or if its floor has changed since, the sweep checks it when it finds both finished
@@ -38,16 +39,24 @@ def held_out(model: Path, cell: Cell, budget: Budget) -> np.ndarray:
     return held_out_losses(model, cell.noise, budget.n, budget.d, budget.stages.held_out)
 
 
-def floor(cell: Cell, budget: Budget, out: Path) -> StageResult | None:
-    """The cell's floor under ``out`` as a stage to start from and compare with (its model and held-out losses), or
-    ``None``: the budget has no ``Stages.floor``, its grid no cell one layer shallower, or that cell is not finished
-    and passing."""
+def floor_file(cell: Cell, budget: Budget, out: Path) -> tuple[Cell, Path, str] | None:
+    """The cell's floor under ``out``: that cell, its model file and the file's sha256; ``None`` where the budget has
+    no ``Stages.floor``, its grid no cell one layer shallower, or that cell is not finished and passing."""
     low = shallower(cell, budget)
     model = model_file(out, low) if low is not None else None
-    if model is None:
-        return None
-    sha = hashlib.sha256(model.read_bytes()).hexdigest()  # of the model compared with, whatever replaces it later
-    return StageResult(0, model, {"sha256": sha}, held_out(model, low, budget), 0.0)
+    return None if model is None else (low, model, hashlib.sha256(model.read_bytes()).hexdigest())
+
+
+def as_stage(model: Path, cell: Cell, budget: Budget, sha: str | None = None) -> StageResult:
+    """``model`` (of ``cell``) as a stage to start from and compare with: its held-out losses, and ``sha`` (the hash
+    of the file that was evaluated, whatever replaces it later) for :func:`numerics.train.continuation.floor_record`."""
+    return StageResult(0, model, {"sha256": sha} if sha else {}, held_out(model, cell, budget), 0.0)
+
+
+def floor(cell: Cell, budget: Budget, out: Path) -> StageResult | None:
+    """The cell's floor under ``out`` as a stage (:func:`as_stage`), or ``None`` (:func:`floor_file`)."""
+    found = floor_file(cell, budget, out)
+    return None if found is None else as_stage(found[1], found[0], budget, found[2])
 
 
 def stored_mean(m: dict[str, Any]) -> float | None:
@@ -65,23 +74,20 @@ def check_stored(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None
     file (none, or one against a model the floor has since replaced); ``m`` as it is otherwise.  Where the recorded
     held-out losses put the cell less than ``rel`` of its loss above the floor, no sequence needs evaluating: the
     cell is not stuck whatever the SE."""
-    low = shallower(cell, budget)
-    low_model = model_file(out, low) if low is not None else None
-    if m is None or low_model is None or m.get("failed"):
+    found = floor_file(cell, budget, out)
+    if m is None or found is None or m.get("failed") or (m["train"].get("floor") or {}).get("sha256") == found[2]:
         return m
-    sha = hashlib.sha256(low_model.read_bytes()).hexdigest()
-    if (m["train"].get("floor") or {}).get("sha256") == sha:
-        return m
+    low, low_model, sha = found
     d = out / "models" / cell.name
     own_mean, low_mean = stored_mean(m), stored_mean(read_json(low_model.parent / "metrics.json"))
     if own_mean is not None and low_mean is not None and own_mean - low_mean <= budget.stages.rel * abs(own_mean):
         record = {"model": str(low_model), "sha256": sha, "held_out": low_mean, "stuck": False}
     else:
-        own = StageResult(0, d / "model.npz", {}, held_out(d / "model.npz", cell, budget), 0.0)
-        record = floor_record(own, StageResult(0, low_model, {}, held_out(low_model, low, budget), 0.0), budget.stages)
+        record = floor_record(as_stage(d / "model.npz", cell, budget), as_stage(low_model, low, budget, sha),
+                              budget.stages)
     m = m | {"train": m["train"] | {"floor": record}}
     atomic_write_json(d / "metrics.json", m)
     return m
 
 
-__all__ = ["check_stored", "floor", "model_file"]
+__all__ = ["as_stage", "check_stored", "floor", "floor_file", "held_out", "model_file"]

@@ -25,7 +25,7 @@ def rows(out: Path, above: float) -> list[dict]:
         m = json.loads(path.read_text())
         t = m.get("train") or {}
         stages = t.get("stages") or []
-        if m.get("failed") or not stages or t.get("chosen_stage", len(stages)) == len(stages):
+        if m.get("failed") or not stages or t.get("chosen_stage", len(stages)) in (0, len(stages)):  # 0: its start
             continue
         kept, last = stages[t["chosen_stage"] - 1], stages[-1]
         change = last["held_out"] / kept["held_out"] - 1 if kept["held_out"] else 0.0

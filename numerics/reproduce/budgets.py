@@ -104,9 +104,10 @@ BUDGETS: dict[str, Budget] = {
     # uniform:5 and categorical:1,3; every cell from the random start, in stages of the default recipe's length
     # (3000 steps of batch 2048, two seeds) until converged, at most 6 stages (96 000 steps, about half the
     # paper's 200 000): continuation over depth settles in a worse basin.  FULL starts from the DIAG cell of its depth.
+    # A cell never ends above a model it holds (floor): the cell one layer shallower, and FULL's DIAG start.
     "paper": Budget("paper", MODELS, tuple(range(1, 8)), PAPER_NOISES, seeds=5, eval_sequences=100_000,
                     tune_sequences=50_000, profile_sequences=10_000, profile_points=25, seed_sequences=100_000,
-                    stages=Stages(steps=3000, most=6, batch=2048, seeds=2), continuation=False),
+                    stages=Stages(steps=3000, most=6, batch=2048, seeds=2, floor=True), continuation=False),
     # The qualitative picture: 3 models x depths {1,2,4,7} x 3 noise settings (σ = 0, σ ~ U(0,5), σ ∈ {1,3}), every
     # cell from the random start as in the paper budget (FULL from DIAG), shorter stages, the paper's evaluation and
     # tail rules.  Depth 2 gives GD++ at σ = 0 two rates of decrease above the floor (depth 7 is at float32's).
@@ -129,7 +130,7 @@ BUDGETS: dict[str, Budget] = {
 # The paper budget's grid and evaluation with stages of a sixth of its work: 1500 steps of batch 1024, one seed, at
 # most 7 stages (96 000 steps at most), each at the full peak rate (decay 1: halving it stops short stages short of
 # the paper cell's loss); a stage that blows up after one that did not does not end a cell (retry_blown); a cell
-# above the cell one layer shallower restarts from it (floor).  Its cells are compared with the paper budget's,
+# never ends above a model it holds (floor, as in the paper budget).  Its cells are compared with the paper budget's,
 # sequence by sequence (docs/experiments/lean-stages.md).
 BUDGETS["lean"] = replace(BUDGETS["paper"], name="lean", stages=Stages(steps=1500, most=7, batch=1024, seeds=1,
                                                                        retry_blown=True, decay=1.0, floor=True))

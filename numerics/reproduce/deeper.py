@@ -12,19 +12,28 @@ budget had the rule, or if its floor has changed since, the sweep checks it when
 (:func:`check_stored`), before training and again after it trains the floor. The check is recorded under ``"floor"``
 in the cell's ``metrics.json`` (``train``), with the floor's hash, and a stuck cell goes on from its record
 (:func:`numerics.reproduce.budgets.goes_on`).
+
+FULL holds DIAG the same way, and under ``Stages.floor`` it starts from the finished DIAG cell of its depth: that
+start is a candidate beside the cell's stages (:func:`start_stage`), kept where the cell's best stage is stuck above
+it. A FULL cell stored before the rule, or whose DIAG cell has changed since, is checked against it
+(:func:`check_start`); where it keeps the start, the start is evaluated and judged as a trained cell is, and replaces
+the cell's model.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from numerics.io import atomic_write_json, read_json
-from numerics.reproduce.budgets import Budget, Cell, shallower
-from numerics.train.continuation import StageResult, floor_record, held_out_losses
+from numerics.io import atomic_write_json, load_model, read_json, save_model
+from numerics.models import kind_of
+from numerics.reproduce.budgets import Budget, Cell, recipe_start, shallower
+from numerics.reproduce.judge import assess, failure
+from numerics.train.continuation import StageResult, floor_record, held_out_losses, kept
 
 
 def model_file(out: Path, cell: Cell) -> Path | None:
@@ -44,7 +53,7 @@ def floor_file(cell: Cell, budget: Budget, out: Path) -> tuple[Cell, Path, str] 
     no ``Stages.floor``, its grid no cell one layer shallower, or that cell is not finished and passing."""
     low = shallower(cell, budget)
     model = model_file(out, low) if low is not None else None
-    return None if model is None else (low, model, hashlib.sha256(model.read_bytes()).hexdigest())
+    return None if model is None else (low, model, sha256(model))
 
 
 def as_stage(model: Path, cell: Cell, budget: Budget, sha: str | None = None) -> StageResult:
@@ -60,12 +69,77 @@ def floor(cell: Cell, budget: Budget, out: Path) -> StageResult | None:
 
 
 def stored_mean(m: dict[str, Any]) -> float | None:
-    """The held-out loss of a stored cell's model, from its record: its chosen stage's, unless a rescue scaled the
-    model after it (``None``: evaluate the model)."""
+    """The held-out loss of a stored cell's model, from its record: its chosen stage's (or its kept start's), unless a
+    rescue scaled the model after it (``None``: evaluate the model)."""
     if (m.get("rescue") or {}).get("scale", 1.0) < 1.0:
         return None
-    t = m["train"]
-    return float(t["stages"][int(t["chosen_stage"]) - 1]["held_out"])
+    t, k = m["train"], int(m["train"]["chosen_stage"])
+    return float(t["start_check"]["held_out"] if k == 0 else t["stages"][k - 1]["held_out"])
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def held_start(cell: Cell, budget: Budget, start: Path | None) -> Path | None:
+    """``start`` where it is a start the cell holds (:func:`start_stage`): under ``Stages.floor``, FULL's DIAG model
+    of the cell's depth; ``None`` otherwise."""
+    if not budget.stages.floor or start is None or not kind_of(cell.model).diag_phase:
+        return None
+    return start if load_model(start)[0].shape[0] == cell.layers else None
+
+
+def as_full(start: Path, cell: Cell, dest: Path) -> Path:
+    """The DIAG model ``start`` saved at ``dest`` as a model of the cell's kind, naming the file it came from."""
+    P, Q, meta = load_model(start)
+    save_model(dest, P, Q, {k: v for k, v in meta.items() if k != "config"}
+               | {"kind": cell.model, "start": str(start), "start_sha256": sha256(start)})
+    return dest
+
+
+def start_stage(cell: Cell, budget: Budget, start: Path | None, run: Path) -> StageResult | None:
+    """The cell's start as a stage ``0`` it may keep (:func:`numerics.train.continuation.kept`): saved as
+    ``run/start.npz`` (:func:`as_full`), with its held-out losses, its hash and the DIAG cell's count of sequences
+    dropped in the final phase; ``None`` where the cell holds no start (:func:`held_start`)."""
+    if held_start(cell, budget, start) is None:
+        return None
+    low = read_json(start.parent / "metrics.json") if (start.parent / "metrics.json").exists() else {}
+    info = {"sha256": sha256(start), "steps": 0, "dropped_final": (low.get("train") or {}).get("dropped_final", 0)}
+    return replace(as_stage(as_full(start, cell, run / "start.npz"), cell, budget), metrics=info)
+
+
+def check_start(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The stored FULL cell ``m`` checked against the start it holds (:func:`held_start`), where it has no check
+    against that start's file: ``"start_check"`` joins its ``train`` record.  Where the start is lower on the
+    held-out sequences by more than the stage rule allows (:func:`numerics.train.continuation.kept`), it is evaluated
+    and judged as a trained cell (:func:`numerics.reproduce.judge.assess`) and, if it passes, replaces the cell's
+    model (``"chosen_stage"`` ``0``).  ``m`` as it is otherwise."""
+    start = None if m is None or m.get("failed") else held_start(cell, budget, recipe_start(
+        cell, budget, lambda c: model_file(out, c)))
+    if start is None or (m["train"].get("start_check") or {}).get("sha256") == sha256(start):
+        return m
+    d, sha, low = out / "models" / cell.name, sha256(start), read_json(start.parent / "metrics.json")
+    own, low_mean = stored_mean(m), stored_mean(low)
+    if own is not None and low_mean is not None and own - low_mean <= budget.stages.rel * abs(own):
+        begin = None  # the records decide, as in check_stored: no evaluation
+    else:
+        begin = as_stage(start, cell, budget, sha)
+    t = m["train"] | {"start_check": {"sha256": sha, "held_out": low_mean if begin is None else begin.mean,
+                                      "kept": False}}
+    if begin is not None and kept([as_stage(d / "model.npz", cell, budget)], begin, budget.stages) is begin:
+        P, Q, _ = load_model(start)
+        new = {k: v for k, v in m.items() if k != "rescue"} | assess(P, Q, cell, budget) | {"train": t | {
+            "chosen_stage": 0, "dropped_final": low["train"].get("dropped_final", 0),
+            "start_check": t["start_check"] | {"kept": True}}}
+        new["failed"] = failure(new)
+        if new["failed"] is None:
+            as_full(start, cell, d / "model.npz")
+            atomic_write_json(d / "metrics.json", new)
+            return new
+        t["start_check"]["failed"] = new["failed"]
+    m = m | {"train": t}
+    atomic_write_json(d / "metrics.json", m)
+    return m
 
 
 def check_stored(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -73,7 +147,8 @@ def check_stored(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None
     budget has ``Stages.floor``, the cell passed, its floor is finished, and it has no check against that floor's model
     file (none, or one against a model the floor has since replaced); ``m`` as it is otherwise.  Where the recorded
     held-out losses put the cell less than ``rel`` of its loss above the floor, no sequence needs evaluating: the
-    cell is not stuck whatever the SE."""
+    cell is not stuck whatever the SE.  A FULL cell is first checked against its start (:func:`check_start`)."""
+    m = check_start(cell, budget, out, m)
     found = floor_file(cell, budget, out)
     if m is None or found is None or m.get("failed") or (m["train"].get("floor") or {}).get("sha256") == found[2]:
         return m
@@ -90,4 +165,5 @@ def check_stored(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None
     return m
 
 
-__all__ = ["as_stage", "check_stored", "floor", "floor_file", "held_out", "model_file"]
+__all__ = ["as_full", "as_stage", "check_start", "check_stored", "floor", "floor_file", "held_out", "held_start",
+           "model_file", "start_stage"]

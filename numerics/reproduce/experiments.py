@@ -54,7 +54,7 @@ from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL,
     PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, chains, full_start, get_budget, goes_on,
     left_to_train, noises_for, own_budget, parse_cells, parse_noises, parse_parts, recipe_start, same_signature, slug,
     train_config, train_layers)  # noqa: F401  (re-exported)
-from numerics.reproduce.deeper import check_stored, floor as floor_of, model_file as finished_model
+from numerics.reproduce.deeper import check_stored, floor as floor_of, model_file as finished_model, start_stage
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
     evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
 
@@ -224,8 +224,8 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
         atomic_write_bytes(run / "recorded.npz", (cell_dir(out, cell) / "model.npz").read_bytes())
         held = held_out_losses(run / "recorded.npz", cell.noise, budget.n, budget.d, budget.stages.held_out)
         earlier = recorded(before["train"], run / "recorded.npz", held)
-    floor = floor_of(cell, budget, starts or out)  # a stuck cell restarts from the finished cell a layer shallower
-    best, summary = train_stages(cfg, budget.stages, start, run, trainer, least, earlier, floor)
+    bounds = floor_of(cell, budget, starts or out), start_stage(cell, budget, start, run)  # (module deeper)
+    best, summary = train_stages(cfg, budget.stages, start, run, trainer, least, earlier, *bounds)
     t_train = time.perf_counter() - t0
     P, Q, meta = load_model(best.model)
     metrics: dict[str, Any] = {
@@ -254,7 +254,7 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
         cv.mark_stale(out, cell, f"it started from {cell.name}, which went on training and changed")
     if cell.keep_seeds and metrics["failed"] is None:
         metrics["seeds"], Ps, Qs = seed_replicas(cell, budget, cfg, start, run, trainer, least, dest / "model.npz",
-                                                   metrics, floor)
+                                                   metrics, bounds)
         atomic_savez(dest / "seeds.npz", P=Ps, Q=Qs)
     metrics["seconds"] = time.perf_counter() - t0
     metrics["wall"] = [wall0, time.time()]  # when it ran (Unix time): cells of parallel sweeps overlap
@@ -263,19 +263,19 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
 
 
 def seed_replicas(cell: Cell, budget: Budget, cfg: Any, start: Path | None, run: Path, trainer: Trainer, least: int,
-                  model: Path, metrics: dict[str, Any], floor: Any = None) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+                  model: Path, metrics: dict[str, Any], bounds: tuple = (None, None)) -> tuple[dict, Any, Any]:
     """Fig. 5's spread over seeds: the cell's ``model`` (its ``metrics`` so far) and ``budget.seeds - 1`` replicas of
-    the cell, each trained through the stages as the cell was (same start and floor), with master seed
-    ``cfg.seed + REPLICA_SEED * r``, into ``run/replica<r>``; every one evaluated read-out by read-out on
-    ``budget.seed_sequences`` fresh sequences and judged as a cell is (:func:`failure`: the tail rules, the cell's
-    checks, the final phase).  The summary for ``metrics.json`` (per replica: master seed, chosen stage, steps, the
+    the cell, each trained through the stages as the cell was (the same start, and ``bounds``: floor and start it
+    holds), with master seed ``cfg.seed + REPLICA_SEED * r``, into ``run/replica<r>``; every one evaluated read-out
+    by read-out on ``budget.seed_sequences`` fresh sequences and judged as a cell is (:func:`failure`: tail rules,
+    checks, final phase).  The summary for ``metrics.json`` (per replica: master seed, chosen stage, steps, the
     read-outs' losses and SEs, the verdict) and every replica's ``P, Q`` stacked ``(seeds, L, H, d+1, d+1)``."""
     P, Q, _ = load_model(model)
     own = {k: metrics[k] for k in check_names(cell, budget)}  # the cell's checks, run on this model
     Ps, Qs, info = [P], [Q], [{"seed": cfg.seed, "train": metrics["train"], "checks": own}]
     for r in range(1, budget.seeds):
         rcfg = replace(cfg, seed=cfg.seed + REPLICA_SEED * r)
-        best, rs = train_stages(rcfg, budget.stages, start, run / f"replica{r}", trainer, least, floor=floor)
+        best, rs = train_stages(rcfg, budget.stages, start, run / f"replica{r}", trainer, least, None, *bounds)
         P, Q, _ = load_model(best.model)
         Ps.append(P)
         Qs.append(Q)

@@ -112,13 +112,17 @@ def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> s
             + ("stages, stopped by the convergence rule (" + moved + ")" if m["train"]["converged"] else
                "stages, stopped at the last stage it was allowed while still moving (" + moved + "): undertrained "
                "at this budget"))
-    fit = st[m["train"].get("chosen_stage", len(st)) - 1].get("scale") or {}
+    chosen = m["train"].get("chosen_stage", len(st))
+    if chosen == 0:  # numerics.reproduce.deeper: FULL kept the DIAG model it started from
+        text += (f"; it keeps its start, the DIAG model of its depth ({m['train']['start_check']['held_out']:.4g} "
+                 f"held out, below every stage's)")
+    fit = (st[chosen - 1].get("scale") or {}) if chosen else {}
     if fit.get("searched"):
         text += (f"; its update is scaled by c = {fit['scale']:.3g} against a tail of the stage's pool (largest loss "
                  f"{fit['pool_max']:.3g} at c = 1; the pool's mean {fit['mean_unscaled']:.3g} at c = 1, "
                  f"{fit['mean']:.3g} at c)")
     last = st[-1].get("scale") or {}
-    if len(st) > 1 and m["train"].get("chosen_stage", len(st)) != len(st) and last.get("searched"):
+    if len(st) > 1 and chosen != len(st) and last.get("searched"):
         text += f"; the last stage's update needed c = {last['scale']:.3g} against a tail of its pool"
     if (m.get("rescue") or {}).get("scale", 1.0) < 1.0:
         text += f"; rescued with a further c = {m['rescue']['scale']:.3g} against a tail its stages' pools missed"

@@ -45,6 +45,13 @@ setting, the same held-out sequences), by more than ``rel`` of its loss and ``se
 converged, whatever its stages moved: it sits on a plateau. Where the stage rule would end it, its next stage
 starts instead from the floor's model with a layer appended near the identity (:func:`numerics.train.warm_params`),
 and is marked ``"restart"`` in its summary; the stages after it go on from the best stage as before.
+
+Likewise FULL holds DIAG: its start under ``Stages.floor``, the finished DIAG cell of its depth, is a FULL model whose
+off-diagonal entries are zero. Training from it at the FULL rate can end above it (the warm-up leaves the DIAG
+optimum), so the start counts as a candidate beside the stages (``begin``, stage ``0``): where the best stage ends
+above it by more than ``rel`` of its loss and ``se`` paired SEs (:func:`stuck`, read from the start), the cell keeps
+it, and its summary's ``"chosen_stage"`` is ``0`` (:func:`start_record`). A smaller difference keeps the stage, as
+the stage rule would.
 """
 
 from __future__ import annotations
@@ -215,6 +222,14 @@ def recorded(summary: dict[str, Any], model: Path, held: np.ndarray) -> list[Sta
     return stages
 
 
+def kept(stages: list[StageResult], begin: StageResult | None = None, st: Stages | None = None) -> StageResult:
+    """The stage a cell keeps: the lowest held-out loss among its stages that are not blown (all of them where every
+    one is), or ``begin``, the start it holds (stage ``0``), where that stage is :func:`stuck` above it (by more
+    than ``st``'s stage rule allows) and the start is not blown."""
+    best = min([s for s in stages if not s.blown] or stages, key=lambda s: s.mean)
+    return begin if begin is not None and st is not None and not begin.blown and stuck(best, begin, st) else best
+
+
 def stuck(best: StageResult, floor: StageResult | None, st: Stages) -> bool:
     """The cell's ``best`` stage ends above its ``floor`` (the cell one layer shallower, on the same held-out
     sequences) by more than the stage rule allows: going from ``best`` to ``floor`` would not count as converged."""
@@ -223,14 +238,15 @@ def stuck(best: StageResult, floor: StageResult | None, st: Stages) -> bool:
 
 def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: Callable, least: int = 1,
                  earlier: list[StageResult] | None = None,
-                 floor: StageResult | None = None) -> tuple[StageResult, dict]:
+                 floor: StageResult | None = None, begin: StageResult | None = None) -> tuple[StageResult, dict]:
     """Train ``cfg``'s cell in stages into ``run/stage<k>`` (each resumable), at least ``least`` of them; returns
     the chosen stage and a summary for ``metrics.json``.  ``trainer(cfg, dir)`` trains one stage
     (:func:`numerics.reproduce.experiments.train_rundir`).  ``earlier`` (:func:`recorded`) are stages trained
     before, which stopped at a smaller cap without converging: training goes on after them.  ``floor`` (the finished
-    cell one layer shallower, its model and held-out losses) is where a :func:`stuck` cell restarts."""
+    cell one layer shallower, its model and held-out losses) is where a :func:`stuck` cell restarts.  ``begin`` (its
+    start as a stage ``0``) is kept where it is lower than every stage (:func:`kept`)."""
     stages: list[StageResult] = list(earlier or [])
-    done, low = False, bool(stages) and stuck(next_start(stages), floor, st)  # a record that goes on stuck restarts
+    done, low = False, bool(stages) and stuck(kept(stages, begin, st), floor, st)  # a record that goes on stuck restarts
     for k in range(len(stages) + 1, st.most + 1):
         prev = next_start(stages) if stages else None
         scfg = stage_config(cfg, st, k, start if k == 1 else floor.model if low else prev.model)
@@ -243,17 +259,17 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
         if st.retry_blown and retried([s.blown for s in stages]):
             continue
         if k >= least and prev is not None and converged(held, prev.held, st, prev.blown or stages[-1].blown):
-            low = stuck(next_start(stages), floor, st)  # converged by the stage rule, yet above the floor: restart
+            low = stuck(kept(stages, begin, st), floor, st)  # converged by the stage rule, yet above the floor: restart
             if not low:
                 done = True
                 break
-    ok = [s for s in stages if not s.blown]
-    best = min(ok or stages, key=lambda s: s.mean)
+    best = kept(stages, begin, st)
     summary = {"stages": [s.summary() for s in stages], "converged": done, "chosen_stage": best.k,
                "start": None if start is None else str(start),
                "steps": sum(int(s.metrics.get("steps") or 0) for s in stages),
                "dropped_final": best.metrics.get("dropped_final")}
-    return best, summary | ({"floor": floor_record(best, floor, st)} if floor is not None else {})
+    return best, summary | ({"floor": floor_record(best, floor, st)} if floor is not None else {}) \
+        | ({"start_check": start_record(best, begin)} if begin is not None else {})
 
 
 def floor_record(best: StageResult, floor: StageResult, st: Stages) -> dict[str, Any]:
@@ -261,6 +277,12 @@ def floor_record(best: StageResult, floor: StageResult, st: Stages) -> dict[str,
     whether the cell's ``best`` stage is :func:`stuck` above it."""
     sha = floor.metrics.get("sha256") or hashlib.sha256(Path(floor.model).read_bytes()).hexdigest()
     return {"model": str(floor.model), "sha256": sha, "held_out": floor.mean, "stuck": stuck(best, floor, st)}
+
+
+def start_record(best: StageResult, begin: StageResult) -> dict[str, Any]:
+    """What ``metrics.json`` keeps of the start a cell compared its stages with (``begin``): the start file's hash, its
+    held-out loss, and whether the cell kept it."""
+    return {"sha256": begin.metrics.get("sha256"), "held_out": begin.mean, "kept": best is begin}
 
 
 def start_for(model: str, layers: int, noise: str, finished: Callable[[str, int], Path | None],
@@ -279,5 +301,5 @@ def start_for(model: str, layers: int, noise: str, finished: Callable[[str, int]
 
 
 __all__ = ["HELD_OUT", "StageResult", "Stages", "Stratified", "converged", "fit_scale", "floor_record",
-           "held_out_losses", "next_start", "recorded", "rescue_constants", "scale_constants", "scaled_model",
-           "stage_config", "start_for", "stratify", "stuck", "train_stages"]
+           "held_out_losses", "kept", "next_start", "recorded", "rescue_constants", "scale_constants", "scaled_model",
+           "stage_config", "start_for", "start_record", "stratify", "stuck", "train_stages"]

@@ -40,14 +40,8 @@ class TaggedTrainer(MovingTrainer):
         return tr
 
 
-@pytest.fixture()
-def plateau(monkeypatch):
-    """The 1-layer cell converges at 0.5 × CALM; the 2-layer cell's first stages sit on a plateau at about CALM, and
-    any stage that starts from the 1-layer cell reaches 0.45 × CALM."""
-    losses = {"diag-L1-uniform1": {"stage1": CALM * 0.5, "stage2": CALM * 0.5, "better": CALM * 0.3},
-              "diag-L2-uniform1": {"stage1": CALM, "stage2": CALM * 0.99, "stage3": CALM * 0.45,
-                                   "stage4": CALM * 0.45}}
-
+def tagged_losses(monkeypatch, losses: dict[str, dict[str, np.ndarray]]) -> None:
+    """Stages keep their scale, and a model's held-out losses are ``losses[cell][stage]`` by its tag."""
     def held(model, *a):
         cell, stage = load_model(model)[2]["tag"].split("/")
         return losses[cell][stage].copy()
@@ -55,6 +49,15 @@ def plateau(monkeypatch):
     monkeypatch.setattr(continuation, "scaled_model", lambda model, *a: (model, {}))
     for module in (continuation, ex, deeper):
         monkeypatch.setattr(module, "held_out_losses", held)
+
+
+@pytest.fixture()
+def plateau(monkeypatch):
+    """The 1-layer cell converges at 0.5 × CALM; the 2-layer cell's first stages sit on a plateau at about CALM, and
+    any stage that starts from the 1-layer cell reaches 0.45 × CALM."""
+    tagged_losses(monkeypatch, {"diag-L1-uniform1": {"stage1": CALM * 0.5, "stage2": CALM * 0.5, "better": CALM * 0.3},
+                                "diag-L2-uniform1": {"stage1": CALM, "stage2": CALM * 0.99, "stage3": CALM * 0.45,
+                                                     "stage4": CALM * 0.45}})
 
 
 def test_a_cell_above_its_floor_restarts_from_it(tmp_path, plateau):
@@ -132,7 +135,7 @@ def test_a_cell_is_checked_again_when_its_floor_changes(tmp_path, plateau):
 def test_the_floor_is_the_budgets_cell_one_layer_shallower():
     assert shallower(HIGH, ON) == LOW and shallower(LOW, ON) is None and shallower(HIGH, OFF) is None
     lean = budgets.BUDGETS["lean"]
-    assert lean.stages.floor and not budgets.BUDGETS["paper"].stages.floor
+    assert lean.stages.floor and budgets.BUDGETS["paper"].stages.floor and not budgets.BUDGETS["quick"].stages.floor
     assert shallower(ex.Cell("full", 8, "uniform:5"), lean) == ex.Cell("full", 7, "uniform:5")
     assert "floor" not in ex.cell_signature(HIGH, OFF)["stages"] and ex.cell_signature(HIGH, ON)["stages"]["floor"]
     grouped = budgets.chains(ON, [LOW, HIGH, ex.Cell("diag", 1, "categorical:1,3")])

@@ -35,20 +35,24 @@ def test_every_cell_trains_with_the_cells_it_may_start_from(tmp_path: Path) -> N
 
 def test_the_chains_are_as_small_as_the_starts_allow() -> None:
     """Where the budget continues over depth (the test budget), a cell goes with the cell one layer shallower and
-    FULL-L with DIAG-L; where it does not (quick and paper), only FULL-L goes with DIAG-L, every other cell alone."""
+    FULL-L with DIAG-L; where it does not (quick), only FULL-L goes with DIAG-L, every other cell alone.  With the
+    floor (paper), a cell also goes with the cell one layer shallower: one chain per model family and setting."""
     test = ex.get_budget("test")
     units = {tuple(c.name for c in u) for u in chains(test, ex.cells_for(test, PARTS))}
     assert units == {("diag-L1-uniform1", "diag-L2-uniform1"),
                      tuple(f"{m}-L{L}-uniform5" for L in (1, 2, 3) for m in ("diag", "full")),
                      (*(f"{m}-L{L}-categorical1_3" for L in (1, 2, 3) for m in ("diag", "full")),
                       "full-L4-categorical1_3")}  # FULL-4 (Fig. 4) may start from FULL-3: no DIAG-4 in the grid
-    for name in ("quick", "paper"):
-        budget = ex.get_budget(name)
-        cells = ex.cells_for(budget, ("table1",))
-        units = chains(budget, cells)
-        assert sorted(len(u) for u in units) == [1] * (len(cells) // 3) + [2] * (len(cells) // 3)
-        assert all({c.model for c in u} == {"diag", "full"} and len({c.layers for c in u}) == 1 for u in units
-                   if len(u) == 2)
+    quick = ex.get_budget("quick")
+    cells = ex.cells_for(quick, ("table1",))
+    units = chains(quick, cells)
+    assert sorted(len(u) for u in units) == [1] * (len(cells) // 3) + [2] * (len(cells) // 3)
+    assert all({c.model for c in u} == {"diag", "full"} and len({c.layers for c in u}) == 1 for u in units
+               if len(u) == 2)
+    paper = ex.get_budget("paper")
+    units = chains(paper, ex.cells_for(paper, ("table1",)))
+    assert sorted((u[0].noise, tuple(sorted({c.model for c in u})), len(u)) for u in units) == sorted(
+        (nz, family, 7 * len(family)) for nz in paper.noises for family in (("gdpp",), ("diag", "full")))
 
 
 def test_the_processes_get_about_as_many_layers(tmp_path: Path) -> None:

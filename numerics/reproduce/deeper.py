@@ -121,12 +121,13 @@ def check_start(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None)
     d, sha, low = out / "models" / cell.name, sha256(start), read_json(start.parent / "metrics.json")
     own, low_mean = stored_mean(m), stored_mean(low)
     if own is not None and low_mean is not None and own - low_mean <= budget.stages.rel * abs(own):
-        begin = None  # the records decide, as in check_stored: no evaluation
+        record = {"held_out": low_mean, "trained": own}  # the records decide, as in check_stored: no evaluation
+        begin = trained = None
     else:
-        begin = as_stage(start, cell, budget, sha)
-    t = m["train"] | {"start_check": {"sha256": sha, "held_out": low_mean if begin is None else begin.mean,
-                                      "kept": False}}
-    if begin is not None and kept([as_stage(d / "model.npz", cell, budget)], begin, budget.stages) is begin:
+        begin, trained = as_stage(start, cell, budget, sha), as_stage(d / "model.npz", cell, budget)
+        record = {"held_out": begin.mean, "trained": trained.mean}
+    t = m["train"] | {"start_check": {"sha256": sha} | record | {"kept": False}}
+    if begin is not None and kept([trained], begin, budget.stages) is begin:
         P, Q, _ = load_model(start)
         new = {k: v for k, v in m.items() if k != "rescue"} | assess(P, Q, cell, budget) | {"train": t | {
             "chosen_stage": 0, "dropped_final": low["train"].get("dropped_final", 0),

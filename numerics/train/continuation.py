@@ -269,7 +269,7 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
                "steps": sum(int(s.metrics.get("steps") or 0) for s in stages),
                "dropped_final": best.metrics.get("dropped_final")}
     return best, summary | ({"floor": floor_record(best, floor, st)} if floor is not None else {}) \
-        | ({"start_check": start_record(best, begin)} if begin is not None else {})
+        | ({"start_check": start_record(stages, begin, st)} if begin is not None else {})
 
 
 def floor_record(best: StageResult, floor: StageResult, st: Stages) -> dict[str, Any]:
@@ -279,10 +279,11 @@ def floor_record(best: StageResult, floor: StageResult, st: Stages) -> dict[str,
     return {"model": str(floor.model), "sha256": sha, "held_out": floor.mean, "stuck": stuck(best, floor, st)}
 
 
-def start_record(best: StageResult, begin: StageResult) -> dict[str, Any]:
-    """What ``metrics.json`` keeps of the start a cell compared its stages with (``begin``): the start file's hash, its
-    held-out loss, and whether the cell kept it."""
-    return {"sha256": begin.metrics.get("sha256"), "held_out": begin.mean, "kept": best is begin}
+def start_record(stages: list[StageResult], begin: StageResult, st: Stages) -> dict[str, Any]:
+    """What ``metrics.json`` keeps of the start a cell compared its ``stages`` with (``begin``): the start file's hash,
+    its held-out loss, the best stage's (``"trained"``) and whether the cell kept the start."""
+    return {"sha256": begin.metrics.get("sha256"), "held_out": begin.mean, "trained": kept(stages).mean,
+            "kept": kept(stages, begin, st) is begin}
 
 
 def start_for(model: str, layers: int, noise: str, finished: Callable[[str, int], Path | None],

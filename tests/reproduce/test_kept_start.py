@@ -46,6 +46,7 @@ def test_full_keeps_its_diag_start_where_every_stage_ends_above_it(tmp_path, mon
     assert trainer.calls == ["stage1", "stage2"] and m["train"]["converged"]
     assert m["train"]["chosen_stage"] == 0 and m["train"]["start_check"]["kept"]
     assert m["train"]["start_check"]["held_out"] == pytest.approx(CALM.mean() * 0.5)
+    assert m["train"]["start_check"]["trained"] == pytest.approx(CALM.mean() * 0.8 * 0.99)  # its best stage
     _, (P, Q, meta) = cell_files(out, FULL)
     dP, dQ, _ = load_model(ex.cell_dir(out, DIAG) / "model.npz")
     assert np.array_equal(P, dP) and np.array_equal(Q, dQ) and meta["kind"] == "full"
@@ -82,6 +83,7 @@ def test_a_stored_full_cell_is_checked_against_its_start(tmp_path, monkeypatch):
     assert ex.split_cells(ON, ("table1",), out, 1, ["uniform:1"]) == [("diag-L2-uniform1", "full-L2-uniform1")]
     m, (P, Q, meta) = cell_files(out, FULL)
     assert m["train"]["chosen_stage"] == 0 and m["train"]["start_check"]["kept"] and not m["failed"]
+    assert m["train"]["start_check"]["trained"] == pytest.approx(CALM.mean() * 0.8 * 0.99)
     assert m["train"]["stages"] == before["train"]["stages"] and m["eval"]["loss"] == diag["eval"]["loss"]
     assert meta["kind"] == "full" and np.array_equal(Q, load_model(ex.cell_dir(out, DIAG) / "model.npz")[1])
     assert not left_to_train(ex.load_cell(out, FULL, ON), ON)

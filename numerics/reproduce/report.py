@@ -327,7 +327,10 @@ def _report_markdown(sw: Any, budget: Any, table: Table, claims: list[Claim], be
              + f", in stages of {st.steps} steps of batch {st.batch} ({st.seeds} seeds in the first) and more until doubling "
              f"the steps moves the held-out loss by less than {st.rel:.0%} or {st.se:g} SE (`numerics.train.continuation`)"
              + ("; every stage at the peak rate" if st.decay == 1 else "")
-             + ("; a stage that blows up after one that did not does not end a cell" if st.retry_blown else ""))
+             + ("; a stage that blows up after one that did not does not end a cell" if st.retry_blown else "")
+             + ("; a cell never ends above a model it holds: one the rule would stop above the cell one layer "
+                "shallower restarts from it, and FULL keeps its DIAG start where its stages end above it "
+                "(`numerics.reproduce.deeper`)" if st.floor else ""))
     from numerics.reproduce.experiments import Cell, train_config
 
     from dataclasses import replace

@@ -102,3 +102,16 @@ def test_a_stored_full_cell_below_its_start_or_near_it_is_left_as_it_is(tmp_path
     assert m == before | {"train": before["train"] | {"start_check": m["train"]["start_check"]}}
     assert not m["train"]["start_check"]["kept"] and (ex.cell_dir(out, FULL) / "model.npz").read_bytes() == model
     assert deeper.check_stored(DIAG, ON, out, ex.load_cell(out, DIAG, ON)) == ex.load_cell(out, DIAG, ON)  # no start
+
+
+def test_the_report_names_a_kept_start_and_reads_no_stage_for_it():
+    from numerics.reproduce.report import training_reason
+
+    stage = {"held_out": 0.02, "blown": False, "scale": {"searched": True, "scale": 0.7, "pool_max": 1e4,
+                                                          "mean_unscaled": 0.03, "mean": 0.02}}
+    m = {"model": "full", "layers": 8, "noise": "categorical:1,3",
+         "train": {"steps": 6000, "converged": True, "chosen_stage": 0, "stages": [stage | {"scale": {}}, stage],
+                   "start_check": {"held_out": 0.0124, "trained": 0.0129, "kept": True}}}
+    text = training_reason(m)
+    assert "it keeps its start, the DIAG model of its depth (0.0124 held out" in text
+    assert "scaled by c" not in text  # the last stage's fit is not the kept model's

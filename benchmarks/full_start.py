@@ -12,10 +12,12 @@ model is more than ``--above`` over the start:
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.stopped_higher import sweep_args  # noqa: E402
 
 
 def rows(out: Path) -> list[dict]:
@@ -36,15 +38,8 @@ def rows(out: Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, required=True, help="a sweep's --out (its models/ is read)")
-    ap.add_argument("--above", type=float, default=0.03, help="relative rise over the start to list (default 0.03)")
-    a = ap.parse_args(argv)
-    if not (a.out / "models").is_dir():
-        print(f"error: --out {a.out} has no models/ directory", file=sys.stderr)
-        return 2
-    if not a.above >= 0:
-        print(f"error: --above must be >= 0, got {a.above}", file=sys.stderr)
+    a = sweep_args(__doc__, "over the start", argv)
+    if a is None:
         return 2
     found = rows(a.out)
     above = [r for r in found if r["relative"] > 0]

@@ -37,16 +37,25 @@ def rows(out: Path, above: float) -> list[dict]:
     return sorted(found, key=lambda r: -r["change"])
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def sweep_args(doc: str, above: str, argv: list[str] | None) -> argparse.Namespace | None:
+    """``--out`` (a sweep's, with ``models/``) and ``--above`` (``>= 0``, relative: ``above`` says of what), or
+    ``None`` after a one-line error."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="a sweep's --out (its models/ is read)")
-    ap.add_argument("--above", type=float, default=0.03, help="relative rise of the last stage to list (default 0.03)")
+    ap.add_argument("--above", type=float, default=0.03, help=f"relative rise {above} to list (default 0.03)")
     a = ap.parse_args(argv)
     if not (a.out / "models").is_dir():
         print(f"error: --out {a.out} has no models/ directory", file=sys.stderr)
-        return 2
+        return None
     if not a.above >= 0:
         print(f"error: --above must be >= 0, got {a.above}", file=sys.stderr)
+        return None
+    return a
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = sweep_args(__doc__, "of the last stage", argv)
+    if a is None:
         return 2
     print("| cell | stages | kept | steps | kept held-out | last held-out | last vs kept | last stage's c | adopted |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|---|")

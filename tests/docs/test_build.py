@@ -244,3 +244,16 @@ def test_lean_stages_floor_grid_rows_are_its_log(log_name: str, claim: str) -> N
     assert f"{claim}{sum(r['as_good'] for r in rows)} of {len(rows)} cells are as good" in page
     for r in (r for r in rows if not r["as_good"]):
         assert grid_row(r) in page, f"lean-stages.md lacks the row {grid_row(r)}"
+
+
+@pytest.mark.parametrize("grid", ["results/lean", "results/paper"])
+def test_full_from_diag_start_tables_are_the_scripts(grid: str, capsys) -> None:
+    # The tables of "FULL above its start" in docs/experiments/full-from-diag.md are benchmarks/full_start.py's on the
+    # committed grids, row for row.
+    import runpy
+
+    page = (ROOT / "docs" / "experiments" / "full-from-diag.md").read_text()
+    main = runpy.run_path(str(ROOT / "benchmarks" / "full_start.py"))["main"]
+    assert main(["--out", str(ROOT / grid)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| full-")]
+    assert rows and all(row in page for row in rows), [row for row in rows if row not in page]

@@ -113,12 +113,20 @@ def check_start(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None)
     against that start's file: ``"start_check"`` joins its ``train`` record.  Where the start is lower on the
     held-out sequences by more than the stage rule allows (:func:`numerics.train.continuation.kept`), it is evaluated
     and judged as a trained cell (:func:`numerics.reproduce.judge.assess`) and, if it passes, replaces the cell's
-    model (``"chosen_stage"`` ``0``).  ``m`` as it is otherwise."""
+    model (``"chosen_stage"`` ``0``; its record is written first, and a check cut short before the model is
+    finished by the next one).  A cell that kept a start since replaced, or a Fig. 5 cell (its seed replicas are
+    the cell's) that would keep one, is marked ``"stale"``: the sweep trains it again.  ``m`` as it is otherwise."""
     start = None if m is None or m.get("failed") else held_start(cell, budget, recipe_start(
         cell, budget, lambda c: model_file(out, c)))
-    if start is None or (m["train"].get("start_check") or {}).get("sha256") == sha256(start):
+    d, sha = out / "models" / cell.name, None if start is None else sha256(start)
+    done = None if start is None else m["train"].get("start_check") or {}
+    if start is None or done.get("sha256") == sha:
+        if done and done.get("kept") and load_model(d / "model.npz")[2].get("start_sha256") != sha:
+            as_full(start, cell, d / "model.npz")
         return m
-    d, sha, low = out / "models" / cell.name, sha256(start), read_json(start.parent / "metrics.json")
+    if int(m["train"]["chosen_stage"]) == 0:
+        return stale(d, m, f"it kept its start, {start}, which has since changed")
+    low = read_json(start.parent / "metrics.json")
     own, low_mean = stored_mean(m), stored_mean(low)
     if own is not None and low_mean is not None and own - low_mean <= budget.stages.rel * abs(own):
         record = {"held_out": low_mean, "trained": own}  # the records decide, as in check_stored: no evaluation
@@ -128,17 +136,27 @@ def check_start(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None)
         record = {"held_out": begin.mean, "trained": trained.mean}
     t = m["train"] | {"start_check": {"sha256": sha} | record | {"kept": False}}
     if begin is not None and kept([trained], begin, budget.stages) is begin:
+        if cell.keep_seeds:
+            return stale(d, m, f"its start, {start}, is lower than its stages, and its seed replicas train again")
         P, Q, _ = load_model(start)
+        t = {k: v for k, v in t.items() if k != "floor"}  # the floor's check was of the model it replaces
         new = {k: v for k, v in m.items() if k != "rescue"} | assess(P, Q, cell, budget) | {"train": t | {
             "chosen_stage": 0, "dropped_final": low["train"].get("dropped_final", 0),
             "start_check": t["start_check"] | {"kept": True}}}
         new["failed"] = failure(new)
         if new["failed"] is None:
-            as_full(start, cell, d / "model.npz")
             atomic_write_json(d / "metrics.json", new)
+            as_full(start, cell, d / "model.npz")
             return new
         t["start_check"]["failed"] = new["failed"]
     m = m | {"train": t}
+    atomic_write_json(d / "metrics.json", m)
+    return m
+
+
+def stale(d: Path, m: dict[str, Any], why: str) -> dict[str, Any]:
+    """The stored cell ``m`` in ``d`` marked ``"stale"`` (``why``): the sweep trains it again."""
+    m = m | {"stale": why}
     atomic_write_json(d / "metrics.json", m)
     return m
 
@@ -148,8 +166,11 @@ def check_stored(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None
     budget has ``Stages.floor``, the cell passed, its floor is finished, and it has no check against that floor's model
     file (none, or one against a model the floor has since replaced); ``m`` as it is otherwise.  Where the recorded
     held-out losses put the cell less than ``rel`` of its loss above the floor, no sequence needs evaluating: the
-    cell is not stuck whatever the SE.  A FULL cell is first checked against its start (:func:`check_start`)."""
+    cell is not stuck whatever the SE.  A FULL cell is first checked against its start (:func:`check_start`); ``None``
+    where that marks it stale."""
     m = check_start(cell, budget, out, m)
+    if m is not None and m.get("stale"):
+        return None  # trained again, as experiments.load_cell reads a stale cell
     found = floor_file(cell, budget, out)
     if m is None or found is None or m.get("failed") or (m["train"].get("floor") or {}).get("sha256") == found[2]:
         return m

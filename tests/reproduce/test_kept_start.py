@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from numerics.io import load_model
+from numerics.io import load_model, save_model
 from numerics.reproduce import deeper
 from numerics.reproduce import experiments as ex
 from numerics.reproduce.budgets import left_to_train
@@ -115,3 +115,43 @@ def test_the_report_names_a_kept_start_and_reads_no_stage_for_it():
     text = training_reason(m)
     assert "it keeps its start, the DIAG model of its depth (0.0124 held out" in text
     assert "scaled by c" not in text  # the last stage's fit is not the kept model's
+
+
+def kept_stored(tmp_path, monkeypatch):
+    """DIAG and FULL stored before the rule, then checked: FULL keeps its start."""
+    held_out(monkeypatch, 0.8)
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    ex.run_cell(DIAG, OFF, out, runs, TaggedTrainer())
+    trained = ex.run_cell(FULL, OFF, out, runs, TaggedTrainer())
+    return out, trained, deeper.check_stored(FULL, ON, out, ex.load_cell(out, FULL, ON))
+
+
+def test_a_check_cut_short_between_its_writes_is_finished_by_the_next(tmp_path, monkeypatch):
+    out, _, m = kept_stored(tmp_path, monkeypatch)
+    model = ex.cell_dir(out, FULL) / "model.npz"
+    good = model.read_bytes()
+    P, Q, _ = load_model(model)
+    save_model(model, P + 1e-3, Q, {"tag": "full-L1-uniform1/stage2"})  # as if the record alone was written
+    assert deeper.check_stored(FULL, ON, out, m) == m and model.read_bytes() == good
+
+
+def test_a_kept_start_since_replaced_sends_the_cell_back_to_training(tmp_path, monkeypatch):
+    out, _, m = kept_stored(tmp_path, monkeypatch)
+    assert m["train"]["chosen_stage"] == 0
+    diag = ex.cell_dir(out, DIAG) / "model.npz"
+    P, Q, meta = load_model(diag)
+    save_model(diag, P, Q * 0.9, meta)  # DIAG trained again, its FULL cell not marked
+    assert deeper.check_stored(FULL, ON, out, m) is None
+    assert "kept its start" in json.loads((ex.cell_dir(out, FULL) / "metrics.json").read_text())["stale"]
+    assert ex.load_cell(out, FULL, ON) is None
+    assert FULL.name in ex.split_cells(ON, ("table1",), out, 1, ["uniform:1"])[0]
+
+
+def test_a_fig5_cell_that_would_keep_its_start_trains_again(tmp_path, monkeypatch):
+    held_out(monkeypatch, 0.8)
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    ex.run_cell(DIAG, OFF, out, runs, TaggedTrainer())
+    ex.run_cell(FULL, OFF, out, runs, TaggedTrainer())
+    seeded = replace(FULL, keep_seeds=True)
+    assert deeper.check_stored(seeded, ON, out, ex.load_cell(out, FULL, ON)) is None
+    assert "seed replicas" in json.loads((ex.cell_dir(out, FULL) / "metrics.json").read_text())["stale"]

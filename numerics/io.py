@@ -107,6 +107,13 @@ def strict_json(obj: Any, **kw: Any) -> str:
     return json.dumps(out, allow_nan=False, **kw)
 
 
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The hex SHA-256 of a file's bytes: what a record keeps of a model file it was made from."""
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
     """The JSON file at ``path``; a corrupt one is a one-line error that names it (the files lintf reads back are
     its own, made again when deleted)."""

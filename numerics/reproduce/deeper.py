@@ -22,14 +22,13 @@ the cell's model.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from numerics.io import atomic_write_json, load_model, read_json, save_model
+from numerics.io import atomic_write_json, file_sha256, load_model, read_json, save_model
 from numerics.models import kind_of
 from numerics.reproduce.budgets import Budget, Cell, recipe_start, shallower
 from numerics.reproduce.judge import assess, failure
@@ -53,7 +52,7 @@ def floor_file(cell: Cell, budget: Budget, out: Path) -> tuple[Cell, Path, str] 
     no ``Stages.floor``, its grid no cell one layer shallower, or that cell is not finished and passing."""
     low = shallower(cell, budget)
     model = model_file(out, low) if low is not None else None
-    return None if model is None else (low, model, sha256(model))
+    return None if model is None else (low, model, file_sha256(model))
 
 
 def as_stage(model: Path, cell: Cell, budget: Budget, sha: str | None = None) -> StageResult:
@@ -77,8 +76,10 @@ def stored_mean(m: dict[str, Any]) -> float | None:
     return float(t["start_check"]["held_out"] if k == 0 else t["stages"][k - 1]["held_out"])
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def settled(own: float | None, low: float | None, budget: Budget) -> bool:
+    """The recorded held-out losses decide without an evaluation: the cell's ``own`` is less than the stage rule's
+    ``rel`` of it above ``low`` (the floor's or the start's), so it is not stuck whatever the SE."""
+    return own is not None and low is not None and own - low <= budget.stages.rel * abs(own)
 
 
 def held_start(cell: Cell, budget: Budget, start: Path | None) -> Path | None:
@@ -93,7 +94,7 @@ def as_full(start: Path, cell: Cell, dest: Path) -> Path:
     """The DIAG model ``start`` saved at ``dest`` as a model of the cell's kind, naming the file it came from."""
     P, Q, meta = load_model(start)
     save_model(dest, P, Q, {k: v for k, v in meta.items() if k != "config"}
-               | {"kind": cell.model, "start": str(start), "start_sha256": sha256(start)})
+               | {"kind": cell.model, "start": str(start), "start_sha256": file_sha256(start)})
     return dest
 
 
@@ -104,7 +105,7 @@ def start_stage(cell: Cell, budget: Budget, start: Path | None, run: Path) -> St
     if held_start(cell, budget, start) is None:
         return None
     low = read_json(start.parent / "metrics.json") if (start.parent / "metrics.json").exists() else {}
-    info = {"sha256": sha256(start), "steps": 0, "dropped_final": (low.get("train") or {}).get("dropped_final", 0)}
+    info = {"sha256": file_sha256(start), "steps": 0, "dropped_final": (low.get("train") or {}).get("dropped_final", 0)}
     return replace(as_stage(as_full(start, cell, run / "start.npz"), cell, budget), metrics=info)
 
 
@@ -118,7 +119,7 @@ def check_start(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None)
     the cell's) that would keep one, is marked ``"stale"``: the sweep trains it again.  ``m`` as it is otherwise."""
     start = None if m is None or m.get("failed") else held_start(cell, budget, recipe_start(
         cell, budget, lambda c: model_file(out, c)))
-    d, sha = out / "models" / cell.name, None if start is None else sha256(start)
+    d, sha = out / "models" / cell.name, None if start is None else file_sha256(start)
     done = None if start is None else m["train"].get("start_check") or {}
     if start is None or done.get("sha256") == sha:
         if done and done.get("kept") and load_model(d / "model.npz")[2].get("start_sha256") != sha:
@@ -128,8 +129,8 @@ def check_start(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None)
         return stale(d, m, f"it kept its start, {start}, which has since changed")
     low = read_json(start.parent / "metrics.json")
     own, low_mean = stored_mean(m), stored_mean(low)
-    if own is not None and low_mean is not None and own - low_mean <= budget.stages.rel * abs(own):
-        record = {"held_out": low_mean, "trained": own}  # the records decide, as in check_stored: no evaluation
+    if settled(own, low_mean, budget):
+        record = {"held_out": low_mean, "trained": own}
         begin = trained = None
     else:
         begin, trained = as_stage(start, cell, budget, sha), as_stage(d / "model.npz", cell, budget)
@@ -177,7 +178,7 @@ def check_stored(cell: Cell, budget: Budget, out: Path, m: dict[str, Any] | None
     low, low_model, sha = found
     d = out / "models" / cell.name
     own_mean, low_mean = stored_mean(m), stored_mean(read_json(low_model.parent / "metrics.json"))
-    if own_mean is not None and low_mean is not None and own_mean - low_mean <= budget.stages.rel * abs(own_mean):
+    if settled(own_mean, low_mean, budget):
         record = {"model": str(low_model), "sha256": sha, "held_out": low_mean, "stuck": False}
     else:
         record = floor_record(as_stage(d / "model.npz", cell, budget), as_stage(low_model, low, budget, sha),

@@ -207,10 +207,9 @@ def config_dict(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.init == "random":  # the default is left out, so run directories written before the option stay valid
         del d["init"]
     if cfg.warm_start is not None:  # the file's content, not only its name, defines the run
-        import hashlib
-        from pathlib import Path
+        from numerics.io import file_sha256
 
-        d["warm_start_sha256"] = hashlib.sha256(Path(cfg.warm_start).read_bytes()).hexdigest()
+        d["warm_start_sha256"] = file_sha256(cfg.warm_start)
     if cfg.kind.name != "gdpp":  # GD++ only; GD++ run directories from before the option (trained free) are refused
         del d["gdpp_xx"]
     # DIAG's default is left out, so earlier DIAG run directories stay valid; FULL's is always written (FULL runs

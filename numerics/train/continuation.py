@@ -56,7 +56,6 @@ the stage rule would.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -67,7 +66,7 @@ import numpy as np
 
 from numerics.evaluate import losses as evaluation
 from numerics.data import Noise
-from numerics.io import load_model, save_model
+from numerics.io import file_sha256, load_model, save_model
 from numerics.train.scale_fit import (RESCUE_POOL, RESCUE_STREAM, SCALE_POOL, Stratified, fit_scale,  # noqa: F401
     rescue_constants, scale_constants, stratify)  # (re-exported)
 
@@ -193,7 +192,8 @@ class StageResult:
         return {"stage": self.k, "steps": self.metrics.get("steps"), "held_out": t["mean"], "held_out_se": t["se"],
                 "held_out_max": t["max"] if np.isfinite(t["max"]) else None, "blown": self.blown,
                 "seconds": self.seconds, "scale": self.scale,
-                "dropped_final": self.metrics.get("dropped_final"), "rollbacks": len(self.metrics.get("rollbacks") or []),
+                "dropped_final": self.metrics.get("dropped_final"),
+                "rollbacks": len(self.metrics.get("rollbacks") or []),
                 "rejected_steps": self.metrics.get("rejected_steps")} | ({"restart": True} if self.restart else {})
 
 
@@ -244,9 +244,9 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
     (:func:`numerics.reproduce.experiments.train_rundir`).  ``earlier`` (:func:`recorded`) are stages trained
     before, which stopped at a smaller cap without converging: training goes on after them.  ``floor`` (the finished
     cell one layer shallower, its model and held-out losses) is where a :func:`stuck` cell restarts.  ``begin`` (its
-    start as a stage ``0``) is kept where it is lower than every stage (:func:`kept`)."""
+    start as a stage ``0``) is kept where the best stage is :func:`stuck` above it (:func:`kept`)."""
     stages: list[StageResult] = list(earlier or [])
-    done, low = False, bool(stages) and stuck(kept(stages, begin, st), floor, st)  # a record that goes on stuck restarts
+    done, low = False, bool(stages) and stuck(kept(stages, begin, st), floor, st)  # a record going on stuck restarts
     for k in range(len(stages) + 1, st.most + 1):
         prev = next_start(stages) if stages else None
         scfg = stage_config(cfg, st, k, start if k == 1 else floor.model if low else prev.model)
@@ -275,7 +275,7 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
 def floor_record(best: StageResult, floor: StageResult, st: Stages) -> dict[str, Any]:
     """What ``metrics.json`` keeps of a cell's floor: its model file and that file's hash, its held-out loss, and
     whether the cell's ``best`` stage is :func:`stuck` above it."""
-    sha = floor.metrics.get("sha256") or hashlib.sha256(Path(floor.model).read_bytes()).hexdigest()
+    sha = floor.metrics.get("sha256") or file_sha256(floor.model)
     return {"model": str(floor.model), "sha256": sha, "held_out": floor.mean, "stuck": stuck(best, floor, st)}
 
 

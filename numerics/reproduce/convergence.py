@@ -40,6 +40,7 @@ from numerics.data import Noise
 from numerics.evaluate import losses as evaluation
 from numerics.io import atomic_write_bytes, atomic_write_json, load_model, read_json
 from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, goes_on, parse_cells, stage_factor
+from numerics.reproduce.timing import RUN_FIELDS
 from numerics.reproduce.experiments import Trainer, cell_dir, eval_key, load_cell, run_cell, train_rundir
 
 #: How many times longer every stage of the retrained cell is.
@@ -146,7 +147,7 @@ def adopt(cell: Cell, budget: Budget, out: Path, entry: dict[str, Any]) -> bool:
     if longer.get("failed") or not longer["train"].get("converged") or factor > MOST_FACTOR \
             or not math.isclose(longer["eval"]["loss"], entry["loss_longer"], rel_tol=1e-9, abs_tol=1e-15):
         return False
-    gone = {k: base[k] for k in ("seconds", "wall", "device", "continued", "attempts", "adopted") if base.get(k)}
+    gone = {k: base[k] for k in (*RUN_FIELDS, "continued", "attempts", "adopted") if base.get(k)}
     record = {"factor": factor, "check": {k: v for k, v in entry.items() if k != "adopted"},
               "replaced": gone | {"loss": base["eval"]["loss"], "steps": base["train"]["steps"],
                                   "stages": base["train"]["stages"]}}

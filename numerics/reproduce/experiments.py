@@ -55,6 +55,7 @@ from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL,
     left_to_train, noises_for, own_budget, parse_cells, parse_noises, parse_parts, recipe_start, same_signature, slug,
     train_config, train_layers)  # noqa: F401  (re-exported)
 from numerics.reproduce.deeper import check_stored, floor as floor_of, model_file as finished_model, start_stage
+from numerics.reproduce.timing import begin_segment, end_segment, run_record
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
     evaluate_model, failure, profile_key, rescue, spectral_check, tail_key)  # (re-exported)
 
@@ -195,8 +196,7 @@ def attempt_record(metrics: dict[str, Any]) -> dict[str, Any]:
     return {"attempt": metrics.get("attempt", 1), "seed": metrics.get("seed", metrics["signature"]["train"]["seed"]),
             "failed": metrics["failed"], "loss": metrics["eval"]["loss"], "max": metrics["eval"]["tail"].get("max"),
             "steps": metrics["train"]["steps"], "converged": metrics["train"]["converged"],
-            "rescue": (metrics.get("rescue") or {}).get("scale"), "seconds": metrics["seconds"],
-            "wall": metrics.get("wall"), "device": metrics.get("device")} \
+            "rescue": (metrics.get("rescue") or {}).get("scale")} | run_record(metrics) \
         | ({"continued": metrics["continued"]} if metrics.get("continued") else {})
 
 
@@ -214,11 +214,12 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
              k: int, before: dict[str, Any] | None = None) -> dict[str, Any]:
     """Attempt ``k`` of :func:`run_cell`: train (going on from the stored cell's metrics ``before`` where they allow,
     :func:`numerics.train.continuation.recorded`), judge, rescue, store the model of a passing cell; the metrics."""
-    t0, wall0 = time.perf_counter(), time.time()
+    t0, wall0, device = time.perf_counter(), time.time(), jax.devices()[0].device_kind  # "cpu", or the accelerator
     evaluation.fix_mmap_threshold()  # the cell's evaluations churn BATCH_CACHE's large chunks
     cfg = attempt_config(cell, budget, k)
     start = recipe_start(cell, budget, lambda c: finished_model(starts or out, c))
     run = runs / budget.name / cell.name / ("" if k == 1 else f"attempt{k}")
+    stopped = begin_segment(run, device)  # processes stopped part-way through this attempt, counted with it
     earlier = None
     if before:  # its model, copied: the stage that goes on from it resumes from the copy
         atomic_write_bytes(run / "recorded.npz", (cell_dir(out, cell) / "model.npz").read_bytes())
@@ -233,7 +234,7 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
         "signature": cell_signature(cell, budget), "train": summary | {"seconds": t_train},
     } | ({"attempt": k, "seed": cfg.seed} if k > 1 else {}) | assess(P, Q, cell, budget)
     if earlier:  # the runs before this one: report.runs counts their time
-        metrics["continued"] = [*before.get("continued", ()), {f: before.get(f) for f in ("seconds", "wall", "device")}
+        metrics["continued"] = [*before.get("continued", ()), run_record(before)
                                 | {"stages": len(before["train"]["stages"])}]
         metrics |= {"attempts": before["attempts"]} if before.get("attempts") else {}
     metrics["failed"], rescued = failure(metrics), False
@@ -256,10 +257,7 @@ def _attempt(cell: Cell, budget: Budget, out: Path, runs: Path, trainer: Trainer
         metrics["seeds"], Ps, Qs = seed_replicas(cell, budget, cfg, start, run, trainer, least, dest / "model.npz",
                                                    metrics, bounds)
         atomic_savez(dest / "seeds.npz", P=Ps, Q=Qs)
-    metrics["seconds"] = time.perf_counter() - t0
-    metrics["wall"] = [wall0, time.time()]  # when it ran (Unix time): cells of parallel sweeps overlap
-    metrics["device"] = jax.devices()[0].device_kind  # "cpu", or the accelerator's name
-    return metrics
+    return metrics | end_segment(run, time.perf_counter() - t0, wall0, device, stopped)
 
 
 def seed_replicas(cell: Cell, budget: Budget, cfg: Any, start: Path | None, run: Path, trainer: Trainer, least: int,

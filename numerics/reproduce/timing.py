@@ -5,22 +5,88 @@ its ``"device"``; a cell trained again after failed attempts keeps theirs under 
 from a record made under a smaller cap on its stages keeps the earlier runs under ``"continued"``, and one that took its
 convergence check's longer run keeps the run it replaced under ``"adopted"``.  Sweeps that run
 side by side overlap, so machine time is the union of the intervals, not their sum.
+
+A process stopped part-way through a cell (killed, or the session ended) leaves no ``metrics.json``; the next process
+resumes the cell from its checkpoints.  Each run therefore marks its run directory with ``segment.json`` (when it
+started, on which device) while it trains, and removes the mark when it is done.  A process that finds a mark left
+behind counts the stopped process from its start to the last checkpoint it wrote (each checkpoint records the time it
+was written, so a copied run directory keeps it): the run's ``"interrupted"`` lists these ``[start, end, device]``.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+from numerics.io import atomic_write_json, read_json
+
+SEGMENT = "segment.json"
+RUN_FIELDS = ("seconds", "wall", "device", "interrupted")  # what a record keeps of each run behind it
 
 
 def runs(cells: Any) -> Any:
-    """Every training run behind ``cells``: each cell's kept attempt, its failed ones (``"attempts"``), the runs it
-    went on from (``"continued"``) and the run it replaced with a longer one (``"adopted"``), and theirs in turn (a
-    failed attempt that went on from a record)."""
+    """Every training run behind ``cells``: each cell's kept attempt, the parts of processes stopped part-way through
+    it (``"interrupted"``), its failed attempts (``"attempts"``), the runs it went on from (``"continued"``) and the
+    run it replaced with a longer one (``"adopted"``), and theirs in turn (a failed attempt that went on from a
+    record)."""
     for m in cells:
         yield m
+        for a, b, device in m.get("interrupted") or ():
+            yield {"seconds": b - a, "wall": [a, b], "device": device}
         gone = (m.get("adopted") or {}).get("replaced")
         yield from runs((*m.get("attempts", ()), *m.get("continued", ()), *((gone,) if gone else ())))
+
+
+def run_record(m: dict[str, Any]) -> dict[str, Any]:
+    """What a record keeps of the run ``m`` behind it (a failed attempt, a run gone on from), so that :func:`runs`
+    counts it: its ``"seconds"``, ``"wall"`` and ``"device"``, and its ``"interrupted"`` where it has any."""
+    return {f: m.get(f) for f in ("seconds", "wall", "device")} \
+        | ({"interrupted": m["interrupted"]} if m.get("interrupted") else {})
+
+
+def begin_segment(run: Path, device: str) -> list[list[Any]]:
+    """Mark ``run`` (a cell's attempt's run directory) as trained by this process from now, on ``device``; returns
+    the ``[start, end, device]`` of the processes that marked it before and stopped part-way (:func:`reached`), to be
+    kept as the run's ``"interrupted"``.  A mark whose process wrote no checkpoint counts nothing."""
+    path = run / SEGMENT
+    mark = read_json(path) if path.exists() else {}
+    gone = [list(g) for g in mark.get("interrupted", ())]
+    end = reached(run, float(mark["start"])) if "start" in mark else None
+    if end is not None:
+        gone.append([float(mark["start"]), end, mark.get("device")])
+    atomic_write_json(path, {"start": time.time(), "device": device, "interrupted": gone})
+    return gone
+
+
+def end_segment(run: Path, seconds: float, wall0: float, device: str, stopped: list[list[Any]]) -> dict[str, Any]:
+    """Remove :func:`begin_segment`'s mark, as the run is done; the timing its record keeps (:data:`RUN_FIELDS`): its
+    ``seconds``, the interval ``"wall"`` (Unix time, from ``wall0``) during which it ran, so that cells of processes
+    side by side overlap, its ``device`` and the processes ``stopped`` part-way through it."""
+    (run / SEGMENT).unlink(missing_ok=True)
+    return {"seconds": seconds, "wall": [wall0, time.time()], "device": device} \
+        | ({"interrupted": stopped} if stopped else {})
+
+
+def reached(run: Path, since: float) -> float | None:
+    """The latest time (Unix) a checkpoint under ``run`` records at or after ``since``, leaving out later attempts'
+    directories (``attempt<k>``, which mark themselves); ``None`` if there is none."""
+    times = []
+    for path in run.rglob("checkpoint.npz"):
+        if path.relative_to(run).parts[0].startswith("attempt"):
+            continue
+        try:
+            with np.load(path) as z:
+                t = json.loads(str(z["meta"])).get("time")
+        except (OSError, ValueError, KeyError):
+            continue  # unreadable: the training run resumes without it, and its time is not counted
+        if isinstance(t, (int, float)) and t >= since:
+            times.append(float(t))
+    return max(times, default=None)
 
 
 def machine_seconds(cells: Any) -> float:
@@ -96,4 +162,5 @@ def deepest_rate(done: Iterable[tuple[int, int, float]]) -> tuple[int, float] | 
     return (deepest, seconds / layers) if layers and seconds > 0 else None
 
 
-__all__ = ["by_device", "deepest_rate", "layers_to_train", "machine_seconds", "machine_shares", "runs", "union_seconds"]
+__all__ = ["RUN_FIELDS", "SEGMENT", "begin_segment", "by_device", "deepest_rate", "end_segment", "layers_to_train",
+           "machine_seconds", "machine_shares", "reached", "run_record", "runs", "union_seconds"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -152,7 +153,7 @@ def save_checkpoint(out: str | Path, state: TrainState, res: Result) -> None:
         raise LintfError("refusing to checkpoint a non-finite training state")
     meta = {"leaves": len(leaves), "step": int(state.step), "curve": res.curve, "rollbacks": res.rollbacks,
             "skipped": res.skipped, "history": len(res.history), "history_marks": [[n, k] for _, n, k in res.history],
-            "seconds": res.seconds}
+            "seconds": res.seconds, "time": time.time()}  # when it was written: a stopped sweep's time counts to it
     history = {f"history_{j}_leaf_{i}": np.asarray(x) for j, (h, _, _) in enumerate(res.history)
                for i, x in enumerate(jax.tree_util.tree_leaves(h))}  # earlier chunk starts, for deeper rollbacks
     atomic_savez(Path(out) / "checkpoint.npz", meta=np.asarray(json.dumps(meta)),
@@ -267,8 +268,6 @@ def run(cfg: TrainConfig, out: str | Path, progress: bool = True, baselines: boo
             start = 0 if resume is None else int(resume["step"])
             task = bar.add_task(f"{cfg.model}-{cfg.layers}", total=cfg.steps, completed=start, loss=float("nan"),
                                 rate=0.0)
-            import time
-
             t0 = time.perf_counter()
 
             def tick(s: TrainState, r: Result) -> None:

@@ -1102,3 +1102,39 @@ def test_a_seed_replica_is_judged_by_the_checks_of_its_cell(tmp_path, monkeypatc
     assert ran == [cell.name] * (TEST.seeds - 1)  # every replica but the cell itself, whose checks it already has
     assert seeds["failed"][0] is None
     assert seeds["failed"][1] == "tail check: 1 of 1000 sequences above 10000 (largest 1000000000.0)"
+
+
+def test_a_process_stopped_part_way_through_a_cell_counts_in_the_machine_time(tmp_path):
+    """A cell resumed after its process was stopped counts that process from its start to its last checkpoint (the
+    time the checkpoint records, not its file's: here the run directory is copied between the two processes), once;
+    a cell trained in one go counts nothing more."""
+    import shutil
+    import time
+
+    from numerics.io import atomic_savez
+    from numerics.reproduce import timing
+
+    cell, marks = ex.Cell("diag", 2, "uniform:1"), []
+
+    class Stopped(StubTrainer):  # writes a checkpoint as training does, then is stopped in its second stage
+        def __call__(self, cfg, run: Path) -> ex.Trained:
+            marks.append(json.loads((run.parent / timing.SEGMENT).read_text()))
+            atomic_savez(run / "checkpoint.npz", meta=np.asarray(json.dumps({"time": time.time()})))
+            if run.name == "stage2":
+                raise KeyboardInterrupt
+            return super().__call__(cfg, run)
+
+    with pytest.raises(KeyboardInterrupt):
+        ex.run_cell(cell, TEST, tmp_path / "out", tmp_path / "runs", Stopped())
+    run = tmp_path / "runs" / TEST.name / cell.name
+    with np.load(run / "stage2" / "checkpoint.npz") as z:
+        last = json.loads(str(z["meta"]))["time"]
+    time.sleep(0.05)
+    shutil.copytree(tmp_path / "runs", tmp_path / "copy")  # new file times, the same recorded ones
+    m = ex.run_cell(cell, TEST, tmp_path / "out", tmp_path / "copy", StubTrainer())
+    start = marks[0]["start"]
+    assert m["interrupted"] == [[start, last, jax.devices()[0].device_kind]]
+    assert m["wall"][0] > last and not (tmp_path / "copy" / TEST.name / cell.name / timing.SEGMENT).exists()
+    assert timing.machine_seconds([m]) == pytest.approx(m["wall"][1] - m["wall"][0] + last - start)
+    assert "interrupted" not in ex.run_cell(ex.Cell("diag", 1, "uniform:1"), TEST, tmp_path / "out",
+                                            tmp_path / "copy", StubTrainer())

@@ -4,6 +4,7 @@ divergence (rollback, step rejection, skipped steps)."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from numerics import models
 from numerics.data import sample
 from numerics.errors import LintfError
 from numerics.io import load_model
+from numerics.reproduce import timing
 from numerics.train.rundir import run as run_dir
 from numerics.train.rundir import save_checkpoint
 from numerics.train import CHUNK_CACHE, Result, TrainConfig, diag_part, effective_params, init_state, train
@@ -39,8 +41,10 @@ def test_same_seed_same_numbers_other_seed_differs() -> None:
 def test_resume_after_interrupt_equals_uninterrupted(tmp_path: Path) -> None:
     cfg = TrainConfig(model="full", seeds=2, **TINY)
     whole = run_dir(cfg, tmp_path / "whole", progress=False, baselines=False)
+    before = time.time()
     assert run_dir(cfg, tmp_path / "cut", progress=False, baselines=False, stop_at=10) is None  # "killed" at step 10
     assert not (tmp_path / "cut" / "model.npz").exists()
+    assert before <= timing.reached(tmp_path / "cut", before) <= time.time()  # the checkpoint says when it was written
     resumed = run_dir(cfg, tmp_path / "cut", progress=False, baselines=False)  # same command again
     P1, Q1, _ = load_model(tmp_path / "whole" / "model.npz")
     P2, Q2, _ = load_model(tmp_path / "cut" / "model.npz")

@@ -246,6 +246,30 @@ def test_lean_stages_floor_grid_rows_are_its_log(log_name: str, claim: str) -> N
         assert grid_row(r) in page, f"lean-stages.md lacks the row {grid_row(r)}"
 
 
+def test_another_machine_rows_are_its_logs() -> None:
+    # docs/experiments/another-machine.md: the lean cells of two settings trained again from nothing, against the
+    # committed lean cells (the count, and the rows of the cells whose loss moved by more than 1 % or whose stages
+    # changed) and against the paper budget's (the count).
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "another-machine.md").read_text()
+    logs = ROOT / "benchmarks" / "logs" / "lean-stages"
+    from numerics.reproduce.budgets import BUDGETS, stages_signature
+
+    log = json.loads((logs / "another-machine.json").read_text())
+    assert log["reference_budget"] == "lean" and log["stages"] == stages_signature(BUDGETS["lean"].stages)
+    rows = log["cells"]
+    assert len(rows) == 42 and {r["cell"].rsplit("-", 1)[1] for r in rows} == {"uniform6", "uniform7"}
+    assert f"**{sum(r['as_good'] for r in rows)} of {len(rows)} cells are as good as the committed" in page
+    moved = [r for r in rows if abs(r["relative"]) > 0.01 or r["stages"] != r["reference_stages"]]
+    assert page.count("\n| diag-") + page.count("\n| full-") + page.count("\n| gdpp-") == len(moved)
+    assert all(grid_row(r) in page for r in moved), [grid_row(r) for r in moved if grid_row(r) not in page]
+    assert "Five cells differ by more than 1 %" in page and sum(abs(r["relative"]) > 0.01 for r in rows) == 5
+    paper = json.loads((logs / "another-machine-paper.json").read_text())["cells"]
+    assert {r["cell"] for r in paper} == {r["cell"] for r in rows}
+    assert f"{sum(r['as_good'] for r in paper)} of these 42 new cells are as good" in page
+
+
 @pytest.mark.parametrize("grid", ["results/lean", "results/paper"])
 def test_full_from_diag_start_tables_are_the_scripts(grid: str, capsys) -> None:
     # The tables of "FULL above its start" in docs/experiments/full-from-diag.md are benchmarks/full_start.py's on the

@@ -26,7 +26,7 @@ import numpy as np
 from numerics.io import atomic_write_json, read_json
 
 SEGMENT = "segment.json"
-RUN_FIELDS = ("seconds", "wall", "device", "interrupted")  # what a record keeps of each run behind it
+RUN_FIELDS = ("seconds", "wall", "device", "host", "interrupted")  # what a record keeps of each run behind it
 
 
 def runs(cells: Any) -> Any:
@@ -44,9 +44,10 @@ def runs(cells: Any) -> Any:
 
 def run_record(m: dict[str, Any]) -> dict[str, Any]:
     """What a record keeps of the run ``m`` behind it (a failed attempt, a run gone on from), so that :func:`runs`
-    counts it: its ``"seconds"``, ``"wall"`` and ``"device"``, and its ``"interrupted"`` where it has any."""
+    counts it: its ``"seconds"``, ``"wall"`` and ``"device"``, and its ``"host"`` and ``"interrupted"`` where it has
+    them."""
     return {f: m.get(f) for f in ("seconds", "wall", "device")} \
-        | ({"interrupted": m["interrupted"]} if m.get("interrupted") else {})
+        | {f: m[f] for f in ("host", "interrupted") if m.get(f)}
 
 
 def begin_segment(run: Path, device: str) -> list[list[Any]]:
@@ -66,10 +67,25 @@ def begin_segment(run: Path, device: str) -> list[list[Any]]:
 def end_segment(run: Path, seconds: float, wall0: float, device: str, stopped: list[list[Any]]) -> dict[str, Any]:
     """Remove :func:`begin_segment`'s mark, as the run is done; the timing its record keeps (:data:`RUN_FIELDS`): its
     ``seconds``, the interval ``"wall"`` (Unix time, from ``wall0``) during which it ran, so that cells of processes
-    side by side overlap, its ``device`` and the processes ``stopped`` part-way through it."""
+    side by side overlap, its ``device``, the CPU it ran on (:func:`host`) and the processes ``stopped`` part-way
+    through it."""
     (run / SEGMENT).unlink(missing_ok=True)
-    return {"seconds": seconds, "wall": [wall0, time.time()], "device": device} \
+    return {"seconds": seconds, "wall": [wall0, time.time()], "device": device, "host": host()} \
         | ({"interrupted": stopped} if stopped else {})
+
+
+def host() -> str:
+    """The CPU this process runs on, as the operating system names it (``model name`` in ``/proc/cpuinfo``, else
+    :func:`platform.processor` or :func:`platform.machine`): two machines' CPUs round float32 training differently,
+    so a cell trained on another host is another draw of its recipe (docs/experiments/another-machine.md)."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+    except OSError:
+        names = []
+    return (names[0] if names else "") or platform.processor() or platform.machine() or "unknown"
 
 
 def reached(run: Path, since: float) -> float | None:
@@ -162,5 +178,5 @@ def deepest_rate(done: Iterable[tuple[int, int, float]]) -> tuple[int, float] | 
     return (deepest, seconds / layers) if layers and seconds > 0 else None
 
 
-__all__ = ["RUN_FIELDS", "SEGMENT", "begin_segment", "by_device", "deepest_rate", "end_segment", "layers_to_train",
-           "machine_seconds", "machine_shares", "reached", "run_record", "runs", "union_seconds"]
+__all__ = ["RUN_FIELDS", "SEGMENT", "begin_segment", "by_device", "deepest_rate", "end_segment", "host",
+           "layers_to_train", "machine_seconds", "machine_shares", "reached", "run_record", "runs", "union_seconds"]

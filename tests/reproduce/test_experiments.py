@@ -111,6 +111,9 @@ def test_machine_time_counts_cells_that_ran_side_by_side_once(swept):
     rep = (root / "out" / "report.md").read_text()
     assert f"{busy:.2f} h of machine time" in rep and "by device" not in rep  # one device: no split
     assert {c["device"] for c in sw.cells.values()} == {jax.devices()[0].device_kind}
+    from numerics.reproduce.timing import host
+
+    assert {c["host"] for c in sw.cells.values()} == {host()} and host()  # the CPU, named by the system
 
 
 def test_report_splits_machine_time_by_device(swept):

@@ -73,7 +73,7 @@ def test_a_capped_cell_goes_on_from_its_record_without_its_runs(stopped, tmp_pat
     assert m["train"]["steps"] == before["train"]["steps"] + 2 * TEST.stages.steps
     assert m["train"]["chosen_stage"] == 3 and m["eval"]["loss"] < before["eval"]["loss"]
     assert m["continued"] == [{"seconds": before["seconds"], "wall": before["wall"], "device": before["device"],
-                               "stages": 2}]
+                               "host": before["host"], "stages": 2}]
     assert not goes_on(m, raised)  # at the cap now: the report names it as capped
     assert ex.sweep(raised, ("table1",), out, tmp_path / "runs", trainer=trainer, only=[CELL.name]).trained == []
 

@@ -14,19 +14,17 @@ on another machine (another CPU, whose XLA kernels round differently) does not.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from numerics.io import load_model  # noqa: E402
+from numerics.io import file_sha256, load_model  # noqa: E402
 from numerics.train import TrainConfig  # noqa: E402
 from numerics.train.rundir import run  # noqa: E402
-
-DERIVED = ("peak_lr", "warmup_steps", "warm_start_sha256")  # written beside the configuration, not fields of it
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,9 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.again.exists():
         ap.error(f"again {str(args.again)!r} exists; give a new directory")
     d = json.loads((args.stage / "config.json").read_text())
-    run(TrainConfig(**{k: v for k, v in d.items() if k not in DERIVED}), args.again, progress=False, baselines=False)
+    cfg = TrainConfig(**{f.name: d[f.name] for f in fields(TrainConfig) if f.name in d})  # derived entries (peak_lr, ...) left out
+    run(cfg, args.again, progress=False, baselines=False)
     a, b = args.stage / "model.npz", args.again / "model.npz"
-    if hashlib.sha256(a.read_bytes()).digest() == hashlib.sha256(b.read_bytes()).digest():
+    if file_sha256(a) == file_sha256(b):
         print(f"{a} and {b}: the same file")
         return 0
     (P1, Q1, _), (P2, Q2, _) = load_model(a), load_model(b)

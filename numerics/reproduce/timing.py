@@ -26,7 +26,8 @@ import numpy as np
 from numerics.io import atomic_write_json, read_json
 
 SEGMENT = "segment.json"
-RUN_FIELDS = ("seconds", "wall", "device", "host", "interrupted")  # what a record keeps of each run behind it
+ALWAYS = ("seconds", "wall", "device")  # what a record keeps of each run behind it (None where the run lacks it) ...
+RUN_FIELDS = (*ALWAYS, "host", "interrupted")  # ... and where the run has them
 
 
 def runs(cells: Any) -> Any:
@@ -46,8 +47,7 @@ def run_record(m: dict[str, Any]) -> dict[str, Any]:
     """What a record keeps of the run ``m`` behind it (a failed attempt, a run gone on from), so that :func:`runs`
     counts it: its ``"seconds"``, ``"wall"`` and ``"device"``, and its ``"host"`` and ``"interrupted"`` where it has
     them."""
-    return {f: m.get(f) for f in ("seconds", "wall", "device")} \
-        | {f: m[f] for f in ("host", "interrupted") if m.get(f)}
+    return {f: m.get(f) for f in ALWAYS} | {f: m[f] for f in RUN_FIELDS[len(ALWAYS):] if m.get(f)}
 
 
 def begin_segment(run: Path, device: str) -> list[list[Any]]:

@@ -266,18 +266,44 @@ def profile(predict: PredictFn, sigmas, n: int, d: int, sequences: int, key: jax
     for j, s in enumerate(sig):
         acc = LossAccumulator()
         for i, b in enumerate(sizes):
-            k = jax.random.fold_in(jax.random.fold_in(key, j), i)
-            # the inputs' distribution passed as :func:`numerics.data.sample` passes it: jit keys its cache on how
-            # the arguments are given, and a default left out would compile the sampler a second time
-            batch = data.sample_with_sigma(k, jnp.full((int(chunk),), s, jnp.float64), n, d, jnp.float64,
-                                           data.NORMAL_X)
-            batch = Batch(*(a[:b] for a in batch)) if b < int(chunk) else batch
-            sp = spectral(batch.X, batch.y, batch.x_query)
-            acc.add(predict(batch, sp), batch.y_query, oracle_predict(sp, batch.sigma))
+            batch, sp, oracle = sigma_chunk(key, j, float(s), i, b, n, d, int(chunk))
+            acc.add(predict(batch, sp), batch.y_query, oracle)
         per.append(acc.result())
     keys = ("loss", "se", "raw", "raw_se")
     return {name: {k: np.stack([np.asarray(p[name][k]) for p in per], -1) for k in keys} | {"sigma": sig}
             for name in per[0]}
+
+
+#: The chunks of :func:`profile` drawn so far, each with its spectral statistics and the oracle's predictions, by key,
+#: point, σ, sizes and chunk index, up to :data:`PROFILE_CACHE_BYTES` (then emptied).  A sweep profiles every cell of
+#: a noise setting on the same sequences, and a chunk costs more to draw than a model costs to evaluate on it.
+PROFILE_CACHE: dict[tuple, tuple[Batch, Spectral, jax.Array]] = {}
+PROFILE_CACHE_BYTES = 2**30
+
+
+def sigma_chunk(key: jax.Array, j: int, s: float, i: int, b: int, n: int, d: int,
+                chunk: int) -> tuple[Batch, Spectral, jax.Array]:
+    """Chunk ``i`` of :func:`profile`'s point ``j`` (noise ``σ = s``), its spectral statistics and the oracle's
+    predictions (call under float64): a full chunk drawn from ``fold_in(fold_in(key, j), i)``, of which the first
+    ``b`` sequences are kept; a chunk drawn before comes from :data:`PROFILE_CACHE`."""
+    k = (_key_id(key), int(j), float(s), int(n), int(d), int(chunk), int(i), int(b))
+    if k not in PROFILE_CACHE:
+        # the inputs' distribution passed as :func:`numerics.data.sample` passes it: jit keys its cache on how the
+        # arguments are given, and a default left out would compile the sampler a second time
+        batch = data.sample_with_sigma(jax.random.fold_in(jax.random.fold_in(key, j), i),
+                                       jnp.full((chunk,), s, jnp.float64), n, d, jnp.float64, data.NORMAL_X)
+        batch = Batch(*(a[:b] for a in batch)) if b < chunk else batch
+        sp = spectral(batch.X, batch.y, batch.x_query)
+        entry = (batch, sp, oracle_predict(sp, batch.sigma))
+        size = _nbytes(entry)
+        if size + sum(_nbytes(v) for v in PROFILE_CACHE.values()) > PROFILE_CACHE_BYTES:
+            PROFILE_CACHE.clear()
+        PROFILE_CACHE[k] = entry
+    return PROFILE_CACHE[k]
+
+
+def _nbytes(tree: Any) -> int:
+    return sum(int(a.nbytes) for a in jax.tree_util.tree_leaves(tree))
 
 
 def layer_losses(reads: jax.Array, batch: Batch) -> dict[str, np.ndarray]:

@@ -114,11 +114,37 @@ def test_a_profile_draws_with_the_sampler_a_plain_draw_compiled():
     compiled twice in a sweep (the evaluation's draw, then the profile's)."""
     from numerics import data
 
+    losses.PROFILE_CACHE.clear()  # chunks an earlier profile drew would call no sampler at all
     with jax.enable_x64(True):
         data.sample(jax.random.PRNGKey(3), "uniform:2", 60, 6, 3, jnp.float64)
         entries = data.sample_with_sigma._cache_size()
         losses.profile(lambda b, sp: {"zero": jnp.zeros_like(b.y_query)}, [0.0, 1.0], 6, 3, 60, KEY, chunk=60)
     assert data.sample_with_sigma._cache_size() == entries
+
+
+def test_a_profile_reads_the_chunks_it_drew_again_and_its_cache_stays_within_its_bytes(monkeypatch):
+    """A second profile on the same key and noise levels gives the first's numbers from the kept chunks (a target
+    changed there changes its losses); drawn afresh they are the same; the cache is emptied past its bytes."""
+    def prof():  # noqa: ANN202
+        with jax.enable_x64(True):
+            return losses.profile(lambda b, sp: {"zero": jnp.zeros_like(b.y_query)}, [0.0, 1.0], 6, 3, 60, KEY,
+                                  chunk=20)["zero"]["loss"]
+
+    losses.PROFILE_CACHE.clear()
+    first = prof()
+    assert len(losses.PROFILE_CACHE) == 6  # two noise levels, three chunks each
+    np.testing.assert_array_equal(prof(), first)
+    for k, (b, sp, oracle) in list(losses.PROFILE_CACHE.items()):
+        losses.PROFILE_CACHE[k] = (b._replace(y_query=b.y_query + 1.0), sp, oracle)
+    assert not np.allclose(prof(), first)
+    losses.PROFILE_CACHE.clear()
+    np.testing.assert_array_equal(prof(), first)
+    one = losses._nbytes(next(iter(losses.PROFILE_CACHE.values())))
+    monkeypatch.setattr(losses, "PROFILE_CACHE_BYTES", 4 * one)
+    losses.PROFILE_CACHE.clear()
+    np.testing.assert_array_equal(prof(), first)
+    assert len(losses.PROFILE_CACHE) == 2  # four chunks fill it, the fifth empties it: the fifth and sixth kept
+    losses.PROFILE_CACHE.clear()
 
 
 def test_an_overflowing_square_gives_an_infinite_se_and_a_failed_tail_without_a_warning():

@@ -34,6 +34,10 @@ def test_every_token_has_the_theorem_4_1_form_with_the_derived_tuple(cfg: ModelC
     assert_token_form(*random_model(cfg, b), b)
 
 
+# A long property run (half a minute): behind `slow`.  The default run checks the same property on the trained models
+# of every kind (tests/properties/test_trained.py) and, with the other three properties, on a random model's passes
+# (tests/evaluate/test_testing.py).
+@pytest.mark.slow
 @property_settings()
 @given(model_configs(), st.floats(-3, 3), st.floats(-3, 3))
 def test_query_never_reaches_the_context_and_prediction_is_linear_in_it(cfg: ModelConfig, s: float, t: float) -> None:

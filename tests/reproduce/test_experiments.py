@@ -779,19 +779,22 @@ def test_jobs_in_real_processes_give_the_serial_sweeps_table(tmp_path):
 
 def test_a_failed_cell_behind_a_figure_leaves_the_figure_out_not_the_report(tmp_path):
     """A failed cell has no model: Fig. 4 and the implicit weights of the deepest DIAG at uniform:5 are not drawn,
-    the report says why, and everything else is written."""
-    sw = ex.sweep(TEST, ex.PARTS, tmp_path / "out", tmp_path / "runs", trainer=StubTrainer())
+    the report says why, and everything else is written.  Every part of the test budget, at depth 1 and with
+    depth 2 beyond (10 cells, not 15)."""
+    small = replace(TEST, depths=(1,), beyond_depths=(2,))
+    sw = ex.sweep(small, ex.PARTS, tmp_path / "out", tmp_path / "runs", trainer=StubTrainer())
     cells, out = dict(sw.cells), tmp_path / "out"
-    for name in (f"diag-L{TEST.max_depth}-uniform5", "full-L4-categorical1_3"):
+    for name in (f"diag-L{small.max_depth}-uniform5", "full-L4-categorical1_3"):
         cells[name] = cells[name] | {"failed": "SE 1 > 0.1 x mean 2 (a test)"}
         (out / "models" / name / "model.npz").unlink()
     for f in ("fig4.png", "fig_beyond_weights.png"):
         (out / f).unlink(missing_ok=True)
-    res = write_outputs(replace(sw, cells=cells), TEST, ex.PARTS, out)
+    res = write_outputs(replace(sw, cells=cells), small, ex.PARTS, out)
     assert "fig4.png" not in res["files"] and "fig_beyond_weights.png" not in res["files"]
     assert {"fig_beyond_depth.png", "table1.md", "report.md"} <= set(res["files"])
     rep = (out / "report.md").read_text()
-    assert f"No implicit weights: DIAG-{TEST.max_depth} at uniform:5 is a failed cell (SE 1 > 0.1 x mean 2 (a test))." in rep
+    why = "is a failed cell (SE 1 > 0.1 x mean 2 (a test))."
+    assert f"No implicit weights: DIAG-{small.max_depth} at uniform:5 {why}" in rep
 
 
 def test_a_passed_cell_whose_model_is_lost_or_corrupt_is_made_again(swept, tmp_path):

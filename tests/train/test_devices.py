@@ -117,6 +117,8 @@ def _reproduce(tmp_path: Path, out: str) -> Path:
     return tmp_path / out / "models" / "diag-L1-uniform1" / "model.npz"
 
 
+# Two whole `lintf reproduce` processes, a minute: behind `slow`.  The default run keeps the rule for a set cache.
+@pytest.mark.slow
 def test_a_sweep_keeps_its_compiled_programs_under_runs_and_a_second_process_loads_them(tmp_path: Path) -> None:
     """The second process compiles nothing new (every program it needs is in the cache: no file is added) and its
     model is the first's, byte for byte."""

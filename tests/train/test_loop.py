@@ -66,7 +66,7 @@ def test_a_run_resumes_from_a_start_moved_elsewhere_but_not_from_another_start(t
     here, there = tmp_path / "here", tmp_path / "there"
     here.mkdir()
     shutil.copy(tmp_path / "diag" / "model.npz", here / "start.npz")
-    cfg = TrainConfig(model="full", **{**TINY, "warm_start": str(here / "start.npz"), "diag_steps": 0})
+    cfg = TrainConfig(model="diag", **{**TINY, "warm_start": str(here / "start.npz")})  # the first run's program
     whole = run_dir(cfg, tmp_path / "whole", progress=False, baselines=False)
     for cut in ("cut", "other"):
         assert run_dir(cfg, tmp_path / cut, progress=False, baselines=False, stop_at=10) is None
@@ -150,7 +150,8 @@ def test_y_moment_is_the_second_moment_of_the_data_y(noise: str) -> None:
     assert abs(float(y_moment(cfg, noise_values(cfg))) - per_seq.mean()) < 4 * se
 
 
-@pytest.mark.parametrize("kind", ["diag", "full"])
+# FULL's scaled step is its default, and runs by default; DIAG's is an option, behind `slow` (a training program more).
+@pytest.mark.parametrize("kind", [pytest.param("diag", marks=pytest.mark.slow), "full"])
 def test_y_step_divides_the_step_of_q_y_by_e_y2(kind: str) -> None:
     """One Adam step from the same start: ``y_step="scaled"`` moves DIAG's ``q_y`` (FULL's ``Q_yy``) ``c = E y²``
     times less than ``"plain"``, and every other entry the same.  config.json records ``"scaled"`` (DIAG and FULL)."""

@@ -125,8 +125,11 @@ def test_traced_schedule_is_the_constant_schedule_bit_for_bit(kw: dict) -> None:
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
-@pytest.mark.parametrize("model,kw", [("diag", {"lr": 4e-3, "warmup": 3}), ("full", {"diag_steps": 8, "warmup": 2}),
-                                      ("gdpp", {"steps": 15})])
+# DIAG in the default run; FULL (its two phases) and GD++ compile a training program each and go behind `slow`.  The
+# schedule of every kind, FULL's phases included, is checked bit for bit step by step above in the default run.
+@pytest.mark.parametrize("model,kw", [("diag", {"lr": 4e-3, "warmup": 3}),
+                                      pytest.param("full", {"diag_steps": 8, "warmup": 2}, marks=pytest.mark.slow),
+                                      pytest.param("gdpp", {"steps": 15}, marks=pytest.mark.slow)])
 def test_training_with_the_traced_schedule_is_training_with_the_constant_one(model: str, kw: dict,
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Whole chunks: the shared program against one built with the schedule as constants (the old program)."""

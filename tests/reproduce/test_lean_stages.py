@@ -93,3 +93,35 @@ def test_a_heavy_tailed_difference_is_not_covered_by_its_se():
     assert not lean_stages.as_good(row)
     assert lean_stages.as_good(row | {"diff": 0.029}) and lean_stages.as_good(row | {"floor": 0.2})
     assert lean_stages.as_good(row | {"diff": -5.0}) and not lean_stages.as_good(row | {"failed": "x", "diff": 0.0})
+
+
+_SPEED = Path(__file__).resolve().parents[2] / "benchmarks" / "stage_seconds.py"
+_speed_spec = importlib.util.spec_from_file_location("stage_seconds", _SPEED)
+stage_seconds = importlib.util.module_from_spec(_speed_spec)
+_speed_spec.loader.exec_module(stage_seconds)
+
+
+def _sweep(root: Path, cells: dict[str, list[tuple[int, int, float]]], host: str | None = None) -> Path:
+    """An OUT whose cells hold only the stages' ``(stage, steps, seconds)`` of their ``metrics.json``."""
+    for cell, stages in cells.items():
+        d = root / "models" / cell
+        d.mkdir(parents=True)
+        (d / "metrics.json").write_text(json.dumps({"cell": cell, "train": {"stages": [
+            {"stage": k, "steps": n, "seconds": s} for k, n, s in stages]}} | ({"host": host} if host else {})))
+    return root
+
+
+def test_stage_seconds_pairs_the_same_stages_of_the_same_cells(tmp_path, capsys):
+    """Stages pair by cell, number and steps: a stage the reference trained with other steps, a stage it did not
+    train and a cell it does not hold are left out; the ratios are split into first and later stages."""
+    ref = _sweep(tmp_path / "ref", {"a": [(1, 1500, 10.0), (2, 1500, 5.0), (3, 3000, 8.0)], "b": [(1, 1500, 20.0)]})
+    out = _sweep(tmp_path / "out", {"a": [(1, 1500, 30.0), (2, 1500, 10.0), (3, 6000, 1.0), (4, 6000, 1.0)],
+                                    "b": [(1, 1500, 40.0), (2, 1500, 9.0)], "c": [(1, 1500, 1.0)]}, host="CPU X")
+    assert stage_seconds.main([str(out), "--reference", str(ref), "--log", str(tmp_path / "log.json")]) == 0
+    log = json.loads((tmp_path / "log.json").read_text())
+    assert [(r["cell"], r["stage"]) for r in log["rows"]] == [("a", 1), ("a", 2), ("b", 1)]
+    assert log["summary"] == {"stages": 3, "cells": 2, "hosts": ["CPU X"], "median_ratio_first": 2.5,
+                                   "median_ratio_later": 2.0, "seconds": 80.0, "reference_seconds": 35.0}
+    assert "median ratio 2.50 over first stages, 2.00 over later ones (host: CPU X)" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        stage_seconds.main([str(out), "--reference", str(tmp_path / "nothing")])

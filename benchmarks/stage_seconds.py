@@ -1,0 +1,84 @@
+r"""Compare the seconds of the same stages of a sweep on two machines.
+
+Every finished cell records, for each stage, its steps and its seconds (``"train"."stages"`` in ``metrics.json``:
+training, the scale fit and the held-out evaluation).  For every cell of ``OUT`` that ``REFERENCE`` holds too, this
+pairs the stages with the same number and the same steps and prints their seconds side by side, then the median
+ratio over the first stages (they include compiling the cell's programs where the process had not compiled them
+yet) and over the later ones (programs compiled), and the sum of each side:
+
+    python benchmarks/stage_seconds.py runs/speed/out --reference results/lean \
+        --log benchmarks/logs/lean-stages/another-machine-speed.json
+
+Both sweeps should have run the same way (two processes side by side, one host device each) on machines with
+nothing else running: the seconds are wall-clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from numerics.io import atomic_write_json, read_json  # noqa: E402
+
+
+def stage_pairs(out: Path, reference: Path) -> list[dict[str, Any]]:
+    """A row per stage that both sweeps trained with the same steps, for every cell of ``out``."""
+    rows = []
+    for metrics in sorted((out / "models").glob("*/metrics.json")):
+        ref = reference / "models" / metrics.parent.name / "metrics.json"
+        if not ref.is_file():
+            continue
+        here, there = read_json(metrics), read_json(ref)
+        theirs = {s["stage"]: s for s in there["train"]["stages"]}
+        for s in here["train"]["stages"]:
+            t = theirs.get(s["stage"])
+            if t is not None and t["steps"] == s["steps"] and s.get("seconds") and t.get("seconds"):
+                rows.append({"cell": here["cell"], "stage": s["stage"], "steps": s["steps"], "seconds": s["seconds"],
+                             "reference_seconds": t["seconds"], "ratio": s["seconds"] / t["seconds"],
+                             "host": here.get("host")})
+    return rows
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    first = [r["ratio"] for r in rows if r["stage"] == 1]
+    later = [r["ratio"] for r in rows if r["stage"] > 1]
+    return {"stages": len(rows), "cells": len({r["cell"] for r in rows}),
+            "hosts": sorted({r["host"] for r in rows if r["host"]}),
+            "median_ratio_first": median(first) if first else None,
+            "median_ratio_later": median(later) if later else None,
+            "seconds": sum(r["seconds"] for r in rows), "reference_seconds": sum(r["reference_seconds"] for r in rows)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=Path, help="the OUT of a sweep (its models/*/metrics.json)")
+    ap.add_argument("--reference", type=Path, required=True, help="the OUT of the sweep to compare with")
+    ap.add_argument("--log", type=Path, help="write the rows and the summary here as JSON")
+    args = ap.parse_args(argv)
+    for p, name in ((args.out, "out"), (args.reference, "reference")):
+        if not (p / "models").is_dir():
+            ap.error(f"{name} {str(p)!r} holds no models/ directory of a sweep")
+    rows = stage_pairs(args.out, args.reference)
+    if not rows:
+        ap.error(f"no stage of {str(args.out)!r} has a stage of the same steps in {str(args.reference)!r}")
+    print("| cell | stage | steps | seconds | reference | ratio |\n|---|--:|--:|--:|--:|--:|")
+    for r in rows:
+        print(f"| {r['cell']} | {r['stage']} | {r['steps']} | {r['seconds']:.1f} | {r['reference_seconds']:.1f} "
+              f"| {r['ratio']:.2f} |")
+    s = summary(rows)
+    print(f"\n{s['stages']} stages of {s['cells']} cells: {s['seconds']:.0f} s here against {s['reference_seconds']:.0f} s; "
+          f"median ratio {s['median_ratio_first']:.2f} over first stages, {s['median_ratio_later']:.2f} over later ones"
+          f" (host: {', '.join(s['hosts']) or 'not recorded'})")
+    if args.log:
+        atomic_write_json(args.log, {"out": str(args.out), "reference": str(args.reference), "summary": s,
+                                     "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

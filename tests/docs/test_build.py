@@ -270,6 +270,21 @@ def test_another_machine_rows_are_its_logs() -> None:
     assert f"{sum(r['as_good'] for r in paper)} of these 42 new cells are as good" in page
 
 
+def test_another_machine_times_are_its_log() -> None:
+    # docs/experiments/another-machine.md, "The time": the stages of 18 lean cells trained again on another CPU
+    # against the committed ones (benchmarks/stage_seconds.py's log), and the lean report's machine time.
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "another-machine.md").read_text()
+    s = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "another-machine-speed.json").read_text())["summary"]
+    assert (s["stages"], s["cells"]) == (37, 18)
+    assert f"Over the {s['stages']} paired stages, {s['seconds']:.0f} s against {s['reference_seconds']:.0f} s" in page
+    assert f"ratio is {s['median_ratio_later']:.2f} over the stages after the first" in page
+    assert f"and {s['median_ratio_first']:.2f} over the\n  first stages" in page
+    hours = (ROOT / "results" / "lean" / "report.md").read_text()
+    assert "7.16 h of machine time" in hours and "lean grid's 7.16 h is the committed machine's" in page
+
+
 @pytest.mark.parametrize("grid", ["results/lean", "results/paper"])
 def test_full_from_diag_start_tables_are_the_scripts(grid: str, capsys) -> None:
     # The tables of "FULL above its start" in docs/experiments/full-from-diag.md are benchmarks/full_start.py's on the

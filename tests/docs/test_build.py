@@ -281,6 +281,8 @@ def test_another_machine_times_are_its_log() -> None:
     assert f"Over the {s['stages']} paired stages, {s['seconds']:.0f} s against {s['reference_seconds']:.0f} s" in page
     assert f"ratio is {s['median_ratio_later']:.2f} over the stages after the first" in page
     assert f"and {s['median_ratio_first']:.2f} over the\n  first stages" in page
+    share = 100 * s["train_seconds"] / s["seconds"]
+    assert f"take {s['train_seconds']:.0f} s of the {s['seconds']:.0f} s ({share:.0f} %," in page
     hours = (ROOT / "results" / "lean" / "report.md").read_text()
     assert "7.16 h of machine time" in hours and "lean grid's 7.16 h is the committed machine's" in page
 

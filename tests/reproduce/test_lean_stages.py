@@ -106,7 +106,7 @@ def _sweep(root: Path, cells: dict[str, list[tuple[int, int, float]]], host: str
     for cell, stages in cells.items():
         d = root / "models" / cell
         d.mkdir(parents=True)
-        (d / "metrics.json").write_text(json.dumps({"cell": cell, "train": {"stages": [
+        (d / "metrics.json").write_text(json.dumps({"cell": cell, "budget": "lean", "train": {"stages": [
             {"stage": k, "steps": n, "seconds": s} for k, n, s in stages]}} | ({"host": host} if host else {})))
     return root
 
@@ -121,7 +121,20 @@ def test_stage_seconds_pairs_the_same_stages_of_the_same_cells(tmp_path, capsys)
     log = json.loads((tmp_path / "log.json").read_text())
     assert [(r["cell"], r["stage"]) for r in log["rows"]] == [("a", 1), ("a", 2), ("b", 1)]
     assert log["summary"] == {"stages": 3, "cells": 2, "hosts": ["CPU X"], "median_ratio_first": 2.5,
-                                   "median_ratio_later": 2.0, "seconds": 80.0, "reference_seconds": 35.0}
+                              "median_ratio_later": 2.0, "seconds": 80.0, "reference_seconds": 35.0,
+                              "train_seconds": None}
     assert "median ratio 2.50 over first stages, 2.00 over later ones (host: CPU X)" in capsys.readouterr().out
+    # --runs: each stage directory's steps over its steps per second (a stage without one leaves the sum out)
+    runs = tmp_path / "runs"
+    for cell, k, rate in (("a", 1, 100.0), ("a", 2, 150.0), ("b", 1, 300.0)):
+        (runs / "lean" / cell / f"stage{k}").mkdir(parents=True)
+        (runs / "lean" / cell / f"stage{k}" / "metrics.json").write_text(json.dumps({"steps": 1500,
+                                                                                      "steps_per_s": rate}))
+    assert stage_seconds.main([str(out), "--reference", str(ref), "--runs", str(runs), "--log",
+                               str(tmp_path / "log.json")]) == 0
+    assert json.loads((tmp_path / "log.json").read_text())["summary"]["train_seconds"] == 15.0 + 10.0 + 5.0
+    assert "training steps: 30 s of the 80 s here (38%)" in capsys.readouterr().out
+    (runs / "lean" / "b" / "stage1" / "metrics.json").unlink()
+    assert stage_seconds.stage_pairs(out, ref, runs)[2]["train_seconds"] is None
     with pytest.raises(SystemExit):
         stage_seconds.main([str(out), "--reference", str(tmp_path / "nothing")])

@@ -17,7 +17,6 @@ nothing else running: the seconds are wall-clock.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from statistics import median

@@ -224,11 +224,19 @@ def chunk_batch(key: jax.Array, noise: Noise, i: int, b: int, n: int, d: int, ch
     if k not in BATCH_CACHE:
         batch = data.sample(jax.random.fold_in(key, i), noise, int(chunk), n, d, jnp.float64)
         batch = Batch(*(a[:b] for a in batch)) if b < int(chunk) else batch
-        size = sum(a.nbytes for a in batch)
-        if size + sum(a.nbytes for v in BATCH_CACHE.values() for a in v) > BATCH_CACHE_BYTES:
-            BATCH_CACHE.clear()
-        BATCH_CACHE[k] = batch
+        _keep(BATCH_CACHE, BATCH_CACHE_BYTES, k, batch)
     return BATCH_CACHE[k]
+
+
+def _keep(cache: dict[tuple, Any], limit: int, key: tuple, value: Any) -> None:
+    """``cache[key] = value``, emptying ``cache`` first where its arrays and ``value``'s would pass ``limit`` bytes."""
+    if _nbytes(value) + sum(_nbytes(v) for v in cache.values()) > limit:
+        cache.clear()
+    cache[key] = value
+
+
+def _nbytes(tree: Any) -> int:
+    return sum(int(a.nbytes) for a in jax.tree_util.tree_leaves(tree))
 
 
 def evaluate(predict: PredictFn, noise: Noise | str, sequences: int, n: int, d: int, key: jax.Array,
@@ -294,16 +302,8 @@ def sigma_chunk(key: jax.Array, j: int, s: float, i: int, b: int, n: int, d: int
                                        jnp.full((chunk,), s, jnp.float64), n, d, jnp.float64, data.NORMAL_X)
         batch = Batch(*(a[:b] for a in batch)) if b < chunk else batch
         sp = spectral(batch.X, batch.y, batch.x_query)
-        entry = (batch, sp, oracle_predict(sp, batch.sigma))
-        size = _nbytes(entry)
-        if size + sum(_nbytes(v) for v in PROFILE_CACHE.values()) > PROFILE_CACHE_BYTES:
-            PROFILE_CACHE.clear()
-        PROFILE_CACHE[k] = entry
+        _keep(PROFILE_CACHE, PROFILE_CACHE_BYTES, k, (batch, sp, oracle_predict(sp, batch.sigma)))
     return PROFILE_CACHE[k]
-
-
-def _nbytes(tree: Any) -> int:
-    return sum(int(a.nbytes) for a in jax.tree_util.tree_leaves(tree))
 
 
 def layer_losses(reads: jax.Array, batch: Batch) -> dict[str, np.ndarray]:

@@ -1,5 +1,5 @@
-"""``benchmarks/seed_sample.py`` draws the same sample of Table 1's cells for the same seed, a different one for another,
-only cells of the depths asked for, each once; and refuses a depth or a count outside the grid in one line."""
+"""``benchmarks/seed_sample.py`` draws the same sample of Table 1's cells for the same seed, a different one for
+another, only cells of the depths asked for, each once; and refuses a depth or a count outside the grid in one line."""
 
 from __future__ import annotations
 

@@ -305,3 +305,65 @@ def test_full_from_diag_start_tables_are_the_scripts(grid: str, capsys) -> None:
     assert main(["--out", str(ROOT / grid)]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| full-")]
     assert rows and all(row in page for row in rows), [row for row in rows if row not in page]
+
+
+def seed_row(r: dict, lean: dict, again: dict) -> str:
+    """A cell of docs/experiments/paper-seeds.md: the paper budget's second draw against its first (``r``), and the lean
+    cell against the first (``lean``, the lean grid's comparison) and the second (``again``)."""
+    def verdict(x: dict) -> str:
+        return "as good" if x["as_good"] else "worse"
+
+    return (f"| {r['cell']} | {r['reference']:.4g} | {r['loss']:.4g} | {r['diff']:+.2g} ± {r['diff_se']:.2g} | "
+            f"{r['relative']:+.1%} | {verdict(r)} | {again['loss']:.4g} | {lean['relative']:+.1%} ({verdict(lean)}) | "
+            f"{again['relative']:+.1%} ({verdict(again)}) |")
+
+
+def test_paper_seeds_rows_are_their_logs() -> None:
+    # docs/experiments/paper-seeds.md: a random sample of Table 1's cells (benchmarks/seed_sample.py) trained again by
+    # the paper budget with master seed 1, against its committed cells (master seed 0), and the lean cells against both.
+    import importlib.util
+    import json
+
+    import numpy as np
+
+    page = (ROOT / "docs" / "experiments" / "paper-seeds.md").read_text()
+    logs = ROOT / "benchmarks" / "logs" / "cell-seeds"
+    spec = importlib.util.spec_from_file_location("seed_sample", ROOT / "benchmarks" / "seed_sample.py")
+    seed_sample = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(seed_sample)
+    sample = seed_sample.sample([3, 4, 5], 12, 2026)
+    assert "python benchmarks/seed_sample.py --depths 3 4 5 --count 12 --seed 2026" in page
+    assert ", ".join(f"`{c}`" for c in sample) in " ".join(page.split())
+    again = json.loads((logs / "paper-seed1-sample.json").read_text())
+    assert (again["budget"], again["reference_budget"], again["reference"]) == ("paper", "paper", "results/paper")
+    rows = again["cells"]
+    assert rows and {r["cell"] for r in rows} <= set(sample)
+    grid = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid.json").read_text())
+    lean = {r["cell"]: r for r in grid["cells"]}
+    vs = json.loads((logs / "lean-vs-paper-seed1.json").read_text())
+    assert (vs["budget"], vs["reference_budget"]) == ("lean", "paper")
+    vs = {r["cell"]: r for r in vs["cells"]}
+    assert set(vs) == {r["cell"] for r in rows}
+    for r in rows:
+        same = abs(vs[r["cell"]]["loss"] - lean[r["cell"]]["loss"]) <= 1e-12 * abs(lean[r["cell"]]["loss"])
+        assert same  # the same lean model on the same sequences
+        assert vs[r["cell"]]["reference"] == r["loss"]  # the second draw, on the same sequences
+    assert page.count("\n| diag-") + page.count("\n| full-") + page.count("\n| gdpp-") == len(rows)
+    table = [seed_row(r, lean[r["cell"]], vs[r["cell"]]) for r in rows]
+    assert all(row in page for row in table), [row for row in table if row not in page]
+    text = " ".join(page.split())
+    assert f"**{sum(r['as_good'] for r in rows)} of the {len(rows)} second draws are as good as the first**" in text
+    good = sum(r["as_good"] for r in vs.values())
+    assert f"**{good} of the {len(vs)} lean cells are as good as the second draw**" in text
+    assert "the same nine as against the first" in text and good == 9
+    assert {c for c in vs if vs[c]["as_good"]} == {c for c in vs if lean[c]["as_good"]}
+    noisy = [r for r in rows if r["cell"].endswith("-uniform0")]
+    quiet = [r for r in rows if r not in noisy]
+    most = max(quiet, key=lambda r: abs(r["relative"]))
+    moved = f"{abs(most['relative']):.1%}".replace("%", " %")
+    assert f"The {len(quiet)} cells at σ_max > 0 move by at most {moved}" in text
+    assert f"({max(abs(r['diff']) / r['diff_se'] for r in quiet):.1f} paired SE)" in text
+    median = lambda xs: float(np.median(xs))  # noqa: E731
+    assert f"with a median of {abs(median([r['relative'] for r in quiet])):.1%}".replace("%", " %") in text
+    first, second = median([lean[c]["relative"] for c in vs]), median([vs[c]["relative"] for c in vs])
+    assert f"{first:+.1%} against the first draw and {second:+.1%} against the second".replace("%", " %") in text

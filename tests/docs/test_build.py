@@ -362,6 +362,11 @@ def test_paper_seeds_rows_are_their_logs() -> None:
     most = max(quiet, key=lambda r: abs(r["relative"]))
     moved = f"{abs(most['relative']):.1%}".replace("%", " %")
     assert f"The {len(quiet)} cells at σ_max > 0 move by at most {moved}" in text
+    summary = " ".join((ROOT / "docs" / "reproduce.md").read_text().split())  # its section "The committed grids"
+    assert f"move by at most {moved} where σ_max > 0" in summary
+    full3 = f"{vs['full-L3-uniform4']['relative']:.1%}".replace("%", " %")
+    assert f"FULL-3 at `uniform:4` by {full3}" in summary and f"is {full3} above the second draw" in text
+    assert not vs["full-L3-uniform4"]["as_good"] and not lean["full-L3-uniform4"]["as_good"]
     assert f"({max(abs(r['diff']) / r['diff_se'] for r in quiet):.1f} paired SE)" in text
     median = lambda xs: float(np.median(xs))  # noqa: E731
     assert f"with a median of {abs(median([r['relative'] for r in quiet])):.1%}".replace("%", " %") in text

@@ -321,17 +321,14 @@ def seed_row(r: dict, lean: dict, again: dict) -> str:
 def test_paper_seeds_rows_are_their_logs() -> None:
     # docs/experiments/paper-seeds.md: a random sample of Table 1's cells (benchmarks/seed_sample.py) trained again by
     # the paper budget with master seed 1, against its committed cells (master seed 0), and the lean cells against both.
-    import importlib.util
     import json
+    import runpy
 
     import numpy as np
 
     page = (ROOT / "docs" / "experiments" / "paper-seeds.md").read_text()
     logs = ROOT / "benchmarks" / "logs" / "cell-seeds"
-    spec = importlib.util.spec_from_file_location("seed_sample", ROOT / "benchmarks" / "seed_sample.py")
-    seed_sample = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(seed_sample)
-    sample = seed_sample.sample([3, 4, 5], 12, 2026)
+    sample = runpy.run_path(str(ROOT / "benchmarks" / "seed_sample.py"))["sample"]([3, 4, 5], 12, 2026)
     assert "python benchmarks/seed_sample.py --depths 3 4 5 --count 12 --seed 2026" in page
     assert ", ".join(f"`{c}`" for c in sample) in " ".join(page.split())
     again = json.loads((logs / "paper-seed1-sample.json").read_text())
@@ -360,15 +357,18 @@ def test_paper_seeds_rows_are_their_logs() -> None:
     noisy = [r for r in rows if r["cell"].endswith("-uniform0")]
     quiet = [r for r in rows if r not in noisy]
     most = max(quiet, key=lambda r: abs(r["relative"]))
-    moved = f"{abs(most['relative']):.1%}".replace("%", " %")
+    def pct(x: float, sign: str = "") -> str:  # the page writes "0.9 %"
+        return f"{x:{sign}.1%}".replace("%", " %")
+
+    moved = pct(abs(most["relative"]))
     assert f"The {len(quiet)} cells at σ_max > 0 move by at most {moved}" in text
     summary = " ".join((ROOT / "docs" / "reproduce.md").read_text().split())  # its section "The committed grids"
     assert f"move by at most {moved} where σ_max > 0" in summary
-    full3 = f"{vs['full-L3-uniform4']['relative']:.1%}".replace("%", " %")
+    full3 = pct(vs["full-L3-uniform4"]["relative"])
     assert f"FULL-3 at `uniform:4` by {full3}" in summary and f"is {full3} above the second draw" in text
     assert not vs["full-L3-uniform4"]["as_good"] and not lean["full-L3-uniform4"]["as_good"]
     assert f"({max(abs(r['diff']) / r['diff_se'] for r in quiet):.1f} paired SE)" in text
     median = lambda xs: float(np.median(xs))  # noqa: E731
-    assert f"with a median of {abs(median([r['relative'] for r in quiet])):.1%}".replace("%", " %") in text
+    assert f"with a median of {pct(abs(median([r['relative'] for r in quiet])))}" in text
     first, second = median([lean[c]["relative"] for c in vs]), median([vs[c]["relative"] for c in vs])
-    assert f"{first:+.1%} against the first draw and {second:+.1%} against the second".replace("%", " %") in text
+    assert f"{pct(first, '+')} against the first draw and {pct(second, '+')} against the second" in text

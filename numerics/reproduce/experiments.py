@@ -308,17 +308,25 @@ def split_cells(budget: Budget, parts: Iterable[str], out: Path, jobs: int,
     (:func:`sweep`'s ``only``).  A cell goes with the cells it starts from or is checked against (its floor,
     :func:`numerics.reproduce.budgets.chains`), as in a serial sweep; the chain with the most layers left goes first,
     each to the group with the fewest so far; a group without cells is left out."""
-    keep = set(parse_noises(budget, noises) if noises else budget.noises)
+    keep = set(parse_noises(budget, noises)) if noises else None  # None: every setting the parts need, as in sweep
     cells = cells_for(budget, parts)
-    left = [c for c in cells if c.noise in keep  # (a stored cell's floor checked first: a stuck one is left to train)
+    # a stored cell's floor is checked first: a stuck one is left to train
+    left = [c for c in cells if (keep is None or c.noise in keep)
             and left_to_train(check_stored(c, budget, Path(out), load_cell(Path(out), c, budget)), budget)]
-    units = [(sum(train_layers(c, budget) for c in u), u) for u in chains(budget, left)]
+    order = {c.name: i for i, c in enumerate(cells)}
+    return [tuple(sorted((c.name for c in g), key=order.__getitem__)) for g in share_out(budget, left, jobs)]
+
+
+def share_out(budget: Budget, cells: Iterable[Cell], jobs: int) -> list[list[Cell]]:
+    """``cells`` shared out among at most ``jobs`` processes as :func:`split_cells` does: in the groups of
+    :func:`numerics.reproduce.budgets.chains`, the chain with the most layers to train first, each to the process
+    with the fewest so far; a process without cells is left out."""
+    units = [(sum(train_layers(c, budget) for c in u), u) for u in chains(budget, cells)]
     groups: list[tuple[int, list[Cell]]] = [(0, []) for _ in range(max(1, int(jobs)))]
     for layers, unit in sorted(units, key=lambda u: -u[0]):
         k = min(range(len(groups)), key=lambda i: groups[i][0])
         groups[k] = (groups[k][0] + layers, groups[k][1] + unit)
-    order = {c.name: i for i, c in enumerate(cells)}
-    return [tuple(sorted((c.name for c in g), key=order.__getitem__)) for _, g in groups if g]
+    return [g for _, g in groups if g]
 
 
 def finished_parts(budget: Budget, out: Path) -> tuple[str, ...]:

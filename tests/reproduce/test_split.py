@@ -16,7 +16,7 @@ def group_of(groups: list[tuple[str, ...]]) -> dict[str, int]:
 def test_every_cell_trains_with_the_cells_it_may_start_from(tmp_path: Path) -> None:
     """In the quick budget (continuation over depth) and the paper budget (FULL from DIAG), every choice of start of
     every cell (:func:`recipe_start`) that the grid holds is in the cell's process and trains before it."""
-    for name in ("quick", "paper"):
+    for name in ("quick", "paper", "test"):  # (the test budget's beyond cells are of a setting outside its grid)
         budget = ex.get_budget(name)
         groups = ex.split_cells(budget, PARTS, tmp_path / name, 2)
         where = group_of(groups)
@@ -58,7 +58,7 @@ def test_the_chains_are_as_small_as_the_starts_allow() -> None:
 def test_the_processes_get_about_as_many_layers(tmp_path: Path) -> None:
     """The paper grid's 230 cells split into two groups within one chain's layers of each other, not by noise setting
     (which leaves the quick budget's three settings two against one)."""
-    for name in ("quick", "paper"):
+    for name in ("quick", "paper", "test"):  # (the test budget's beyond cells are of a setting outside its grid)
         budget = ex.get_budget(name)
         groups = ex.split_cells(budget, PARTS, tmp_path / name, 2)
         cells = {c.name: c for c in ex.cells_for(budget, PARTS)}

@@ -1,0 +1,104 @@
+r"""How long a finished grid would take trained from nothing in one ``lintf reproduce --jobs N``, from its records.
+
+A grid's report states its machine time: the union of the intervals during which its cells' runs ran
+(:func:`numerics.reproduce.timing.machine_seconds`).  A grid trained in several sweeps, some cells again on their own,
+has stretches in which one process ran while the other cores idled, so that union is not what one sweep of the grid
+costs.  This script sums the seconds of every run behind each cell (:func:`numerics.reproduce.timing.runs`: the
+kept run, the parts of stopped processes, failed attempts, runs gone on from), shares the cells out among ``--jobs``
+processes as ``lintf reproduce --jobs`` does (:func:`numerics.reproduce.experiments.share_out`), and prints each
+process's sum: the longest is the replayed sweep's machine time, on the machine and at the load that recorded the
+seconds.  ``--ratio`` scales it to another machine (the median stage ratio of ``benchmarks/stage_seconds.py``).
+
+    python benchmarks/grid_schedule.py --budget lean --out results/lean --jobs 2 --ratio 1.43
+
+It also prints how much of the recorded machine time ran with one process, with two, and so on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from numerics.io import atomic_write_json, read_json  # noqa: E402
+from numerics.reproduce.budgets import PARTS, cells_for, get_budget  # noqa: E402
+from numerics.reproduce.experiments import share_out  # noqa: E402
+from numerics.reproduce.timing import machine_seconds, runs  # noqa: E402
+
+
+def concurrency(records: list[dict[str, Any]]) -> dict[int, float]:
+    """Seconds of the union of the runs' ``"wall"`` intervals during which exactly ``k`` runs ran, by ``k``."""
+    spans = [tuple(r["wall"]) for r in runs(records) if r.get("wall")]
+    cuts = sorted({t for s in spans for t in s})
+    held: dict[int, float] = {}
+    for lo, hi in zip(cuts, cuts[1:]):
+        k = sum(1 for a, b in spans if a <= lo and hi <= b)
+        if k:
+            held[k] = held.get(k, 0.0) + hi - lo
+    return dict(sorted(held.items()))
+
+
+def replay(budget_name: str, out: Path, jobs: int, ratio: float = 1.0) -> dict[str, Any]:
+    """The replayed sweep of the grid under ``out``: its cells' seconds, the processes' sums and the machine time."""
+    budget = get_budget(budget_name)
+    cells = cells_for(budget, PARTS)
+    paths = {c.name: out / "models" / c.name / "metrics.json" for c in cells}
+    missing = [n for n, p in paths.items() if not p.is_file()]
+    if missing:
+        raise SystemExit(f"grid_schedule.py: error: --out {out} lacks {len(missing)} of the {len(cells)} cells of "
+                         f"budget {budget_name} (first: {missing[0]}); replay a finished grid")
+    records = {n: read_json(p) for n, p in paths.items()}
+    devices = {r.get("device") or m.get("device") or "cpu" for m in records.values() for r in runs([m])}
+    if len(devices) > 1:
+        raise SystemExit(f"grid_schedule.py: error: the cells under --out {out} ran on {len(devices)} devices "
+                         f"({', '.join(sorted(devices))}); a replay needs the seconds of one machine")
+    seconds = {n: sum(float(r.get("seconds") or 0.0) for r in runs([m])) for n, m in records.items()}
+    groups = [[c.name for c in g] for g in share_out(budget, cells, jobs)]
+    sums = [sum(seconds[n] for n in g) for g in groups]
+    return {"budget": budget_name, "out": str(out), "jobs": int(jobs), "ratio": float(ratio), "cells": len(cells),
+            "cell_hours": sum(seconds.values()) / 3600, "recorded_hours": machine_seconds(records.values()) / 3600,
+            "recorded_by_processes": {k: v / 3600 for k, v in concurrency(list(records.values())).items()},
+            "process_hours": [s / 3600 for s in sums], "process_cells": [len(g) for g in groups],
+            "replayed_hours": max(sums) / 3600, "scaled_hours": max(sums) * ratio / 3600}
+
+
+def render(r: dict[str, Any]) -> str:
+    lines = [f"{r['cells']} cells of budget {r['budget']} under {r['out']}: {r['cell_hours']:.2f} h of cell time",
+             f"recorded machine time {r['recorded_hours']:.2f} h, of which "
+             + ", ".join(f"{h:.2f} h with {k} process{'es' if k > 1 else ''}"
+                         for k, h in r["recorded_by_processes"].items())]
+    for i, (h, n) in enumerate(zip(r["process_hours"], r["process_cells"])):
+        lines.append(f"process {i + 1} of {r['jobs']}: {n} cells, {h:.2f} h")
+    lines.append(f"one sweep with --jobs {r['jobs']}: {r['replayed_hours']:.2f} h of machine time"
+                 + (f", {r['scaled_hours']:.2f} h at ratio {r['ratio']:g}" if r["ratio"] != 1 else ""))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--budget", default="lean", help="the budget whose grid --out holds (default lean)")
+    p.add_argument("--out", type=Path, required=True, help="the grid's --out (its models/<cell>/metrics.json)")
+    p.add_argument("--jobs", type=int, default=2, help="processes of the replayed sweep (1 to 64; default 2)")
+    p.add_argument("--ratio", type=float, default=1.0,
+                   help="seconds on the target machine per recorded second (finite, > 0; default 1)")
+    p.add_argument("--log", type=Path, help="also write the numbers as JSON here")
+    args = p.parse_args(argv)
+    if not 1 <= args.jobs <= 64:
+        p.error(f"--jobs must be in 1..64, got {args.jobs}")
+    if not (args.ratio > 0 and args.ratio < float("inf")):
+        p.error(f"--ratio must be finite and > 0, got {args.ratio}")
+    try:
+        get_budget(args.budget)
+    except ValueError as e:
+        p.error(f"--budget: {e}")
+    r = replay(args.budget, args.out, args.jobs, args.ratio)
+    print(render(r))
+    if args.log:
+        atomic_write_json(args.log, r)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

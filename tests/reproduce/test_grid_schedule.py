@@ -1,0 +1,74 @@
+"""``benchmarks/grid_schedule.py`` replays a finished grid as one ``lintf reproduce --jobs N``: every run behind a cell
+counts, the cells are shared out as ``--jobs`` shares them, and the longest process is the machine time; it splits
+the recorded machine time by how many runs ran at once, and refuses a grid that is not finished or not one machine's."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from numerics.reproduce import experiments as ex
+from numerics.reproduce.budgets import PARTS, cells_for, get_budget
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "grid_schedule.py"
+_spec = importlib.util.spec_from_file_location("grid_schedule", SCRIPT)
+grid_schedule = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(grid_schedule)
+
+TEST = get_budget("test")
+
+
+def _grid(root: Path, extra: dict[str, dict] | None = None) -> dict[str, float]:
+    """An OUT holding every cell of the test budget, cell ``i`` run for ``60 (i + 1)`` s, one after another
+    (no two at once), and the seconds behind each cell."""
+    seconds, t = {}, 1000.0
+    for i, c in enumerate(cells_for(TEST, PARTS)):
+        m = {"cell": c.name, "seconds": 60.0 * (i + 1), "wall": [t, t + 60.0 * (i + 1)]} | (extra or {}).get(c.name, {})
+        t += 60.0 * (i + 1)
+        (root / "models" / c.name).mkdir(parents=True)
+        (root / "models" / c.name / "metrics.json").write_text(json.dumps(m))
+        seconds[c.name] = m["seconds"] + sum(a["seconds"] for a in m.get("attempts", ()))
+    return seconds
+
+
+def test_the_replay_is_the_longest_process_of_the_sweeps_split(tmp_path: Path, capsys) -> None:
+    late = "full-L4-categorical1_3"
+    attempt = {"seconds": 500.0, "wall": [0.0, 500.0]}  # a failed attempt counts too
+    seconds = _grid(tmp_path, {late: {"attempts": [attempt]}})
+    groups = ex.split_cells(TEST, PARTS, tmp_path / "empty", 2)  # nothing finished there: every cell, as a sweep splits
+    sums = [sum(seconds[n] for n in g) for g in groups]
+    assert len(groups) == 2 and sums[0] != sums[1]
+    log = tmp_path / "log.json"
+    assert grid_schedule.main(["--budget", "test", "--out", str(tmp_path), "--ratio", "1.5", "--log", str(log)]) == 0
+    r = json.loads(log.read_text())
+    assert r["cell_hours"] == pytest.approx(sum(seconds.values()) / 3600)
+    assert r["process_hours"] == pytest.approx([s / 3600 for s in sums])
+    assert r["replayed_hours"] == pytest.approx(max(sums) / 3600)
+    assert r["scaled_hours"] == pytest.approx(1.5 * max(sums) / 3600)
+    # the runs followed one another, save the attempt, which ran beside nothing either (it ended before the first)
+    assert r["recorded_by_processes"] == {"1": pytest.approx(sum(seconds.values()) / 3600)}
+    assert f"one sweep with --jobs 2: {max(sums) / 3600:.2f} h" in capsys.readouterr().out
+    one = grid_schedule.replay("test", tmp_path, 1)
+    assert one["replayed_hours"] == pytest.approx(sum(seconds.values()) / 3600)
+
+
+def test_runs_side_by_side_are_counted_by_how_many_ran(tmp_path: Path) -> None:
+    recs = [{"seconds": 10.0, "wall": [0.0, 10.0]}, {"seconds": 4.0, "wall": [6.0, 10.0]},
+            {"seconds": 2.0, "wall": [8.0, 10.0]}, {"seconds": 1.0, "wall": [20.0, 21.0]}]
+    assert grid_schedule.concurrency(recs) == {1: 7.0, 2: 2.0, 3: 2.0}
+
+
+def test_an_unfinished_or_mixed_grid_is_refused(tmp_path: Path) -> None:
+    first = cells_for(TEST, PARTS)[0].name
+    _grid(tmp_path / "mixed", {first: {"device": "NVIDIA H200"}})
+    with pytest.raises(SystemExit, match="ran on 2 devices"):
+        grid_schedule.replay("test", tmp_path / "mixed", 2)
+    _grid(tmp_path / "part")
+    (tmp_path / "part" / "models" / first / "metrics.json").unlink()
+    with pytest.raises(SystemExit, match=f"lacks 1 of the 15 cells of budget test \\(first: {first}\\)"):
+        grid_schedule.replay("test", tmp_path / "part", 2)
+    with pytest.raises(SystemExit):
+        grid_schedule.main(["--budget", "test", "--out", str(tmp_path / "part"), "--jobs", "0"])

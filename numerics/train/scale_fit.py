@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from numerics.data import Batch
+from numerics.data import Batch, Noise
 from numerics.evaluate import losses as evaluation
 
 #: The scale fit (:func:`fit_scale`): a pool of ``SCALE_POOL`` fresh sequences from
@@ -50,38 +50,50 @@ class Stratified(NamedTuple):
     pool_max: float
 
 
+def pool_losses(P: Any, Q: Any, noise: str, n: int, d: int, key: jax.Array, pool: int,
+                chunk: int = evaluation.CHUNK) -> np.ndarray:
+    """The adjusted loss under ``P, Q`` of each of ``pool`` fresh float64 sequences of ``key``, a non-finite one as
+    ``inf`` (8 bytes a sequence)."""
+    a = evaluation.adjusted_per_sequence(P, Q, noise, n, d, key, pool, chunk)
+    return np.where(np.isfinite(a), a, np.inf)
+
+
+def pool_rows(noise: str, n: int, d: int, key: jax.Array, pool: int, idx: np.ndarray,
+              chunk: int = evaluation.CHUNK) -> Batch:
+    """The float64 sequences ``idx`` of the pool of :func:`pool_losses`, in the order of ``idx``: each chunk that
+    holds one is drawn again, or taken from :data:`numerics.evaluate.losses.BATCH_CACHE`."""
+    noise = Noise.parse(noise)
+    parts, where, lo = [], [], 0
+    for i, b in enumerate(evaluation.chunks(pool, chunk)):
+        sel = np.nonzero((idx >= lo) & (idx < lo + b))[0]
+        if sel.size:
+            with jax.enable_x64(True):
+                batch = evaluation.chunk_batch(key, noise, i, b, n, d, chunk)
+            parts.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[idx[sel] - lo], batch))
+            where.append(sel)
+        lo += b
+    back = np.argsort(np.concatenate(where))
+    return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[back], *parts)
+
+
 def stratify(P: Any, Q: Any, noise: str, n: int, d: int, key: jax.Array, pool: int, top: int, rest: int,
-             chunk: int = evaluation.CHUNK) -> Stratified:
+             chunk: int = evaluation.CHUNK, losses: np.ndarray | None = None) -> Stratified:
     """The ``top`` sequences of ``pool`` fresh ones with the largest adjusted loss under ``P, Q`` (weight ``1/pool``
-    each) and the others among ``rest`` indices drawn uniformly in advance (weight ``(pool − top) / (pool · r)``
-    each, ``r`` of them): one pass, memory ``O((top + rest) · n · d)``."""
+    each, largest first, ties by index) and the others among ``rest`` indices drawn uniformly in advance (weight
+    ``(pool − top) / (pool · r)`` each, ``r`` of them, by index); ``losses`` are the pool's :func:`pool_losses`
+    where already computed.  Memory ``O(pool + (top + rest) · n · d)``."""
     import jax.numpy as jnp
 
     picked = np.sort(np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist()).choice(pool, rest, False))
-    keep_rows, keep_loss, keep_idx, uni = [], np.empty(0), np.empty(0, np.int64), []
-    start, worst = 0, -np.inf
-    for b, a in evaluation.adjusted_chunks(P, Q, noise, n, d, key, pool, chunk):
-        a = np.where(np.isfinite(a), a, np.inf)
-        worst = max(worst, float(a.max()))
-        mine = picked[(picked >= start) & (picked < start + len(a))] - start
-        uni.append((jax.tree_util.tree_map(lambda x: np.asarray(x)[mine], b), mine + start))
-        best = np.argsort(-a, kind="stable")[:top]
-        keep_rows.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[best], b))
-        keep_loss = np.concatenate([keep_loss, a[best]])
-        keep_idx = np.concatenate([keep_idx, best + start])
-        order = np.argsort(-keep_loss, kind="stable")[:top]
-        cat = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *keep_rows)
-        keep_rows = [jax.tree_util.tree_map(lambda x: x[order], cat)]
-        keep_loss, keep_idx = keep_loss[order], keep_idx[order]
-        start += len(a)
-    uni_rows = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *[u[0] for u in uni])
-    others = ~np.isin(np.concatenate([u[1] for u in uni]), keep_idx)
-    r = int(others.sum())
-    rows = jax.tree_util.tree_map(lambda t, u: np.concatenate([t, u[others]]), keep_rows[0], uni_rows)
+    a = pool_losses(P, Q, noise, n, d, key, pool, chunk) if losses is None else losses
+    keep_idx = np.argsort(-a, kind="stable")[:top]
+    others = picked[~np.isin(picked, keep_idx)]
+    rows = pool_rows(noise, n, d, key, pool, np.concatenate([keep_idx, others]), chunk)
     with jax.enable_x64(True):  # the sample's spectra, for the oracle of the scaled models
         sp = jax.tree_util.tree_map(np.asarray, evaluation.spectral(*map(jnp.asarray, (rows.X, rows.y, rows.x_query))))
+    r = len(others)
     weight = np.concatenate([np.full(len(keep_idx), 1.0 / pool), np.full(r, (pool - len(keep_idx)) / (pool * r))])
-    return Stratified(rows, sp, weight, worst)
+    return Stratified(rows, sp, weight, float(a.max()))
 
 
 def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL,
@@ -101,9 +113,10 @@ def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL
     P, Q = np.asarray(P, np.float64), np.asarray(Q, np.float64)
     key = jax.random.fold_in(jax.random.PRNGKey(0), stream)
     share = max(1, pool // SCALE_SHARE)
-    sample = stratify(P, Q, noise, n, d, key, pool, share, share)
-    if sample.pool_max <= SCALE_AT:
-        return 1.0, {"scale": 1.0, "searched": False, "pool_max": sample.pool_max}
+    losses = pool_losses(P, Q, noise, n, d, key, pool)
+    if losses.max() <= SCALE_AT:  # no tail: the pool's sample is not needed
+        return 1.0, {"scale": 1.0, "searched": False, "pool_max": float(losses.max())}
+    sample = stratify(P, Q, noise, n, d, key, pool, share, share, losses=losses)
     seen: dict[float, tuple[float, float]] = {}
 
     def moments(c: float) -> tuple[float, float]:

@@ -9,7 +9,7 @@ import numpy as np
 from numerics import models
 from numerics.evaluate import losses as evaluation
 from numerics.models import constructions
-from numerics.train.scale_fit import SCALE_LOW, fit_scale, stratify
+from numerics.train.scale_fit import SCALE_LOW, fit_scale, pool_rows, stratify
 
 N, D, NOISE = 6, 3, "uniform:1"
 
@@ -57,3 +57,16 @@ def test_fit_scale_of_a_model_past_1e154_gives_a_scale_not_an_overflow():
     P, Q = _gd(300.0, layers=20)
     c, info = fit_scale(P, Q, NOISE, N, D, pool=2048)
     assert info["searched"] and info["pool_max"] > 1e154 and SCALE_LOW <= c <= 1.0
+
+
+def test_pool_rows_are_the_pools_sequences_in_the_order_asked():
+    """The sample's rows are gathered chunk by chunk after the loss pass: each is the pool's sequence of its index,
+    whichever chunk holds it and in whatever order the indices come."""
+    P, Q = _gd(0.12)
+    key, pool, chunk = jax.random.PRNGKey(3), 2500, 1024  # three chunks, the last one short
+    parts = [b for b, _ in evaluation.adjusted_chunks(P, Q, NOISE, N, D, key, pool, chunk)]
+    whole = jax.tree_util.tree_map(lambda *xs: np.concatenate([np.asarray(x) for x in xs]), *parts)
+    idx = np.array([2499, 0, 1024, 1023, 7, 2048, 1500])
+    rows = pool_rows(NOISE, N, D, key, pool, idx, chunk)
+    for got, want in zip(rows, whole):
+        assert np.array_equal(got, want[idx])

@@ -343,7 +343,7 @@ def test_paper_seeds_rows_are_their_logs() -> None:
 
     import numpy as np
 
-    page = (ROOT / "docs" / "experiments" / "paper-seeds.md").read_text()
+    page = (ROOT / "docs" / "experiments" / "paper-seeds.md").read_text().split("**Depths 6 and 7.**")[0]
     logs = ROOT / "benchmarks" / "logs" / "cell-seeds"
     sample = runpy.run_path(str(ROOT / "benchmarks" / "seed_sample.py"))["sample"]([3, 4, 5], 12, 2026)
     assert "python benchmarks/seed_sample.py --depths 3 4 5 --count 12 --seed 2026" in page
@@ -389,3 +389,66 @@ def test_paper_seeds_rows_are_their_logs() -> None:
     assert f"with a median of {pct(abs(median([r['relative'] for r in quiet])))}" in text
     first, second = median([lean[c]["relative"] for c in vs]), median([vs[c]["relative"] for c in vs])
     assert f"{pct(first, '+')} against the first draw and {pct(second, '+')} against the second" in text
+
+
+def test_paper_seeds_deep_rows_are_their_logs() -> None:
+    # docs/experiments/paper-seeds.md, "Depths 6 and 7": the second sample, its table and the sentences on it.
+    import json
+    import runpy
+
+    whole = (ROOT / "docs" / "experiments" / "paper-seeds.md").read_text()
+    page = whole.split("**Depths 6 and 7.**")[1].split("**Conclusion.**")[0]
+    text, end = " ".join(page.split()), " ".join(whole.split("**Conclusion.**")[1].split())
+    logs = ROOT / "benchmarks" / "logs" / "cell-seeds"
+    sample = runpy.run_path(str(ROOT / "benchmarks" / "seed_sample.py"))["sample"]([6, 7], 8, 2026)
+    assert "python benchmarks/seed_sample.py --depths 6 7 --count 8 --seed 2026" in page
+    grid = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid.json").read_text())["cells"]
+    deep = sum(not r["as_good"] and int(r["cell"].split("-L")[1].split("-")[0]) >= 6 for r in grid)
+    assert f"{deep} of the lean grid's {sum(not r['as_good'] for r in grid)} worse cells lie at depth 6" in text
+    assert ", ".join(f"`{c}`" for c in sample) in text
+    again = json.loads((logs / "paper-seed1-deep.json").read_text())
+    assert (again["budget"], again["reference_budget"], again["reference"]) == ("paper", "paper", "results/paper")
+    rows = again["cells"]
+    missing = [c for c in sample if c not in {r["cell"] for r in rows}]
+    assert [r["cell"] for r in rows] == [c for c in sample if c not in missing]  # the sampler's order
+    assert f"The table holds {['no', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight'][len(rows)]}" \
+        in text and missing == ["diag-L6-uniform0"] and "DIAG-6 at σ = 0" in text
+    lean = {r["cell"]: r for r in json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid.json").read_text())
+            ["cells"]}
+    vs = json.loads((logs / "lean-vs-paper-seed1-deep.json").read_text())
+    assert (vs["budget"], vs["reference_budget"]) == ("lean", "paper")
+    vs = {r["cell"]: r for r in vs["cells"]}
+    assert set(vs) == {r["cell"] for r in rows}
+    for r in rows:
+        assert abs(vs[r["cell"]]["loss"] - lean[r["cell"]]["loss"]) <= 1e-12 * abs(lean[r["cell"]]["loss"])
+        assert vs[r["cell"]]["reference"] == r["loss"]
+    table = [seed_row(r, lean[r["cell"]], vs[r["cell"]]) for r in rows]
+    assert [line for line in page.splitlines() if line.startswith("| ") and "-L" in line] == table
+
+    def pct(x: float) -> str:
+        return f"{abs(x):.1%}".replace("%", " %")
+
+    good = sum(r["as_good"] for r in rows)
+    assert f"**{good} of the {len(rows)} second draws are as good as the first" in text
+    big = [r for r in rows if abs(r["relative"]) > 0.03]
+    small = [r for r in rows if r not in big]
+    assert [r["cell"] for r in big] == ["diag-L6-uniform7", "full-L7-uniform1"]
+    assert f"{['No', 'One', 'Two', 'Three', 'Four', 'Five', 'Six', 'Seven'][len(small)]} cells move by at most " \
+        f"{pct(max(abs(r['relative']) for r in small))}" in text
+    up, down = big
+    assert f"is {pct(up['relative'])} above the first draw ({abs(up['diff']) / up['diff_se']:.1f} paired SE)" in text
+    assert f"is {pct(down['relative'])} below it ({abs(down['diff']) / down['diff_se']:.1f} paired SE)" in text
+    assert up["relative"] > 0 > down["relative"]
+    both = sum(vs[c]["as_good"] for c in vs), sum(lean[c]["as_good"] for c in vs)
+    assert f"{both[0]} of the {len(vs)} lean cells are as good as the second draw, as {both[1]} are as good as" in text
+    flips = {c for c in vs if vs[c]["as_good"] != lean[c]["as_good"]}
+    assert flips == {"diag-L6-uniform7", "full-L7-uniform1"}
+    for c, first in (("diag-L6-uniform7", "8.7 % above the first draw"), ("full-L7-uniform1", "0.5 % above the first")):
+        assert first.startswith(pct(lean[c]["relative"])) and f"{first}" in text
+        assert f"is {pct(vs[c]['relative'])} above the" in text
+    worse = [c for c in vs if not vs[c]["as_good"] and not lean[c]["as_good"]]
+    assert worse == ["diag-L6-uniform1"]
+    c = worse[0]
+    assert f"worse against both ({pct(lean[c]['relative'])} and {pct(vs[c]['relative'])})" in text
+    assert "DIAG-6 at `uniform:7` and FULL-7 at `uniform:1` each pass against one draw" in end
+    assert "while DIAG-6 at `uniform:1` falls short of both" in end

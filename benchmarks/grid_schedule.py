@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from numerics.errors import LintfError  # noqa: E402
 from numerics.io import atomic_write_json, read_json  # noqa: E402
 from numerics.reproduce.budgets import PARTS, cells_for, get_budget  # noqa: E402
 from numerics.reproduce.experiments import share_out  # noqa: E402
@@ -49,7 +50,16 @@ def replay(budget_name: str, out: Path, jobs: int, ratio: float = 1.0) -> dict[s
     if missing:
         raise SystemExit(f"grid_schedule.py: error: --out {out} lacks {len(missing)} of the {len(cells)} cells of "
                          f"budget {budget_name} (first: {missing[0]}); replay a finished grid")
-    records = {n: read_json(p) for n, p in paths.items()}
+    records = {}
+    for n, p in paths.items():
+        try:
+            records[n] = read_json(p)
+            for r in runs([records[n]]):
+                float(r.get("seconds") or 0.0)
+                if r.get("wall") is not None and len([float(t) for t in r["wall"]]) != 2:
+                    raise ValueError(f"wall {r['wall']!r} is not [start, end]")
+        except (OSError, ValueError, TypeError, AttributeError, LintfError) as e:
+            raise SystemExit(f"grid_schedule.py: error: {p} is not a cell record: {e}") from None
     devices = {r.get("device") or m.get("device") or "cpu" for m in records.values() for r in runs([m])}
     if len(devices) > 1:
         raise SystemExit(f"grid_schedule.py: error: the cells under --out {out} ran on {len(devices)} devices "
@@ -77,7 +87,7 @@ def render(r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="grid_schedule.py", description=__doc__.splitlines()[0])
     p.add_argument("--budget", default="lean", help="the budget whose grid --out holds (default lean)")
     p.add_argument("--out", type=Path, required=True, help="the grid's --out (its models/<cell>/metrics.json)")
     p.add_argument("--jobs", type=int, default=2, help="processes of the replayed sweep (1 to 64; default 2)")
@@ -92,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         get_budget(args.budget)
     except ValueError as e:
-        p.error(f"--budget: {e}")
+        p.error(str(e))
     r = replay(args.budget, args.out, args.jobs, args.ratio)
     print(render(r))
     if args.log:

@@ -70,5 +70,20 @@ def test_an_unfinished_or_mixed_grid_is_refused(tmp_path: Path) -> None:
     (tmp_path / "part" / "models" / first / "metrics.json").unlink()
     with pytest.raises(SystemExit, match=f"lacks 1 of the 15 cells of budget test \\(first: {first}\\)"):
         grid_schedule.replay("test", tmp_path / "part", 2)
-    with pytest.raises(SystemExit):
-        grid_schedule.main(["--budget", "test", "--out", str(tmp_path / "part"), "--jobs", "0"])
+    (tmp_path / "part" / "models" / first / "metrics.json").write_text('{"seconds": 1.0, "wall": [1.0]}')
+    with pytest.raises(SystemExit, match=r"is not a cell record: wall \[1.0\] is not \[start, end\]"):
+        grid_schedule.replay("test", tmp_path / "part", 2)
+    (tmp_path / "part" / "models" / first / "metrics.json").write_text('{"seconds": ')
+    with pytest.raises(SystemExit, match="is not a cell record"):
+        grid_schedule.replay("test", tmp_path / "part", 2)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--jobs", "0"], "--jobs must be in 1..64, got 0"), (["--ratio", "inf"], "--ratio must be finite and > 0, got inf"),
+    (["--ratio", "-1"], "--ratio must be finite and > 0, got -1.0"), (["--budget", "nope"], "--budget must be one of")])
+def test_bad_arguments_are_one_line_before_any_work(tmp_path: Path, capsys, args: list[str], message: str) -> None:
+    _grid(tmp_path)  # a finished grid: only the argument can be wrong
+    with pytest.raises(SystemExit) as e:
+        grid_schedule.main(["--budget", "test", "--out", str(tmp_path), *args])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and message in err[-1] and err[-1].startswith("grid_schedule.py: error:")

@@ -303,24 +303,18 @@ def rejudge(cell: Cell, budget: Budget, out: Path, m: dict[str, Any]) -> dict[st
 
 def split_cells(budget: Budget, parts: Iterable[str], out: Path, jobs: int,
                 noises: Iterable[str] | None = None) -> list[tuple[str, ...]]:
-    """The cells left to train under ``out`` (of the settings ``noises``, default all), in at most ``jobs`` groups of
-    about as many layers left each (:func:`train_layers`), each in training order, for processes that share one sweep
-    (:func:`sweep`'s ``only``).  A cell goes with the cells it starts from or is checked against (its floor,
-    :func:`numerics.reproduce.budgets.chains`), as in a serial sweep; the chain with the most layers left goes first,
-    each to the group with the fewest so far; a group without cells is left out."""
-    keep = set(parse_noises(budget, noises)) if noises else None  # None: every setting the parts need, as in sweep
-    cells = cells_for(budget, parts)
-    # a stored cell's floor is checked first: a stuck one is left to train
+    """The cells left to train under ``out`` (of the settings ``noises``, default every setting the parts need, as
+    :func:`sweep` trains them) shared out by :func:`share_out`, each group in training order, for processes that
+    share one sweep (:func:`sweep`'s ``only``).  A stored cell's floor is checked first: a stuck one is left."""
+    keep, cells = set(parse_noises(budget, noises)) if noises else None, cells_for(budget, parts)
     left = [c for c in cells if (keep is None or c.noise in keep)
             and left_to_train(check_stored(c, budget, Path(out), load_cell(Path(out), c, budget)), budget)]
-    order = {c.name: i for i, c in enumerate(cells)}
-    return [tuple(sorted((c.name for c in g), key=order.__getitem__)) for g in share_out(budget, left, jobs)]
+    return [tuple(c.name for c in cells if c in g) for g in share_out(budget, left, jobs)]
 
 
 def share_out(budget: Budget, cells: Iterable[Cell], jobs: int) -> list[list[Cell]]:
-    """``cells`` shared out among at most ``jobs`` processes as :func:`split_cells` does: in the groups of
-    :func:`numerics.reproduce.budgets.chains`, the chain with the most layers to train first, each to the process
-    with the fewest so far; a process without cells is left out."""
+    """``cells`` in at most ``jobs`` groups of about as many layers each (:func:`train_layers`), in whole chains (the
+    cells a cell starts from or is checked against, :func:`numerics.reproduce.budgets.chains`), the longest first."""
     units = [(sum(train_layers(c, budget) for c in u), u) for u in chains(budget, cells)]
     groups: list[tuple[int, list[Cell]]] = [(0, []) for _ in range(max(1, int(jobs)))]
     for layers, unit in sorted(units, key=lambda u: -u[0]):

@@ -26,18 +26,15 @@ from numerics.errors import LintfError  # noqa: E402
 from numerics.io import atomic_write_json, read_json  # noqa: E402
 from numerics.reproduce.budgets import PARTS, cells_for, get_budget  # noqa: E402
 from numerics.reproduce.experiments import share_out  # noqa: E402
-from numerics.reproduce.timing import machine_seconds, runs  # noqa: E402
+from numerics.reproduce.timing import by_device, machine_seconds, moments, runs  # noqa: E402
 
 
 def concurrency(records: list[dict[str, Any]]) -> dict[int, float]:
     """Seconds of the union of the runs' ``"wall"`` intervals during which exactly ``k`` runs ran, by ``k``."""
-    spans = [tuple(r["wall"]) for r in runs(records) if r.get("wall")]
-    cuts = sorted({t for s in spans for t in s})
     held: dict[int, float] = {}
-    for lo, hi in zip(cuts, cuts[1:]):
-        k = sum(1 for a, b in spans if a <= lo and hi <= b)
-        if k:
-            held[k] = held.get(k, 0.0) + hi - lo
+    for lo, hi, on in moments([(None, *r["wall"]) for r in runs(records) if r.get("wall")]):
+        if on:
+            held[len(on)] = held.get(len(on), 0.0) + hi - lo
     return dict(sorted(held.items()))
 
 
@@ -60,7 +57,7 @@ def replay(budget_name: str, out: Path, jobs: int, ratio: float = 1.0) -> dict[s
                     raise ValueError(f"wall {r['wall']!r} is not [start, end]")
         except (OSError, ValueError, TypeError, AttributeError, LintfError) as e:
             raise SystemExit(f"grid_schedule.py: error: {p} is not a cell record: {e}") from None
-    devices = {r.get("device") or m.get("device") or "cpu" for m in records.values() for r in runs([m])}
+    devices = by_device(records.values())
     if len(devices) > 1:
         raise SystemExit(f"grid_schedule.py: error: the cells under --out {out} ran on {len(devices)} devices "
                          f"({', '.join(sorted(devices))}); a replay needs the seconds of one machine")

@@ -131,16 +131,21 @@ def machine_shares(cells: Any) -> list[float]:
     to :func:`machine_seconds`."""
     owned = [(i, r) for i, m in enumerate(cells) for r in runs([m])]
     shares = [0.0] * (1 + max((i for i, _ in owned), default=-1))
-    spans = [(i, *r["wall"]) for i, r in owned if r.get("wall")]
-    cuts = sorted({t for _, a, b in spans for t in (a, b)})
-    for lo, hi in zip(cuts, cuts[1:]):
-        on = [i for i, a, b in spans if a <= lo and hi <= b]
+    for lo, hi, on in moments([(i, *r["wall"]) for i, r in owned if r.get("wall")]):
         for i in on:
             shares[i] += (hi - lo) / len(on)
     for i, r in owned:
         if not r.get("wall"):
             shares[i] += r.get("seconds", 0.0)
     return shares
+
+
+def moments(spans: list[tuple[Any, float, float]]) -> Any:
+    """``(lo, hi, owners)`` for each stretch between consecutive ends of the ``(owner, start, end)`` spans: the owners
+    of the spans that cover it (empty where none does)."""
+    cuts = sorted({t for _, a, b in spans for t in (a, b)})
+    for lo, hi in zip(cuts, cuts[1:]):
+        yield lo, hi, [o for o, a, b in spans if a <= lo and hi <= b]
 
 
 def by_device(cells: Any) -> dict[str, tuple[int, float]]:
@@ -179,4 +184,5 @@ def deepest_rate(done: Iterable[tuple[int, int, float]]) -> tuple[int, float] | 
 
 
 __all__ = ["RUN_FIELDS", "SEGMENT", "begin_segment", "by_device", "deepest_rate", "end_segment", "host",
-           "layers_to_train", "machine_seconds", "machine_shares", "reached", "run_record", "runs", "union_seconds"]
+           "layers_to_train", "machine_seconds", "machine_shares", "moments", "reached", "run_record", "runs",
+           "union_seconds"]

@@ -38,7 +38,7 @@ def _reads(P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_query: jax.
 def _reads_fn(P: Any, Q: Any) -> Callable:
     """``predict(batch, spectra) -> {"layers": (L+1, B)}``; compiled once per shape, not per model."""
     P, Q = jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64)
-    return lambda batch, sp: {"layers": _reads(P, Q, batch.X, batch.y, batch.x_query)}
+    return lambda batch, sp: {"layers": evaluation.sliced(lambda *a: _reads(P, Q, *a), batch.X, batch.y, batch.x_query)}
 
 
 #: Bayes' predictions on the evaluation sequences of each ``(noise, sequences, n, d)``, chunk by chunk

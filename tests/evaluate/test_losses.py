@@ -161,3 +161,17 @@ def test_an_overflowing_square_gives_an_infinite_se_and_a_failed_tail_without_a_
         t = losses.tail_stats(x)
     assert m.mean == pytest.approx(1e160 / 3) and m.count == 3 and np.isinf(m.se())
     assert "largest per-sequence adjusted loss" in t["failed"]
+
+
+def test_a_pass_in_slices_gives_each_sequence_the_whole_chunks_number(monkeypatch):
+    """The float64 model pass runs a chunk in slices of :data:`losses.SLICE` sequences (the last one short): each
+    sequence's loss is the one the whole chunk gives, bit for bit, in the chunk's order."""
+    monkeypatch.setattr(losses, "SLICE", 10**9)
+    whole = losses.adjusted_per_sequence(P, Q, "uniform:2", 20, 10, KEY, 250, chunk=100)
+    seen = []
+    passes = losses._model_losses
+    monkeypatch.setattr(losses, "_model_losses", lambda *a: seen.append(a[2].X.shape[0]) or passes(*a))
+    monkeypatch.setattr(losses, "SLICE", 30)
+    parts = losses.adjusted_per_sequence(P, Q, "uniform:2", 20, 10, KEY, 250, chunk=100)
+    assert seen == [30, 30, 30, 10] * 2 + [30, 20]  # chunks of 100, 100 and 50
+    np.testing.assert_array_equal(parts, whole)

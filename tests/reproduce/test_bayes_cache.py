@@ -36,3 +36,13 @@ def test_a_second_evaluation_reads_bayes_and_gives_the_same_numbers(monkeypatch)
     assert judge.evaluate_model(0.5 * P, Q, "categorical:1,3", SMALL, SEQUENCES) == other
     assert judge.evaluate_model(P, Q, "uniform:1", SMALL, SEQUENCES) == first
     judge.BAYES_CACHE.clear()
+
+
+def test_an_evaluation_in_slices_is_the_whole_chunks(monkeypatch) -> None:
+    """Every read-out of the evaluation and the profile, run in slices of ``SLICE`` sequences (the float64 passes
+    do), is what whole chunks give: every stored number the same."""
+    monkeypatch.setattr(judge.evaluation, "SLICE", 10**9)
+    whole = judge.evaluate_model(P, Q, "uniform:1", SMALL, SEQUENCES), judge.profile_model(P, Q, "uniform:1", SMALL)
+    monkeypatch.setattr(judge.evaluation, "SLICE", 37)  # the profile's chunks of 100 are sliced too
+    assert (judge.evaluate_model(P, Q, "uniform:1", SMALL, SEQUENCES), judge.profile_model(P, Q, "uniform:1", SMALL)) == whole
+    judge.BAYES_CACHE.clear()

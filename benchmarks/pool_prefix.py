@@ -46,14 +46,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", default="lean", help="the sweep's budget (default lean)")
     p.add_argument("--prefix", type=int, action="append", required=True, help="a smaller pool size (repeatable)")
     a = p.parse_args(argv)
-    budget = get_budget(a.budget)
+    try:
+        budget = get_budget(a.budget)
+    except ValueError as e:
+        p.error(str(e))
     pool = int(budget.stages.scale_pool)
     bad = [k for k in a.prefix if not 2 <= k < pool]
     if bad:
         p.error(f"--prefix must lie in [2, {pool}) (the budget's stage pool); got {bad[0]}")
     key = jax.random.fold_in(jax.random.PRNGKey(0), scale_fit.SCALE_STREAM)
     print(f"budget {budget.name}: stage pool {pool}, threshold {scale_fit.SCALE_AT:g}")
-    print("| cell | stage | whole pool: max, recorded scale | " + " | ".join(f"{k}: max, above, scale" for k in a.prefix) + " |")
+    heads = " | ".join(f"{k}: max, above, scale" for k in a.prefix)
+    print(f"| cell | stage | whole pool: max, recorded scale | {heads} |")
     print("|---|--:|---|" + "---|" * len(a.prefix))
     missed = dict.fromkeys(a.prefix, 0)
     rows = searched(a.out)
@@ -73,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             cols.append(f"{float(head.max()):.3g}, {above}, {c:.3f}")
         print(f"| {cell} | {stage} | {float(losses.max()):.3g}, {rec['scale']:.3f} | " + " | ".join(cols) + " |",
               flush=True)
-    print(f"{len(rows)} searched stages; " + "; ".join(f"a pool of {k} holds no tail in {n}" for k, n in missed.items()))
+    print(f"{len(rows)} searched stages; " + "; ".join(f"a pool of {k} holds no tail in {n}"
+                                                      for k, n in missed.items()))
     return 0
 
 

@@ -43,7 +43,7 @@ def sliced(fn: Callable[..., jax.Array], *args: Any) -> jax.Array:
     parameters in ``fn``), joined on its output's last axis: the same numbers, each sequence's arithmetic being its own,
     sooner, a slice's intermediates staying in the CPU's cache (``python benchmarks/sliced_pass.py``)."""
     B = jax.tree_util.tree_leaves(args)[0].shape[0]
-    return jnp.concatenate([fn(*jax.tree_util.tree_map(lambda a: a[i:i + SLICE], args)) for i in range(0, B, SLICE)], -1)
+    return jnp.concatenate([fn(*jax.tree.map(lambda a: a[i:i + SLICE], args)) for i in range(0, B, SLICE)], -1)
 
 
 def per_sequence_loss(pred: jax.Array, y_query: jax.Array) -> jax.Array:
@@ -364,10 +364,10 @@ def adjusted_chunks(P: Any, Q: Any, noise: Noise | str, n: int, d: int, key: jax
     noise = Noise.parse(noise)
     data.check_sizes(n, d, sequences)
     base = (_key_id(key), str(noise), int(n), int(d), int(chunk))
-    P, Q = np.asarray(P, np.float64), np.asarray(Q, np.float64)
+    with jax.enable_x64(True):
+        P, Q = jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64)
     for i, b in enumerate(chunks(sequences, chunk)):
         with jax.enable_x64(True):
-            Pj, Qj = jnp.asarray(P), jnp.asarray(Q)
             batch = chunk_batch(key, noise, i, b, n, d, chunk)
             k = (*base, i, b)
             if k not in ORACLE_CACHE:
@@ -375,7 +375,7 @@ def adjusted_chunks(P: Any, Q: Any, noise: Noise | str, n: int, d: int, key: jax
                     ORACLE_CACHE.clear()
                 sp = spectral(batch.X, batch.y, batch.x_query)
                 ORACLE_CACHE[k] = np.asarray(per_sequence_loss(oracle_predict(sp, batch.sigma), batch.y_query))
-            a = np.asarray(sliced(lambda part: _model_losses(Pj, Qj, part), batch)) - ORACLE_CACHE[k]
+            a = np.asarray(sliced(lambda part: _model_losses(P, Q, part), batch)) - ORACLE_CACHE[k]
         yield batch, a
 
 

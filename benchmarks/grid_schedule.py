@@ -83,14 +83,21 @@ def render(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="grid_schedule.py", description=__doc__.splitlines()[0])
+def replay_parser(prog: str, doc: str) -> argparse.ArgumentParser:
+    """The options of a replay of a finished grid's records: ``--budget``, ``--out``, ``--jobs``, ``--ratio``, ``--log``
+    (:func:`replay_args` checks them)."""
+    p = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
     p.add_argument("--budget", default="lean", help="the budget whose grid --out holds (default lean)")
     p.add_argument("--out", type=Path, required=True, help="the grid's --out (its models/<cell>/metrics.json)")
     p.add_argument("--jobs", type=int, default=2, help="processes of the replayed sweep (1 to 64; default 2)")
     p.add_argument("--ratio", type=float, default=1.0,
                    help="seconds on the target machine per recorded second (finite, > 0; default 1)")
     p.add_argument("--log", type=Path, help="also write the numbers as JSON here")
+    return p
+
+
+def replay_args(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``p``'s arguments, a bad ``--jobs``, ``--ratio`` or ``--budget`` refused in one line."""
     args = p.parse_args(argv)
     if not 1 <= args.jobs <= 64:
         p.error(f"--jobs must be in 1..64, got {args.jobs}")
@@ -100,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
         get_budget(args.budget)
     except ValueError as e:
         p.error(str(e))
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = replay_args(replay_parser("grid_schedule.py", __doc__), argv)
     r = replay(args.budget, args.out, args.jobs, args.ratio)
     print(render(r))
     if args.log:

@@ -169,6 +169,21 @@ def test_lean_stages_grid_rows_are_its_log() -> None:
         assert grid_row(r) in page, f"lean-stages.md lacks the row {grid_row(r)}"
 
 
+def test_stop_rules_rows_are_their_log() -> None:
+    # The looser stage rules replayed in docs/experiments/sweep-time.md: one row per rule of benchmarks/stop_rules.py.
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "sweep-time.md").read_text()
+    log = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "stop-rules.json").read_text())
+    assert [r["rule"] for r in log] == ["most=6", "se=1", "se=2", "most=6,se=2"]
+    for r in log:
+        assert r["out"] == "results/lean" and r["reference"] == "results/paper" and r["ratio"] == 1.43
+        row = (f"| `{r['rule']}` | {r['earlier']} | {r['saved_hours']:.2f} | {r['replayed_hours']:.2f} | "
+               f"{r['scaled_hours']:.2f} | {len(r['above_3pct'])} (worst {100 * r['worst_penalty']:.1f} %) | "
+               f"{len(r['above_reference'])} against {len(r['recorded_above_reference'])} |")
+        assert row in page, f"sweep-time.md lacks the row {row}"
+
+
 def test_lean_stages_rate_rows_are_their_logs() -> None:
     # The peak-rate table of docs/experiments/lean-stages.md: each probe row beside the first recipe's run.
     import json

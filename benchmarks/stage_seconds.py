@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -36,15 +37,20 @@ def train_seconds(runs: Path | None, budget: str, cell: str, stage: int) -> floa
     return m["steps"] / m["steps_per_s"] if m.get("steps") and m.get("steps_per_s") else None
 
 
-def stage_pairs(out: Path, reference: Path, runs: Path | None = None) -> list[dict[str, Any]]:
+def stage_pairs(out: Path, reference: Path, runs: Path | None = None,
+                since: float | None = None) -> list[dict[str, Any]]:
     """A row per stage that both sweeps trained with the same steps, for every cell of ``out``; with ``runs`` (the
-    ``--runs`` of ``out``'s sweep), each row also holds the seconds of the stage's training steps alone."""
+    ``--runs`` of ``out``'s sweep), each row also holds the seconds of the stage's training steps alone.  With
+    ``since`` (Unix seconds), only the cells of ``out`` that started then or later in one process (no
+    ``"interrupted"`` part: a stage resumed from a checkpoint counts only the seconds after it)."""
     rows = []
     for metrics in sorted((out / "models").glob("*/metrics.json")):
         ref = reference / "models" / metrics.parent.name / "metrics.json"
         if not ref.is_file():
             continue
         here, there = read_json(metrics), read_json(ref)
+        if since is not None and (here.get("interrupted") or not here.get("wall") or here["wall"][0] < since):
+            continue
         theirs = {s["stage"]: s for s in there["train"]["stages"]}
         for s in here["train"]["stages"]:
             t = theirs.get(s["stage"])
@@ -74,14 +80,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reference", type=Path, required=True, help="the OUT of the sweep to compare with")
     ap.add_argument("--runs", type=Path, help="the --runs of OUT's sweep: also split each stage's seconds into its "
                                               "training steps and the rest (the scale fit, the evaluations)")
+    ap.add_argument("--since", help="only cells of OUT started at or after this time (ISO 8601, e.g. "
+                                     "2026-11-28T21:11:00+00:00, or Unix seconds) and never interrupted")
     ap.add_argument("--log", type=Path, help="write the rows and the summary here as JSON")
     args = ap.parse_args(argv)
+    since = None
+    if args.since is not None:
+        try:
+            since = float(args.since)
+        except ValueError:
+            try:
+                since = datetime.fromisoformat(args.since).timestamp()
+            except ValueError:
+                ap.error(f"--since must be an ISO 8601 time or Unix seconds, got {args.since!r}")
     for p, name in ((args.out, "out"), (args.reference, "reference")):
         if not (p / "models").is_dir():
             ap.error(f"{name} {str(p)!r} holds no models/ directory of a sweep")
     if args.runs is not None and not args.runs.is_dir():
         ap.error(f"runs {str(args.runs)!r} is not a directory")
-    rows = stage_pairs(args.out, args.reference, args.runs)
+    rows = stage_pairs(args.out, args.reference, args.runs, since)
     if not rows:
         ap.error(f"no stage of {str(args.out)!r} has a stage of the same steps in {str(args.reference)!r}")
     print("| cell | stage | steps | seconds | reference | ratio |\n|---|--:|--:|--:|--:|--:|")
@@ -89,9 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r['cell']} | {r['stage']} | {r['steps']} | {r['seconds']:.1f} | {r['reference_seconds']:.1f} "
               f"| {r['ratio']:.2f} |")
     s = summary(rows)
+    first, later = (f"{s[k]:.2f}" if s[k] is not None else "none" for k in ("median_ratio_first", "median_ratio_later"))
     print(f"\n{s['stages']} stages of {s['cells']} cells: {s['seconds']:.0f} s here against "
-          f"{s['reference_seconds']:.0f} s; median ratio {s['median_ratio_first']:.2f} over first stages, "
-          f"{s['median_ratio_later']:.2f} over later ones (host: {', '.join(s['hosts']) or 'not recorded'})")
+          f"{s['reference_seconds']:.0f} s; median ratio {first} over first stages, "
+          f"{later} over later ones (host: {', '.join(s['hosts']) or 'not recorded'})")
     if s["train_seconds"] is not None:
         print(f"training steps: {s['train_seconds']:.0f} s of the {s['seconds']:.0f} s here "
               f"({s['train_seconds'] / s['seconds']:.0%}); the rest is the scale fit and the evaluations")

@@ -321,7 +321,19 @@ def test_another_machine_times_are_its_log() -> None:
     summary = " ".join((ROOT / "docs" / "reproduce.md").read_text().split())
     assert f"{alone:.2f} h of it ran one process" in summary
     assert f"the grid takes {sched['replayed_hours']:.2f} h of that machine" in summary
+    # the grid from nothing on the same CPU: its stages' summed seconds against the committed ones set the ratio
+    grid = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "another-machine-grid-speed.json").read_text())
+    g = grid["summary"]
+    ratio = round(g["seconds"] / g["reference_seconds"], 2)
+    assert f"Over {g['stages']} paired stages of {g['cells']} cells, this CPU takes {ratio} times as long" in page
+    assert f"median ratio is {g['median_ratio_first']:.2f} over first stages and {g['median_ratio_later']:.2f}" in page
+    assert f"{ratio} times as long over the summed seconds of {g['stages']} stages of {g['cells']}" in summary
+    sched = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid-schedule-grid-speed.json").read_text())
+    assert {k: v for k, v in sched.items() if k not in ("out", "ratio", "scaled_hours")} == \
+        {k: v for k, v in again.items() if k not in ("out", "ratio", "scaled_hours")}
+    assert sched["ratio"] == ratio and sched["scaled_hours"] == pytest.approx(ratio * sched["replayed_hours"])
     assert f"lean grid at about {sched['scaled_hours']:.1f} h there" in summary
+    assert f"one `--jobs 2` sweep of the lean grid takes about {sched['scaled_hours']:.1f} h here" in page
     readme = " ".join((ROOT / "README.md").read_text().split())
     omitted = 25 / 60  # DIAG-7 at sigma = 0: the part of its run that its record omits (lean-stages.md), in process 1
     from numerics.reproduce.budgets import PARTS, cells_for, get_budget

@@ -138,3 +138,23 @@ def test_stage_seconds_pairs_the_same_stages_of_the_same_cells(tmp_path, capsys)
     assert stage_seconds.stage_pairs(out, ref, runs)[2]["train_seconds"] is None
     with pytest.raises(SystemExit):
         stage_seconds.main([str(out), "--reference", str(tmp_path / "nothing")])
+
+
+def test_stage_seconds_since_keeps_the_cells_that_started_later_in_one_process(tmp_path, capsys):
+    """``--since``: a cell that started earlier, or that a stopped process left part of, is left out."""
+    ref = _sweep(tmp_path / "ref", {c: [(1, 1500, 10.0)] for c in ("early", "late", "resumed")})
+    out = _sweep(tmp_path / "out", {c: [(1, 1500, 20.0)] for c in ("early", "late", "resumed")})
+    t0 = 1_800_000_000.0  # 2027-01-15T08:00:00+00:00
+    for cell, extra in (("early", {"wall": [t0 - 1, t0 + 20]}), ("late", {"wall": [t0, t0 + 20]}),
+                        ("resumed", {"wall": [t0 + 5, t0 + 25], "interrupted": [[t0 + 1, t0 + 4, "cpu"]]})):
+        m = out / "models" / cell / "metrics.json"
+        m.write_text(json.dumps(json.loads(m.read_text()) | extra))
+    assert len(stage_seconds.stage_pairs(out, ref)) == 3
+    for since in (str(t0), "2027-01-15T08:00:00+00:00"):
+        assert stage_seconds.main([str(out), "--reference", str(ref), "--since", since,
+                                   "--log", str(tmp_path / "log.json")]) == 0
+        assert [r["cell"] for r in json.loads((tmp_path / "log.json").read_text())["rows"]] == ["late"]
+    assert "median ratio 2.00 over first stages, none over later ones" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        stage_seconds.main([str(out), "--reference", str(ref), "--since", "yesterday"])
+    assert "--since must be an ISO 8601 time or Unix seconds, got 'yesterday'" in capsys.readouterr().err

@@ -57,6 +57,9 @@ class TrainConfig:
     seeds: int = field(default=1, metadata={"help": 'seeds trained together (vmap); the best is kept'})
     steps: int = field(default=3000, metadata={"help": 'training steps'})
     batch: int = field(default=2048, metadata={"help": 'sequences per step'})
+    micro_batch: int = field(default=0, metadata={"help": "sequences per forward and backward pass; the step adds "
+                                                          "the parts' sums (0: the whole batch at once; must divide "
+                                                          "--batch)"})
     lr: float | None = field(default=None, metadata={"help": 'peak learning rate (default: per model kind)'})
     warmup: int | None = field(default=None, metadata={"help":
         "warm-up steps of the (last) phase (default 5%% of it, at least 150, at most "
@@ -110,6 +113,9 @@ class TrainConfig:
         kind.check_heads(self.heads)
         self.noise_dist  # parses and validates the noise spec once
         check_sizes(self.n, self.d, self.batch)
+        if not (self.micro_batch == 0 or (self.micro_batch >= 1 and self.batch % self.micro_batch == 0)):
+            raise ValueError(f"micro_batch must be 0 (the whole batch) or divide batch={self.batch}, "
+                             f"got {self.micro_batch}")
         if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"lr must be a finite number > 0, got {self.lr}")
         if self.diag_steps is not None and not kind.diag_phase and self.diag_steps != 0:
@@ -206,6 +212,8 @@ def config_dict(cfg: TrainConfig) -> dict[str, Any]:
     d.update(peak_lr=cfg.peak_lr, warmup_steps=cfg.warmup_steps)
     if cfg.init == "random":  # the default is left out, so run directories written before the option stay valid
         del d["init"]
+    if cfg.micro_batch == 0:  # likewise
+        del d["micro_batch"]
     if cfg.warm_start is not None:  # the file's content, not only its name, defines the run
         from numerics.io import file_sha256
 

@@ -105,6 +105,31 @@ class Aux(NamedTuple):
     dropped: jax.Array  # sequences left out of the squared loss: dead, or beyond δ while the Huber loss applies
 
 
+def loss_sums(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False,
+              delta: float = 0.0, final: Any = False) -> tuple[jax.Array, tuple[jax.Array, jax.Array, jax.Array]]:
+    """The parts of :func:`loss_fn` that add up over a batch's sequences: the sum of the per-sequence loss over the
+    alive sequences and, as auxiliary output, their number, every sequence's ``½ r²`` (``+∞`` where dead) and the
+    count of sequences the objective did not take as ``½ r²``.  A batch split in parts gives the same sums."""
+    if forward == "fast":
+        f = lambda p, X, y, xq: predict_fast(p, X, y, xq, guard=True)  # noqa: E731
+    else:
+        f = lambda p, X, y, xq: (predict_plain(p, X, y, xq), jnp.ones(X.shape[0], bool))  # noqa: E731
+
+    def sums(out: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, tuple[jax.Array, jax.Array, jax.Array]]:
+        yhat, alive = out
+        r = yhat - b.y_query
+        sq = 0.5 * r**2
+        per = jnp.where(final, sq, huber(r, delta)) if delta else sq
+        clipped = (jnp.abs(r) > delta) & ~final if delta else jnp.zeros_like(alive)
+        dropped = jnp.sum(~alive | (alive & clipped)).astype(jnp.int32)
+        return jnp.sum(jnp.where(alive, per, 0)), (jnp.sum(alive), jnp.where(alive, sq, jnp.inf), dropped)
+
+    if kind_of(params).diag_phase and diag_phase is not False:
+        return jax.lax.cond(diag_phase, lambda p: sums(f(diag_part(p), b.X, b.y, b.x_query)),
+                            lambda p: sums(f(p, b.X, b.y, b.x_query)), params)
+    return sums(f(params, b.X, b.y, b.x_query))
+
+
 def loss_fn(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False,
             delta: float = 0.0, final: Any = False) -> tuple[jax.Array, Aux]:
     """``mean huber_δ(y_t − ŷ)`` (``½ (y_t − ŷ)²`` where ``|y_t − ŷ| ≤ δ``) over the batch's *alive* sequences
@@ -114,24 +139,28 @@ def loss_fn(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False,
     ``½ r²``.  ``final`` (a traced bool) drops the Huber loss: the last
     :data:`FINAL_FRACTION` of training minimises the plain mean squared error.  ``forward="plain"``: the literal
     token pass.  ``diag_phase`` (FULL only, a traced bool): evaluate the DIAG projection :func:`diag_part` instead."""
-    if forward == "fast":
-        f = lambda p, X, y, xq: predict_fast(p, X, y, xq, guard=True)  # noqa: E731
-    else:
-        f = lambda p, X, y, xq: (predict_plain(p, X, y, xq), jnp.ones(X.shape[0], bool))  # noqa: E731
-
-    def stats(out: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, Aux]:
-        yhat, alive = out
-        r = yhat - b.y_query
-        sq = 0.5 * r**2
-        per = jnp.where(final, sq, huber(r, delta)) if delta else sq
-        mean = jnp.sum(jnp.where(alive, per, 0)) / jnp.sum(alive)  # NaN if every sequence is dead
-        clipped = (jnp.abs(r) > delta) & ~final if delta else jnp.zeros_like(alive)
-        dropped = jnp.sum(~alive | (alive & clipped)).astype(jnp.int32)
-        return mean, Aux(jnp.nanmedian(jnp.where(alive, sq, jnp.inf)), dropped)  # a dead sequence counts as exploding
-
-    if kind_of(params).diag_phase and diag_phase is not False:
-        return jax.lax.cond(diag_phase, lambda p: stats(f(diag_part(p), b.X, b.y, b.x_query)),
-                            lambda p: stats(f(p, b.X, b.y, b.x_query)), params)
-    return stats(f(params, b.X, b.y, b.x_query))
+    total, (alive, sq, dropped) = loss_sums(params, b, forward, diag_phase, delta, final)
+    return total / alive, Aux(jnp.nanmedian(sq), dropped)  # NaN if every sequence is dead
 
 
+def loss_and_grad(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False, delta: float = 0.0,
+                  final: Any = False, micro_batch: int = 0) -> tuple[tuple[jax.Array, Aux], Any]:
+    """``jax.value_and_grad(loss_fn, has_aux=True)``, with the batch's forward and backward passes run
+    ``micro_batch`` sequences at a time (0: all at once) and their sums added (:func:`loss_sums`): the same loss,
+    statistics and gradient up to the order of the additions, with each pass's arrays small enough to stay in the
+    CPU's cache (``python benchmarks/micro_batch.py``).  Part ``j`` holds the sequences ``j, j + m, j + 2m, …``
+    (``m`` parts), so a batch sharded over devices keeps every part spread over all of them."""
+    B = int(jax.tree_util.tree_leaves(b)[0].shape[0])
+    if not micro_batch or micro_batch >= B:
+        return jax.value_and_grad(loss_fn, has_aux=True)(params, b, forward, diag_phase, delta, final)
+    m = B // micro_batch
+    parts = jax.tree_util.tree_map(lambda a: jnp.swapaxes(a.reshape(micro_batch, m, *a.shape[1:]), 0, 1), b)
+
+    def part(acc: tuple[jax.Array, Any], mb: Any) -> tuple[tuple[jax.Array, Any], tuple]:
+        (total, aux), g = jax.value_and_grad(loss_sums, has_aux=True)(params, mb, forward, diag_phase, delta, final)
+        return (acc[0] + total, jax.tree_util.tree_map(jnp.add, acc[1], g)), aux
+
+    zero = (jnp.zeros((), jax.tree_util.tree_leaves(params)[0].dtype), jax.tree_util.tree_map(jnp.zeros_like, params))
+    (total, grads), (alive, sq, dropped) = jax.lax.scan(part, zero, parts)
+    n = jnp.sum(alive)
+    return (total / n, Aux(jnp.nanmedian(sq), jnp.sum(dropped))), jax.tree_util.tree_map(lambda g: g / n, grads)

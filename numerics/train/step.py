@@ -25,7 +25,8 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from numerics.models.kinds import DIAG
 from numerics.train.config import MAX_SKIPS, TRUST_FLOOR, TRUST_REGROW, TRUST_STRIDE, TrainConfig, default_warmup
-from numerics.train.objective import batch_mesh, batch_sharding, data_key, draw, loss_fn, static_config
+from numerics.train.objective import (batch_mesh, batch_sharding, data_key, draw, loss_and_grad, loss_fn,
+                                      static_config)
 
 
 class TrainState(NamedTuple):
@@ -163,8 +164,7 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         return step < sched.s1 if cfg.phase1_steps else False
 
     def seed_step(params, opt_state, rho, damp, lr, b, diag_phase, values, final):
-        (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, b, cfg.forward, diag_phase,
-                                                                         cfg.huber_delta, final)
+        (loss, aux), grads = loss_and_grad(params, b, cfg.forward, diag_phase, cfg.huber_delta, final, cfg.micro_batch)
         med = aux.median
         updates, new_opt = opt.update(grads, opt_state, params)
         updates = y_step(cfg, updates, values)

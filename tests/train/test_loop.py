@@ -38,6 +38,28 @@ def test_same_seed_same_numbers_other_seed_differs() -> None:
     assert not np.array_equal(leaves(a.state)[0], leaves(c.state)[0])
 
 
+@pytest.mark.slow  # two compiled chunks: about 15 s
+def test_a_chunk_in_micro_batches_repeats_itself_and_tracks_the_whole_batch_chunk() -> None:
+    """``micro_batch`` reaches the compiled training chunk: the same seed gives the same numbers, and five steps in
+    parts of 16 are the whole batch's up to the order of the additions, in another program."""
+    from numerics.train import noise_values
+    from numerics.train.step import chunk_fn, place
+
+    cfg = TrainConfig(model="diag", **TINY, micro_batch=16)
+    devices = tuple(jax.devices()[:1])
+
+    def five(c: TrainConfig) -> tuple:
+        out = chunk_fn(c, 5, devices)(place(init_state(c), devices), jnp.asarray(c.seed, jnp.int32), noise_values(c))
+        return leaves(out[0].params) + [np.asarray(out[2])]
+
+    parts, again, whole = five(cfg), five(cfg), five(replace(cfg, micro_batch=0))
+    for x, y in zip(parts, again):
+        np.testing.assert_array_equal(x, y)
+    assert not all(np.array_equal(x, y) for x, y in zip(parts, whole))
+    for x, y in zip(parts, whole):
+        np.testing.assert_allclose(x, y, rtol=1e-3, atol=1e-6)
+
+
 def test_resume_after_interrupt_equals_uninterrupted(tmp_path: Path) -> None:
     cfg = TrainConfig(model="full", seeds=2, **TINY)
     whole = run_dir(cfg, tmp_path / "whole", progress=False, baselines=False)

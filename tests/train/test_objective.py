@@ -105,3 +105,42 @@ def test_one_program_serves_every_noise_level_and_start(tmp_path):
     assert all(chunk_fn(c, 5, tuple(jax.devices()[:1])).program is f.program for c in same)
     assert chunk_fn(replace(base, steps=40), 5, tuple(jax.devices()[:1])).program is f.program
     assert chunk_fn(base, 4, tuple(jax.devices()[:1])).program is not f.program
+
+
+@pytest.mark.parametrize("kind,phase,micro", [("diag", False, 4), ("full", True, 8)])
+def test_a_batch_in_micro_batches_has_the_whole_batchs_loss_statistics_and_gradient(kind: str, phase: bool,
+                                                                                     micro: int) -> None:
+    """The step's loss, median, dropped count and gradient from parts of ``micro`` sequences (their sums added,
+    divided once by the alive count) are the whole batch's: in float64 to round-off, with a dead sequence in a part,
+    the Huber loss clipping some, and FULL's DIAG phase."""
+    from numerics.train import objective
+
+    loss_and_grad = jax.jit(objective.loss_and_grad, static_argnums=(2, 4, 6))
+    b = sample(jax.random.PRNGKey(7), "uniform:2", 16, 6, 3, jnp.float64)
+    b = b._replace(X=b.X.at[5].multiply(1e40))  # past max_float^(1/4) in float64: dead
+    params = models.init(kind, jax.random.PRNGKey(2), 3, 3, 1, 0.05, jnp.float64)
+    yhat, alive = jax.jit(predict_fast, static_argnames="guard")(params, b.X, b.y, b.x_query, guard=True)
+    assert not bool(alive[5]) and int(jnp.sum(alive)) == 15
+    delta = float(np.quantile(np.abs(np.asarray(yhat - b.y_query))[np.asarray(alive)], 0.8))
+    for final in (False, True):
+        final = jnp.asarray(final)  # traced, as in the training step
+        (l_whole, a_whole), g_whole = loss_and_grad(params, b, "fast", phase, delta, final, 0)
+        (l_part, a_part), g_part = loss_and_grad(params, b, "fast", phase, delta, final, micro)
+        np.testing.assert_allclose(float(l_part), float(l_whole), rtol=1e-13)
+        np.testing.assert_allclose(float(a_part.median), float(a_whole.median), rtol=1e-13)
+        assert int(a_part.dropped) == int(a_whole.dropped)
+        assert int(a_whole.dropped) == (1 if bool(final) else 1 + 3)  # the dead one, and the 3 beyond δ unless final
+        for a, c in zip(jax.tree_util.tree_leaves(g_part), jax.tree_util.tree_leaves(g_whole)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-11, atol=1e-14)
+
+
+def test_a_micro_batch_that_does_not_divide_the_batch_is_refused() -> None:
+    from numerics.train import TrainConfig, config_dict
+
+    with pytest.raises(ValueError, match=r"micro_batch must be 0 \(the whole batch\) or divide batch=100, got 30"):
+        TrainConfig(model="diag", layers=2, batch=100, micro_batch=30)
+    with pytest.raises(ValueError, match="got -2"):
+        TrainConfig(model="diag", layers=2, batch=100, micro_batch=-2)
+    # the default is left out of a run's config, so run directories written before the option resume
+    assert "micro_batch" not in config_dict(TrainConfig(model="diag", layers=2))
+    assert config_dict(TrainConfig(model="diag", layers=2, batch=100, micro_batch=25))["micro_batch"] == 25

@@ -7,19 +7,21 @@ recorded rule did, the records say where it stops, which stage it keeps and what
 
 - ``most=K``: at most ``K`` stages (``Stages.most``).
 - ``se=N``: a stage converges when it lowered the loss of the stage it started from by at most 3 % of that loss or
-  ``N`` times its own SE: the evaluation's SE, the ``±`` of Table 1, not the paired one, which the records do not keep.
+  ``N`` times its own SE (the SE of the stage's held-out loss, not of the paired difference, which the records do not
+  keep).
   Where either stage is blown, 3 % alone, as in the recorded rule.
 - ``most=K,se=N``: both.
 
 A rule that stops a cell later than its record cannot be replayed: that cell keeps its record.  The floor is applied
 as the sweep does: a cell that would stop more than the rule allows above its floor (the cell one layer shallower, its
-recorded held-out loss, or the replayed one where the replay stopped that cell earlier) goes on.  Where the record
-then restarted from that floor, the replay follows it; where it did not, the cell keeps its record.  Two things the
-records cannot replay are counted, not hidden: a cell whose floor stopped earlier under the rule restarted from
-another model, and a FULL cell whose DIAG start stopped earlier started from another model (its own stages are taken
-as recorded).  Each kept stage is compared with the record's on the same held-out sequences (``"penalty"``, relative),
-and with ``--reference`` (``results/paper``, say) with that grid's cell.
-The cells' seconds less the saved stages are shared out as ``lintf reproduce --jobs`` shares them
+recorded held-out loss, or the replayed one where the replay stopped that cell earlier) restarts from it.  Where the
+record restarted there too, the replay follows it; where the record restarted and the rule would not, or the other way
+round, the cell keeps its record.  FULL's DIAG start is a candidate beside the stages, as in the sweep.  What the
+records cannot replay is counted, not hidden: a cell checked against, or restarted from, a floor that stopped earlier
+under the rule, and a FULL cell whose DIAG start stopped earlier, are *approximate* (their own stages are taken as
+recorded).  The Fig. 5 cells' seed replicas keep their recorded seconds: the rule would shorten them too.  Each kept
+stage is compared with the record's on the same held-out sequences (``"penalty"``, relative), and with
+``--reference`` (``results/paper``, say) with that grid's cell.  The cells' seconds less the saved stages are shared out as ``lintf reproduce --jobs`` shares them
 (``benchmarks/grid_schedule.py``), and ``--ratio`` scales the longest process to another machine:
 
     python benchmarks/stop_rules.py --budget lean --out results/lean --rule most=6 --rule se=2 --ratio 1.43 \
@@ -64,8 +66,14 @@ def parse_rule(text: str) -> dict[str, Any]:
 
 
 def _best(stages: list[dict]) -> dict:
-    """The stage a cell keeps and the next one starts from: the lowest held-out loss among the stages not blown."""
+    """The stage a cell keeps: the lowest held-out loss among the stages not blown (among all where every one is)."""
     return min([s for s in stages if not s["blown"]] or stages, key=lambda s: s["held_out"])
+
+
+def _start(stages: list[dict]) -> dict:
+    """The stage the next one starts from and is compared with: the best not blown, else the last
+    (:func:`numerics.train.continuation.next_start`)."""
+    return min((s for s in stages if not s["blown"]), key=lambda s: s["held_out"], default=stages[-1])
 
 
 def _stops(new: dict, old: dict, se: float) -> bool:
@@ -76,42 +84,52 @@ def _stops(new: dict, old: dict, se: float) -> bool:
 
 
 def replay_cell(m: dict, rule: dict, floor_loss: float | None, retry_blown: bool) -> dict[str, Any]:
-    """Where ``rule`` stops the cell of record ``m``: ``{"stop", "kept", "saved", "penalty"}``, the record's own stop
-    where the rule does not stop it earlier.  ``floor_loss`` is its floor's held-out loss (recorded or replayed)."""
+    """Where ``rule`` stops the cell of record ``m``: ``{"stop", "kept", "saved", "penalty", "followed"}``, the
+    record's own stop where the rule does not stop it earlier or the records cannot follow it.  ``floor_loss`` is
+    its floor's held-out loss (recorded or replayed); ``"followed"`` says whether the replay went through a restart
+    from the floor."""
     t = m.get("train") or {}
     stages = t.get("stages") or []
-    record = {"stop": len(stages), "kept": None, "saved": 0.0, "penalty": 0.0}
+    restarted = any(s.get("restart") for s in stages)
+    record = {"stop": len(stages), "kept": None, "saved": 0.0, "penalty": 0.0, "followed": restarted}
     if not stages or int(t.get("chosen_stage", 1)) == 0:  # no stages, or FULL kept its DIAG start
         return record
-    kept_loss = _best(stages)["held_out"]
+    start = (t.get("start_check") or {}).get("held_out")  # FULL's DIAG start, a candidate beside the stages
+    kept_loss = float(kept_loss_of(m))
     record["kept"] = kept_loss
     for k in range(1, len(stages)):  # stop after stage k, before the record's last
-        done = stages[:k]
+        done, restart = stages[:k], bool(stages[k].get("restart"))
         capped = rule["most"] is not None and k >= rule["most"]
         if capped:
             stop = True
         elif rule["se"] is None or k < 2:
-            continue
+            stop = False
         elif retry_blown and done[-1]["blown"] and not done[-2]["blown"]:
-            continue  # a stage that blows up after one that did not goes on from the best
+            stop = False  # a stage that blows up after one that did not goes on from the best
         else:
-            stop = _stops(done[-1], _best(done[:-1]), rule["se"])
-        if not stop:
-            continue
+            stop = _stops(done[-1], _start(done[:-1]), rule["se"])
         best = _best(done)
-        if floor_loss is not None and not capped:
-            probe = {"held_out": floor_loss, "blown": False, "held_out_se": best["held_out_se"]}
-            if not _stops(probe, best, rule["se"]):  # above its floor: the sweep restarts from the floor
-                if stages[k].get("restart"):
-                    continue
-                return record  # the record did not restart there: the replay cannot follow
+        stuck = floor_loss is not None and not capped and not _stops(
+            {"held_out": floor_loss, "blown": False, "held_out_se": best["held_out_se"]}, best, rule["se"] or 0.0)
+        if not stop:
+            if restart and rule["se"] is not None:  # (a cap alone keeps the recorded rule, restarts and all)
+                return record  # the record restarted from the floor where the rule goes on: the replay cannot follow
+            continue
+        if stuck:
+            if restart:
+                continue  # the rule restarts from the floor too, as the record did
+            return record  # the rule would restart from the floor where the record did not
+        keep = best["held_out"]
+        if start is not None and not _stops({"held_out": start, "blown": False,
+                                             "held_out_se": best["held_out_se"]}, best, rule["se"] or 0.0):
+            keep = start  # the trained stages end above FULL's DIAG start: the cell keeps the start
         saved = sum(float(s.get("seconds") or 0.0) for s in stages[k:])
-        return {"stop": k, "kept": best["held_out"], "saved": saved,
-                "penalty": best["held_out"] / kept_loss - 1 if kept_loss else 0.0}
+        return {"stop": k, "kept": keep, "saved": saved, "penalty": keep / kept_loss - 1 if kept_loss else 0.0,
+                "followed": any(s.get("restart") for s in done)}
     return record
 
 
-def kept_loss(m: dict) -> float:
+def kept_loss_of(m: dict) -> float:
     """The held-out loss of the model a cell record keeps: its chosen stage's, or its start's (stage ``0``)."""
     t = m["train"]
     if int(t["chosen_stage"]) == 0:
@@ -146,7 +164,8 @@ def replay(budget_name: str, out: Path, rule: dict, jobs: int = 2, ratio: float 
         floor_loss = done[floor]["kept"] if floor in moved else (floor_rec or {}).get("held_out")
         r = replay_cell(records[c.name], rule, floor_loss if floor_rec else None, retry)
         start = f"diag-L{c.layers}-{c.name.split('-', 2)[2]}" if c.model == "full" else None
-        r["approximate"] = (floor_rec is not None and floor in moved and r["saved"] > 0) or start in moved
+        r["approximate"] = (floor_rec is not None and floor in moved and (r["saved"] > 0 or r["followed"])) \
+            or start in moved
         done[c.name] = r
         if r["saved"] > 0:
             moved.add(c.name)
@@ -157,13 +176,13 @@ def replay(budget_name: str, out: Path, rule: dict, jobs: int = 2, ratio: float 
     versus = {}
     if reference is not None:
         try:
-            ref = {n: kept_loss(read_json(reference / "models" / n / "metrics.json")) for n in earlier}
+            ref = {n: kept_loss_of(read_json(reference / "models" / n / "metrics.json")) for n in earlier}
         except (OSError, ValueError, TypeError, KeyError, IndexError, LintfError) as e:
             raise SystemExit(f"stop_rules.py: error: --reference {reference} lacks a cell record: {e}") from None
         versus = {"reference": str(reference),
                   "above_reference": sorted(n for n in earlier if earlier[n]["kept"] > (1 + REL) * ref[n]),
                   "recorded_above_reference": sorted(n for n in earlier
-                                                     if kept_loss(records[n]) > (1 + REL) * ref[n])}
+                                                     if kept_loss_of(records[n]) > (1 + REL) * ref[n])}
     return {"rule": rule["name"], "budget": budget_name, "out": str(out), "jobs": jobs, "ratio": ratio,
             "cells": len(cells), "earlier": len(earlier), "approximate": sum(r["approximate"] for r in done.values()),
             "saved_hours": sum(r["saved"] for r in done.values()) / 3600,

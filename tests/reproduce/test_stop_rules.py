@@ -40,12 +40,13 @@ def test_the_rule_stops_where_a_stage_moved_less_than_its_own_se_and_counts_what
     se2, se1 = stop_rules.parse_rule("se=2"), stop_rules.parse_rule("se=1")
     r = stop_rules.replay_cell(_record(FOUR), se2, None, retry_blown=False)
     # stage 2 moved 0.2 > max(3 % of 1.0, 2 x 0.06); stage 3 moved 0.1 <= 2 x 0.06: stop there, keep stage 3
-    assert r == {"stop": 3, "kept": 0.7, "saved": 40.0, "penalty": pytest.approx(0.7 / 0.69 - 1)}
+    assert r == {"stop": 3, "kept": 0.7, "saved": 40.0, "penalty": pytest.approx(0.7 / 0.69 - 1), "followed": False}
     # at one SE (0.06) stage 3's 0.1 is too much: the rule goes on as the record did
     assert stop_rules.replay_cell(_record(FOUR), se1, None, False) == {"stop": 4, "kept": 0.69, "saved": 0.0,
-                                                                       "penalty": 0.0}
+                                                                       "penalty": 0.0, "followed": False}
     capped = stop_rules.replay_cell(_record(FOUR), stop_rules.parse_rule("most=2"), None, False)
-    assert capped == {"stop": 2, "kept": 0.8, "saved": 60.0, "penalty": pytest.approx(0.8 / 0.69 - 1)}
+    assert capped == {"stop": 2, "kept": 0.8, "saved": 60.0, "penalty": pytest.approx(0.8 / 0.69 - 1),
+                      "followed": False}
     both = stop_rules.replay_cell(_record(FOUR), stop_rules.parse_rule("most=3,se=1"), None, False)
     assert (both["stop"], both["saved"]) == (3, 40.0)
 
@@ -61,6 +62,10 @@ def test_a_blown_stage_counts_three_percent_alone_and_is_retried_where_the_budge
     r = stop_rules.replay_cell(_record(small), se2, None, retry_blown=False)
     assert (r["stop"], r["kept"], r["saved"]) == (2, 1.0, 20.0)  # 2 % moved: stop, keep the stage that is not blown
     assert stop_rules.replay_cell(_record(small), se2, None, retry_blown=True)["stop"] == 3  # retried: goes on
+    # every stage blown: the cell ends after two (it rose), and the next stage would start from the last of them
+    late = [_stage(1.0, 10, blown=True), _stage(2.0, 10, blown=True), _stage(1.98, 20)]
+    assert stop_rules.replay_cell(_record(late), se2, None, retry_blown=True)["stop"] == 2
+    assert stop_rules._start(late[:2]) is late[1] and stop_rules._best(late[:2]) is late[0]
 
 
 def test_the_floor_goes_on_where_the_record_restarted_and_keeps_the_record_where_it_did_not() -> None:
@@ -71,6 +76,13 @@ def test_the_floor_goes_on_where_the_record_restarted_and_keeps_the_record_where
     restarted = FOUR[:3] + [_stage(0.62, 40, restart=True), _stage(0.6, 80)]
     r = stop_rules.replay_cell(_record(restarted, floor=0.55), se2, 0.55, False)
     assert (r["stop"], r["kept"], r["saved"]) == (4, 0.62, 80.0)  # the record's restart followed, then stopped
+    # the record restarted where the rule goes on (at 1.5 SE, 0.09, stage 3's 0.1 still moved): the replay keeps the
+    # record, though the rule would stop at stage 4 (0.08) had the record gone on from stage 3
+    r = stop_rules.replay_cell(_record(restarted, floor=0.55), stop_rules.parse_rule("se=1.5"), 0.55, False)
+    assert (r["stop"], r["saved"], r["followed"]) == (5, 0.0, True)
+    # a cap alone keeps the recorded rule: it follows the record's restart and stops at its cap
+    r = stop_rules.replay_cell(_record(restarted, floor=0.55), stop_rules.parse_rule("most=4"), 0.55, False)
+    assert (r["stop"], r["kept"], r["saved"], r["followed"]) == (4, 0.62, 80.0, True)
     # a floor within the rule's reach (0.68) does not hold the stop back
     assert stop_rules.replay_cell(_record(FOUR, floor=0.68), se2, 0.68, False)["stop"] == 3
 
@@ -79,7 +91,12 @@ def test_a_cell_that_kept_its_start_or_had_one_stage_is_its_record() -> None:
     se2 = stop_rules.parse_rule("se=2")
     assert stop_rules.replay_cell(_record(FOUR, chosen=0), se2, None, False)["saved"] == 0.0
     assert stop_rules.replay_cell(_record([_stage(1.0, 10)]), se2, None, False) == {
-        "stop": 1, "kept": 1.0, "saved": 0.0, "penalty": 0.0}
+        "stop": 1, "kept": 1.0, "saved": 0.0, "penalty": 0.0, "followed": False}
+    # FULL's DIAG start (0.6, held out) lies more than 3 % and 2 SE below the stage the rule stops at: kept instead
+    full = _record(FOUR)
+    full["train"]["start_check"] = {"held_out": 0.5}
+    r = stop_rules.replay_cell(full, se2, None, False)
+    assert (r["stop"], r["kept"]) == (3, 0.5)
 
 
 def test_the_grid_replay_sums_what_is_left_and_shares_it_out(tmp_path: Path, capsys) -> None:

@@ -41,15 +41,17 @@ def stage_pairs(out: Path, reference: Path, runs: Path | None = None,
                 since: float | None = None) -> list[dict[str, Any]]:
     """A row per stage that both sweeps trained with the same steps, for every cell of ``out``; with ``runs`` (the
     ``--runs`` of ``out``'s sweep), each row also holds the seconds of the stage's training steps alone.  With
-    ``since`` (Unix seconds), only the cells of ``out`` that started then or later in one process (no
-    ``"interrupted"`` part: a stage resumed from a checkpoint counts only the seconds after it)."""
+    ``since`` (Unix seconds), only the cells of ``out`` that started then or later and ran in one process (no
+    ``"interrupted"`` part, no ``"continued"`` record: a stage resumed from a checkpoint counts only the seconds after
+    it)."""
     rows = []
     for metrics in sorted((out / "models").glob("*/metrics.json")):
         ref = reference / "models" / metrics.parent.name / "metrics.json"
         if not ref.is_file():
             continue
         here, there = read_json(metrics), read_json(ref)
-        if since is not None and (here.get("interrupted") or not here.get("wall") or here["wall"][0] < since):
+        if since is not None and (here.get("interrupted") or here.get("continued") or not here.get("wall")
+                                  or here["wall"][0] < since):
             continue
         theirs = {s["stage"]: s for s in there["train"]["stages"]}
         for s in here["train"]["stages"]:
@@ -80,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reference", type=Path, required=True, help="the OUT of the sweep to compare with")
     ap.add_argument("--runs", type=Path, help="the --runs of OUT's sweep: also split each stage's seconds into its "
                                               "training steps and the rest (the scale fit, the evaluations)")
-    ap.add_argument("--since", help="only cells of OUT started at or after this time (ISO 8601, e.g. "
-                                     "2026-11-28T21:11:00+00:00, or Unix seconds) and never interrupted")
+    ap.add_argument("--since", help="only cells of OUT started at or after this time (ISO 8601 with its UTC offset, "
+                                     "e.g. 2026-11-28T21:11:00+00:00, or Unix seconds) that ran in one process")
     ap.add_argument("--log", type=Path, help="write the rows and the summary here as JSON")
     args = ap.parse_args(argv)
     since = None
@@ -90,9 +92,12 @@ def main(argv: list[str] | None = None) -> int:
             since = float(args.since)
         except ValueError:
             try:
-                since = datetime.fromisoformat(args.since).timestamp()
+                when = datetime.fromisoformat(args.since)
             except ValueError:
                 ap.error(f"--since must be an ISO 8601 time or Unix seconds, got {args.since!r}")
+            if when.tzinfo is None:
+                ap.error(f"--since needs a UTC offset (e.g. +00:00), got {args.since!r}")
+            since = when.timestamp()
     for p, name in ((args.out, "out"), (args.reference, "reference")):
         if not (p / "models").is_dir():
             ap.error(f"{name} {str(p)!r} holds no models/ directory of a sweep")

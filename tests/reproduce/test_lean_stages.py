@@ -158,3 +158,9 @@ def test_stage_seconds_since_keeps_the_cells_that_started_later_in_one_process(t
     with pytest.raises(SystemExit):
         stage_seconds.main([str(out), "--reference", str(ref), "--since", "yesterday"])
     assert "--since must be an ISO 8601 time or Unix seconds, got 'yesterday'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        stage_seconds.main([str(out), "--reference", str(ref), "--since", "2027-01-15T08:00:00"])
+    assert "--since needs a UTC offset" in capsys.readouterr().err
+    continued = out / "models" / "late" / "metrics.json"
+    continued.write_text(json.dumps(json.loads(continued.read_text()) | {"continued": [{"seconds": 1.0}]}))
+    assert stage_seconds.stage_pairs(out, ref, since=t0) == []  # a record gone on from another run is left out

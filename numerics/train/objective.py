@@ -147,8 +147,8 @@ def loss_and_grad(params: Any, b: Any, forward: str = "fast", diag_phase: Any = 
                   final: Any = False, micro_batch: int = 0) -> tuple[tuple[jax.Array, Aux], Any]:
     """``jax.value_and_grad(loss_fn, has_aux=True)``, with the batch's forward and backward passes run
     ``micro_batch`` sequences at a time (0: all at once) and their sums added (:func:`loss_sums`): the same loss,
-    statistics and gradient up to the order of the additions, with each pass's arrays small enough to stay in the
-    CPU's cache (``python benchmarks/micro_batch.py``).  Part ``j`` holds the sequences ``j, j + m, j + 2m, …``
+    statistics and gradient up to the order of the additions, each pass on smaller arrays (what that buys is machine
+    dependent: ``python benchmarks/micro_batch.py``).  Part ``j`` holds the sequences ``j, j + m, j + 2m, …``
     (``m`` parts), so a batch sharded over devices keeps every part spread over all of them."""
     B = int(jax.tree_util.tree_leaves(b)[0].shape[0])
     if not micro_batch or micro_batch >= B:

@@ -141,6 +141,20 @@ def test_the_grid_replay_sums_what_is_left_and_shares_it_out(tmp_path: Path, cap
         stop_rules.replay("test", tmp_path, stop_rules.parse_rule("se=2"))
 
 
+def test_a_cell_that_restarted_from_a_floor_the_rule_moves_is_approximate(tmp_path: Path) -> None:
+    # DIAG-2 at uniform:5 restarted from its floor (DIAG-1, which the rule stops earlier) where the rule would not
+    # restart: it keeps its record, but went through another floor model, so it is approximate; FULL-2 there starts
+    # from it, unchanged, so FULL-2 is not
+    restarted = [_stage(1.0, 10), _stage(0.6, 10), _stage(0.45, 20, restart=True), _stage(0.44, 45)]
+    for c in cells_for(TEST, PARTS):
+        (tmp_path / "models" / c.name).mkdir(parents=True)
+        m = _record(restarted, floor=0.4) if c.name == "diag-L2-uniform5" else _record(FOUR)
+        (tmp_path / "models" / c.name / "metrics.json").write_text(json.dumps(m))
+    r = stop_rules.replay("test", tmp_path, stop_rules.parse_rule("se=2"))
+    assert "diag-L2-uniform5" not in r["per_cell"] and "full-L2-uniform5" in r["per_cell"]
+    assert r["approximate"] == 1 + 5  # it, and the FULL cells of depths 1 to 3 whose DIAG start stopped earlier
+
+
 @pytest.mark.parametrize("text", ["most=1", "se=-1", "se=inf", "most=x", "se=2,se=1", "tail=3", ""])
 def test_a_bad_rule_is_one_line(text: str) -> None:
     with pytest.raises(ValueError, match=f"--rule must be .* got {text!r}"):

@@ -41,6 +41,7 @@ from numerics.io import atomic_write_json, read_json  # noqa: E402
 from numerics.reproduce.budgets import PARTS, cells_for, get_budget  # noqa: E402
 from numerics.reproduce.experiments import share_out  # noqa: E402
 from numerics.reproduce.timing import runs  # noqa: E402
+from numerics.train.continuation import StageResult, kept, next_start  # noqa: E402
 
 REL = 0.03
 
@@ -65,15 +66,19 @@ def parse_rule(text: str) -> dict[str, Any]:
     return rule
 
 
+def _results(stages: list[dict]) -> list[StageResult]:
+    """Stage summaries as the sweep's :class:`StageResult`, stored ones (their ``.stored`` is the summary itself)."""
+    return [StageResult(int(s.get("stage", i + 1)), None, {}, None, 0.0, stored=s) for i, s in enumerate(stages)]
+
+
 def _best(stages: list[dict]) -> dict:
-    """The stage a cell keeps: the lowest held-out loss among the stages not blown (among all where every one is)."""
-    return min([s for s in stages if not s["blown"]] or stages, key=lambda s: s["held_out"])
+    """The stage a cell keeps (:func:`numerics.train.continuation.kept`)."""
+    return kept(_results(stages)).stored
 
 
 def _start(stages: list[dict]) -> dict:
-    """The stage the next one starts from and is compared with: the best not blown, else the last
-    (:func:`numerics.train.continuation.next_start`)."""
-    return min((s for s in stages if not s["blown"]), key=lambda s: s["held_out"], default=stages[-1])
+    """The stage the next one starts from and is compared with (:func:`numerics.train.continuation.next_start`)."""
+    return next_start(_results(stages)).stored
 
 
 def _stops(new: dict, old: dict, se: float) -> bool:
@@ -130,7 +135,9 @@ def replay_cell(m: dict, rule: dict, floor_loss: float | None, retry_blown: bool
 
 
 def kept_loss_of(m: dict) -> float:
-    """The held-out loss of the model a cell record keeps: its chosen stage's, or its start's (stage ``0``)."""
+    """The held-out loss of the model a cell record keeps: its chosen stage's, or its start's (stage ``0``); unlike
+    :func:`numerics.reproduce.deeper.stored_mean`, also where a rescue scaled the model after it (the replay compares
+    stages)."""
     t = m["train"]
     if int(t["chosen_stage"]) == 0:
         return float(t["start_check"]["held_out"])

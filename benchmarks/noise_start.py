@@ -10,10 +10,10 @@ stage rule's held-out sequences:
     python benchmarks/noise_start.py --budget lean --out results/lean --reference results/paper --runs /tmp/ns \
         --cell diag-L5-uniform3@uniform:2 --cell diag-L7-uniform5@uniform:4 --log benchmarks/logs/noise-start/a.json
 
-Each cell's runs go under ``--runs`` (``NAME@SOURCE``) and resume there; ``--least K`` trains at least ``K`` stages.
-``--log`` (rewritten atomically after each cell) keeps, per cell: the steps and stages it trained, its seconds
-here, its kept held-out loss, and the record's and the reference's steps and held-out loss with the paired
-difference and that difference's SE.
+Each cell's runs go under ``--runs`` (``BUDGET/NAME@SOURCE``, the source's setting as in a cell's name) and resume
+there; ``--least K`` trains at least ``K`` stages.  ``--log`` (rewritten atomically after each cell) keeps, per
+cell: the steps and stages it trained, its seconds here, its kept held-out loss, and the record's and the
+reference's steps and held-out loss with the paired difference and that difference's SE.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from numerics.data import Noise  # noqa: E402
+from numerics.errors import LintfError  # noqa: E402
+from numerics.evaluate import losses as evaluation  # noqa: E402
 from numerics.io import atomic_write_json, read_json  # noqa: E402
 from numerics.reproduce.budgets import PARTS, Cell, cells_for, get_budget, slug  # noqa: E402
 from numerics.reproduce.deeper import floor, held_out, model_file  # noqa: E402
@@ -75,17 +77,42 @@ def source_model(out: Path, cell: Cell, source: str) -> Path:
 
 
 def run(cell: Cell, source: str, budget: Any, out: Path, reference: Path | None, runs: Path, least: int = 1,
-        trainer: Callable = train_rundir) -> dict[str, Any]:
+        trainer: Callable | None = None) -> dict[str, Any]:
     """Train ``cell`` in ``budget``'s stages from its finished neighbour at ``source`` under ``out``, into
-    ``runs/NAME@SOURCE``; its row of the log."""
-    start, run_dir, t0 = source_model(out, cell, source), runs / f"{cell.name}@{slug(source)}", time.perf_counter()
-    best, summary = train_stages(attempt_config(cell, budget, 1), budget.stages, start, run_dir, trainer, least, None,
-                                 floor(cell, budget, out), None)
-    row = {"cell": cell.name, "source": source, "least": least, "seconds": round(time.perf_counter() - t0, 1),
+    ``runs/BUDGET/NAME@SOURCE`` (``trainer``: the sweep's, :func:`numerics.reproduce.experiments.train_rundir`); its
+    row of the log."""
+    evaluation.fix_mmap_threshold()  # as the sweep's cells do: the passes churn large float64 chunks
+    start, run_dir = source_model(out, cell, source), runs / budget.name / f"{cell.name}@{slug(source)}"
+    t0 = time.perf_counter()
+    best, summary = train_stages(attempt_config(cell, budget, 1), budget.stages, start, run_dir,
+                                 trainer or train_rundir, least, None, floor(cell, budget, out), None)
+    row = {"cell": cell.name, "source": source, "seconds": round(time.perf_counter() - t0, 1),
            "steps": summary["steps"], "stages": [round(s["held_out"], 6) for s in summary["stages"]],
            "converged": summary["converged"], "chosen_stage": summary["chosen_stage"], "held_out": best.mean,
            "record": against(out, cell, budget, best.held)}
-    return row | ({"reference": against(reference, cell, budget, best.held)} if reference else {})
+    return row | ({"least": least} if least > 1 else {}) \
+        | ({"reference": against(reference, cell, budget, best.held)} if reference else {})
+
+
+def checked(a: argparse.Namespace) -> tuple[Any, list[tuple[Cell, str]]]:
+    """The budget and the ``(cell, source)`` pairs of the parsed arguments, each checked before any work: a
+    ``ValueError`` names the argument, the value and what it accepts."""
+    budget = get_budget(a.budget)
+    if not 1 <= a.least <= budget.stages.most:
+        raise ValueError(f"--least must be in 1..{budget.stages.most} (budget {budget.name}'s stages), got {a.least}")
+    for flag, grid in (("--out", a.out), ("--reference", a.reference)):
+        if grid is not None and not (grid / "models").is_dir():
+            raise ValueError(f"{flag} {grid} has no models/ directory")
+    if a.runs.exists() and not a.runs.is_dir():
+        raise ValueError(f"--runs {a.runs} is not a directory")
+    if a.log is not None and (a.log.is_dir() or (a.log.parent.exists() and not a.log.parent.is_dir())):
+        raise ValueError(f"--log {a.log} is not a file path in a directory")
+    specs = [parse_cell(s, {c.name: c for c in cells_for(budget, PARTS)}) for s in a.cell]
+    for (cell, source), spec in zip(specs, a.cell):
+        if Noise.parse(source) == Noise.parse(cell.noise):
+            raise ValueError(f"--cell {spec}: the source setting is the cell's own; name another")
+        source_model(a.out, cell, source)
+    return budget, specs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,27 +126,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log", type=Path, default=None)
     a = ap.parse_args(argv)
     try:
-        budget = get_budget(a.budget)
-        specs = [parse_cell(s, {c.name: c for c in cells_for(budget, PARTS)}) for s in a.cell]
-        for cell, source in specs:
-            source_model(a.out, cell, source)
-        if a.least < 1:
-            raise ValueError(f"--least must be >= 1, got {a.least}")
+        budget, specs = checked(a)
     except ValueError as e:
         print(f"noise_start.py: error: {e}", file=sys.stderr)
         return 2
     rows: list[dict[str, Any]] = []
     for cell, source in specs:
-        rows.append(run(cell, source, budget, a.out, a.reference, a.runs, a.least))
+        try:
+            rows.append(run(cell, source, budget, a.out, a.reference, a.runs, a.least))
+            if a.log:
+                atomic_write_json(a.log, {"budget": budget.name, "out": str(a.out),
+                                          "reference": None if a.reference is None else str(a.reference),
+                                          "cells": rows})
+        except (OSError, LintfError) as e:
+            print(f"noise_start.py: error: {cell.name}@{source}: {e}", file=sys.stderr)
+            return 1
         r = rows[-1]
         rec = r["record"] and f"record {r['record']['steps']} steps, {100 * r['record']['relative']:+.2f} %"
         print(f"{r['cell']} from {source}: {r['steps']} steps ({len(r['stages'])} stages) in {r['seconds']:.0f} s, "
               f"held out {r['held_out']:.5f}; {rec or 'no record'}", flush=True)
-        if a.log:
-            atomic_write_json(a.log, {"budget": budget.name, "out": str(a.out), "reference": str(a.reference),
-                                      "cells": rows})
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import os
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,7 @@ def load_data(path: str, d: int | None = None) -> dict[str, np.ndarray]:
             raw = {k: np.array(z[k]) for k in (*REQUIRED, *OPTIONAL) if k in z}
     except FileNotFoundError:
         raise LintfError(f"data file {name} does not exist") from None
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
         raise LintfError(f"data file {name} is not a readable .npz: {exc}") from None
     data: dict[str, np.ndarray] = {}
     for k, v in raw.items():

@@ -47,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _load(path: str) -> dict:
     import zipfile
+    import zlib
 
     import numpy as np
 
@@ -59,7 +60,7 @@ def _load(path: str) -> dict:
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: np.array(z[k]) for k in z.files}
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
         raise LintfError(f"input file {path!r} is not a readable .npz: {exc}") from None
 
 

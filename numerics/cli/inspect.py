@@ -159,6 +159,11 @@ def run(args: argparse.Namespace) -> int:
         seqs = np.flatnonzero(~np.all(np.isfinite(w), axis=(0, 2)))
         raise LintfError(f"the implicit weights w^l are not finite on {seqs.size} of {B} sequences (the model "
                          f"overflows in float64 on {source}, e.g. sequence {int(seqs[0])}); nothing to compare")
+    off = [(r["layer"], k) for r in rows for k, v in r.items()
+           if isinstance(v, (float, np.floating)) and not np.isfinite(v)]
+    if off:
+        raise LintfError(f"{off[0][1]} of layer {off[0][0]} is not finite in float64 on {source} (the model's "
+                         "read-outs overflow there); nothing to compare")
     agree = ins.max_rel_diff <= args.tol
     if args.plot:
         _plot(args.plot, ins, rows)

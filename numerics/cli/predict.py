@@ -25,9 +25,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def loss_with_se(pred: np.ndarray, target: np.ndarray) -> tuple[float, float | None]:
     r"""``½ mean (y_t − ŷ)²`` and its standard error ``std/√B`` (``None`` for ``B = 1``: one sequence has none)."""
-    sq = 0.5 * (np.asarray(target) - np.asarray(pred)) ** 2
-    se = float(np.std(sq, ddof=1) / np.sqrt(sq.size)) if sq.size > 1 else None
-    return float(np.mean(sq)), se
+    with np.errstate(over="ignore", invalid="ignore"):  # a loss past float64: the caller's error, not a warning
+        sq = 0.5 * (np.asarray(target) - np.asarray(pred)) ** 2
+        se = float(np.std(sq, ddof=1) / np.sqrt(sq.size)) if sq.size > 1 else None
+        return float(np.mean(sq)), se
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,9 +50,13 @@ def run(args: argparse.Namespace) -> int:
         shown = ", ".join(map(str, bad[:5])) + (", ..." if bad.size > 5 else "")
         raise LintfError(f"{bad.size} of {B} predictions are not finite (the model overflows in float64 on sequences "
                          f"{shown} of {args.data}); nothing written")
+    loss = loss_with_se(pred, data["y_query"]) if "y_query" in data else None
+    if loss is not None and not all(v is None or np.isfinite(v) for v in loss):
+        gap = float(np.max(np.abs(data["y_query"] - pred)))
+        raise LintfError(f"the loss on y_query of {args.data} is not finite in float64 (|y_query - y_hat| reaches "
+                         f"{gap:.3g}); nothing written")
     if args.out:
         save_array(args.out, pred)
-    loss = loss_with_se(pred, data["y_query"]) if "y_query" in data else None
     if args.json:
         out = {"model": args.model, "data": args.data, "L": L, "H": H, "d": d, "B": B, "n": n,
                "predictions": pred.tolist(), "out": args.out}

@@ -14,6 +14,7 @@ Example (the qualitative picture; see ``numerics.reproduce.budgets.BUDGETS`` for
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -26,18 +27,30 @@ from numerics.io import strict_json
 SWEEP_FILES = ("report.md", "table1.md", "table1.csv", "convergence.json")
 
 
-def sweep_out(path: str, flag: str = "--out") -> None:
+def sweep_out(path: str, flag: str = "--out", budget: str | None = None) -> None:
     """An existing ``path`` that holds files a sweep writes is a sweep's own (it holds ``models/`` or ``baselines/``,
-    or a ``report.md`` that ``lintf reproduce`` wrote); otherwise the sweep would replace files it did not write."""
+    or a ``report.md`` that ``lintf reproduce`` wrote); otherwise the sweep would replace files it did not write.  A
+    ``report.md`` that ``lintf reproduce`` did not write, or wrote for a budget other than ``budget``, is refused
+    too: the sweep would replace it."""
     p = Path(path)
-    if not p.is_dir() or (p / "models").is_dir() or (p / "baselines").is_dir():
+    if not p.is_dir():
         return
-    report = p / "report.md"
+    report, head = p / "report.md", None
     try:
-        if report.is_file() and report.read_text(errors="replace").startswith("# Reproduction report: budget"):
-            return
+        if report.is_file():
+            with report.open(errors="replace") as f:
+                head = f.readline()
     except OSError:
-        pass
+        head = ""
+    if head is not None and not head.startswith("# Reproduction report: budget"):
+        raise LintfError(f"{flag} {path!r} holds report.md, which lintf reproduce did not write; give a new or empty "
+                         "directory (nothing is overwritten)")
+    made = re.match(r"# Reproduction report: budget `([^`]*)`", head or "")
+    if budget is not None and made and made.group(1) != budget:
+        raise LintfError(f"{flag} {path!r} holds the report of budget {made.group(1)}; give budget {budget} its own "
+                         f"{flag} (nothing is overwritten)")
+    if head is not None or (p / "models").is_dir() or (p / "baselines").is_dir():
+        return
     theirs = sorted(f.name for f in p.iterdir()
                     if f.name in SWEEP_FILES or (f.name.startswith("fig") and f.name.endswith(".png")))
     if theirs:
@@ -167,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs > 1 and (args.no_train or args.convergence):
         raise ValueError(f"--jobs {args.jobs} trains the sweep in several processes; it does not apply to "
                          f"{'--no-train' if args.no_train else '--convergence'}")
-    sweep_out(args.out)  # before any work: a foreign --out is refused
+    sweep_out(args.out, budget=args.budget)  # before any work: a foreign --out is refused
     budget = ex.get_budget(args.budget)
     parts = ex.parse_parts(args.only)
     if getattr(args, "_console", False):  # the processes of --jobs and a resumed sweep share compiled programs

@@ -145,6 +145,8 @@ def read_printed(path: str | Path) -> list[Printed]:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"--printed {path}: not UTF-8 text (byte {exc.start}); give a CSV or JSON file") from None
+    except OSError as exc:
+        raise ValueError(f"--printed {path}: cannot be read ({exc.strerror or exc})") from None
     if p.suffix.lower() == ".json":
         try:
             recs = json.loads(text)

@@ -23,6 +23,8 @@ from collections.abc import MutableMapping
 ENV = "LINTF_HOST_DEVICES"
 PRECISION_ENV = "JAX_DEFAULT_MATMUL_PRECISION"
 FLAG = "--xla_force_host_platform_device_count"
+#: The most host devices ``LINTF_HOST_DEVICES`` may ask for: XLA sets up each one before any work.
+MAX_COUNT = 64
 #: at most this many host devices: the split helps while each device still holds a sizeable batch
 MAX_DEVICES = 8
 #: the flag :func:`configure` added to this process's ``XLA_FLAGS`` (``None``: it added none, or the count was the
@@ -65,8 +67,8 @@ def configure(environ: MutableMapping[str, str] | None = None, jax_imported: boo
             n = int(raw)
         except ValueError:
             n = 0
-        if n < 1:
-            raise ValueError(f"{ENV} must be an integer >= 1 (1 turns the split off), got {raw!r}")
+        if not 1 <= n <= MAX_COUNT:
+            raise ValueError(f"{ENV} must be an integer in 1..{MAX_COUNT} (1 turns the split off), got {raw!r}")
     if n > 1:
         environ["XLA_FLAGS"] = f"{flags} {FLAG}={n}".strip()
         if not chosen and environ is os.environ:

@@ -77,6 +77,9 @@ def prepare(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> dict[str,
         if _claimed(out) and diff:
             raise LintfError(f"{flag} {str(out)!r} holds a run with a different config ({', '.join(diff)}); "
                              f"use another {flag} or the same arguments")
+        if diff and not _a_config(have):
+            raise LintfError(f"{flag} {str(out)!r} holds a config.json that is not a lintf run's; give a new or "
+                             "empty directory (nothing is overwritten)")
     if not ck.exists():
         return None
     try:
@@ -85,6 +88,12 @@ def prepare(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> dict[str,
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LintfError(f"{flag}: {str(ck)!r} is corrupt ({reason}); delete it to restart this run from "
                          "step 0") from None
+
+
+def _a_config(have: dict[str, Any]) -> bool:
+    """``have`` (a ``config.json`` without a run beside it) is one that :func:`claim` wrote: it names the model,
+    depth, noise, steps and batch of a run.  Another is the user's, and is not replaced."""
+    return {"model", "layers", "noise", "steps", "batch"} <= set(have)
 
 
 def _differences(have: dict[str, Any], want: dict[str, Any]) -> list[str]:

@@ -48,6 +48,23 @@ def test_train_refuses_an_out_that_holds_files_no_run_wrote(theirs: str, tmp_pat
     assert (out / theirs).read_bytes() == b"precious" and sorted(p.name for p in out.iterdir()) == sorted([theirs, "notes.txt"])
 
 
+def test_train_refuses_an_out_that_holds_a_config_json_no_run_wrote(tmp_path: Path, capsys) -> None:
+    """The user's own ``config.json`` is not replaced by the run's; lintf's, from a run stopped before its first
+    checkpoint, is (the same or a corrected command goes on)."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "config.json").write_text('{"my": "settings"}')
+    argv = ["train", "--model", "diag", "--layers", "1", "--steps", "1", "--batch", "8", "--n", "4", "--d", "2",
+            "--eval-sequences", "64", "--no-baselines", "--json", "--out", str(out)]
+    rc = cli_main(argv)
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "holds a config.json that is not a lintf run's" in err, err
+    assert (out / "config.json").read_text() == '{"my": "settings"}' and [p.name for p in out.iterdir()] == ["config.json"]
+    stub = {"model": "diag", "layers": 1, "noise": "uniform:5", "steps": 2, "batch": 8}  # another command's stub
+    (out / "config.json").write_text(json.dumps(stub))
+    assert cli_main(argv) == 0 and json.loads((out / "config.json").read_text())["steps"] == 1
+
+
 TINY = ["train", "--model", "diag", "--layers", "1", "--steps", "4", "--batch", "8", "--n", "4", "--d", "2",
         "--eval-sequences", "64", "--no-baselines"]
 

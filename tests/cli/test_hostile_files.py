@@ -1,0 +1,125 @@
+"""Files a user hands lintf that are damaged, unreadable or not lintf's: each is a one-line error before any work,
+and nothing the user has is replaced."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from numerics.cli import main
+from numerics.io import save_model
+from numerics.reproduce import floor
+
+D = 2
+
+
+@pytest.fixture()
+def model(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    path = tmp_path / "model.npz"
+    save_model(path, 0.1 * rng.standard_normal((2, 1, D + 1, D + 1)), 0.1 * rng.standard_normal((2, 1, D + 1, D + 1)),
+               {"kind": "full"})
+    return path
+
+
+def data(B: int = 4, n: int = 5, y_scale: float = 1.0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(1)
+    return {"X": rng.standard_normal((B, n, D)), "y": rng.standard_normal((B, n)),
+            "x_query": rng.standard_normal((B, D)), "y_query": y_scale * rng.standard_normal(B)}
+
+
+def corrupt_npz(path: Path) -> Path:
+    """An ``.npz`` whose zip directory is intact but one byte of ``X``'s data is flipped: its CRC check fails once
+    ``X`` is read to its end, which reading its header alone does not do (160 kB)."""
+    buf = io.BytesIO()
+    np.savez(buf, **data(B=2000))
+    raw = bytearray(buf.getvalue())
+    with zipfile.ZipFile(io.BytesIO(bytes(raw))) as z:
+        info = z.getinfo("X.npy")
+    raw[info.header_offset + 30 + len(info.filename) + info.extra.__len__() + 200] ^= 0xFF  # inside the array's data
+    path.write_bytes(bytes(raw))
+    return path
+
+
+@pytest.mark.parametrize("command", ["predict", "inspect"])
+def test_a_data_file_that_fails_its_crc_is_a_one_line_error(command: str, model: Path, tmp_path: Path, capsys) -> None:
+    bad = corrupt_npz(tmp_path / "bad.npz")
+    assert main([command, str(model), str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"data file {str(bad)!r} is not a readable .npz" in err, err
+
+
+def test_an_input_to_convert_that_fails_its_crc_is_a_one_line_error(tmp_path: Path, capsys) -> None:
+    bad = corrupt_npz(tmp_path / "bad.npz")
+    assert main(["convert", str(bad), "--out", str(tmp_path / "o.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is not a readable .npz" in err and not (tmp_path / "o.npz").exists(), err
+
+
+def test_a_loss_past_float64_is_an_error_and_nothing_is_written(model: Path, tmp_path: Path, capsys) -> None:
+    np.savez(tmp_path / "big.npz", **data(y_scale=1e160))
+    out = tmp_path / "p.npy"
+    with np.errstate(all="raise"):  # no warning on the way to the error either
+        rc = main(["predict", str(model), str(tmp_path / "big.npz"), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "loss on y_query" in err and "not finite" in err, err
+    assert "nothing written" in err and not out.exists()
+
+
+def test_a_layer_whose_loss_is_not_finite_is_an_error(model: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    """Finite implicit weights, a read-out past float64: ``inspect`` names the layer rather than printing ``inf``."""
+    from numerics.evaluate import inspector
+
+    real = inspector.summary
+    monkeypatch.setattr(inspector, "summary", lambda ins: [r | {"loss": np.inf} if r["layer"] == 2 else r
+                                                           for r in real(ins)])
+    np.savez(tmp_path / "d.npz", **data())
+    assert main(["inspect", str(model), str(tmp_path / "d.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "loss of layer 2 is not finite" in err, err
+
+
+def test_an_unreadable_printed_table_is_a_one_line_error(tmp_path: Path, capsys, monkeypatch) -> None:
+    path = tmp_path / "printed.csv"
+    path.write_text("noise,depth,value\nuniform:5,2,0.3\n")
+
+    def denied(self, *a, **k):  # as chmod 000 does for a user other than root
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(floor.Path, "read_text", denied)
+    with pytest.raises(ValueError, match="--printed .* cannot be read \\(Permission denied\\)"):
+        floor.read_printed(path)
+    assert main(["verify", "--only", "gram_map", "--printed", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("lintf verify: error: --printed") and "\n" not in err
+
+
+@pytest.mark.parametrize("report, says", [("# My own report\n", "holds report.md, which lintf reproduce did not write"),
+                                          ("# Reproduction report: budget `quick`\n", "holds the report of budget quick")])
+@pytest.mark.parametrize("models", [False, True])
+def test_reproduce_keeps_a_report_it_did_not_write_for_this_budget(report: str, says: str, models: bool,
+                                                                   tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    (out / "models" if models else out).mkdir(parents=True)
+    (out / "report.md").write_text(report)
+    (out / "table1.md").write_text("| mine |\n")
+    rc = main(["reproduce", "--budget", "test", "--no-train", "--out", str(out), "--runs", str(tmp_path / "runs")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and says in err, err
+    assert (out / "report.md").read_text() == report and (out / "table1.md").read_text() == "| mine |\n"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_reproduce_goes_on_in_its_own_budgets_out(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.md").write_text("# Reproduction report: budget `test`\n")
+    rc = main(["reproduce", "--budget", "test", "--no-train", "--json", "--out", str(out), "--runs",
+               str(tmp_path / "runs")])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["budget"] == "test"
+    assert (out / "report.md").read_text().startswith("# Reproduction report: budget `test`")

@@ -69,12 +69,23 @@ def _size(value: object) -> int:
     return value
 
 
+def _noise(spec: str):  # noqa: ANN202
+    """:meth:`numerics.data.Noise.parse`, with every level within the command line's bound (a model's meta too)."""
+    from numerics.cli.validate import SIGMA_MAX
+    from numerics.data import Noise
+
+    nz = Noise.parse(spec)
+    if nz.sigma_max > SIGMA_MAX:
+        raise ValueError(f"noise levels must be in [0, {SIGMA_MAX:g}], got {nz.sigma_max:g}")
+    return nz
+
+
 def sampling_setting(args: argparse.Namespace, meta: dict) -> str:
     """Resolve ``--noise``, ``--x``, ``--n`` (flag, else the model's meta, else the default) in place; describe them."""
-    from numerics.data import Noise, XDist
+    from numerics.data import XDist
 
     parts = []
-    for key, default, parse in (("noise", "uniform:5", Noise.parse), ("x", "normal", XDist.parse), ("n", 20, _size)):
+    for key, default, parse in (("noise", "uniform:5", _noise), ("x", "normal", XDist.parse), ("n", 20, _size)):
         given, own = getattr(args, key), meta_setting(meta, key)
         value, where = (given, "from the command line") if given is not None else \
             (own, "the model's own, from its meta") if own is not None else (default, "default; the model's meta has none")

@@ -332,6 +332,8 @@ def _itemsize(dtype: str) -> int:
 
 def _train(a: argparse.Namespace) -> None:
     noise(a.noise)
+    if a.out is not None:
+        output_dir(a.out, "--out")
     memory(train_bytes(a.seeds, a.batch, a.layers, a.heads, a.n, a.d, _itemsize(a.dtype), min(8192, a.eval_sequences)),
            f"training {a.seeds} seed(s), batch {a.batch}, {a.layers} layer(s), n={a.n}, d={a.d}",
            "--batch, --seeds, --layers, --n or --d")
@@ -367,6 +369,22 @@ def _inspect(a: argparse.Namespace) -> None:
                "--sequences or --n")
     if a.plot is not None:
         output_file(a.plot, "--plot", {"the model file": a.model, "the data file": a.data})
+        if not a.plot.lower().endswith(".png"):
+            raise LintfError(f"--plot {a.plot!r}: the plot is a PNG image; give a file name ending in .png")
+
+
+def _convert(a: argparse.Namespace) -> None:
+    from numerics.data import XDist
+
+    input_file(a.source, "IN.npz")
+    output_file(a.out, "--out", {"IN.npz": a.source})
+    if a.noise is not None:
+        noise(a.noise)
+    if a.x is not None:
+        try:
+            XDist.parse(a.x)
+        except ValueError as exc:
+            raise LintfError(f"--x: {exc}") from None
 
 
 def _reproduce(a: argparse.Namespace) -> None:
@@ -391,7 +409,7 @@ def _verify(a: argparse.Namespace) -> None:
 
 
 CHECKS = {"train": _train, "baselines": _baselines, "predict": _predict, "inspect": _inspect,
-          "reproduce": _reproduce, "bench": _bench, "verify": _verify}
+          "reproduce": _reproduce, "bench": _bench, "verify": _verify, "convert": _convert}
 
 
 def check(command: str, args: argparse.Namespace) -> None:

@@ -123,3 +123,43 @@ def test_reproduce_goes_on_in_its_own_budgets_out(tmp_path: Path, capsys) -> Non
                str(tmp_path / "runs")])
     assert rc == 0 and json.loads(capsys.readouterr().out)["budget"] == "test"
     assert (out / "report.md").read_text().startswith("# Reproduction report: budget `test`")
+
+
+@pytest.mark.parametrize("case, says", [("noise", "--noise 'fixed:1e7': noise levels must be in"),
+                                        ("x", "--x: input distribution must be"),
+                                        ("empty out", "--out must name a file"),
+                                        ("in is a directory", "IN.npz"),
+                                        ("out is in", "is IN.npz")])
+def test_convert_checks_its_options_before_reading_its_input(case: str, says: str, model: Path, tmp_path: Path,
+                                                             capsys) -> None:
+    out, dirs = str(tmp_path / "o.npz"), tmp_path / "dir.npz"
+    dirs.mkdir()
+    argv = {"noise": [str(model), "--out", out, "--noise", "fixed:1e7"], "x": [str(model), "--out", out, "--x", "bad"],
+            "empty out": [str(model), "--out", ""], "in is a directory": [str(dirs), "--out", out],
+            "out is in": [str(model), "--out", str(model)]}[case]
+    before = model.read_bytes()
+    assert main(["convert", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("lintf convert: error: ") and len(err.splitlines()) == 1 and says in err, err
+    assert not (tmp_path / "o.npz").exists() and model.read_bytes() == before
+
+
+def test_train_refuses_an_empty_out(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--model", "diag", "--layers", "1", "--steps", "1", "--batch", "8", "--out", ""]) == 2
+    assert "--out must name a directory" in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
+def test_inspect_plots_png_files_only(model: Path, tmp_path: Path, capsys) -> None:
+    assert main(["inspect", str(model), "--sequences", "16", "--plot", str(tmp_path / "w.pdf")]) == 2
+    assert "give a file name ending in .png" in capsys.readouterr().err and not (tmp_path / "w.pdf").exists()
+
+
+def test_a_noise_in_a_models_meta_is_held_to_the_command_lines_bound(tmp_path: Path, capsys) -> None:
+    rng = np.random.default_rng(0)
+    path = tmp_path / "m.npz"
+    save_model(path, 0.1 * rng.standard_normal((1, 1, D + 1, D + 1)), 0.1 * rng.standard_normal((1, 1, D + 1, D + 1)),
+               {"kind": "full", "noise": "fixed:1e300"})
+    assert main(["inspect", str(path), "--sequences", "16"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "noise 'fixed:1e300' (the model's own, from its meta) is not valid: noise levels must be in" in err, err

@@ -55,7 +55,15 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201
 
     from numerics.train.config import TrainConfig
 
-    return TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if hasattr(args, f.name)})
+    given = [f for f in fields(TrainConfig) if hasattr(args, f.name)]
+    try:
+        return TrainConfig(**{f.name: getattr(args, f.name) for f in given})
+    except ValueError as exc:  # the config names its field; the user typed the flag
+        msg = str(exc)
+        for f in sorted(given, key=lambda f: -len(f.name)):
+            if msg.startswith(f.name + " "):
+                raise ValueError(f.metadata.get("flag", "--" + f.name.replace("_", "-")) + msg[len(f.name):]) from None
+        raise
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,15 +13,17 @@ from numerics.cli import main as cli_main
 
 # --- one-line CLI errors -------------------------------------------------------------------------
 @pytest.mark.parametrize("argv,needle", [
-    (["--model", "mlp", "--layers", "2"], "model kind"),
+    (["--model", "mlp", "--layers", "2"], "--model kind"),
     (["--model", "diag", "--layers", "0"], "layers"),
     (["--model", "diag", "--layers", "2", "--steps", "0"], "steps"),
     (["--model", "diag", "--layers", "2", "--eval-sequences", "1"], "--eval-sequences must be >= 2"),  # an SE needs two
     (["--model", "diag", "--layers", "2", "--noise", "gauss:3"], "noise spec"),
     (["--model", "diag", "--layers", "2", "--out", "__FILE__/sub"], "--out"),
-    (["--model", "diag", "--layers", "2", "--diag-steps", "1"], "diag_steps"),
-    (["--model", "diag", "--layers", "2", "--y-step", "sometimes"], "y_step must be one of plain, scaled"),
-    (["--model", "diag", "--layers", "2", "--trust", "0.5"], "trust must be 0 (no step rejection) or a finite number > 1"),
+    (["--model", "diag", "--layers", "2", "--diag-steps", "1"], "--diag-steps is"),
+    (["--model", "diag", "--layers", "2", "--y-step", "sometimes"], "--y-step must be one of plain, scaled"),
+    (["--model", "diag", "--layers", "2", "--trust", "0.5"], "--trust must be 0 (no step rejection) or a finite number > 1"),
+    (["--model", "diag", "--layers", "2", "--micro-batch", "3"], "--micro-batch must be 0 (the whole batch) or divide"),
+    (["--model", "diag", "--layers", "2", "--init", "spectral"], "--init 'spectral' needs model gdpp"),
 ])
 def test_cli_errors_are_one_line(argv: list[str], needle: str, tmp_path: Path, capsys) -> None:
     f = tmp_path / "afile"

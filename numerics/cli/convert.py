@@ -105,7 +105,12 @@ def run(args: argparse.Namespace) -> int:
     noise = str(Noise.parse(args.noise)) if args.noise else None
     x = str(XDist.parse(args.x)) if args.x else None
     W = convert.weights_as_heads(arrays, args.convention, args.heads)
-    P, Q = convert.to_universal(W, args.convention, args.value_scale, args.y_only, layers=args.layers)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the one-line error below
+        P, Q = convert.to_universal(W, args.convention, args.value_scale, args.y_only, layers=args.layers)
+    if not (np.all(np.isfinite(P)) and np.all(np.isfinite(Q))):
+        big = max(float(np.max(np.abs(w))) for w in W.values())
+        raise LintfError(f"the weights of {args.source!r} (largest |W| {big:.3g}) overflow float64 in P, Q; nothing "
+                         "written")
     L, H, D = P.shape[0], P.shape[1], P.shape[2]
     source = {"from": "attention weights", "file": os.path.basename(args.source), "convention": args.convention,
               "value_scale": args.value_scale, "y_only": args.y_only,

@@ -361,6 +361,10 @@ def _predict(a: argparse.Namespace) -> None:
 def _inspect(a: argparse.Namespace) -> None:
     L, _, d = model_file(a.model)
     if a.data:
+        given = [f"--{k}" for k in ("noise", "x", "n") if getattr(a, k) is not None]
+        if given:
+            raise LintfError(f"{', '.join(given)}: these set the sequences inspect samples; the data file "
+                             f"{a.data!r} holds its own, so give one or the other")
         data_file(a.data, d, L)
     else:
         if a.noise is not None:  # unset: the model's meta, checked where inspect reads it

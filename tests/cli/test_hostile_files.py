@@ -163,3 +163,24 @@ def test_a_noise_in_a_models_meta_is_held_to_the_command_lines_bound(tmp_path: P
     assert main(["inspect", str(path), "--sequences", "16"]) == 2
     err = capsys.readouterr().err.strip()
     assert "noise 'fixed:1e300' (the model's own, from its meta) is not valid: noise levels must be in" in err, err
+
+
+def test_weights_that_overflow_in_p_and_q_are_a_one_line_error_without_warnings(tmp_path: Path, capsys) -> None:
+    import warnings
+
+    np.savez(tmp_path / "w.npz", **{k: np.full((1, 1, D + 1, D + 1), 1e200) for k in ("W_Q", "W_K", "W_V", "W_O")})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["convert", str(tmp_path / "w.npz"), "--out", str(tmp_path / "o.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "overflow float64 in P, Q; nothing written" in err, err
+    assert not (tmp_path / "o.npz").exists()
+
+
+@pytest.mark.parametrize("option", [["--noise", "uniform:2"], ["--x", "normal"], ["--n", "12"]])
+def test_inspect_refuses_sampling_options_beside_a_data_file(option: list[str], model: Path, tmp_path: Path,
+                                                             capsys) -> None:
+    np.savez(tmp_path / "d.npz", **data())
+    assert main(["inspect", str(model), str(tmp_path / "d.npz"), *option]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"lintf inspect: error: {option[0]}: these set the sequences inspect samples"), err

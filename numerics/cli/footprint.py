@@ -1,0 +1,31 @@
+"""Memory estimates of the dominant arrays of the commands' computations, in bytes: what
+:func:`numerics.cli.validate.memory` compares with the memory available before any work starts."""
+
+from __future__ import annotations
+
+
+def train_bytes(seeds: int, batch: int, layers: int, heads: int, n: int, d: int, itemsize: int,
+                eval_chunk: int = 8192) -> float:
+    r"""Training's dominant arrays, bytes: ``2 · itemsize · K · (max(B, C) · L · a + L · H · p)`` with ``K`` seeds,
+    ``B`` the batch, ``C`` the evaluation chunk, per sequence and layer ``a = 2(d+1)² + 2(n+1)(d+1)`` (the Gram
+    matrix ``E``, its product ``G`` and the tokens ``Z``, ``C`` kept for the backward pass), per head
+    ``p = 16 (d+1)²`` (``P, Q``, gradients, two Adam moments, times the rolled-back copies), and a factor 2
+    for XLA's work space."""
+    D = float(d) + 1
+    act = max(batch, eval_chunk) * layers * (2 * D * D + 2 * (float(n) + 1) * D)
+    return 2.0 * itemsize * seeds * (act + layers * heads * 16 * D * D)
+
+
+def baselines_bytes(n: int, d: int, sequences: int, tune_sequences: int, chunk: int, nodes: int) -> float:
+    r"""Baselines' dominant float64 arrays, bytes: ``2 · 8 · (c · (n d + 3 d² + N d) + T · 4 d)`` with
+    ``c = min(chunk, max(sequences, T))`` sequences at once (data, Gram matrix, its eigenvectors, ``N`` Bayes
+    nodes) and the spectra of all ``T`` tuning sequences kept together."""
+    c, d, T = float(min(chunk, max(sequences, tune_sequences))), float(d), float(tune_sequences)
+    return 16.0 * (c * (float(n) * d + 3 * d * d + float(nodes) * d) + T * 4 * d)
+
+
+def model_bytes(B: int, n: int, layers: int, d: int) -> float:
+    r"""A saved model on ``B`` sequences (``predict``, ``inspect``), float64, bytes:
+    ``2 · 8 · B · ((L + 3) · 2 (d+1)² + (n+1)(d+1))`` (per layer the state ``M`` and the Gram products)."""
+    D = float(d) + 1
+    return 16.0 * B * ((layers + 3) * 2 * D * D + (float(n) + 1) * D)

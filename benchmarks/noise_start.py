@@ -32,6 +32,7 @@ from numerics.data import Noise  # noqa: E402
 from numerics.errors import LintfError  # noqa: E402
 from numerics.evaluate import losses as evaluation  # noqa: E402
 from numerics.io import atomic_write_json, read_json  # noqa: E402
+from numerics.reproduce import convergence  # noqa: E402
 from numerics.reproduce.budgets import PARTS, Cell, cells_for, get_budget, slug  # noqa: E402
 from numerics.reproduce.deeper import floor, held_out, model_file  # noqa: E402
 from numerics.reproduce.experiments import attempt_config, train_rundir  # noqa: E402
@@ -52,10 +53,10 @@ def parse_cell(spec: str, cells: dict[str, Cell]) -> tuple[Cell, str]:
 
 
 def paired(new: np.ndarray, old: np.ndarray) -> dict[str, float]:
-    """``old``'s held-out mean, and ``new − old``: its mean, relative to ``old``'s mean, and its SE."""
-    diff = new - old
-    return {"held_out": float(old.mean()), "diff": float(diff.mean()), "relative": float(diff.mean() / old.mean()),
-            "diff_se": float(diff.std(ddof=1) / np.sqrt(diff.size))}
+    """``old``'s held-out mean, and ``new − old`` (:func:`numerics.reproduce.convergence.paired`): its mean, relative
+    to ``old``'s mean, and its SE."""
+    diff, se = convergence.paired(old, new)
+    return {"held_out": float(old.mean()), "diff": diff, "relative": diff / float(old.mean()), "diff_se": se}
 
 
 def against(grid: Path, cell: Cell, budget: Any, held: np.ndarray) -> dict[str, Any] | None:

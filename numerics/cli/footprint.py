@@ -4,6 +4,11 @@
 from __future__ import annotations
 
 
+def itemsize(dtype: str) -> int:
+    """Bytes of one number of a training ``--dtype``."""
+    return 8 if dtype == "float64" else 4
+
+
 def train_bytes(seeds: int, batch: int, layers: int, heads: int, n: int, d: int, itemsize: int,
                 eval_chunk: int = 8192) -> float:
     r"""Training's dominant arrays, bytes: ``2 · itemsize · K · (max(B, C) · L · a + L · H · p)`` with ``K`` seeds,

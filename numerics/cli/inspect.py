@@ -70,14 +70,11 @@ def _size(value: object) -> int:
 
 
 def _noise(spec: str):  # noqa: ANN202
-    """:meth:`numerics.data.Noise.parse`, with every level within the command line's bound (a model's meta too)."""
-    from numerics.cli.validate import SIGMA_MAX
+    """:meth:`numerics.data.Noise.parse`, held to the command line's bound (:func:`numerics.cli.validate.bounded`)."""
+    from numerics.cli.validate import bounded
     from numerics.data import Noise
 
-    nz = Noise.parse(spec)
-    if nz.sigma_max > SIGMA_MAX:
-        raise ValueError(f"noise levels must be in [0, {SIGMA_MAX:g}], got {nz.sigma_max:g}")
-    return nz
+    return bounded(Noise.parse(spec))
 
 
 def sampling_setting(args: argparse.Namespace, meta: dict) -> str:

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics.cli.footprint import baselines_bytes, model_bytes, train_bytes  # re-exported: callers import them here
+from numerics.cli.footprint import baselines_bytes, itemsize, model_bytes, train_bytes  # callers import them here
 from numerics.errors import LintfError
 
 SEED_MAX = 2**31 - 1
@@ -110,9 +110,17 @@ def noise(spec: str, flag: str = "--noise"):  # noqa: ANN201
         nz = Noise.parse(spec)
     except ValueError as exc:
         raise LintfError(f"{flag}: {exc} (noise levels must be in [0, {SIGMA_MAX:g}])") from None
+    try:
+        return bounded(nz)
+    except ValueError as exc:
+        raise LintfError(f"{flag} {spec!r}: {exc}") from None
+
+
+def bounded(nz):  # noqa: ANN001, ANN201
+    """The :class:`numerics.data.Noise` ``nz``, or a :class:`ValueError` where a level is above ``SIGMA_MAX``."""
     if nz.sigma_max > SIGMA_MAX:
-        raise LintfError(f"{flag} {spec!r}: noise levels must be in [0, {SIGMA_MAX:g}] (their squares and sums "
-                         f"must stay finite), got {nz.sigma_max:g}")
+        raise ValueError(f"noise levels must be in [0, {SIGMA_MAX:g}] (their squares and sums must stay finite), "
+                         f"got {nz.sigma_max:g}")
     return nz
 
 
@@ -300,15 +308,11 @@ def data_file(path: str, d: int, layers: int, flag: str = "data file") -> None:
 
 # ---- the sub-commands ---------------------------------------------------------------------------------------
 
-def _itemsize(dtype: str) -> int:
-    return 8 if dtype == "float64" else 4
-
-
 def _train(a: argparse.Namespace) -> None:
     noise(a.noise)
     if a.out is not None:
         output_dir(a.out, "--out")
-    memory(train_bytes(a.seeds, a.batch, a.layers, a.heads, a.n, a.d, _itemsize(a.dtype), min(8192, a.eval_sequences)),
+    memory(train_bytes(a.seeds, a.batch, a.layers, a.heads, a.n, a.d, itemsize(a.dtype), min(8192, a.eval_sequences)),
            f"training {a.seeds} seed(s), batch {a.batch}, {a.layers} layer(s), n={a.n}, d={a.d}",
            "--batch, --seeds, --layers, --n or --d")
 

@@ -51,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from numerics import baselines
     from numerics.baselines import bayes
 
+    if args.json and args.markdown:
+        raise LintfError("--json and --markdown each choose the output; give one of them")
     noises = _noises(args.noise)
     methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods is not None else baselines.NAMES
     try:

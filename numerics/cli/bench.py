@@ -138,8 +138,12 @@ def _check(args: argparse.Namespace) -> list[str]:
     kinds = [k.strip() for k in args.models.split(",") if k.strip()]
     if not kinds:
         raise ValueError(f"--models must name at least one of full, diag, gdpp, got {args.models!r}")
-    for k in kinds:
-        check_kind(k)
+    names = [check_kind(k) for k in kinds]
+    twice = sorted({k for k in names if names.count(k) > 1})
+    if twice:
+        raise ValueError(f"--models names {', '.join(twice)} more than once, got {args.models!r}; name each kind once")
+    if args.target is not None and not args.ttq:
+        raise ValueError(f"--target {args.target} sets the time-to-quality target; add --ttq, or leave --target out")
     return kinds
 
 

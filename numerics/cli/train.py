@@ -27,6 +27,12 @@ def _option_type(annotation: str) -> type:
     return {"int": int, "float": float, "str": str}[base]
 
 
+def flag_of(f) -> str:  # noqa: ANN001
+    """The command-line flag of a :class:`TrainConfig` field: its ``"flag"`` metadata, else ``--`` and its name in
+    kebab case."""
+    return f.metadata.get("flag", "--" + f.name.replace("_", "-"))
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """One option per :class:`numerics.train.config.TrainConfig` field that has a help text: its name, type and
     default come from the field, so no default is written twice."""
@@ -38,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help_ = f.metadata.get("help")
         if help_ is None:
             continue
-        flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))
+        flag = flag_of(f)
         if f.default is MISSING:
             p.add_argument(flag, dest=f.name, type=_option_type(f.type), required=True, help=help_)
         else:
@@ -62,7 +68,7 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201
         msg = str(exc)
         for f in sorted(given, key=lambda f: -len(f.name)):
             if msg.startswith(f.name + " "):
-                raise ValueError(f.metadata.get("flag", "--" + f.name.replace("_", "-")) + msg[len(f.name):]) from None
+                raise ValueError(flag_of(f) + msg[len(f.name):]) from None
         raise
 
 

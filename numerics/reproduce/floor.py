@@ -118,8 +118,10 @@ def _row(i: int, rec: dict[str, Any], path: str) -> Printed:
     missing = [k for k in ("noise", "depth", "value") if rec.get(k) in (None, "")]
     if missing:
         raise ValueError(f"{where} lacks {', '.join(missing)}; each row needs noise, depth, value and optionally se")
+    from numerics.cli.validate import bounded  # the command line's own bound on a noise level
+
     try:
-        noise = str(Noise.parse(str(rec["noise"])))
+        noise = str(bounded(Noise.parse(str(rec["noise"]))))
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
     try:

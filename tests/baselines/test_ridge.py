@@ -230,7 +230,8 @@ def test_bad_inputs() -> None:
     (["--noise", "uniform:1", "--methods", "OLS,Foo"], "--methods 'OLS,Foo'"),
     (["--noise", "uniform:1", "--methods", "Bayes,,GD"], "got an empty name"),
     (["--noise", "uniform:1", "--methods", ""], "--methods '':"),
-    (["--noise", "uniform:1", "--nodes", "7"], "--nodes must be a positive multiple of 8, got 7")])
+    (["--noise", "uniform:1", "--nodes", "7"], "--nodes must be a positive multiple of 8, got 7"),
+    (["--noise", "uniform:1", "--json", "--markdown"], "--json and --markdown each choose the output")])
 def test_cli_bad_input_is_one_line(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert lintf(["baselines", *argv, "--eval-sequences", "10"]) == 2
     err = capsys.readouterr().err.strip()

@@ -86,8 +86,16 @@ def test_unreachable_target_is_reported_not_reached(capsys):
     (["--models", ","], "--models must name at least one"),
     (["--steps", "0"], "--steps must be >= 1"),
     (["--layers", "0"], "--layers must be >= 1"),
+    (["--models", "full,diag,full"], "--models names full more than once"),
+    (["--target", "0.05"], "--target 0.05 sets the time-to-quality target; add --ttq"),
 ])
-def test_bad_input_is_one_line(capsys, args, message):
+def test_bad_input_is_one_line(capsys, monkeypatch, args, message):
+    from numerics.cli import bench
+
+    def no_work(*a, **k):
+        raise AssertionError("bench measured before its arguments were checked")
+
+    monkeypatch.setattr(bench, "matmul_gflops", no_work)  # the first measurement
     assert main(["bench", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err

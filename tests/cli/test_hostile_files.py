@@ -184,3 +184,12 @@ def test_inspect_refuses_sampling_options_beside_a_data_file(option: list[str], 
     assert main(["inspect", str(model), str(tmp_path / "d.npz"), *option]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"lintf inspect: error: {option[0]}: these set the sequences inspect samples"), err
+
+
+def test_a_printed_noise_level_past_the_bound_is_a_one_line_error(tmp_path: Path, capsys) -> None:
+    """A level whose square overflows would print a floor of ridge at lambda = inf as 0."""
+    path = tmp_path / "printed.csv"
+    path.write_text("noise,depth,value\nuniform:1e200,3,0.5\n")
+    assert main(["verify", "--only", "gram_map", "--printed", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "row 1: noise levels must be in [0, 1e+06]" in err and "got 1e+200" in err, err

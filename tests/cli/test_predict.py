@@ -147,3 +147,18 @@ def test_one_sequence_has_a_loss_but_no_standard_error(files, capsys):
     assert res["loss_se"] is None and res["loss"] == pytest.approx(0.5 * (arrays["y_query"][0] - expected[0]) ** 2)
     assert main(["predict", str(tmp / "model.npz"), str(tmp / "one.npz")]) == 0
     assert "(one sequence: no standard error)" in capsys.readouterr().out
+
+
+def test_a_model_that_leaves_the_query_at_zero_predicts_plus_zero(files, capsys):
+    """ŷ = −y_{n+1}^L is −0.0 for a zero model; the text and the file show 0, not -0."""
+    tmp, arrays, _ = files
+    from numerics.io import load_model
+
+    P, Q, meta = load_model(tmp / "model.npz")
+    save_model(tmp / "zero.npz", np.zeros_like(P), np.zeros_like(Q), meta)
+    out = tmp / "zero.npy"
+    assert main(["predict", str(tmp / "zero.npz"), str(tmp / "data.npz")]) == 0
+    shown = capsys.readouterr().out.splitlines()[-1].removeprefix("predictions: ").split()
+    assert shown[:3] == ["0", "0", "0"], shown
+    assert main(["predict", str(tmp / "zero.npz"), str(tmp / "data.npz"), "--out", str(out)]) == 0
+    assert not np.any(np.signbit(np.load(out)))

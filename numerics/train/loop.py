@@ -211,8 +211,9 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
             if len(res.rollbacks) > cfg.max_rollbacks:
                 from numerics.errors import LintfError
 
+                wider = ", or train in --dtype float64" if cfg.dtype == "float32" else ""
                 raise LintfError(f"training diverged {len(res.rollbacks)} times (last at step {step}, seeds "
-                                 f"{bad.tolist()}); lower --lr (now {cfg.peak_lr:g})")
+                                 f"{bad.tolist()}); lower --lr (now {cfg.peak_lr:g}){wider}")
             res.state = res.state._replace(rho=place(jnp.asarray(rho, res.state.rho.dtype), devices))
             continue
         failed_at = None

@@ -314,6 +314,25 @@ def test_a_start_at_the_edge_is_left_by_going_back_a_chunk(monkeypatch) -> None:
     assert [c[0] for c in res.curve] == [5, 10, 15, 20]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_run_that_keeps_diverging_names_the_remedies(monkeypatch, dtype: str) -> None:
+    """Past ``max_rollbacks`` the run stops with a one-line error; a float32 run is also told of float64, the
+    remedy where the noise levels are large."""
+    import numerics.train.loop as tr
+
+    def failing(cfg, length, devices):
+        return lambda state, seed, values: (state, np.zeros(cfg.seeds, bool), np.zeros((length, cfg.seeds)))
+
+    monkeypatch.setattr(tr, "chunk_fn", failing)
+    with jax.enable_x64(dtype == "float64"):
+        cfg = TrainConfig(model="diag", dtype=dtype, max_rollbacks=2, **TINY)
+        with pytest.raises(LintfError) as err:
+            train(cfg)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("training diverged 3 times") and "lower --lr" in msg
+    assert ("--dtype float64" in msg) == (dtype == "float32"), msg
+
+
 def test_deeper_rollback_after_resume_uses_the_checkpointed_history(tmp_path: Path, monkeypatch) -> None:
     """The chunk starts kept for going back are part of the checkpoint: interrupted at step 10 and resumed,
     the run ends where the uninterrupted run ends (without them it went back only to step 10 and stopped)."""

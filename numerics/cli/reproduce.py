@@ -28,8 +28,9 @@ SWEEP_FILES = ("report.md", "table1.md", "table1.csv", "convergence.json")
 
 
 def sweep_out(path: str, flag: str = "--out", budget: str | None = None) -> None:
-    """An existing ``path`` that holds files a sweep writes is a sweep's own (it holds ``models/`` or ``baselines/``,
-    or a ``report.md`` that ``lintf reproduce`` wrote); otherwise the sweep would replace files it did not write.  A
+    """An existing ``path`` that holds files a sweep writes is a sweep's own (it holds a finished cell under ``models/``,
+    a setting's baselines under ``baselines/``, or a ``report.md`` that ``lintf reproduce`` wrote); otherwise the sweep
+    would replace files it did not write.  A
     ``report.md`` that ``lintf reproduce`` did not write, or wrote for a budget other than ``budget``, is refused
     too: the sweep would replace it."""
     p = Path(path)
@@ -49,13 +50,13 @@ def sweep_out(path: str, flag: str = "--out", budget: str | None = None) -> None
     if budget is not None and made and made.group(1) != budget:
         raise LintfError(f"{flag} {path!r} holds the report of budget {made.group(1)}; give budget {budget} its own "
                          f"{flag} (nothing is overwritten)")
-    if head is not None or (p / "models").is_dir() or (p / "baselines").is_dir():
-        return
+    if head is not None or any((p / "models").glob("*/metrics.json")) or any((p / "baselines").glob("*.json")):
+        return  # a sweep's own: its report, a finished cell or a setting's baselines (an empty folder proves nothing)
     theirs = sorted(f.name for f in p.iterdir()
                     if f.name in SWEEP_FILES or (f.name.startswith("fig") and f.name.endswith(".png")))
     if theirs:
-        raise LintfError(f"{flag} {path!r} holds {', '.join(theirs)}, which lintf reproduce did not write (no models/, "
-                         "baselines/ or sweep report.md); give a new or empty directory (nothing is overwritten)")
+        raise LintfError(f"{flag} {path!r} holds {', '.join(theirs)}, which lintf reproduce did not write (no finished "
+                         "cell in models/, no baselines/, no sweep report.md); give a new or empty directory (nothing is overwritten)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

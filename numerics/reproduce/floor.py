@@ -126,7 +126,7 @@ def _row(i: int, rec: dict[str, Any], path: str) -> Printed:
         raise ValueError(f"{where}: {exc}") from None
     try:
         depth, value, se = int(rec["depth"]), float(rec["value"]), float(rec.get("se") or 0.0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{where}: depth must be an integer and value, se numbers; got depth={rec['depth']!r}, "
                          f"value={rec['value']!r}, se={rec.get('se')!r}") from None
     if depth < 1 or str(rec["depth"]).strip() not in (str(depth), f"{depth}.0"):

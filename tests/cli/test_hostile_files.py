@@ -115,6 +115,20 @@ def test_reproduce_keeps_a_report_it_did_not_write_for_this_budget(report: str, 
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("folders", [("models",), ("baselines",), ("models", "baselines")])
+def test_reproduce_keeps_tables_beside_empty_sweep_folders(folders: tuple[str, ...], tmp_path: Path, capsys) -> None:
+    """An empty ``models/`` or ``baselines/`` is not a sweep's: the user's tables beside it are not replaced."""
+    out = tmp_path / "out"
+    for f in folders:
+        (out / f).mkdir(parents=True)
+    (out / "table1.md").write_text("my precious table\n")
+    rc = main(["reproduce", "--budget", "test", "--no-train", "--only", "table1", "--out", str(out), "--runs",
+               str(tmp_path / "runs")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "holds table1.md, which lintf reproduce did not write" in err, err
+    assert (out / "table1.md").read_text() == "my precious table\n"
+
+
 def test_reproduce_goes_on_in_its_own_budgets_out(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -184,6 +198,14 @@ def test_inspect_refuses_sampling_options_beside_a_data_file(option: list[str], 
     assert main(["inspect", str(model), str(tmp_path / "d.npz"), *option]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"lintf inspect: error: {option[0]}: these set the sequences inspect samples"), err
+
+
+def test_a_printed_depth_past_float_range_is_a_one_line_error(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "printed.json"
+    path.write_text('[{"noise": "fixed:1", "depth": 1e400, "value": 0.5}]')
+    assert main(["verify", "--only", "gram_map", "--printed", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "row 1: depth must be an integer" in err, err
 
 
 def test_a_printed_noise_level_past_the_bound_is_a_one_line_error(tmp_path: Path, capsys) -> None:

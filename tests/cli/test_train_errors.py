@@ -62,8 +62,15 @@ def test_train_refuses_an_out_that_holds_a_config_json_no_run_wrote(tmp_path: Pa
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "holds a config.json that is not a lintf run's" in err, err
     assert (out / "config.json").read_text() == '{"my": "settings"}' and [p.name for p in out.iterdir()] == ["config.json"]
-    stub = {"model": "diag", "layers": 1, "noise": "uniform:5", "steps": 2, "batch": 8}  # another command's stub
-    (out / "config.json").write_text(json.dumps(stub))
+    theirs = json.dumps({"model": "resnet50", "layers": 50, "noise": "gaussian", "steps": 9, "batch": 256, "notes": "x"})
+    for mine in (theirs, theirs.replace("resnet50", "diag")):  # a run's keys, with another model or another key
+        (out / "config.json").write_text(mine)
+        assert cli_main(argv) == 2 and "not a lintf run's" in capsys.readouterr().err
+        assert (out / "config.json").read_text() == mine
+    from numerics.train.config import TrainConfig, config_dict
+
+    stub = config_dict(TrainConfig(model="diag", layers=1, steps=2, batch=8, n=4, d=2, warm_start=None))
+    (out / "config.json").write_text(json.dumps(stub))  # another command's stub, stopped before its first checkpoint
     assert cli_main(argv) == 0 and json.loads((out / "config.json").read_text())["steps"] == 1
 
 

@@ -671,7 +671,11 @@ def test_reproduce_refuses_an_out_that_holds_files_no_sweep_wrote(theirs, tmp_pa
     (out / "report.md").write_text("# Reproduction report: budget `test`\n")  # a sweep's own report: its files
     sweep_out(str(out))
     (out / "report.md").unlink()
-    (out / "baselines").mkdir()
+    (out / "table1.csv").write_text("mine\n")
+    (out / "baselines").mkdir()  # an empty folder beside it is not a sweep's
+    with pytest.raises(LintfError, match="which lintf reproduce did not write"):
+        sweep_out(str(out))
+    (out / "baselines" / "uniform1.json").write_text("{}")  # a setting's baselines: the sweep's own
     sweep_out(str(out))
 
 

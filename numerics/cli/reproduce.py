@@ -28,9 +28,9 @@ SWEEP_FILES = ("report.md", "table1.md", "table1.csv", "convergence.json")
 
 
 def sweep_out(path: str, flag: str = "--out", budget: str | None = None) -> None:
-    """An existing ``path`` that holds files a sweep writes is a sweep's own (it holds a finished cell under ``models/``,
-    a setting's baselines under ``baselines/``, or a ``report.md`` that ``lintf reproduce`` wrote); otherwise the sweep
-    would replace files it did not write.  A
+    """An existing ``path`` that holds files a sweep writes is a sweep's own (it holds a finished cell under
+    ``models/``, a setting's baselines under ``baselines/``, or a ``report.md`` that ``lintf reproduce`` wrote);
+    otherwise the sweep would replace files it did not write.  A
     ``report.md`` that ``lintf reproduce`` did not write, or wrote for a budget other than ``budget``, is refused
     too: the sweep would replace it."""
     p = Path(path)
@@ -56,7 +56,8 @@ def sweep_out(path: str, flag: str = "--out", budget: str | None = None) -> None
                     if f.name in SWEEP_FILES or (f.name.startswith("fig") and f.name.endswith(".png")))
     if theirs:
         raise LintfError(f"{flag} {path!r} holds {', '.join(theirs)}, which lintf reproduce did not write (no finished "
-                         "cell in models/, no baselines/, no sweep report.md); give a new or empty directory (nothing is overwritten)")
+                         "cell in models/, no baselines/, no sweep report.md); give a new or empty directory (nothing "
+                         "is overwritten)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

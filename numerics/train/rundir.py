@@ -90,7 +90,8 @@ def prepare(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> dict[str,
                          "step 0") from None
 
 
-#: The keys of a run's ``config.json`` that are not :class:`TrainConfig` fields (:func:`numerics.train.config.config_dict`).
+#: The keys of a run's ``config.json`` that are not :class:`TrainConfig` fields
+#: (:func:`numerics.train.config.config_dict`).
 CONFIG_EXTRAS = frozenset({"peak_lr", "warmup_steps", "warm_start_sha256"})
 
 

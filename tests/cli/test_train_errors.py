@@ -62,7 +62,7 @@ def test_train_refuses_an_out_that_holds_a_config_json_no_run_wrote(tmp_path: Pa
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "holds a config.json that is not a lintf run's" in err, err
     assert (out / "config.json").read_text() == '{"my": "settings"}' and [p.name for p in out.iterdir()] == ["config.json"]
-    theirs = json.dumps({"model": "resnet50", "layers": 50, "noise": "gaussian", "steps": 9, "batch": 256, "notes": "x"})
+    theirs = json.dumps({"model": "resnet50", "layers": 50, "noise": "gaussian", "steps": 9, "batch": 2, "notes": ""})
     for mine in (theirs, theirs.replace("resnet50", "diag")):  # a run's keys, with another model or another key
         (out / "config.json").write_text(mine)
         assert cli_main(argv) == 2 and "not a lintf run's" in capsys.readouterr().err

@@ -32,9 +32,14 @@ def run_all(only: str | None = None) -> list[Result]:
         if not keys:
             raise ValueError(f"--only {only!r} names no claim; give comma-separated module names in proofs/ or "
                              "paper refs")
-        claims = [c for c in claims if any(k in c.module or k.lower() in c.ref.lower() for k in keys)]
-        if not claims:
-            raise ValueError(f"--only {only!r} matches no claim; names are the modules in proofs/")
+        def hit(k: str, c: Claim) -> bool:
+            return k in c.module or k.lower() in c.ref.lower()
+
+        unmatched = [k for k in keys if not any(hit(k, c) for c in claims)]
+        if unmatched:
+            raise ValueError(f"--only {only!r}: {', '.join(map(repr, unmatched))} matches no claim; names are the "
+                             "modules in proofs/ or paper refs")
+        claims = [c for c in claims if any(hit(k, c) for k in keys)]
     return [c.run() for c in claims]
 
 

@@ -33,11 +33,12 @@ def test_a_failing_claim_makes_verify_exit_nonzero(capsys: pytest.CaptureFixture
     assert "deliberately false" in out and "1 failed" in out
 
 
-@pytest.mark.parametrize("only", ["no_such_claim", "", " , "])
-def test_an_only_that_selects_nothing_is_a_one_line_error(only: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("only", ["no_such_claim", "", " , ", "gram_map,no_such_claim"])
+def test_an_only_name_that_matches_no_claim_is_a_one_line_error(only: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", "--only", only]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"lintf verify: error: --only {only!r}") and "\n" not in err
+    assert "no_such_claim" not in only or "'no_such_claim' matches no claim" in err, err
 
 
 def test_latex_output_is_written(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001

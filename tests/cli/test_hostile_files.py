@@ -191,6 +191,23 @@ def test_weights_that_overflow_in_p_and_q_are_a_one_line_error_without_warnings(
     assert not (tmp_path / "o.npz").exists()
 
 
+def test_convert_records_a_setting_its_short_spelling_would_round(tmp_path: Path, capsys) -> None:
+    """``uniform:1,1.0000001`` printed with 6 digits is ``uniform:1,1``, which no model can be inspected with; the
+    meta keeps the spec as given where the short spelling changes it, and the short one where it does not."""
+    from numerics.io import load_model
+
+    np.savez(tmp_path / "w.npz", **{k: np.eye(D + 1)[None, None] for k in ("W_Q", "W_K", "W_V", "W_O")})
+    for i, (given, kept) in enumerate([(["--x", "uniform:1,1.0000001", "--noise", "uniform:2.71828182"],
+                                        {"x": "uniform:1,1.0000001", "noise": "uniform:2.71828182"}),
+                                       (["--x", "normal", "--noise", "uniform:5.0"],
+                                        {"x": "normal", "noise": "uniform:5"})]):
+        out = tmp_path / f"o{i}.npz"
+        assert main(["convert", str(tmp_path / "w.npz"), "--out", str(out), *given]) == 0
+        meta = load_model(out)[2]
+        assert {k: meta[k] for k in kept} == kept, meta
+    capsys.readouterr()
+
+
 @pytest.mark.parametrize("option", [["--noise", "uniform:2"], ["--x", "normal"], ["--n", "12"]])
 def test_inspect_refuses_sampling_options_beside_a_data_file(option: list[str], model: Path, tmp_path: Path,
                                                              capsys) -> None:

@@ -207,6 +207,11 @@ def default_warmup(steps: int) -> int:
     return max(1, min(max(WARMUP_MIN, steps // 20), steps // 2))
 
 
+#: The keys :func:`config_dict` writes beside the :class:`TrainConfig` fields (a ``config.json`` with any other key
+#: is not a run's: :func:`numerics.train.rundir._a_config`).
+CONFIG_EXTRAS = frozenset({"peak_lr", "warmup_steps", "warm_start_sha256"})
+
+
 def config_dict(cfg: TrainConfig) -> dict[str, Any]:
     d = asdict(cfg)
     d.update(peak_lr=cfg.peak_lr, warmup_steps=cfg.warmup_steps)

@@ -90,11 +90,6 @@ def prepare(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> dict[str,
                          "step 0") from None
 
 
-#: The keys of a run's ``config.json`` that are not :class:`TrainConfig` fields
-#: (:func:`numerics.train.config.config_dict`).
-CONFIG_EXTRAS = frozenset({"peak_lr", "warmup_steps", "warm_start_sha256"})
-
-
 def _a_config(have: dict[str, Any]) -> bool:
     """``have`` (a ``config.json`` without a run beside it) is one that :func:`claim` wrote: it names the model,
     depth, noise, steps and batch of a run, its model is a lintf kind, and it holds nothing but training options.
@@ -102,6 +97,7 @@ def _a_config(have: dict[str, Any]) -> bool:
     from dataclasses import fields
 
     from numerics.models.kinds import KINDS
+    from numerics.train.config import CONFIG_EXTRAS
 
     return ({"model", "layers", "noise", "steps", "batch"} <= set(have) and have["model"] in KINDS
             and set(have) <= {f.name for f in fields(TrainConfig)} | CONFIG_EXTRAS)

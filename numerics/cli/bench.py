@@ -21,6 +21,9 @@ import time
 
 from numerics.train.devices import ENV
 
+#: The time-to-quality options and their defaults; without ``--ttq`` none of them may be given.
+TTQ = {"noise": "uniform:5", "eval_sequences": 100_000, "max_steps": 6000, "target": None}
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", default="full,diag", help="comma-separated kinds (default full,diag)")
@@ -31,12 +34,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="timed calls per pass, fast and plain taking turns; the best counts (default 3)")
     p.add_argument("--no-plain", action="store_true", help="skip the plain token-pass reference")
     p.add_argument("--ttq", action="store_true", help="also measure time-to-quality (minutes per model)")
-    p.add_argument("--noise", default="uniform:5", help="noise for time-to-quality (default uniform:5)")
+    p.add_argument("--noise", default=None, help=f"noise for time-to-quality (default {TTQ['noise']})")
     p.add_argument("--target", type=float, default=None,
                    help="adjusted-loss target (default: TunedRR's, from numerics.baselines.table)")
-    p.add_argument("--eval-sequences", type=int, default=100_000,
-                   help="evaluation sequences of the TunedRR target (default 100000)")
-    p.add_argument("--max-steps", type=int, default=6000, help="step budget of a time-to-quality run")
+    p.add_argument("--eval-sequences", type=int, default=None,
+                   help=f"evaluation sequences of the TunedRR target (default {TTQ['eval_sequences']})")
+    p.add_argument("--max-steps", type=int, default=None,
+                   help=f"step budget of a time-to-quality run (default {TTQ['max_steps']})")
     p.add_argument("--json", action="store_true", help="print the measurements as one JSON object")
 
 
@@ -133,7 +137,7 @@ def _check(args: argparse.Namespace) -> list[str]:
     from numerics.models import check_kind
 
     for name in ("layers", "batch", "steps", "reps", "max_steps", "eval_sequences"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     kinds = [k.strip() for k in args.models.split(",") if k.strip()]
     if not kinds:
@@ -142,9 +146,18 @@ def _check(args: argparse.Namespace) -> list[str]:
     twice = sorted({k for k in names if names.count(k) > 1})
     if twice:
         raise ValueError(f"--models names {', '.join(twice)} more than once, got {args.models!r}; name each kind once")
-    if args.target is not None and not args.ttq:
-        raise ValueError(f"--target {args.target} sets the time-to-quality target; add --ttq, or leave --target out")
+    given = [f"--{k.replace('_', '-')} {getattr(args, k)}" for k in TTQ if getattr(args, k) is not None]
+    if given and not args.ttq:
+        one = len(given) == 1
+        raise ValueError(f"{' and '.join(given)} {'sets' if one else 'set'} the time-to-quality run; add --ttq, or "
+                         f"leave {'it' if one else 'them'} out")
     return kinds
+
+
+def ttq_option(args: argparse.Namespace, name: str):  # noqa: ANN201
+    """A time-to-quality option as given, else its default (:data:`TTQ`)."""
+    value = getattr(args, name)
+    return TTQ[name] if value is None else value
 
 
 def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
@@ -194,27 +207,28 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
             say(f"{kind.upper()}-{args.layers} training as shipped ({len(all_devices)} devices, fast pass) / plain pass "
                 f"on one device, timed in turn: {out['speedup_vs_plain_one_device'][kind]:.2f}x")
     if args.ttq:
+        noise, sequences, max_steps = (ttq_option(args, k) for k in ("noise", "eval_sequences", "max_steps"))
         target, source = args.target, "--target"
         if target is None:
             from numerics.baselines import table
 
-            tr = table(args.noise, n=20, d=10, sequences=args.eval_sequences, methods=("TunedRR",))["TunedRR"]
+            tr = table(noise, n=20, d=10, sequences=sequences, methods=("TunedRR",))["TunedRR"]
             target = tr["loss"]
-            source = f"TunedRR {tr['loss']:.5f} ± {tr['se']:.5f} on {args.eval_sequences} sequences"
+            source = f"TunedRR {tr['loss']:.5f} ± {tr['se']:.5f} on {sequences} sequences"
         for kind in kinds:
-            cfg = TrainConfig(model=kind, layers=args.layers, noise=args.noise, steps=args.max_steps,
-                              batch=args.batch, chunk=min(100, args.max_steps))
+            cfg = TrainConfig(model=kind, layers=args.layers, noise=noise, steps=max_steps,
+                              batch=args.batch, chunk=min(100, max_steps))
             r = time_to_quality(cfg, target)
-            row = {"model": kind, "layers": args.layers, "noise": args.noise, "target": target, "source": source,
+            row = {"model": kind, "layers": args.layers, "noise": noise, "target": target, "source": source,
                    "reached": r["reached"] is not None, "step": r.get("step"), "train_s": r["reached"],
                    "eval_s": r["eval"], "total_s": r["total"], "loss": r["loss"], "diag_phase_steps": cfg.phase1_steps}
             out["ttq"].append(row)
             phase = (f" (DIAG phase: first {cfg.phase1_steps} steps)" if cfg.phase1_steps else "")
             if r["reached"] is None:
-                say(f"time-to-quality {kind.upper()}-{args.layers} {args.noise}: target {target:.5f} ({source}) "
-                    f"NOT reached in {args.max_steps} steps (last {r['loss']:.5f}, {r['total']:.0f} s)")
+                say(f"time-to-quality {kind.upper()}-{args.layers} {noise}: target {target:.5f} ({source}) "
+                    f"NOT reached in {max_steps} steps (last {r['loss']:.5f}, {r['total']:.0f} s)")
             else:
-                say(f"time-to-quality {kind.upper()}-{args.layers} {args.noise}: adjusted {r['loss']:.5f} <= "
+                say(f"time-to-quality {kind.upper()}-{args.layers} {noise}: adjusted {r['loss']:.5f} <= "
                     f"{target:.5f} ({source}) after {r['step']} steps, {r['reached']:.0f} s training "
                     f"(+{r['eval']:.0f} s evaluation){phase}")
     env = f"{ENV}={shlex.quote(os.environ[ENV])} " if ENV in os.environ else ""

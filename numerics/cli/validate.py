@@ -372,15 +372,15 @@ def _convert(a: argparse.Namespace) -> None:
 def _reproduce(a: argparse.Namespace) -> None:
     from numerics.reproduce import experiments as ex
 
-    budget = ex.get_budget(a.budget)
     ex.parse_parts(a.only)
-    ex.parse_noises(budget, a.noise or ())
+    ex.parse_noises(ex.get_budget(a.budget), a.noise or ())
     output_dir(a.out, "--out")
     output_dir(a.runs, "--runs")
 
 
 def _bench(a: argparse.Namespace) -> None:
-    noise(a.noise)
+    if a.noise is not None:  # unset: time-to-quality's default, or no --ttq (bench refuses --noise without it)
+        noise(a.noise)
     memory(train_bytes(1, a.batch, a.layers, 1, 20, 10, 4),
            f"bench with batch {a.batch}, {a.layers} layer(s)", "--batch or --layers")
 

@@ -38,6 +38,10 @@ TRUST_REGROW = 1.1
 #: ... and a step is rejected only where the new median is also above this fraction of ``d/2`` (the loss of ``ŷ = 0``):
 #: near a low-noise optimum a step that doubles a median of 1e-4 is Adam's ordinary jitter, not a way into the cliff.
 TRUST_FLOOR = 0.1
+#: Largest ``lr``, ``clip``, ``huber`` and ``trust`` accepted.  Each multiplies a float32 quantity of order one
+#: (Adam's unit step, a gradient norm, a residual in units of ``√d``, a ratio of losses); at ``1e6`` clipping, the Huber
+#: loss and step rejection are as good as off, and a larger factor only brings float32's overflow (3.4e38) nearer.
+FACTOR_MAX = 1e6
 
 
 def _x64_enabled() -> bool:
@@ -116,8 +120,11 @@ class TrainConfig:
         if not (self.micro_batch == 0 or (self.micro_batch >= 1 and self.batch % self.micro_batch == 0)):
             raise ValueError(f"micro_batch must be 0 (the whole batch) or divide batch={self.batch}, "
                              f"got {self.micro_batch}")
-        if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr must be a finite number > 0, got {self.lr}")
+        if self.lr is not None and not (math.isfinite(self.lr) and 0 < self.lr <= FACTOR_MAX):
+            raise ValueError(f"lr must be > 0 and <= {FACTOR_MAX:g}, got {self.lr}")
+        for name in ("clip", "huber", "trust"):
+            if getattr(self, name) > FACTOR_MAX:  # NaN and the lower bounds: the checks below
+                raise ValueError(f"{name} must be <= {FACTOR_MAX:g}, got {getattr(self, name)}")
         if self.diag_steps is not None and not kind.diag_phase and self.diag_steps != 0:
             raise ValueError(f"diag_steps is a FULL-only warm start; it must be 0 for {self.model}, got {self.diag_steps}")
         if self.diag_steps is not None and not 0 <= self.diag_steps < self.steps:
@@ -137,10 +144,16 @@ class TrainConfig:
             raise ValueError(f"forward must be fast or plain, got {self.forward!r}")
         if self.gdpp_xx not in GDPP_XX:
             raise ValueError(f"gdpp_xx must be one of {', '.join(GDPP_XX)}, got {self.gdpp_xx!r}")
+        if self.gdpp_xx != GDPP_XX[0] and kind.name != "gdpp":
+            raise ValueError(f"gdpp_xx constrains GD++'s ω_xx; it must be {GDPP_XX[0]} (the default) for "
+                             f"{self.model}, got {self.gdpp_xx!r}")
         if self.y_step is None:
             object.__setattr__(self, "y_step", kind.default_y_step)
         if self.y_step not in Y_STEPS:
             raise ValueError(f"y_step must be one of {', '.join(Y_STEPS)}, got {self.y_step!r}")
+        if self.y_step != kind.default_y_step and kind.name == "gdpp":
+            raise ValueError(f"y_step scales the step of q_y, which GD++ does not have (its y column of Q is 0); it "
+                             f"must be {kind.default_y_step} for gdpp, got {self.y_step!r}")
         if self.init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
         if self.warm_start is not None and self.init != "random":

@@ -87,7 +87,10 @@ def test_unreachable_target_is_reported_not_reached(capsys):
     (["--steps", "0"], "--steps must be >= 1"),
     (["--layers", "0"], "--layers must be >= 1"),
     (["--models", "full,diag,full"], "--models names full more than once"),
-    (["--target", "0.05"], "--target 0.05 sets the time-to-quality target; add --ttq"),
+    (["--target", "0.05"], "--target 0.05 sets the time-to-quality run; add --ttq, or leave it out"),
+    (["--noise", "uniform:3", "--max-steps", "10"],
+     "--noise uniform:3 and --max-steps 10 set the time-to-quality run; add --ttq, or leave them out"),
+    (["--eval-sequences", "5000"], "--eval-sequences 5000 sets the time-to-quality run"),
 ])
 def test_bad_input_is_one_line(capsys, monkeypatch, args, message):
     from numerics.cli import bench

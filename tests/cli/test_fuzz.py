@@ -265,6 +265,13 @@ def test_every_example_of_each_command_is_refused(sandbox) -> None:  # noqa: ANN
         (["baselines", "--noise", "fixed:1e300"], "noise levels must be in [0, 1e+06]"),
         (["baselines", "--noise", "uniform:-1"], "got -1.0 (noise levels must be in [0, 1e+06])"),
         (["train", *RUN, "--seed", "1e23"], "--seed must be >= 0 and <= 2147483647"),
+        (["train", *RUN, "--lr", "1e308", "--out", str(out / "R")], "--lr must be > 0 and <= 1e+06, got 1e+308"),
+        (["train", *RUN, "--clip", "1e7", "--out", str(out / "R")], "--clip must be <= 1e+06"),
+        (["train", *RUN, "--huber", "1e300", "--out", str(out / "R")], "--huber must be <= 1e+06"),
+        (["train", *RUN, "--trust", "2e6", "--out", str(out / "R")], "--trust must be <= 1e+06"),
+        (["train", *RUN, "--gdpp-xx", "free", "--out", str(out / "R")], "--gdpp-xx constrains GD++'s"),
+        (["train", "--model", "gdpp", "--layers", "1", "--y-step", "scaled", "--out", str(out / "R")],
+         "--y-step scales the step of q_y, which GD++ does not have"),
         (["inspect", M, "--seed", str(2**32)], "--seed must be >= 0"),
         (["reproduce", "--out", str(f["a_file"])], "is a file"),
         (["reproduce", "--budget", "test", "--noise", "uniform:5"], "--noise must be one of budget test's settings"),
@@ -282,6 +289,7 @@ def test_every_example_of_each_command_is_refused(sandbox) -> None:  # noqa: ANN
         (["predict", M, D, "--out", str(f["a_file"])], "exists; choose a new file name"),
         (["inspect", M, D, "--plot", str(f["a_file"])], "exists; choose a new file name"),
         (["bench", "--ttq", "--noise", "bogus"], "noise spec"),
+        (["bench", "--noise", "uniform:3"], "--noise uniform:3 sets the time-to-quality run; add --ttq"),
         (["predict", str(f["m_huge"]), D], "memory"),
     ]:
         assert words in _refused(argv, root), argv

@@ -372,8 +372,7 @@ def _convert(a: argparse.Namespace) -> None:
 def _reproduce(a: argparse.Namespace) -> None:
     from numerics.reproduce import experiments as ex
 
-    ex.parse_parts(a.only)
-    ex.parse_noises(ex.get_budget(a.budget), a.noise or ())
+    ex.parse_noises(ex.get_budget(a.budget), a.noise or (), ex.parse_parts(a.only))
     output_dir(a.out, "--out")
     output_dir(a.runs, "--runs")
 

@@ -115,9 +115,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     noise = exact(Noise, args.noise) if args.noise else None
     x = exact(XDist, args.x) if args.x else None
-    W = convert.weights_as_heads(arrays, args.convention, args.heads)
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the one-line error below
-        P, Q = convert.to_universal(W, args.convention, args.value_scale, args.y_only, layers=args.layers)
+    try:
+        W = convert.weights_as_heads(arrays, args.convention, args.heads)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the one-line error below
+            P, Q = convert.to_universal(W, args.convention, args.value_scale, args.y_only, layers=args.layers)
+    except ValueError as exc:  # the weights' shapes: name the file they came from
+        raise LintfError(f"IN.npz {args.source!r}: {exc}") from None
     if not (np.all(np.isfinite(P)) and np.all(np.isfinite(Q))):
         big = max(float(np.max(np.abs(w))) for w in W.values())
         raise LintfError(f"the weights of {args.source!r} (largest |W| {big:.3g}) overflow float64 in P, Q; nothing "

@@ -326,7 +326,7 @@ def _baselines(a: argparse.Namespace) -> None:
     memory(baselines_bytes(a.n, a.d, a.eval_sequences, a.tune_sequences, a.chunk_sequences, a.nodes or 256),
            f"baselines with n={a.n}, d={a.d}, chunks of "
            f"{min(a.chunk_sequences, max(a.eval_sequences, a.tune_sequences))} sequences",
-           "--chunk-sequences, --d or --n")
+           "--chunk-sequences, --nodes, --d or --n")
 
 
 def _predict(a: argparse.Namespace) -> None:

@@ -262,6 +262,7 @@ def test_every_example_of_each_command_is_refused(sandbox) -> None:  # noqa: ANN
         (["predict", M, D, "--out", M], "is the model file"), (["predict", M, D, "--out", D], "is the data file"),
         (["train", *RUN, "--batch", "1000000000", "--out", str(out / "R")], "memory"),
         (["baselines", "--d", "100000", "--methods", "ConstRR", "--noise", "uniform:1"], "memory"),
+        (["baselines", "--nodes", "100000000", "--noise", "uniform:1"], "lower --chunk-sequences, --nodes, --d or --n"),
         (["baselines", "--noise", "fixed:1e300"], "noise levels must be in [0, 1e+06]"),
         (["baselines", "--noise", "uniform:-1"], "got -1.0 (noise levels must be in [0, 1e+06])"),
         (["train", *RUN, "--seed", "1e23"], "--seed must be >= 0 and <= 2147483647"),

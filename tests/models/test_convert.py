@@ -189,8 +189,11 @@ def test_cli_convert_predict_and_back(tmp_path, data, capsys):
     assert main(["convert", str(model), "--out", str(back), "--convention", "row"]) == 0
     with np.load(back) as z:
         assert json.loads(str(z["meta"]))["convention"] == "row" and z["W_O"].shape == (L, H, 4, 4)
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, **(stacked(layers) | {"W_K": stacked(layers)["W_K"][..., :-2]}))
     capsys.readouterr()
     for argv, match in [([str(tmp_path / "w.npz"), "--out", str(model)], "exists; choose a new file name"),
+                        ([str(bad), "--out", str(tmp_path / "x.npz")], f"IN.npz {str(bad)!r}: W_K has shape"),
                         ([str(model), "--out", str(tmp_path / "x.npz"), "--y-only"], "--y-only applies to weights"),
                         ([str(tmp_path / "data.npz"), "--out", str(tmp_path / "x.npz")], "must hold either"),
                         ([str(tmp_path / "nope.npz"), "--out", str(tmp_path / "x.npz")], "does not exist"),

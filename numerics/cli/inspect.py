@@ -20,6 +20,9 @@ import io
 
 from numerics.io import strict_json
 
+#: The defaults of the options that only sampled data has besides ``--noise``, ``--x`` and ``--n``.
+SAMPLED = {"sequences": 256, "seed": 0}
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL.npz", help="saved model (universal P, Q)")
@@ -30,8 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "uniform:a,b (default: the model's meta 'x' if present, else normal)")
     p.add_argument("--n", type=int, default=None, help="context length for sampled data (default: the model's "
                    "meta 'n' if present, else 20)")
-    p.add_argument("--sequences", type=int, default=256, help="number of sampled sequences (default 256)")
-    p.add_argument("--seed", type=int, default=0, help="PRNG seed for sampled data (default 0)")
+    p.add_argument("--sequences", type=int, default=None,
+                   help=f"number of sampled sequences (default {SAMPLED['sequences']})")
+    p.add_argument("--seed", type=int, default=None, help=f"PRNG seed for sampled data (default {SAMPLED['seed']})")
     p.add_argument("--sigma", type=float, default=None,
                    help="noise level for the ridge reference (default: the data's sigma)")
     p.add_argument("--tol", type=float, default=1e-9,
@@ -78,7 +82,8 @@ def _noise(spec: str):  # noqa: ANN202
 
 
 def sampling_setting(args: argparse.Namespace, meta: dict) -> str:
-    """Resolve ``--noise``, ``--x``, ``--n`` (flag, else the model's meta, else the default) in place; describe them."""
+    """Resolve ``--noise``, ``--x``, ``--n`` (flag, else the model's meta, else the default) in place and describe them;
+    ``--sequences`` and ``--seed`` take :data:`SAMPLED` where unset."""
     from numerics.data import XDist
 
     parts = []
@@ -92,6 +97,9 @@ def sampling_setting(args: argparse.Namespace, meta: dict) -> str:
             raise ValueError(f"{key} {value!r} ({where}) is not valid: {exc}") from None
         setattr(args, key, parsed)
         parts.append(f"{'x ~ ' if key == 'x' else key + ' '}{parsed} ({where})")
+    for key, default in SAMPLED.items():
+        if getattr(args, key) is None:
+            setattr(args, key, default)
     return "sampled data: " + "; ".join(parts)
 
 

@@ -339,16 +339,14 @@ def _predict(a: argparse.Namespace) -> None:
 def _inspect(a: argparse.Namespace) -> None:
     L, _, d = model_file(a.model)
     if a.data:
-        given = [f"--{k}" for k in ("noise", "x", "n") if getattr(a, k) is not None]
+        given = [f"--{k}" for k in ("noise", "x", "n", "sequences", "seed") if getattr(a, k) is not None]
         if given:
-            raise LintfError(f"{', '.join(given)}: these set the sequences inspect samples; the data file "
-                             f"{a.data!r} holds its own, so give one or the other")
+            these = "this sets" if len(given) == 1 else "these set"
+            raise LintfError(f"{', '.join(given)}: {these} the sequences inspect samples; the data file {a.data!r} "
+                             "holds its own, so give one or the other")
         data_file(a.data, d, L)
-    else:
-        if a.noise is not None:  # unset: the model's meta, checked where inspect reads it
-            noise(a.noise)
-        memory(model_bytes(a.sequences, a.n if a.n is not None else 20, L, d), f"a model with L={L}, d={d} on {a.sequences} sequences",
-               "--sequences or --n")
+    elif a.noise is not None:  # unset: the model's meta, checked where inspect reads it (with the memory it needs)
+        noise(a.noise)
     if a.plot is not None:
         output_file(a.plot, "--plot", {"the model file": a.model, "the data file": a.data})
         if not a.plot.lower().endswith(".png"):

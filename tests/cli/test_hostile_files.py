@@ -208,13 +208,17 @@ def test_convert_records_a_setting_its_short_spelling_would_round(tmp_path: Path
     capsys.readouterr()
 
 
-@pytest.mark.parametrize("option", [["--noise", "uniform:2"], ["--x", "normal"], ["--n", "12"]])
+@pytest.mark.parametrize("option", [["--noise", "uniform:2"], ["--x", "normal"], ["--n", "12"], ["--sequences", "256"],
+                                    ["--seed", "0"], ["--seed", "3", "--n", "12"]])
 def test_inspect_refuses_sampling_options_beside_a_data_file(option: list[str], model: Path, tmp_path: Path,
                                                              capsys) -> None:
+    """Each sampling option is refused beside a data file, even at its default value (it would be ignored)."""
     np.savez(tmp_path / "d.npz", **data())
     assert main(["inspect", str(model), str(tmp_path / "d.npz"), *option]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"lintf inspect: error: {option[0]}: these set the sequences inspect samples"), err
+    flags = sorted(option[::2], key=["--noise", "--x", "--n", "--sequences", "--seed"].index)
+    these = "this sets" if len(flags) == 1 else "these set"
+    assert err.startswith(f"lintf inspect: error: {', '.join(flags)}: {these} the sequences inspect samples"), err
 
 
 def test_a_printed_depth_past_float_range_is_a_one_line_error(tmp_path: Path, capsys) -> None:

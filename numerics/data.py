@@ -42,6 +42,8 @@ class Noise:
         for v in self.values:
             if not np.isfinite(v) or v < 0:
                 raise ValueError(f"noise level sigma must be finite and >= 0, got {v}")
+        # -0.0 passes the check above; + 0.0 makes it 0.0, so that fixed:-0 is fixed:0, in labels and file names too
+        object.__setattr__(self, "values", tuple(float(v) + 0.0 for v in self.values))
 
     @classmethod
     def parse(cls, spec: str | Noise) -> Noise:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from numerics.data import Batch, sample
+from numerics.data import Batch, Noise, sample
 
 B, N, D = 4000, 8, 3  # 96 000 context inputs, 12 000 weights, 12 000 query inputs
 NOISES = ("uniform:5", "categorical:1,3")
@@ -91,3 +91,12 @@ def test_inputs_and_weights_are_standard_normal(field: str) -> None:
     cov = np.cov(v, rowvar=False)
     se = np.where(np.eye(D) > 0, np.sqrt(2 / m), np.sqrt(1 / m))  # of a variance, of a covariance
     assert np.all(np.abs(cov - np.eye(D)) < Z_SE * se), cov
+
+
+@pytest.mark.parametrize("spec, label", [("fixed:-0", "fixed:0"), ("uniform:-0.0", "uniform:0"),
+                                         ("categorical:-0,1", "categorical:0,1")])
+def test_a_negative_zero_level_is_zero(spec: str, label: str) -> None:
+    """``-0`` is a valid level (it is not below 0); it is stored as ``0``, so labels never read ``-0``."""
+    nz = Noise.parse(spec)
+    assert str(nz) == label and nz == Noise.parse(label)
+    assert all(np.copysign(1.0, v) == 1.0 for v in nz.values)

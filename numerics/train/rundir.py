@@ -268,7 +268,11 @@ def run(cfg: TrainConfig, out: str | Path, progress: bool = True, baselines: boo
     if resume is not None and int(resume["step"]) == cfg.steps and done.exists() and (Path(out) / "model.npz").exists():
         from numerics.io import read_json
 
-        return read_json(done)  # finished before: its results as they are, not evaluated and written again
+        metrics = read_json(done)  # finished before: its results as they are, not evaluated and written again,
+        if baselines and metrics.get("baselines") is None:  # except the baselines it was trained without
+            metrics["baselines"] = _baselines(cfg)
+            atomic_write_json(done, metrics)
+        return metrics
 
     def ck(s: TrainState, r: Result) -> None:
         claim(out, cfg, flag)

@@ -143,3 +143,21 @@ def test_a_checkpoint_with_a_bad_training_time_is_named_as_corrupt(bad, tmp_path
     assert cli_main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"checkpoint.npz' is corrupt (its training time is {bad!r}," in err[0], err
+
+
+@pytest.mark.slow  # it trains and evaluates (about 15 s)
+def test_a_finished_run_rerun_without_no_baselines_adds_its_baselines_and_nothing_else(tmp_path: Path,
+                                                                                      capsys) -> None:
+    """A run trained with ``--no-baselines`` and rerun without it: the baselines asked for are computed and stored;
+    the model and every other field of ``metrics.json`` stay as they were."""
+    out = tmp_path / "run"
+    argv = [a for a in TINY if a != "--no-baselines"] + ["--out", str(out)]
+    assert cli_main([*argv, "--no-baselines"]) == 0
+    before, model = json.loads((out / "metrics.json").read_text()), (out / "model.npz").read_bytes()
+    assert before["baselines"] is None
+    assert cli_main(argv) == 0
+    after = json.loads((out / "metrics.json").read_text())
+    assert {"ConstRR", "Bayes"} <= set(after["baselines"]), after["baselines"]
+    assert {k: v for k, v in after.items() if k != "baselines"} == {k: v for k, v in before.items() if k != "baselines"}
+    assert (out / "model.npz").read_bytes() == model
+    capsys.readouterr()

@@ -25,6 +25,13 @@ NoiseKind = Literal["fixed", "uniform", "categorical"]
 PAPER_NOISES: tuple[str, ...] = tuple(f"uniform:{k}" for k in range(8)) + ("categorical:1,3", "categorical:1,3,5")
 
 
+def level(v: float) -> str:
+    """The shortest spelling of ``v`` that reads back as ``v`` (``repr``), without a trailing ``.0``: ``5``, ``2.5``,
+    ``2.71828182``, ``1e-07``; a setting's label names its levels exactly."""
+    text = repr(float(v))
+    return text[:-2] if text.endswith(".0") else text
+
+
 @dataclass(frozen=True)
 class Noise:
     """A distribution of the per-sequence noise level ``σ_τ``; validated where it is built."""
@@ -61,7 +68,7 @@ class Noise:
         return cls(kind, values)  # type: ignore[arg-type]
 
     def __str__(self) -> str:
-        return f"{self.kind}:" + ",".join(f"{v:g}" for v in self.values)
+        return f"{self.kind}:" + ",".join(level(v) for v in self.values)
 
     @property
     def sigma_max(self) -> float:
@@ -130,7 +137,7 @@ class XDist:
         return cls("uniform", low, high)
 
     def __str__(self) -> str:
-        return "normal" if self.kind == "normal" else f"uniform:{self.low:g},{self.high:g}"
+        return "normal" if self.kind == "normal" else f"uniform:{level(self.low)},{level(self.high)}"
 
     def draw(self, key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:
         if self.kind == "normal":

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from numerics.data import Batch, Noise, sample
+from numerics.data import Batch, Noise, XDist, sample
 
 B, N, D = 4000, 8, 3  # 96 000 context inputs, 12 000 weights, 12 000 query inputs
 NOISES = ("uniform:5", "categorical:1,3")
@@ -100,3 +100,13 @@ def test_a_negative_zero_level_is_zero(spec: str, label: str) -> None:
     nz = Noise.parse(spec)
     assert str(nz) == label and nz == Noise.parse(label)
     assert all(np.copysign(1.0, v) == 1.0 for v in nz.values)
+
+
+@pytest.mark.parametrize("spec", ["uniform:2.71828182", "fixed:1e-07", "categorical:0.1,0.30000000000000004",
+                                  "fixed:123456789", "uniform:5"])
+def test_a_settings_label_reads_back_as_the_same_setting(spec: str) -> None:
+    """``str`` of a setting names every level exactly, so a label (in a model's meta, a file name) is the setting."""
+    nz = Noise.parse(spec)
+    assert Noise.parse(str(nz)) == nz and str(nz) == spec
+    x = XDist.parse("uniform:1,1.0000001")
+    assert XDist.parse(str(x)) == x and str(x) == "uniform:1,1.0000001"

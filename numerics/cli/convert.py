@@ -30,17 +30,6 @@ def _scale(text: str) -> float:
     return v
 
 
-def exact(kind, spec: str) -> str:  # noqa: ANN001
-    """``spec`` as ``kind`` (:class:`Noise` or :class:`XDist`) spells it where that spelling reads back as the same
-    setting, else ``spec`` as given: the short spelling keeps 6 digits, and a level it rounds is recorded exactly."""
-    parsed = kind.parse(spec)
-    try:
-        same = kind.parse(str(parsed)) == parsed
-    except ValueError:  # rounded onto an invalid setting (uniform:1,1.0000001 reads as uniform:1,1)
-        same = False
-    return str(parsed) if same else spec.strip()
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", metavar="IN.npz", help="attention weights W_Q, W_K, W_V, W_O, or a lintf model (P, Q)")
     p.add_argument("--out", required=True, metavar="OUT.npz", help="file to write (must not exist)")
@@ -113,8 +102,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.source} -> {args.out}: W_Q, W_K, W_V, W_O of shape {W['W_Q'].shape} "
               f"({args.convention} convention, value scale {args.value_scale:g}, W_K = W_V = I); L={L}, H={H}")
         return 0
-    noise = exact(Noise, args.noise) if args.noise else None
-    x = exact(XDist, args.x) if args.x else None
+    noise = str(Noise.parse(args.noise)) if args.noise else None  # the canonical spelling; every level exact
+    x = str(XDist.parse(args.x)) if args.x else None
     try:
         W = convert.weights_as_heads(arrays, args.convention, args.heads)
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the one-line error below

@@ -153,24 +153,20 @@ def parse_parts(spec: str | None) -> tuple[str, ...]:
     return parts
 
 
-def parse_noises(budget: Budget, specs: Iterable[str], parts: Iterable[str] | None = None) -> tuple[str, ...]:
-    """Noise settings of ``budget`` named by ``specs``, as the budget spells them (``specs`` as :meth:`Noise.parse`
-    normalises them: ``uniform:5.0`` is ``uniform:5``); a setting outside the budget, or, given ``parts``, one that
-    none of their cells has (:func:`cells_for`), is a one-line error that lists the settings it could be."""
-    own = {str(Noise.parse(nz)): nz for nz in budget.noises}
-    used = None if parts is None else set(noises_for(cells_for(budget, parts)))
-    out = []
+def parse_noises(budget: Budget, specs: Iterable[str], parts: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """Settings of ``budget`` named by ``specs`` as the budget spells them (``uniform:5.0`` is ``uniform:5``); one
+    outside it, or (given ``parts``) that none of their cells has, is a one-line error listing those it could be."""
+    used = set(budget.noises) if parts is None else set(noises_for(cells_for(budget, parts)))
+    allowed = [nz for nz in budget.noises if nz in used]
+    whose = f"budget {budget.name}'s" if used >= set(budget.noises) else f"the --only {','.join(parts)} cells'"
+    own, out = {str(Noise.parse(nz)): nz for nz in allowed}, []
     for spec in specs:
         try:
             key = str(Noise.parse(spec))
         except ValueError:
             key = None
         if key not in own:
-            raise ValueError(f"--noise must be one of budget {budget.name}'s settings ({' | '.join(budget.noises)}); "
-                             f"got {spec!r}")
-        if used is not None and own[key] not in used:
-            raise ValueError(f"--noise {spec} selects no cell of --only {','.join(parts)}; its cells' settings are "
-                             f"{' | '.join(nz for nz in budget.noises if nz in used)}")
+            raise ValueError(f"--noise must be one of {whose} settings ({' | '.join(allowed)}); got {spec!r}")
         out.append(own[key])
     return tuple(dict.fromkeys(out))
 

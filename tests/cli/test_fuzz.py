@@ -277,7 +277,7 @@ def test_every_example_of_each_command_is_refused(sandbox) -> None:  # noqa: ANN
         (["reproduce", "--out", str(f["a_file"])], "is a file"),
         (["reproduce", "--budget", "test", "--noise", "uniform:5"], "--noise must be one of budget test's settings"),
         (["reproduce", "--budget", "test", "--only", "fig3", "--noise", "uniform:1"],
-         "--noise uniform:1 selects no cell of --only fig3; its cells' settings are categorical:1,3"),
+         "--noise must be one of the --only fig3 cells' settings (categorical:1,3); got 'uniform:1'"),
         (["reproduce", "--budget", "test", "--noise", "uniform:1", "--convergence"], "--convergence: not allowed with argument --noise"),
         (["reproduce", "--budget", "test", "--cell", "diag-L9-uniform1"], "--cell must name a cell of budget test"),
         (["reproduce", "--budget", "test", "--cell", "diag-L2-uniform1"], "starts from diag-L1-uniform1"),

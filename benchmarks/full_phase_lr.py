@@ -4,7 +4,7 @@ Trains DIAG-7 at ``uniform:5`` (2000 steps, 2 seeds, the default recipe), embeds
 ``(P, Q)`` plus a ``N(0, 1e-3²)`` start of every entry, and trains all entries for 1000 more steps at
 peak rates ``1e-4, 3e-4, 5e-4`` (warm-up + cosine).  Prints the adjusted loss of each seed on 16 384
 held-out sequences (the same sequences for every line, so differences are paired).  Output of the run
-that set ``DEFAULT_LR["full"] = 1e-4`` (2 shared cores, load ~3, ~15 min)::
+that set FULL's default peak rate, ``Kind.default_lr`` = 1e-4 (2 shared cores, load ~3, ~15 min)::
 
     diag [0.0599 0.0524]
     full 0.0001 [0.0602 0.0542]
@@ -15,9 +15,13 @@ The FULL phase only adds batch noise in its 1694 extra directions: the lowest ra
 
     python benchmarks/full_phase_lr.py
 """
+import argparse
 import sys
 import time
 from pathlib import Path
+
+# no options: the parser gives --help (the docstring) and refuses anything else, before the 15-minute run starts
+argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from numerics.train import devices as hostdevices  # noqa: E402

@@ -195,17 +195,17 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
                    "flop_per_step": flops, "gflops": rate * flops / 1e9 if flops else None}
             rows.append(row)
             gf = f"{row['gflops']:.1f} GFLOP/s ({flops / 1e6:.0f} MFLOP/step)" if flops else "flops n/a"
-            say(f"{kind.upper()}-{args.layers} {forward:5s} on {len(dv)} device{'s' * (len(dv) > 1)}, batch "
+            say(f"{kind_of(kind)!r}-{args.layers} {forward:5s} on {len(dv)} device{'s' * (len(dv) > 1)}, batch "
                 f"{args.batch}: {rate:.2f} steps/s, {row['sequences_per_s']:.0f} sequences/s, {gf}")
         out["throughput"] += rows
         if len(rows) > 1:
             out["speedup"][kind] = rows[0]["steps_per_s"] / rows[1]["steps_per_s"]
-            say(f"{kind.upper()}-{args.layers} fast / plain, same {len(all_devices)} device(s), timed in turn: "
+            say(f"{kind_of(kind)!r}-{args.layers} fast / plain, same {len(all_devices)} device(s), timed in turn: "
                 f"{out['speedup'][kind]:.2f}x")
         if len(rows) > 2:
             out["speedup_vs_plain_one_device"][kind] = rows[0]["steps_per_s"] / rows[2]["steps_per_s"]
-            say(f"{kind.upper()}-{args.layers} training as shipped ({len(all_devices)} devices, fast pass) / plain pass "
-                f"on one device, timed in turn: {out['speedup_vs_plain_one_device'][kind]:.2f}x")
+            say(f"{kind_of(kind)!r}-{args.layers} training as shipped ({len(all_devices)} devices, fast pass) / plain "
+                f"pass on one device, timed in turn: {out['speedup_vs_plain_one_device'][kind]:.2f}x")
     if args.ttq:
         noise, sequences, max_steps = (ttq_option(args, k) for k in ("noise", "eval_sequences", "max_steps"))
         target, source = args.target, "--target"
@@ -225,10 +225,10 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
             out["ttq"].append(row)
             phase = (f" (DIAG phase: first {cfg.phase1_steps} steps)" if cfg.phase1_steps else "")
             if r["reached"] is None:
-                say(f"time-to-quality {kind.upper()}-{args.layers} {noise}: target {target:.5f} ({source}) "
+                say(f"time-to-quality {kind_of(kind)!r}-{args.layers} {noise}: target {target:.5f} ({source}) "
                     f"NOT reached in {max_steps} steps (last {r['loss']:.5f}, {r['total']:.0f} s)")
             else:
-                say(f"time-to-quality {kind.upper()}-{args.layers} {noise}: adjusted {r['loss']:.5f} <= "
+                say(f"time-to-quality {kind_of(kind)!r}-{args.layers} {noise}: adjusted {r['loss']:.5f} <= "
                     f"{target:.5f} ({source}) after {r['step']} steps, {r['reached']:.0f} s training "
                     f"(+{r['eval']:.0f} s evaluation){phase}")
     env = f"{ENV}={shlex.quote(os.environ[ENV])} " if ENV in os.environ else ""

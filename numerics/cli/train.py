@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         rate = metrics.get("steps_per_s")  # NaN (null once stored) where a resumed run had no steps left to train
         rate = f"{rate:.1f} steps/s" if isinstance(rate, float) and math.isfinite(rate) else "no steps left to train"
-        print(f"{cfg.model.upper()}-{cfg.layers} {cfg.noise}: adjusted loss {metrics['adjusted_loss']:.5g} "
+        print(f"{cfg.kind!r}-{cfg.layers} {cfg.noise}: adjusted loss {metrics['adjusted_loss']:.5g} "
               f"± {metrics['se']:.2g} (best of {cfg.seeds} seeds, {metrics['eval_sequences']} sequences, "
               f"{rate}) -> {out}")
     return 0

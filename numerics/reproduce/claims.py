@@ -303,7 +303,7 @@ SERIES = frozenset({"gdpp_near_constrr", "gdpp_superexponential", "diag_extrapol
 
 
 def check_claims(t: Table, profiles: dict | None = None) -> list[Claim]:
-    """Every claim of docs/model.md (plus the baselines' order and the Bayes floor)."""
+    """Every claim of the paper the report judges (docs/reproduce.md, "The report"), and the baselines' order."""
     claims = [claim_diag_matches_full(t), claim_gdpp_near_constrr(t), claim_four_layers_beat_adarr(t),
               claim_five_plus_match_tunedrr(t), claim_gdpp_superexponential(t),
               claim_diag_extrapolates(t, profiles or {}), claim_baseline_order(t)]

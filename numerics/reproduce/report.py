@@ -87,7 +87,7 @@ def claims_markdown(claims: list[Claim], cmd: str, cells: dict[str, dict[str, An
                     checked: dict[str, dict[str, Any]] | None = None) -> str:
     """The verdict table, then each claim's evidence; for a claim that does not hold, how each failing cell was
     trained (:func:`training_reason`, from ``cells``' metrics and the convergence check's entries ``checked``)."""
-    out = ["| claim (docs/model.md) | verdict | regenerate |", "|---|---|---|"]
+    out = ["| claim (docs/reproduce.md, 'The report') | verdict | regenerate |", "|---|---|---|"]
     out += [f"| {c.text} | **{c.status()}** | `{cmd}` |" for c in claims]
     by_key = {(m["model"], int(m["layers"]), m["noise"]): m for m in (cells or {}).values()}
     for c in claims:

@@ -249,7 +249,7 @@ def plot_curve(path: Path, cfg: TrainConfig, res: Result) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("train loss ½(y−ŷ)²")
-    ax.set_title(f"{cfg.model.upper()}-{cfg.layers}, {cfg.noise}")
+    ax.set_title(f"{cfg.kind!r}-{cfg.layers}, {cfg.noise}")
     if cfg.seeds <= 8:
         ax.legend(fontsize=7)
     fig.tight_layout()

@@ -489,3 +489,15 @@ def test_paper_seeds_deep_rows_are_their_logs() -> None:
     assert f"worse against both ({pct(lean[c]['relative'])} and {pct(vs[c]['relative'])})" in text
     assert "DIAG-6 at `uniform:7` and FULL-7 at `uniform:1` each pass against one draw" in end
     assert "while DIAG-6 at `uniform:1` falls short of both" in end
+
+
+def test_reproduce_page_lists_every_claim_the_report_judges() -> None:
+    """docs/reproduce.md, "The report", names each claim in the words the report gives it (a claim added, dropped or
+    reworded in the code shows here)."""
+    from numerics.reproduce.claims import check_claims
+    from numerics.reproduce.floor import claim_gdpp_floor
+
+    page = (ROOT / "docs" / "reproduce.md").read_text()
+    section = page[page.index("## The report"):]
+    listed = [line[2:] for line in section.split("\n\n")[2].splitlines()]
+    assert listed == [c.text for c in check_claims({})] + [claim_gdpp_floor({}, {}).text]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -97,6 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         return int(mod.run(args) or 0)
     except (ValueError, LintfError) as exc:
         print(f"lintf {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # the reader of the output left (``| head``): stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the flush at exit then stays quiet
+        return 141
+    except OSError as exc:  # a file or the output could not be read or written: say which, in one line
+        where = f"{exc.filename!r}: " if exc.filename else ""
+        print(f"lintf {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except MemoryError:
         print(f"lintf {args.command}: error: out of memory; lower the sizes", file=sys.stderr)

@@ -1,7 +1,12 @@
-"""Memory estimates of the dominant arrays of the commands' computations, in bytes: what
-:func:`numerics.cli.validate.memory` compares with the memory available before any work starts."""
+"""Memory estimates of the dominant arrays of the commands' computations, in bytes, and :func:`memory`, which compares
+one with the memory available (:func:`available_memory`) before any work starts."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from numerics.errors import LintfError
 
 
 def itemsize(dtype: str) -> int:
@@ -34,3 +39,47 @@ def model_bytes(B: int, n: int, layers: int, d: int) -> float:
     ``2 · 8 · B · ((L + 3) · 2 (d+1)² + (n+1)(d+1))`` (per layer the state ``M`` and the Gram products)."""
     D = float(d) + 1
     return 16.0 * B * ((layers + 3) * 2 * D * D + (float(n) + 1) * D)
+
+
+def available_memory() -> int:
+    """Bytes this process may still allocate: ``MemAvailable`` of ``/proc/meminfo``, the cgroup's remaining limit
+    if lower, and an accelerator's ``bytes_limit`` if JAX runs on one."""
+    avail = []
+    try:
+        with open("/proc/meminfo") as f:
+            avail += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
+    except (OSError, ValueError, IndexError):
+        try:
+            avail.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            avail.append(int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()))
+    except (OSError, ValueError):
+        pass
+    try:
+        import jax
+
+        dev = jax.devices()[0]
+        if dev.platform != "cpu":
+            avail.append(int((dev.memory_stats() or {})["bytes_limit"]))
+    except Exception:  # noqa: BLE001 - no accelerator, or one without memory statistics
+        pass
+    return max(min(avail), 0) if avail else 2**62
+
+
+def _fmt(nbytes: float) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if nbytes >= size:
+            return f"{nbytes / size:.3g} {unit}"
+    return f"{nbytes / 2**10:.3g} KiB"
+
+
+def memory(nbytes: float, what: str, lower: str) -> None:
+    """Refuse a run whose estimate ``nbytes`` exceeds :func:`available_memory`; ``lower`` names the arguments."""
+    avail = available_memory()
+    if nbytes > avail:
+        raise LintfError(f"{what} needs about {_fmt(nbytes)} of memory, more than the {_fmt(avail)} available; "
+                         f"lower {lower}")

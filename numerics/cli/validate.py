@@ -10,9 +10,10 @@ integers           :data:`INT_ARGS` (argparse ``type=``, installed by :func:`ins
                    ``[lo, SIZE_MAX]``; seeds in ``[0, SEED_MAX]``
 floats             :data:`FLOAT_ARGS`: a finite number in the argument's range
 noise specs        :func:`noise`: :meth:`numerics.data.Noise.parse` plus ``σ <= SIGMA_MAX``
-memory             :func:`memory` with the estimates of :mod:`numerics.cli.footprint` against
-                   :func:`available_memory`
-paths              :func:`input_file`, :func:`output_file` (never an input), :func:`output_dir`
+memory             :func:`numerics.cli.footprint.memory` with the estimates of :mod:`numerics.cli.footprint`
+                   against :func:`numerics.cli.footprint.available_memory`
+paths              :func:`input_file`, :func:`output_file` (never an input), :func:`output_dir`: visible
+                   names of at most :data:`NAME_MAX` bytes
 ``.npz`` files     :func:`npz_headers` reads every array's dtype and shape from its header, before loading;
                    :func:`model_file` and :func:`data_file` check them, then the values' finiteness
 run directories    :func:`numerics.train.rundir.prepare` (config, checkpoint, writability)
@@ -36,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from numerics.cli.footprint import baselines_bytes, itemsize, model_bytes, train_bytes  # callers import them here
+from numerics.cli.footprint import (available_memory, baselines_bytes, itemsize, memory, model_bytes,  # noqa: F401
+                                    train_bytes)  # callers import them here
 from numerics.errors import LintfError
 
 SEED_MAX = 2**31 - 1
@@ -124,53 +126,21 @@ def bounded(nz):  # noqa: ANN001, ANN201
     return nz
 
 
-# ---- memory -------------------------------------------------------------------------------------------------
-
-def available_memory() -> int:
-    """Bytes this process may still allocate: ``MemAvailable`` of ``/proc/meminfo``, the cgroup's remaining limit
-    if lower, and an accelerator's ``bytes_limit`` if JAX runs on one."""
-    avail = []
-    try:
-        with open("/proc/meminfo") as f:
-            avail += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
-    except (OSError, ValueError, IndexError):
-        try:
-            avail.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-        except (ValueError, OSError, AttributeError):
-            pass
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit != "max":
-            avail.append(int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()))
-    except (OSError, ValueError):
-        pass
-    try:
-        import jax
-
-        dev = jax.devices()[0]
-        if dev.platform != "cpu":
-            avail.append(int((dev.memory_stats() or {})["bytes_limit"]))
-    except Exception:  # noqa: BLE001 - no accelerator, or one without memory statistics
-        pass
-    return max(min(avail), 0) if avail else 2**62
-
-
-def _fmt(nbytes: float) -> str:
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
-        if nbytes >= size:
-            return f"{nbytes / size:.3g} {unit}"
-    return f"{nbytes / 2**10:.3g} KiB"
-
-
-def memory(nbytes: float, what: str, lower: str) -> None:
-    """Refuse a run whose estimate ``nbytes`` exceeds :func:`available_memory`; ``lower`` names the arguments."""
-    avail = available_memory()
-    if nbytes > avail:
-        raise LintfError(f"{what} needs about {_fmt(nbytes)} of memory, more than the {_fmt(avail)} available; "
-                         f"lower {lower}")
-
-
 # ---- paths --------------------------------------------------------------------------------------------------
+
+#: Longest name of one path component, in bytes, that the usual file systems hold (``NAME_MAX``).
+NAME_MAX = 255
+
+
+def _names(path: str, flag: str, kind: str = "file") -> None:
+    """``path`` is not blank, holds no control character, and each of its names fits :data:`NAME_MAX` bytes."""
+    if not path or not path.strip() or any(ord(c) < 32 for c in path):
+        raise LintfError(f"{flag} must name a {kind} in visible characters, got {path!r}")
+    for part in Path(path).parts:
+        if (size := len(os.fsencode(part))) > NAME_MAX:
+            raise LintfError(f"{flag} {path[:40]!r}...: the name {part[:20]!r}... has {size} bytes, more than the "
+                             f"{NAME_MAX} a file name may have")
+
 
 def _writable_parent(path: str, flag: str) -> None:
     """The nearest existing ancestor of ``path`` is a directory this process may write into."""
@@ -185,8 +155,7 @@ def _writable_parent(path: str, flag: str) -> None:
 
 def input_file(path: str, flag: str) -> None:
     """``path`` is an existing, readable regular file."""
-    if not path:
-        raise LintfError(f"{flag} must name a file, got {path!r}")
+    _names(path, flag)
     if not os.path.exists(path):
         raise LintfError(f"{flag} {path!r} does not exist")
     if not os.path.isfile(path):
@@ -197,8 +166,7 @@ def input_file(path: str, flag: str) -> None:
 
 def output_file(path: str, flag: str, inputs: dict[str, str | None] | None = None) -> None:
     """``path`` does not exist (nothing is overwritten), is none of ``inputs`` and its parent is writable."""
-    if not path:
-        raise LintfError(f"{flag} must name a file, got {path!r}")
+    _names(path, flag)
     if os.path.isdir(path):
         raise LintfError(f"{flag} {path!r} is a directory; give a file name")
     for iflag, ipath in (inputs or {}).items():
@@ -212,8 +180,7 @@ def output_file(path: str, flag: str, inputs: dict[str, str | None] | None = Non
 
 def output_dir(path: str, flag: str) -> None:
     """``path`` is a directory or can be created as one."""
-    if not path:
-        raise LintfError(f"{flag} must name a directory, got {path!r}")
+    _names(path, flag, "directory")
     if os.path.exists(path) and not os.path.isdir(path):
         raise LintfError(f"{flag} {path!r} is a file; give a directory")
     _writable_parent(path, flag)
@@ -385,6 +352,8 @@ def _bench(a: argparse.Namespace) -> None:
 def _verify(a: argparse.Namespace) -> None:
     if a.latex is not None:
         output_file(a.latex, "--latex")
+    if a.printed is not None:
+        input_file(a.printed, "--printed")
 
 
 CHECKS = {"train": _train, "baselines": _baselines, "predict": _predict, "inspect": _inspect,

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from numerics.train import rundir
-from numerics.cli import validate
+from numerics.cli import footprint, validate
 from numerics.cli import COMMANDS, build_parser, main
 from numerics.io import save_model
 
@@ -224,7 +224,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, 
     root = tmp_path / "sandbox"
     root.mkdir()
     monkeypatch.chdir(root)
-    monkeypatch.setattr(validate, "available_memory", lambda: 2**30)
+    monkeypatch.setattr(footprint, "available_memory", lambda: 2**30)
     (root / "out").mkdir()
     return _world(root), root / "out", root
 

@@ -236,3 +236,38 @@ def test_a_printed_noise_level_past_the_bound_is_a_one_line_error(tmp_path: Path
     assert main(["verify", "--only", "gram_map", "--printed", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "row 1: noise levels must be in [0, 1e+06]" in err and "got 1e+200" in err, err
+
+
+@pytest.mark.parametrize("argv", [
+    ["predict", "MODEL", "DATA", "--out", "LONG/x.npy"], ["inspect", "MODEL", "--plot", "LONG.png"],
+    ["train", "--model", "diag", "--layers", "1", "--out", "LONG"], ["reproduce", "--budget", "test", "--out", "LONG"],
+    ["verify", "--only", "gram_map", "--printed", "LONG.csv"], ["predict", "MODEL", "DATA", "--out", " "],
+    ["predict", "MODEL", "DATA", "--out", "a\nb.npy"], ["reproduce", "--budget", "test", "--runs", "\t"]])
+def test_a_path_no_file_system_can_hold_is_a_one_line_error_before_any_work(argv: list[str], model: Path,
+                                                                            tmp_path: Path, capsys, monkeypatch) -> None:
+    """A name over 255 bytes (the OS raises ENAMETOOLONG on it) or one without a visible character is refused up
+    front, naming the option; nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    np.savez(tmp_path / "d.npz", **data())
+    swap = {"MODEL": str(model), "DATA": str(tmp_path / "d.npz")}
+    argv = [swap.get(a, a.replace("LONG", "c" * 300)) for a in argv]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    flag = argv[argv.index(next(a for a in argv if "c" * 300 in a or not a.strip() or "\n" in a)) - 1]
+    assert err.startswith(f"lintf {argv[0]}: error: {flag} ") and "\n" not in err, err
+    assert "more than the 255 a file name may have" in err or "in visible characters" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_output_that_cannot_be_written_is_a_one_line_error(model: Path, tmp_path: Path) -> None:
+    """stdout on a full device (ENOSPC) ends in one line and status 2, not a traceback."""
+    import subprocess
+    import sys
+
+    np.savez(tmp_path / "d.npz", **data())
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "numerics.cli", "predict", str(model), str(tmp_path / "d.npz")],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines() == ["lintf predict: error: No space left on device"], proc.stderr

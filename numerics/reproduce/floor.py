@@ -11,7 +11,7 @@ an evaluation or bookkeeping error, whoever printed it.
   (``lintf verify --printed FILE``).
 
 **Printed table format.**  CSV with a header row holding ``noise``, ``depth``, ``value`` and optionally
-``se``, or JSON: a list of objects with those keys.  ``noise`` is a noise spec (``uniform:5``,
+``se``, or JSON: a list of objects with those keys; any other column or key is refused.  ``noise`` is a noise spec (``uniform:5``,
 ``categorical:1,3``, ``fixed:1``), ``depth`` the number of layers (an integer ≥ 1), ``value`` the printed
 adjusted loss (method minus oracle ridge, the paper's metric) and ``se`` its standard error if known
 (0 otherwise).  The floor is evaluated at the paper's ``n = 20, d = 10``.
@@ -115,6 +115,9 @@ class Printed:
 
 def _row(i: int, rec: dict[str, Any], path: str) -> Printed:
     where = f"--printed {path}: row {i}"
+    unknown = sorted(set(rec) - {"noise", "depth", "value", "se"}, key=str)
+    if unknown:  # a misspelt "se" would otherwise read as se = 0
+        raise ValueError(f"{where} has {', '.join(map(repr, unknown))}; the fields are noise, depth, value and se")
     missing = [k for k in ("noise", "depth", "value") if rec.get(k) in (None, "")]
     if missing:
         raise ValueError(f"{where} lacks {', '.join(missing)}; each row needs noise, depth, value and optionally se")

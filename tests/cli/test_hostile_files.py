@@ -271,3 +271,16 @@ def test_output_that_cannot_be_written_is_a_one_line_error(model: Path, tmp_path
                               stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip().splitlines() == ["lintf predict: error: No space left on device"], proc.stderr
+
+
+@pytest.mark.parametrize("name, text, field", [("p.csv", "noise,depth,value,SE\nuniform:5,3,0.25,0.5\n", "'SE'"),
+                                               ("p.json", '[{"noise": "uniform:5", "depth": 3, "value": 0.25, "sd": 1}]',
+                                                "'sd'")])
+def test_a_printed_table_with_a_field_it_does_not_know_is_refused(name: str, text: str, field: str, tmp_path: Path,
+                                                                   capsys) -> None:
+    """A misspelt ``se`` column would read as se = 0 and change the verdict: any field but noise, depth, value, se is
+    refused."""
+    (tmp_path / name).write_text(text)
+    assert main(["verify", "--only", "gram_map", "--printed", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"row 1 has {field}; the fields are noise, depth, value and se") and "\n" not in err, err

@@ -101,6 +101,9 @@ class Noise:
 #: Largest ``|a|, |b|`` of ``uniform:a,b`` inputs: the tokens' products and the ``n``-term sums of them stay far from
 #: float32's overflow.
 X_MAX = 1e6
+#: Least ``max(|a|, |b|)`` of ``uniform:a,b`` inputs.  The Gram matrix ``Σ x xᵀ`` of inputs below about 1e-154 underflows
+#: float64 (its entries fall under 2.2e-308) and OLS, ridge and the model lose the data; at 1e-100 they are about 1e-200.
+X_MIN = 1e-100
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,11 @@ class XDist:
             raise ValueError(f"input distribution must be normal or uniform:a,b, got {self.kind!r}")
         if self.kind == "uniform" and not (-X_MAX <= self.low < self.high <= X_MAX):
             raise ValueError(f"uniform:a,b needs a < b within [-{X_MAX:g}, {X_MAX:g}], got a={self.low}, b={self.high}")
+        if self.kind == "uniform" and max(abs(self.low), abs(self.high)) < X_MIN:
+            raise ValueError(f"uniform:a,b needs max(|a|, |b|) >= {X_MIN:g} (smaller inputs' products underflow), "
+                             f"got a={self.low}, b={self.high}")
+        object.__setattr__(self, "low", float(self.low) + 0.0)  # -0 is 0, as for a noise level
+        object.__setattr__(self, "high", float(self.high) + 0.0)
 
     @classmethod
     def parse(cls, spec: str | XDist) -> XDist:

@@ -110,3 +110,11 @@ def test_a_settings_label_reads_back_as_the_same_setting(spec: str) -> None:
     assert Noise.parse(str(nz)) == nz and str(nz) == spec
     x = XDist.parse("uniform:1,1.0000001")
     assert XDist.parse(str(x)) == x and str(x) == "uniform:1,1.0000001"
+
+
+def test_inputs_too_small_to_square_are_refused_and_minus_zero_is_zero() -> None:
+    """``uniform:0,1e-300`` squares to 0 in float64 (nothing to regress): refused; ``-0`` as an end is ``0``."""
+    with pytest.raises(ValueError, match=r"max\(\|a\|, \|b\|\) >= 1e-100"):
+        XDist.parse("uniform:0,1e-300")
+    assert str(XDist.parse("uniform:-1e-100,0")) == "uniform:-1e-100,0"
+    assert str(XDist.parse("uniform:-0,0.5")) == "uniform:0,0.5" and XDist.parse("uniform:-0.0,1").low == 0.0

@@ -42,6 +42,9 @@ TRUST_FLOOR = 0.1
 #: (Adam's unit step, a gradient norm, a residual in units of ``√d``, a ratio of losses); at ``1e6`` clipping, the Huber
 #: loss and step rejection are as good as off, and a larger factor only brings float32's overflow (3.4e38) nearer.
 FACTOR_MAX = 1e6
+#: Least nonzero ``lr``, ``clip`` and ``huber``: far above float32's smallest normal number (1.2e-38), which a smaller
+#: factor is flushed below, so that a run "trained" at ``lr = 1e-320`` does not silently stand still.
+FACTOR_MIN = 1e-30
 
 
 def _x64_enabled() -> bool:
@@ -120,11 +123,15 @@ class TrainConfig:
         if not (self.micro_batch == 0 or (self.micro_batch >= 1 and self.batch % self.micro_batch == 0)):
             raise ValueError(f"micro_batch must be 0 (the whole batch) or divide batch={self.batch}, "
                              f"got {self.micro_batch}")
-        if self.lr is not None and not (math.isfinite(self.lr) and 0 < self.lr <= FACTOR_MAX):
-            raise ValueError(f"lr must be > 0 and <= {FACTOR_MAX:g}, got {self.lr}")
+        if self.lr is not None and not (math.isfinite(self.lr) and FACTOR_MIN <= self.lr <= FACTOR_MAX):
+            raise ValueError(f"lr must be >= {FACTOR_MIN:g} and <= {FACTOR_MAX:g}, got {self.lr}")
         for name in ("clip", "huber", "trust"):
             if getattr(self, name) > FACTOR_MAX:  # NaN and the lower bounds: the checks below
                 raise ValueError(f"{name} must be <= {FACTOR_MAX:g}, got {getattr(self, name)}")
+        if 0 < self.clip < FACTOR_MIN:  # 0 and below: the check below
+            raise ValueError(f"clip must be >= {FACTOR_MIN:g} (a smaller one is 0 in float32), got {self.clip}")
+        if 0 < self.huber < FACTOR_MIN:
+            raise ValueError(f"huber must be 0 (the squared loss) or >= {FACTOR_MIN:g}, got {self.huber}")
         if self.diag_steps is not None and not kind.diag_phase and self.diag_steps != 0:
             raise ValueError(f"diag_steps is a FULL-only warm start; it must be 0 for {self.model}, got {self.diag_steps}")
         if self.diag_steps is not None and not 0 <= self.diag_steps < self.steps:

@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     from numerics.reproduce import experiments as ex
     from numerics.reproduce.report import write_outputs
 
-    for name, given in (("--noise", args.noise), ("--no-train", args.no_train)):
+    for name, given in (("--noise", args.noise), ("--no-train", args.no_train), ("--only", args.only is not None)):
         if args.convergence and given:
             raise ValueError(f"--convergence: not allowed with argument {name}")
     if args.jobs > 1 and args.cell:

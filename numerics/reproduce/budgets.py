@@ -143,8 +143,8 @@ def get_budget(name: str) -> Budget:
 
 
 def parse_parts(spec: str | None) -> tuple[str, ...]:
-    """``"table1,fig1"`` → parts; ``None`` / empty → all of :data:`PARTS`."""
-    if spec is None or not spec.strip():
+    """``"table1,fig1"`` → parts; ``None`` (no ``--only``) → all of :data:`PARTS`; an empty list is an error."""
+    if spec is None:
         return PARTS
     parts = tuple(p.strip() for p in spec.split(",") if p.strip())
     bad = [p for p in parts if p not in PARTS]

@@ -287,6 +287,8 @@ def test_every_example_of_each_command_is_refused(sandbox) -> None:  # noqa: ANN
         (["reproduce", "--budget", "test", "--cell", "diag-L1-uniform1", "--jobs", "2"], "--jobs 2 splits the cells left"),
         (["reproduce", "--cell", "diag-L1-uniform1", "--noise", "uniform:1"], "--noise: not allowed with argument --cell"),
         (["reproduce", "--budget", "test", "--no-train", "--convergence"], "--convergence: not allowed with argument --no-train"),
+        (["reproduce", "--budget", "test", "--convergence", "--only", "fig1"], "--convergence: not allowed with argument --only"),
+        (["reproduce", "--budget", "test", "--no-train", "--only", ""], "--only takes a comma list out of"),
         (["reproduce", "--budget", "test", "--convergence", "--cell", "diag-L9-uniform1"], "--cell must name a cell of budget test"),
         (["reproduce", "--budget", "test", "--convergence", "--cell", "diag-L2-uniform1"],
          "--cell diag-L2-uniform1 is not a finished, passing cell"),

@@ -206,6 +206,9 @@ def check_methods(methods, n: int, d: int) -> tuple[str, ...]:
     if bad or not methods:
         got = ", ".join(repr(m) if m else "an empty name" for m in bad) or "none"
         raise ValueError(f"methods must be a non-empty subset of {', '.join(NAMES)}; got {got}")
+    twice = sorted({m for m in methods if methods.count(m) > 1})
+    if twice:
+        raise ValueError(f"methods must name each baseline once; got {', '.join(twice)} more than once")
     for m in methods:
         if m in OLS_BASED:
             check_ols(n, d, m)

@@ -14,6 +14,9 @@ import math
 import time
 
 from numerics.errors import LintfError
+
+#: The baselines tuned on ``--tune-sequences`` separate sequences, and its default.
+TUNED, TUNE_SEQUENCES = ("ConstRR", "TunedRR", "GD"), 50_000
 from numerics.io import strict_json
 
 
@@ -25,8 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--d", type=int, default=10, help="input dimension (default 10)")
     p.add_argument("--eval-sequences", type=int, default=100_000,
                    help="evaluation sequences per setting (default 100000)")
-    p.add_argument("--tune-sequences", type=int, default=50_000,
-                   help="tuning sequences for ConstRR/TunedRR/GD, drawn separately (default 50000)")
+    p.add_argument("--tune-sequences", type=int, default=None,
+                   help=f"tuning sequences for {'/'.join(TUNED)}, drawn separately (default {TUNE_SEQUENCES})")
     p.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
     p.add_argument("--chunk-sequences", type=int, default=20_000,
                    help="sequences drawn and evaluated at once; bounds memory and fixes the data for a seed (default 20000)")
@@ -61,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
         hint = (f"; leave {', '.join(baselines.OLS_BASED)} out with --methods, or make --n larger than --d"
                 if "n > d" in str(exc) else "")
         raise LintfError(f"--methods {'all' if args.methods is None else repr(args.methods)}: {exc}{hint}") from None
+    for flag, given, users in (("--nodes", args.nodes, ("Bayes",)), ("--tune-sequences", args.tune_sequences, TUNED)):
+        if given is not None and not set(users) & set(methods):
+            raise LintfError(f"{flag} {given} applies to {', '.join(users)}, which --methods leaves out; add "
+                             f"{'it' if len(users) == 1 else 'one'}, or leave {flag} out")
+    tune_sequences = TUNE_SEQUENCES if args.tune_sequences is None else args.tune_sequences
     nodes = bayes.DEFAULT_NODES if args.nodes is None else args.nodes
     try:
         bayes.quadrature("uniform:1", nodes)  # validates --nodes before any work
@@ -70,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     for nz in noises:
         t0 = time.perf_counter()
         results[str(nz)] = baselines.table(nz, n=args.n, d=args.d, sequences=args.eval_sequences, seed=args.seed,
-                                           tune_sequences=args.tune_sequences, methods=methods, nodes=nodes,
+                                           tune_sequences=tune_sequences, methods=methods, nodes=nodes,
                                            chunk=args.chunk_sequences)
         seconds[str(nz)] = time.perf_counter() - t0
         bad = [f"{m} {k}" for m, r in results[str(nz)].items() for k in ("loss", "se")
@@ -79,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             raise LintfError(f"--noise {nz}: {', '.join(bad)} not finite (the noise level's squares overflow); "
                              "use smaller noise levels")
     if args.json:
-        out = {"n": args.n, "d": args.d, "sequences": args.eval_sequences, "tune_sequences": args.tune_sequences,
+        out = {"n": args.n, "d": args.d, "sequences": args.eval_sequences, "tune_sequences": tune_sequences,
                "seed": args.seed, "chunk": args.chunk_sequences, "seconds": seconds,
                "results": results}
         print(strict_json(out))
@@ -91,14 +99,14 @@ def run(args: argparse.Namespace) -> int:
         print("|" + "|".join("---" if j == 0 else "--:" for j in range(len(header))) + "|")
         for r in rows:
             print("| " + " | ".join(r) + " |")
-        print(f"\n{_caption(args)}; {total}.")
+        print(f"\n{_caption(args, tune_sequences)}; {total}.")
         return 0
     import sys
 
     from rich.console import Console
     from rich.table import Table
 
-    tab = Table(title=_caption(args))
+    tab = Table(title=_caption(args, tune_sequences))
     for j, h in enumerate(header):
         tab.add_column(h, justify="left" if j == 0 else "right")
     for r in rows:
@@ -113,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _caption(args: argparse.Namespace) -> str:
+def _caption(args: argparse.Namespace, tune_sequences: int) -> str:
     return (f"Adjusted loss ± SE (method − oracle ridge, paired), n={args.n}, d={args.d}, {args.eval_sequences} "
-            f"sequences, {args.tune_sequences} tuning sequences, seed {args.seed}")
+            f"sequences, {tune_sequences} tuning sequences, seed {args.seed}")
 
 
 def _rows(results: dict, methods: tuple[str, ...]) -> tuple[list[str], list[list[str]]]:

@@ -285,14 +285,15 @@ def _train(a: argparse.Namespace) -> None:
 
 
 def _baselines(a: argparse.Namespace) -> None:
+    from numerics.cli.baselines import TUNE_SEQUENCES
     from numerics.data import PAPER_NOISES
 
     for s in a.noise:
         for spec in PAPER_NOISES if s.strip().lower() in ("paper", "all") else [s]:
             noise(spec)
-    memory(baselines_bytes(a.n, a.d, a.eval_sequences, a.tune_sequences, a.chunk_sequences, a.nodes or 256),
-           f"baselines with n={a.n}, d={a.d}, chunks of "
-           f"{min(a.chunk_sequences, max(a.eval_sequences, a.tune_sequences))} sequences",
+    tune = TUNE_SEQUENCES if a.tune_sequences is None else a.tune_sequences
+    memory(baselines_bytes(a.n, a.d, a.eval_sequences, tune, a.chunk_sequences, a.nodes or 256),
+           f"baselines with n={a.n}, d={a.d}, chunks of {min(a.chunk_sequences, max(a.eval_sequences, tune))} sequences",
            "--chunk-sequences, --nodes, --d or --n")
 
 

@@ -11,6 +11,9 @@ array          shape        meaning (docs/model.md)
 ``y_query``    ``(B,)``     optional: target ``y_t`` (then the loss is reported)
 ``sigma``      ``(B,)``     optional: noise level ``σ_τ`` (ridge reference of ``inspect``)
 =============  ===========  =====================================================
+
+and nothing else: another array is refused (:func:`numerics.cli.validate.data_file`), since a misspelt
+``y_query`` would go unused.
 """
 
 from __future__ import annotations

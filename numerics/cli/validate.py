@@ -259,6 +259,10 @@ def data_file(path: str, d: int, layers: int, flag: str = "data file") -> None:
     if missing:
         raise LintfError(f"{flag} {path!r} must hold arrays X (B,n,d), y (B,n), x_query (B,d); "
                          f"missing: {', '.join(missing)}")
+    unknown = sorted(set(heads) - {"X", "y", "x_query", "y_query", "sigma"})
+    if unknown:  # a misspelt y_query would otherwise go unused, and the loss unreported
+        raise LintfError(f"{flag} {path!r} holds {', '.join(unknown)}, which no command reads; a data file holds X, y, "
+                         "x_query and optionally y_query, sigma")
     _numeric(path, flag, heads, ("X", "y", "x_query", "y_query", "sigma"))
     X = heads["X"][0]
     if len(X) != 3 or min(X) < 1:

@@ -284,3 +284,15 @@ def test_a_printed_table_with_a_field_it_does_not_know_is_refused(name: str, tex
     assert main(["verify", "--only", "gram_map", "--printed", str(tmp_path / name)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith(f"row 1 has {field}; the fields are noise, depth, value and se") and "\n" not in err, err
+
+
+@pytest.mark.parametrize("command", ["predict", "inspect"])
+def test_a_data_file_with_an_array_no_command_reads_is_refused(command: str, model: Path, tmp_path: Path,
+                                                               capsys) -> None:
+    """A misspelt ``y_query`` would be ignored and the loss left unreported: any array but X, y, x_query, y_query,
+    sigma is refused before the model runs."""
+    d = data()
+    np.savez(tmp_path / "typo.npz", **{k: v for k, v in d.items() if k != "y_query"}, yquery=d["y_query"])
+    assert main([command, str(model), str(tmp_path / "typo.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "holds yquery, which no command reads" in err and "\n" not in err, err

@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         W = convert.weights_as_heads(arrays, args.convention, args.heads)
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the one-line error below
             P, Q = convert.to_universal(W, args.convention, args.value_scale, args.y_only, layers=args.layers)
-    except ValueError as exc:  # the weights' shapes: name the file they came from
+    except (ValueError, LintfError) as exc:  # the weights' shapes and values: name the file they came from
         raise LintfError(f"IN.npz {args.source!r}: {exc}") from None
     if not (np.all(np.isfinite(P)) and np.all(np.isfinite(Q))):
         big = max(float(np.max(np.abs(w))) for w in W.values())

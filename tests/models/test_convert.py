@@ -191,9 +191,12 @@ def test_cli_convert_predict_and_back(tmp_path, data, capsys):
         assert json.loads(str(z["meta"]))["convention"] == "row" and z["W_O"].shape == (L, H, 4, 4)
     bad = tmp_path / "bad.npz"
     np.savez(bad, **(stacked(layers) | {"W_K": stacked(layers)["W_K"][..., :-2]}))
+    nan = tmp_path / "nan.npz"
+    np.savez(nan, **(stacked(layers) | {"W_Q": np.full_like(stacked(layers)["W_Q"], np.nan)}))
     capsys.readouterr()
     for argv, match in [([str(tmp_path / "w.npz"), "--out", str(model)], "exists; choose a new file name"),
                         ([str(bad), "--out", str(tmp_path / "x.npz")], f"IN.npz {str(bad)!r}: W_K has shape"),
+                        ([str(nan), "--out", str(tmp_path / "x.npz")], f"IN.npz {str(nan)!r}: W_Q must be finite"),
                         ([str(model), "--out", str(tmp_path / "x.npz"), "--y-only"], "--y-only applies to weights"),
                         ([str(tmp_path / "data.npz"), "--out", str(tmp_path / "x.npz")], "must hold either"),
                         ([str(tmp_path / "nope.npz"), "--out", str(tmp_path / "x.npz")], "does not exist"),

@@ -200,7 +200,9 @@ def run(args: argparse.Namespace) -> int:
     print("  ".join(f"{h:>12}" for _, h, _ in cols))
     for r in rows:
         print("  ".join(f"{f.format(r[k]):>12}" for k, _, f in cols))
-    print("(batch means; w* = OLS, ridge uses the true sigma; loss = 1/2 mean (y_t - <w^l, x_t>)^2)")
+    ridge = (f"ridge uses sigma = {args.sigma:g} (--sigma)" if args.sigma is not None else
+             "ridge uses each sequence's true sigma" if sigma is not None else "no ridge")
+    print(f"(batch means; w* = OLS, {ridge}; loss = 1/2 mean (y_t - <w^l, x_t>)^2)")
     if ins.w_ols is None:
         print(f"no OLS reference: n={data['X'].shape[1]} < d={d}")
     if sigma is None:

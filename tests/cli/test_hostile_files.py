@@ -296,3 +296,14 @@ def test_a_data_file_with_an_array_no_command_reads_is_refused(command: str, mod
     assert main([command, str(model), str(tmp_path / "typo.npz")]) == 2
     err = capsys.readouterr().err.strip()
     assert "holds yquery, which no command reads" in err and "\n" not in err, err
+
+
+@pytest.mark.parametrize("extra, says", [(["--sigma", "0"], "ridge uses sigma = 0 (--sigma)"),
+                                         ([], "ridge uses each sequence's true sigma"), (["DATA"], "no ridge;")])
+def test_inspect_says_which_sigma_its_ridge_reference_used(extra: list[str], says: str, model: Path, tmp_path: Path,
+                                                           capsys) -> None:
+    np.savez(tmp_path / "d.npz", **data())  # no sigma in the file
+    argv = [str(tmp_path / "d.npz") if a == "DATA" else a for a in extra]
+    assert main(["inspect", str(model), *argv, *([] if "DATA" in extra else ["--sequences", "8"])]) in (0, 1)
+    out = capsys.readouterr().out
+    assert says in out, out

@@ -167,6 +167,10 @@ class TrainConfig:
             raise ValueError(f"warm_start replaces the random start; init must be 'random', got {self.init!r}")
         if self.init == "spectral" and not kind.spectral_init:
             raise ValueError(f"init 'spectral' needs model gdpp (a GD++ model is a polynomial in Σ), got {self.model!r}")
+        if self.init == "spectral" and self.seeds == 1 and (self.lr, self.warmup) != (None, None):
+            raise ValueError(f"{'lr' if self.lr is not None else 'warmup'} has no effect: with init 'spectral' and one "
+                             "seed, that seed is the spectral fit, which Adam leaves as it is; train seeds >= 2 to "
+                             "refine it")
         if self.init == "spectral" and self.n <= self.d:
             raise ValueError(f"init 'spectral' needs context length n > d, got n={self.n}, d={self.d}")
         if self.dtype not in DTYPES:

@@ -24,6 +24,9 @@ from numerics.cli import main as cli_main
     (["--model", "diag", "--layers", "2", "--trust", "0.5"], "--trust must be 0 (no step rejection) or a finite number > 1"),
     (["--model", "diag", "--layers", "2", "--micro-batch", "3"], "--micro-batch must be 0 (the whole batch) or divide"),
     (["--model", "diag", "--layers", "2", "--init", "spectral"], "--init 'spectral' needs model gdpp"),
+    (["--model", "gdpp", "--layers", "2", "--n", "4", "--init", "spectral", "--lr", "0.5"],
+     "--lr has no effect: with init 'spectral' and one seed"),
+    (["--model", "gdpp", "--layers", "2", "--init", "spectral", "--warmup", "0"], "--warmup has no effect"),
 ])
 def test_cli_errors_are_one_line(argv: list[str], needle: str, tmp_path: Path, capsys) -> None:
     f = tmp_path / "afile"

@@ -10,6 +10,8 @@ from numerics.baselines.ridge import CONST_GRID as CONST_GRID
 from numerics.baselines.ridge import FLOOR as FLOOR
 from numerics.baselines.ridge import NAMES as NAMES
 from numerics.baselines.ridge import OLS_BASED as OLS_BASED
+from numerics.baselines.ridge import TUNE_SEQUENCES as TUNE_SEQUENCES
+from numerics.baselines.ridge import TUNED as TUNED
 from numerics.baselines.ridge import Tuned as Tuned
 from numerics.baselines.ridge import check_methods as check_methods
 from numerics.baselines.ridge import oracle_weights as oracle_weights

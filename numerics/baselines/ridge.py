@@ -42,6 +42,9 @@ NAMES: tuple[str, ...] = ("OLS", "ConstRR", "ConstRR_Esigma2", "AdaRR", "TunedRR
 #: Ridge at ``λ = E σ²``: the loss-minimising spectral filter, so no GD++ model has a lower expected loss.
 FLOOR = "ConstRR_Esigma2"
 OLS_BASED: tuple[str, ...] = ("OLS", "AdaRR", "TunedRR")
+#: The baselines tuned on separate sequences (:func:`tune`), and how many by default.
+TUNED: tuple[str, ...] = ("ConstRR", "TunedRR", "GD")
+TUNE_SEQUENCES = 50_000
 #: Coarse grids (then ``REFINE`` rounds of ``REFINE_POINTS`` points between the best point's neighbours).
 CONST_GRID = np.concatenate([[0.0], np.geomspace(1e-6, 1e4, 51)])
 MULT_GRID = np.geomspace(0.05, 20.0, 27)
@@ -161,7 +164,7 @@ def tune(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, met
          chunk: int | None = None) -> Tuned:
     """Tune ConstRR, TunedRR and GD on ``sequences`` fresh sequences drawn with ``key`` (float64)."""
     chunk = evaluation.CHUNK if chunk is None else chunk
-    if not {"ConstRR", "TunedRR", "GD"} & set(methods):
+    if not set(TUNED) & set(methods):
         return Tuned()
     with jax.enable_x64(True):
         parts = list(evaluation.batches(key, noise, sequences, n, d, chunk))
@@ -216,7 +219,7 @@ def check_methods(methods, n: int, d: int) -> tuple[str, ...]:
 
 
 def table(noise: Noise | str, n: int = 20, d: int = 10, sequences: int = 100_000, seed: int = 0,
-          tune_sequences: int = 50_000, methods=NAMES, nodes: int = bayes.DEFAULT_NODES,
+          tune_sequences: int = TUNE_SEQUENCES, methods=NAMES, nodes: int = bayes.DEFAULT_NODES,
           chunk: int | None = None) -> dict[str, dict]:
     """Adjusted loss of every baseline on ``sequences`` evaluation sequences (float64, chunked).
 

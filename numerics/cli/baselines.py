@@ -14,9 +14,6 @@ import math
 import time
 
 from numerics.errors import LintfError
-
-#: The baselines tuned on ``--tune-sequences`` separate sequences, and its default.
-TUNED, TUNE_SEQUENCES = ("ConstRR", "TunedRR", "GD"), 50_000
 from numerics.io import strict_json
 
 
@@ -29,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-sequences", type=int, default=100_000,
                    help="evaluation sequences per setting (default 100000)")
     p.add_argument("--tune-sequences", type=int, default=None,
-                   help=f"tuning sequences for {'/'.join(TUNED)}, drawn separately (default {TUNE_SEQUENCES})")
+                   help="tuning sequences for ConstRR/TunedRR/GD, drawn separately (default 50000)")
     p.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
     p.add_argument("--chunk-sequences", type=int, default=20_000,
                    help="sequences drawn and evaluated at once; bounds memory and fixes the data for a seed (default 20000)")
@@ -64,11 +61,12 @@ def run(args: argparse.Namespace) -> int:
         hint = (f"; leave {', '.join(baselines.OLS_BASED)} out with --methods, or make --n larger than --d"
                 if "n > d" in str(exc) else "")
         raise LintfError(f"--methods {'all' if args.methods is None else repr(args.methods)}: {exc}{hint}") from None
-    for flag, given, users in (("--nodes", args.nodes, ("Bayes",)), ("--tune-sequences", args.tune_sequences, TUNED)):
+    applies = (("--nodes", args.nodes, ("Bayes",)), ("--tune-sequences", args.tune_sequences, baselines.TUNED))
+    for flag, given, users in applies:
         if given is not None and not set(users) & set(methods):
             raise LintfError(f"{flag} {given} applies to {', '.join(users)}, which --methods leaves out; add "
                              f"{'it' if len(users) == 1 else 'one'}, or leave {flag} out")
-    tune_sequences = TUNE_SEQUENCES if args.tune_sequences is None else args.tune_sequences
+    tune_sequences = baselines.TUNE_SEQUENCES if args.tune_sequences is None else args.tune_sequences
     nodes = bayes.DEFAULT_NODES if args.nodes is None else args.nodes
     try:
         bayes.quadrature("uniform:1", nodes)  # validates --nodes before any work

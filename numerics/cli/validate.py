@@ -254,16 +254,18 @@ def model_file(path: str, flag: str = "model file") -> tuple[int, int, int]:
 def data_file(path: str, d: int, layers: int, flag: str = "data file") -> None:
     """Header checks of a data file (:mod:`numerics.cli._userdata`) for a model of input dimension ``d``, and the
     memory of evaluating ``layers`` layers on it; the values are checked where they are loaded."""
+    from numerics.cli._userdata import OPTIONAL, REQUIRED
+
     heads = npz_headers(path, flag)
-    missing = [k for k in ("X", "y", "x_query") if k not in heads]
+    missing = [k for k in REQUIRED if k not in heads]
     if missing:
         raise LintfError(f"{flag} {path!r} must hold arrays X (B,n,d), y (B,n), x_query (B,d); "
                          f"missing: {', '.join(missing)}")
-    unknown = sorted(set(heads) - {"X", "y", "x_query", "y_query", "sigma"})
+    unknown = sorted(set(heads) - {*REQUIRED, *OPTIONAL})
     if unknown:  # a misspelt y_query would otherwise go unused, and the loss unreported
         raise LintfError(f"{flag} {path!r} holds {', '.join(unknown)}, which no command reads; a data file holds X, y, "
                          "x_query and optionally y_query, sigma")
-    _numeric(path, flag, heads, ("X", "y", "x_query", "y_query", "sigma"))
+    _numeric(path, flag, heads, (*REQUIRED, *OPTIONAL))
     X = heads["X"][0]
     if len(X) != 3 or min(X) < 1:
         raise LintfError(f"{flag} {path!r}: X must have shape (B, n, d) with B, n, d >= 1, got {X}")
@@ -289,7 +291,7 @@ def _train(a: argparse.Namespace) -> None:
 
 
 def _baselines(a: argparse.Namespace) -> None:
-    from numerics.cli.baselines import TUNE_SEQUENCES
+    from numerics.baselines.ridge import TUNE_SEQUENCES
     from numerics.data import PAPER_NOISES
 
     for s in a.noise:

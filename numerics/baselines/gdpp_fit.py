@@ -86,7 +86,8 @@ class Points(NamedTuple):
 
 
 class SpectralFit(NamedTuple):
-    """Fitted GD++ parameters (float64) and, per depth ``1..L``, ``(loss on the fit points, params)``."""
+    """Fitted GD++ parameters (float64) and, per depth ``1..L``, ``(loss on the fit points, params)``; ``seconds``: the
+    time the path's fits up to ``L`` took."""
 
     params: Gdpp
     loss: float
@@ -215,20 +216,37 @@ def _lm(F, J, x0: np.ndarray, max_nfev: int) -> tuple[float, np.ndarray]:
 
 def fit_gdpp(layers: int, noise: str = "fixed:0", n: int = 20, d: int = 10, seed: int = 0,
              sequences: int = FIT_SEQUENCES, max_nfev: int = 300) -> SpectralFit:
-    r"""Fit GD++ with ``layers`` layers by continuation ``L = 1..layers`` (module docstring); float64 throughout."""
+    r"""Fit GD++ with ``layers`` layers by continuation ``L = 1..layers`` (module docstring); float64 throughout.
+    The process keeps each setting's path: a fit of another depth takes its step of it, or goes on from its end."""
     if int(layers) < 1:
         raise ValueError(f"layers must be >= 1, got {layers}")
     return _fit_cached(int(layers), str(Noise.parse(noise)), int(n), int(d), int(seed), int(sequences), int(max_nfev))
 
 
-@lru_cache(maxsize=8)
+#: Per fit setting ``(noise, n, d, seed, sequences, max_nfev)``, the fits of depth ``1, 2, …`` so far, each with its
+#: seconds: continuation makes the depth-``L`` fit the path's ``L``-th step, so a fit of any depth reuses the path and
+#: a deeper one goes on from its end (the same numbers as a fit from nothing: LM and the sample are deterministic).
+_PATHS: dict[tuple, list[tuple[float, Gdpp, float]]] = {}
+
+
+def clear_cache() -> None:
+    """Forget every fitted path (the next fit starts from nothing)."""
+    _PATHS.clear()
+    _points.cache_clear()
+
+
+@lru_cache(maxsize=16)
+def _points(noise: str, n: int, d: int, seed: int, sequences: int) -> Points:
+    return thin(sample_spectra(seed, sequences, n, d, noise))
+
+
 def _fit_cached(layers: int, noise: str, n: int, d: int, seed: int, sequences: int, max_nfev: int) -> SpectralFit:
-    t0 = time.perf_counter()
+    path = _PATHS.setdefault((noise, n, d, seed, sequences, max_nfev), [])
     with jax.enable_x64(True):
-        pts = thin(sample_spectra(seed, sequences, n, d, noise))
-        path: list[tuple[float, Gdpp]] = []
-        wxx, wyx = np.zeros(0), np.zeros(0)
-        for L in range(1, layers + 1):
+        for L in range(len(path) + 1, layers + 1):
+            t0 = time.perf_counter()
+            pts = _points(noise, n, d, seed, sequences)
+            wxx, wyx = (np.asarray(a) for a in path[-1][1]) if path else (np.zeros(0), np.zeros(0))
             F, J = _residual_fn(pts, L)
             if L == 1:
                 starts = [np.array([-1.0 / float(np.average(pts.mu, weights=pts.weight))])]
@@ -249,7 +267,8 @@ def _fit_cached(layers: int, noise: str, n: int, d: int, seed: int, sequences: i
                 val, x = _lm(F, J, x0, max_nfev)
                 if val < best[0]:
                     best = (val, x)
-            wxx, wyx = np.concatenate([best[1][: L - 1], [0.0]]), best[1][L - 1:]
-            path.append((best[0], Gdpp(wxx.copy(), wyx.copy())))
-    loss, params = path[-1]
-    return SpectralFit(params, loss, tuple(path), time.perf_counter() - t0)
+            fitted = Gdpp(np.concatenate([best[1][: L - 1], [0.0]]), best[1][L - 1:].copy())
+            path.append((best[0], fitted, time.perf_counter() - t0))
+    loss, params, _ = path[layers - 1]
+    return SpectralFit(params, loss, tuple((v, p) for v, p, _ in path[:layers]),
+                       sum(sec for _, _, sec in path[:layers]))

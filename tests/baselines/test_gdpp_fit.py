@@ -46,13 +46,26 @@ def test_importance_sampler_is_unbiased_against_the_one_layer_closed_form() -> N
 
 
 def test_fit_is_deterministic_by_seed() -> None:
-    gf._fit_cached.cache_clear()
+    gf.clear_cache()
     a = gf.fit_gdpp(2, sequences=SMALL, seed=4)
-    gf._fit_cached.cache_clear()
+    gf.clear_cache()
     b = gf.fit_gdpp(2, sequences=SMALL, seed=4)
     c = gf.fit_gdpp(2, sequences=SMALL, seed=5)
     assert all(np.array_equal(x, y) for x, y in zip(a.params, b.params)) and a.loss == b.loss
     assert not np.array_equal(a.params.omega_yx, c.params.omega_yx)
+
+
+def test_a_fit_goes_on_from_the_path_of_a_shallower_one_and_gives_the_fit_from_nothing() -> None:
+    gf.clear_cache()
+    fresh = gf.fit_gdpp(3, "uniform:2", sequences=SMALL, seed=6)
+    gf.clear_cache()
+    gf.fit_gdpp(2, "uniform:2", sequences=SMALL, seed=6)
+    went_on = gf.fit_gdpp(3, "uniform:2", sequences=SMALL, seed=6)
+    one = gf.fit_gdpp(1, "uniform:2", sequences=SMALL, seed=6)
+    same = lambda p, q: all(np.array_equal(x, y) for x, y in zip(p, q))  # noqa: E731
+    assert went_on.loss == fresh.loss and same(went_on.params, fresh.params)
+    assert all(a == b and same(p, q) for (a, p), (b, q) in zip(went_on.path, fresh.path))
+    assert one.path == went_on.path[:1] and one.loss == fresh.path[0][0] and 0 < one.seconds <= went_on.seconds
 
 
 def test_one_layer_fit_is_the_closed_form_step_and_four_layers_reach_a_low_loss() -> None:

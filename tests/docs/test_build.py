@@ -501,3 +501,29 @@ def test_reproduce_page_lists_every_claim_the_report_judges() -> None:
     section = page[page.index("## The report"):]
     listed = [line[2:] for line in section.split("\n\n")[2].splitlines()]
     assert listed == [c.text for c in check_claims({})] + [claim_gdpp_floor({}, {}).text]
+
+
+def test_gdpp_fit_cells_rows_are_its_logs() -> None:
+    # docs/experiments/gdpp-fit-cells.md: the table per setting, and the seconds it sets against the lean records.
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "gdpp-fit-cells.md").read_text()
+    settings = {}
+    for name in ("a.json", "b.json"):
+        settings |= json.loads((ROOT / "benchmarks" / "logs" / "gdpp-fit-cells" / name).read_text())["settings"]
+    assert len(settings) == 6
+    for nz, v in settings.items():
+        cs = v["cells"]
+        rel = [r["other"]["relative"] for r in cs]
+        tail = max((r.get("tail_check") or {}).get("max") or 0 for r in cs)
+        good = [sum(r[k]["as_good"] for r in cs) for k in ("reference", "other")]
+        row = (f"| `{nz}` | {v['fit_seconds']:.0f} | {good[0]} of {len(cs)} | {good[1]} of {len(cs)} | "
+               f"{min(rel):+.1%} to {max(rel):+.1%} | {tail:.3g} |")
+        assert row in page, row
+    high = ("uniform:4", "uniform:5", "uniform:6", "categorical:1,3")
+    assert all(r["reference"]["as_good"] and r["other"]["as_good"] for nz in high for r in settings[nz]["cells"])
+    models = ROOT / "results" / "lean" / "models"
+    trained = sum(json.loads(p.read_text())["train"]["seconds"] for nz in high
+                  for p in models.glob(f"gdpp-L*-{nz.replace(':', '').replace(',', '_')}/metrics.json"))
+    assert f"train for {trained:.0f} s in" in page
+    assert f"The fits took {sum(settings[nz]['fit_seconds'] for nz in high):.0f} s" in " ".join(page.split())

@@ -13,7 +13,9 @@ from numerics.data import sample
 from numerics.models.forward import predict_fast
 
 
-@pytest.mark.parametrize("kind", ["full", "diag"])
+# FULL's twin runs with the slow tests: its pass differs from DIAG's only in G (checked in tests/models/test_forward.py),
+# and op by op it takes 15 s here
+@pytest.mark.parametrize("kind", [pytest.param("full", marks=pytest.mark.slow), "diag"])
 def test_guard_drops_an_overflowing_sequence_with_zero_gradient(kind: str) -> None:
     """A sequence whose pass overflows float32 is dead: the training loss and gradient equal those of
     the batch without it, and stay finite (unguarded, one such sequence makes the gradient NaN)."""
@@ -34,7 +36,7 @@ def test_guard_drops_an_overflowing_sequence_with_zero_gradient(kind: str) -> No
         np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["full", "diag"])
+@pytest.mark.parametrize("kind", [pytest.param("full", marks=pytest.mark.slow), "diag"])  # FULL: as above
 def test_huber_gradient_is_the_squared_loss_gradient_with_targets_moved_within_delta(kind: str) -> None:
     """Two routes to the training gradient: autodiff of the Huber loss, and autodiff of the plain squared
     loss after moving each target to within ``δ`` of the prediction (``∂huber/∂r = clip(r, −δ, δ)``).

@@ -527,3 +527,54 @@ def test_gdpp_fit_cells_rows_are_its_logs() -> None:
                   for p in models.glob(f"gdpp-L*-{nz.replace(':', '').replace(',', '_')}/metrics.json"))
     assert f"train for {trained:.0f} s in" in page
     assert f"The fits took {sum(settings[nz]['fit_seconds'] for nz in high):.0f} s" in " ".join(page.split())
+
+
+def lean_batch_rows() -> tuple[list[dict], dict]:
+    """The batch-512 probe's rows (benchmarks/logs/lean-stages/s1500-b512-*.json) and the lean grid's rows by cell."""
+    import json
+
+    logs = ROOT / "benchmarks" / "logs" / "lean-stages"
+    rows = [r for p in sorted(logs.glob("s1500-b512-*.json")) for r in json.loads(p.read_text())["cells"]]
+    return rows, {r["cell"]: r for r in json.loads((logs / "grid.json").read_text())["cells"]}
+
+
+def test_lean_batch_rows_are_its_logs() -> None:
+    # docs/experiments/lean-batch.md: every probe cell beside the lean grid's, and the sums it draws from them.
+    import json
+
+    page = (ROOT / "docs" / "experiments" / "lean-batch.md").read_text()
+    rows, grid = lean_batch_rows()
+    assert rows and all(json.loads(p.read_text())["stages"]["batch"] == 512
+                        for p in (ROOT / "benchmarks" / "logs" / "lean-stages").glob("s1500-b512-*.json"))
+    assert page.count("\n| diag-") + page.count("\n| full-") + page.count("\n| gdpp-") == len(rows)
+    for r in rows:
+        g = grid[r["cell"]]
+        assert g["reference"] == pytest.approx(r["reference"], rel=1e-12)  # the same paper cell, the same sequences
+        row = (f"| {r['cell']} | {r['reference']:.4g} | {g['loss']:.4g} ({g['relative']:+.1%}) | {r['loss']:.4g} | "
+               f"{r['relative']:+.1%} | {'as good' if r['as_good'] else 'worse'} | {g['steps']} ({g['stages']}) | "
+               f"{r['steps']} ({r['stages']}) | {g['seconds']:.0f} | {r['seconds']:.0f} |")
+        assert row in page, row
+    text = " ".join(page.split())
+    same = sum(r["as_good"] == grid[r["cell"]]["as_good"] for r in rows)
+    assert f"**{sum(r['as_good'] for r in rows)} of the {len(rows)} cells are as good as the paper cell" in text
+    assert f"{same} of the {len(rows)} get the verdict of the lean grid's cell" in text
+    from numerics.reproduce.budgets import PARTS, cells_for, get_budget
+
+    fig5 = {c.name for c in cells_for(get_budget("lean"), PARTS) if c.keep_seeds}  # the lean cell's time has replicas
+    timed = [r for r in rows if r["cell"] not in fig5]
+    s512, s1024 = sum(r["seconds"] for r in timed), sum(grid[r["cell"]]["seconds"] for r in timed)
+    assert f"{len(timed)} cells take {s512:.0f} s at batch 512 here and {s1024:.0f} s at batch 1024" in text
+    bench = {b: json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / f"bench-b{b}.json").read_text())
+             for b in (1024, 512)}
+    rate = {b: next(r["steps_per_s"] for r in bench[b]["throughput"] if r["forward"] == "fast") for b in bench}
+    assert all(bench[b]["throughput"][0]["batch"] == b and bench[b]["LINTF_HOST_DEVICES"] == "1" for b in bench)
+    assert f"{rate[1024]:.1f} steps per second at batch 1024 and {rate[512]:.1f} at batch 512" in text
+    assert f"costs {rate[1024] / rate[512]:.2f} of a step at batch 1024" in text
+    words = ["no", "one", "two", "three", "four", "five"]
+    lose = sum(grid[r["cell"]]["as_good"] and not r["as_good"] for r in rows)
+    gain = sum(r["as_good"] and not grid[r["cell"]]["as_good"] for r in rows)
+    assert f"{words[lose]} of the {len(rows)} cells lose their verdict while {words[gain]} gain one" in text
+    sched = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid-schedule-grid-speed.json").read_text())
+    slow = (sched["replayed_hours"] + 25 / 60) * sched["ratio"]  # as the README states it
+    assert f"the lean grid's {slow:.1f} h on this CPU would come to about {slow * s512 / (s1024 * sched['ratio']):.1f} h" \
+        in text

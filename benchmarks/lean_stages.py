@@ -2,10 +2,10 @@ r"""Cells trained with shorter stages than a sweep's, compared with that sweep's
 
 ``probe`` trains the named cells as the sweep does (:func:`numerics.reproduce.experiments.run_cell`) but with the
 budget's stages replaced by ``--steps``, ``--batch``, ``--seeds`` and ``--most`` (the same stage rule: stage ``k``
-doubles the steps so far; the cell is converged when doubling moves the held-out loss by less than 3 % or 2 paired
-SE; by default as many stages as stay within the budget's most steps).  FULL starts from the DIAG cell of its depth
-under ``--reference``, as the sweep starts it, so a FULL row leaves out that DIAG cell's work; Fig. 5's replicas are
-not trained::
+doubles the steps so far; the cell is converged when doubling moves the held-out loss by less than 3 % (``--rel``)
+or 2 paired SE; by default as many stages as stay within the budget's most steps).  FULL starts from the DIAG cell
+of its depth under ``--reference``, as the sweep starts it, so a FULL row leaves out that DIAG cell's work; Fig. 5's
+replicas are not trained::
 
     python benchmarks/lean_stages.py probe --reference results/paper --steps 1500 --batch 1024 --seeds 1 \
         --out /tmp/lean --runs /tmp/lean-runs --log benchmarks/logs/lean-stages/s1500-b1024.json full-L3-uniform2 ...
@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     pr.add_argument("--most", type=int, default=None, help="most stages (default: as many as the budget's cap allows)")
     pr.add_argument("--decay", type=float, default=None, help="rate of stage k >= 2: decay^(k-1) of the peak")
     pr.add_argument("--retry-blown", action="store_true", help="a blown stage does not end the cell (Stages.retry_blown)")
+    pr.add_argument("--rel", type=float, default=None, help="the stage rule's relative change (default 0.03)")
     pr.add_argument("--runs", type=Path, required=True)
     for p in (pr, co):
         p.add_argument("--budget", default="paper" if p is pr else "lean")
@@ -139,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
             budget = replace(budget, seeds=1,  # no Fig. 5 replicas
                              stages=replace(st, steps=a.steps, batch=a.batch, seeds=a.seeds, most=most,
                                             retry_blown=a.retry_blown or st.retry_blown,
-                                            decay=st.decay if a.decay is None else a.decay))
+                                            decay=st.decay if a.decay is None else a.decay,
+                                            rel=st.rel if a.rel is None else a.rel))
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

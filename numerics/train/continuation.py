@@ -105,6 +105,8 @@ class Stages:
                 raise ValueError(f"stages: {k} must be >= {lo}, got {getattr(self, k)}")
         if not 0 < self.decay <= 1:
             raise ValueError(f"stages: decay must be in (0, 1], got {self.decay}")
+        if not 0 < self.rel < 1 or not 0 <= self.se < float("inf"):
+            raise ValueError(f"stages: rel must be in (0, 1) and se finite and >= 0, got rel={self.rel}, se={self.se}")
 
     @property
     def cap(self) -> int:

@@ -68,6 +68,16 @@ def test_it_refuses_the_reference_itself_and_a_log_of_another_reference(referenc
     assert "was made with other stages or another reference" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("rel", ["0", "1", "nan", "-0.01"])
+def test_a_probe_refuses_a_stage_rule_outside_its_range(rel: str, tmp_path: Path, capsys):
+    argv = ["probe", "--budget", "test", "--reference-budget", "test", "--steps", "20", "--batch", "64", "--rel", rel,
+            "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "runs"), "--reference", str(tmp_path / "ref"),
+            "--log", str(tmp_path / "log.json"), CELL.name]
+    assert lean_stages.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rel must be in (0, 1)" in err and not (tmp_path / "log.json").exists()
+
+
 def test_stored_compares_the_losses_the_metrics_hold(reference: Path, tmp_path: Path, capsys):
     """The same model with a ``metrics.json`` that says 10 % higher: evaluated, the two are equal; ``--stored`` reads
     the stored losses, without a paired SE, calls it worse, and keeps its log apart from an evaluated one's."""

@@ -3,9 +3,9 @@ r"""Cells trained with shorter stages than a sweep's, compared with that sweep's
 ``probe`` trains the named cells as the sweep does (:func:`numerics.reproduce.experiments.run_cell`) but with the
 budget's stages replaced by ``--steps``, ``--batch``, ``--seeds`` and ``--most`` (the same stage rule: stage ``k``
 doubles the steps so far; the cell is converged when doubling moves the held-out loss by less than 3 % (``--rel``)
-or 2 paired SE; by default as many stages as stay within the budget's most steps).  FULL starts from the DIAG cell
-of its depth under ``--reference``, as the sweep starts it, so a FULL row leaves out that DIAG cell's work; Fig. 5's
-replicas are not trained::
+or 2 paired SE, after at least ``--least`` stages; by default as many stages as stay within the budget's most
+steps).  FULL starts from the DIAG cell of its depth under ``--reference``, as the sweep starts it, so a FULL row
+leaves out that DIAG cell's work; Fig. 5's replicas are not trained::
 
     python benchmarks/lean_stages.py probe --reference results/paper --steps 1500 --batch 1024 --seeds 1 \
         --out /tmp/lean --runs /tmp/lean-runs --log benchmarks/logs/lean-stages/s1500-b1024.json full-L3-uniform2 ...
@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     pr.add_argument("--decay", type=float, default=None, help="rate of stage k >= 2: decay^(k-1) of the peak")
     pr.add_argument("--retry-blown", action="store_true", help="a blown stage does not end the cell (Stages.retry_blown)")
     pr.add_argument("--rel", type=float, default=None, help="the stage rule's relative change (default 0.03)")
+    pr.add_argument("--least", type=int, default=1, help="train at least this many stages (default 1)")
     pr.add_argument("--runs", type=Path, required=True)
     for p in (pr, co):
         p.add_argument("--budget", default="paper" if p is pr else "lean")
@@ -137,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         if a.mode == "probe":
             st = budget.stages
             most = a.most or max(2, int(np.floor(np.log2(st.cap / a.steps))) + 1)
+            if not 1 <= a.least <= most:
+                raise ValueError(f"--least must be in 1..{most} (the most stages), got {a.least}")
             budget = replace(budget, seeds=1,  # no Fig. 5 replicas
                              stages=replace(st, steps=a.steps, batch=a.batch, seeds=a.seeds, most=most,
                                             retry_blown=a.retry_blown or st.retry_blown,
@@ -154,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     stored = a.mode == "compare" and a.stored
     head = {"budget": a.budget, "stages": stages_signature(budget.stages), "reference": str(a.reference),
-            "reference_budget": a.reference_budget} | ({"evaluation": "stored"} if stored else {})
+            "reference_budget": a.reference_budget} | ({"evaluation": "stored"} if stored else {}) \
+        | ({"least": a.least} if a.mode == "probe" and a.least > 1 else {})
     log = read_json(a.log) if a.log.exists() else head | {"cells": []}
     if {k: log.get(k) for k in head} != head:
         print(f"error: --log {a.log} was made with other stages or another reference; give another --log",
@@ -170,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         m = load_cell(a.out, cell, budget)
         if a.mode == "probe" and m is None:
-            m = run_cell(cell, budget, a.out, a.runs, starts=a.reference)
+            m = run_cell(cell, budget, a.out, a.runs, starts=a.reference, least=a.least)
         if m is None:
             skipped.append(name)
             continue

@@ -68,14 +68,16 @@ def test_it_refuses_the_reference_itself_and_a_log_of_another_reference(referenc
     assert "was made with other stages or another reference" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("rel", ["0", "1", "nan", "-0.01"])
-def test_a_probe_refuses_a_stage_rule_outside_its_range(rel: str, tmp_path: Path, capsys):
-    argv = ["probe", "--budget", "test", "--reference-budget", "test", "--steps", "20", "--batch", "64", "--rel", rel,
+@pytest.mark.parametrize("flag, value, says", [("--rel", "0", "rel must be in (0, 1)"), ("--rel", "1", "rel must"),
+                                               ("--rel", "nan", "rel must"), ("--rel", "-0.01", "rel must"),
+                                               ("--least", "0", "--least must be in 1..2"), ("--least", "3", "--least")])
+def test_a_probe_refuses_a_stage_rule_outside_its_range(flag: str, value: str, says: str, tmp_path: Path, capsys):
+    argv = ["probe", "--budget", "test", "--reference-budget", "test", "--steps", "20", "--batch", "64", flag, value,
             "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "runs"), "--reference", str(tmp_path / "ref"),
             "--log", str(tmp_path / "log.json"), CELL.name]
     assert lean_stages.main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "rel must be in (0, 1)" in err and not (tmp_path / "log.json").exists()
+    assert err.count("\n") == 1 and says in err and not (tmp_path / "log.json").exists()
 
 
 def test_stored_compares_the_losses_the_metrics_hold(reference: Path, tmp_path: Path, capsys):

@@ -534,7 +534,7 @@ def lean_batch_rows() -> tuple[list[dict], dict]:
     import json
 
     logs = ROOT / "benchmarks" / "logs" / "lean-stages"
-    rows = [r for p in sorted(logs.glob("s1500-b512-*.json")) for r in json.loads(p.read_text())["cells"]]
+    rows = [r for p in sorted(logs.glob("s1500-b512-?.json")) for r in json.loads(p.read_text())["cells"]]
     return rows, {r["cell"]: r for r in json.loads((logs / "grid.json").read_text())["cells"]}
 
 
@@ -546,7 +546,20 @@ def test_lean_batch_rows_are_its_logs() -> None:
     rows, grid = lean_batch_rows()
     assert rows and all(json.loads(p.read_text())["stages"]["batch"] == 512
                         for p in (ROOT / "benchmarks" / "logs" / "lean-stages").glob("s1500-b512-*.json"))
-    assert page.count("\n| diag-") + page.count("\n| full-") + page.count("\n| gdpp-") == len(rows)
+    first = {r["cell"]: r for r in rows}
+    least = [(json.loads(p.read_text()), r) for p in sorted((ROOT / "benchmarks" / "logs" / "lean-stages").glob(
+        "s1500-b512-least4-*.json")) for r in json.loads(p.read_text())["cells"]]
+    for log, r in least:  # the second table: the same cells held to four stages at least
+        assert log["least"] == 4 and log["stages"] == json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" /
+                                                                   "s1500-b512-a.json").read_text())["stages"]
+        f = first[r["cell"]]
+        row = (f"| {r['cell']} | {r['reference']:.4g} | {f['loss']:.4g} ({f['relative']:+.1%}) | {r['loss']:.4g} | "
+               f"{r['relative']:+.1%} | {'as good' if r['as_good'] else 'worse'} | {f['steps']} ({f['stages']}) | "
+               f"{r['steps']} ({r['stages']}) | {f['seconds']:.0f} | {r['seconds']:.0f} |")
+        assert row in page, row
+    times = [r["seconds"] / first[r["cell"]]["seconds"] for _, r in least]
+    assert not least or f"from {min(times):.1f} to {max(times):.1f} times its first run" in " ".join(page.split())
+    assert page.count("\n| diag-") + page.count("\n| full-") + page.count("\n| gdpp-") == len(rows) + len(least)
     for r in rows:
         g = grid[r["cell"]]
         assert g["reference"] == pytest.approx(r["reference"], rel=1e-12)  # the same paper cell, the same sequences
@@ -576,5 +589,5 @@ def test_lean_batch_rows_are_its_logs() -> None:
     assert f"{words[lose]} of the {len(rows)} cells lose their verdict while {words[gain]} gain one" in text
     sched = json.loads((ROOT / "benchmarks" / "logs" / "lean-stages" / "grid-schedule-grid-speed.json").read_text())
     slow = (sched["replayed_hours"] + 25 / 60) * sched["ratio"]  # as the README states it
-    assert f"the lean grid's {slow:.1f} h on this CPU would come to about {slow * s512 / (s1024 * sched['ratio']):.1f} h" \
-        in text
+    fast = slow * s512 / (s1024 * sched["ratio"])
+    assert f"the lean grid's {slow:.1f} h on this CPU would come to about {fast:.1f} h" in text

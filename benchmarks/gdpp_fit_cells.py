@@ -36,7 +36,7 @@ from numerics.evaluate import losses as evaluation  # noqa: E402
 from numerics.io import atomic_write_json, read_json  # noqa: E402
 from numerics.models import universal  # noqa: E402
 from numerics.reproduce.budgets import PARTS, TAIL_DEPTH, cells_for, get_budget  # noqa: E402
-from numerics.reproduce.convergence import float32_floor, losses, paired, within  # noqa: E402
+from numerics.reproduce.convergence import as_good, float32_floor, losses, paired  # noqa: E402
 from numerics.reproduce.judge import eval_key, spectral_check, tail_key  # noqa: E402
 from numerics.data import Noise  # noqa: E402
 
@@ -51,7 +51,7 @@ def row(cell, budget, P, Q, refs: dict[str, Path]) -> dict:
         old = losses(out / "models" / cell.name / "model.npz", cell, budget)
         diff, se = paired(old, new)
         r[name] = {"loss": float(old.mean()), "diff": diff, "diff_se": se, "relative": diff / float(old.mean()),
-                   "as_good": diff <= 0 or within(diff, float(old.mean()), 0.0, floor, se=0.0)}
+                   "as_good": as_good(diff, float(old.mean()), floor)}
     if cell.layers >= TAIL_DEPTH:
         r["tail_check"] = evaluation.tail_check(P, Q, cell.noise, budget.n, budget.d, tail_key())
         if Noise.parse(cell.noise).sigma_max == 0:

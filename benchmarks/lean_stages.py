@@ -25,11 +25,11 @@ Both evaluate the new model and the reference cell's model on the same 100 000 f
 evaluation sequences, :func:`numerics.reproduce.convergence.losses`) and print the paired difference, beside the work
 of each run in sequence-steps (steps × batch × seeds, summed over stages), its time, and the scale each stage's fit
 gave the update (below 1: the stage's pool exploded) and the rescue's.  A cell is *as good* when it is lower than the
-reference, or higher by no more than 3 % of the reference or the float32 floor (the convergence check's rule,
-:func:`numerics.reproduce.convergence.within`, one-sided and without its allowance of paired SEs, :func:`as_good`);
-a cell that failed its evaluation is not.  The log
-is rewritten after each cell, so a stopped run keeps its rows; a cell already in the log with the same two model
-files is not evaluated again.  A log made with other stages or another reference is refused.
+reference, or higher by no more than 3 % of the reference or the float32 floor
+(:func:`numerics.reproduce.convergence.as_good`: the convergence check's rule, one-sided and without its allowance of
+paired SEs); a cell that failed its evaluation is not.  The log is rewritten after each cell, so a stopped run keeps
+its rows; a cell already in the log with the same two model files is not evaluated again.  A log made with other
+stages or another reference is refused.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ import numpy as np
 
 from numerics.io import atomic_write_json, read_json
 from numerics.reproduce.budgets import PARTS, Budget, Cell, cells_for, get_budget, stages_signature, start_choices
-from numerics.reproduce.convergence import float32_floor, losses, paired, within
+from numerics.reproduce.convergence import as_good as rule
+from numerics.reproduce.convergence import float32_floor, losses, paired
 from numerics.reproduce.experiments import load_cell, run_cell
 
 
@@ -92,9 +93,7 @@ def as_good(row: dict) -> bool:
     """The cell is lower than the reference, or higher by no more than 3 % of it or the float32 floor; a failed cell
     is not.  Unlike the convergence check, no allowance of paired SEs: where a model's tail carries its mean, the
     paired SE is as large as any difference (a model 55 times the reference's loss would pass on it)."""
-    if row["failed"]:
-        return False
-    return row["diff"] <= 0 or within(row["diff"], row["reference"], 0.0, row["floor"], se=0.0)
+    return not row["failed"] and rule(row["diff"], row["reference"], row["floor"])
 
 
 def line(r: dict) -> str:

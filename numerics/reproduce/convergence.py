@@ -187,6 +187,13 @@ def within(change: float, loss: float, change_se: float, floor: float = 0.0, rel
     return abs(change) <= max(rel * abs(loss), se * change_se, floor)
 
 
+def as_good(change: float, loss: float, floor: float = 0.0) -> bool:
+    """A grid's cell against another's (the lean grid's rule): the paired ``change`` from ``loss`` is a decrease, or an
+    increase within ``REL`` of it or ``floor``.  Unlike :func:`within`, one-sided and with no allowance of paired SEs:
+    where a model's tail carries its mean, the paired SE is as large as any difference."""
+    return change <= 0 or within(change, loss, 0.0, floor, se=0.0)
+
+
 def named(budget: Budget, out: Path, names: Iterable[str]) -> tuple[Cell, ...]:
     """The cells ``names`` (spelt as under ``OUT/models/``) to check; a one-line error for a name outside the
     budget or a cell not finished and passing under ``out``."""
@@ -286,5 +293,5 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
-__all__ = ["CELLS", "FACTOR", "MOST_FACTOR", "REL", "SE", "FLOOR", "adopt", "check", "check_cell", "finish_adoption",
-           "float32_floor", "losses", "markdown", "named", "same_base", "within"]
+__all__ = ["CELLS", "FACTOR", "MOST_FACTOR", "REL", "SE", "FLOOR", "adopt", "as_good", "check", "check_cell",
+           "finish_adoption", "float32_floor", "losses", "markdown", "named", "same_base", "within"]

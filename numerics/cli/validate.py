@@ -263,8 +263,8 @@ def data_file(path: str, d: int, layers: int, flag: str = "data file") -> None:
                          f"missing: {', '.join(missing)}")
     unknown = sorted(set(heads) - {*REQUIRED, *OPTIONAL})
     if unknown:  # a misspelt y_query would otherwise go unused, and the loss unreported
-        raise LintfError(f"{flag} {path!r} holds {', '.join(unknown)}, which no command reads; a data file holds X, y, "
-                         "x_query and optionally y_query, sigma")
+        raise LintfError(f"{flag} {path!r} holds {', '.join(unknown)}, which no command reads; a data file holds "
+                         f"{', '.join(REQUIRED)} and optionally {', '.join(OPTIONAL)}")
     _numeric(path, flag, heads, (*REQUIRED, *OPTIONAL))
     X = heads["X"][0]
     if len(X) != 3 or min(X) < 1:

@@ -130,9 +130,10 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
 
 
 def atomic_savez(path: str | os.PathLike[str], exclusive: bool = False, **arrays: Any) -> None:
-    """``np.savez`` to ``path`` atomically (:func:`atomic_write_bytes`)."""
+    """``np.savez_compressed`` to ``path`` atomically (:func:`atomic_write_bytes`): a DIAG or GD++ model's ``P`` and
+    ``Q`` are mostly zeros."""
     buf = io.BytesIO()
-    np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
     atomic_write_bytes(path, buf.getvalue(), exclusive)
 
 

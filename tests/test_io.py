@@ -23,6 +23,18 @@ def test_atomic_write_leaves_one_readable_file(tmp_path) -> None:  # noqa: ANN00
     assert P.shape == (1, 1, 3, 3) and meta == {"kind": "full"}
 
 
+def test_a_model_of_mostly_zeros_is_stored_compressed_and_loads_as_saved(tmp_path) -> None:  # noqa: ANN001
+    """A DIAG-7 model's ``P`` and ``Q`` (7 layers of 11 x 11, all but a few entries zero) take 13.5 KB as float64;
+    the committed grids hold hundreds of them, so the file is compressed."""
+    P = np.zeros((7, 1, 11, 11))
+    Q = np.zeros((7, 1, 11, 11))
+    P[:, 0, 10, 10], Q[:, 0, :10, :10] = 0.3, np.eye(10) * np.arange(1, 8)[:, None, None] / 7
+    io.save_model(tmp_path / "m.npz", P, Q, meta={"kind": "diag"})
+    assert (tmp_path / "m.npz").stat().st_size < (P.nbytes + Q.nbytes) / 4
+    P2, Q2, _ = io.load_model(tmp_path / "m.npz")
+    assert np.array_equal(P2, P) and np.array_equal(Q2, Q)
+
+
 def test_non_finite_model_is_refused_and_nothing_is_written(tmp_path) -> None:  # noqa: ANN001
     P = np.full((1, 1, 3, 3), np.nan)
     with pytest.raises(LintfError, match="non-finite"):

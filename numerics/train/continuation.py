@@ -98,11 +98,17 @@ class Stages:
     decay: float = 0.5
     #: A cell above the cell one layer shallower has not converged, and restarts from it (module docstring).
     floor: bool = False
+    #: A DIAG cell of at least ``diag_least_depth`` layers trains at least ``diag_least`` stages (:meth:`least_for`).
+    diag_least: int = 1
+    diag_least_depth: int = 5
 
     def __post_init__(self) -> None:
         for k, lo in (("steps", 1), ("most", 2), ("batch", 1), ("seeds", 1), ("held_out", 2), ("scale_pool", 2)):
             if int(getattr(self, k)) < lo:
                 raise ValueError(f"stages: {k} must be >= {lo}, got {getattr(self, k)}")
+        if not 1 <= self.diag_least <= self.most or self.diag_least_depth < 1:
+            raise ValueError(f"stages: diag_least must be in 1..most ({self.most}) and diag_least_depth >= 1, got "
+                             f"diag_least={self.diag_least}, diag_least_depth={self.diag_least_depth}")
         if not 0 < self.decay <= 1:
             raise ValueError(f"stages: decay must be in (0, 1], got {self.decay}")
         if not 0 < self.rel < 1 or not 0 <= self.se < float("inf"):
@@ -112,6 +118,11 @@ class Stages:
     def cap(self) -> int:
         """The most steps a cell trains: ``S (1 + 1 + 2 + ... + 2^{most−2}) = S · 2^{most−1}``."""
         return self.steps * 2 ** (self.most - 1)
+
+    def least_for(self, model: str, layers: int) -> int:
+        """The fewest stages a cell of ``model`` and ``layers`` trains: a short stage of a deep DIAG cell can move its
+        held-out loss by less than ``rel`` on the way down, and the stage rule would stop it there."""
+        return self.diag_least if model == "diag" and layers >= self.diag_least_depth else 1
 
     def scaled(self, factor: int) -> Stages:
         """The same schedule with every stage ``factor`` times longer (the convergence check's rerun)."""
@@ -241,13 +252,14 @@ def stuck(best: StageResult, floor: StageResult | None, st: Stages) -> bool:
 def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: Callable, least: int = 1,
                  earlier: list[StageResult] | None = None,
                  floor: StageResult | None = None, begin: StageResult | None = None) -> tuple[StageResult, dict]:
-    """Train ``cfg``'s cell in stages into ``run/stage<k>`` (each resumable), at least ``least`` of them; returns
-    the chosen stage and a summary for ``metrics.json``.  ``trainer(cfg, dir)`` trains one stage
-    (:func:`numerics.reproduce.experiments.train_rundir`).  ``earlier`` (:func:`recorded`) are stages trained
-    before, which stopped at a smaller cap without converging: training goes on after them.  ``floor`` (the finished
-    cell one layer shallower, its model and held-out losses) is where a :func:`stuck` cell restarts.  ``begin`` (its
-    start as a stage ``0``) is kept where the best stage is :func:`stuck` above it (:func:`kept`)."""
+    """Train ``cfg``'s cell in stages into ``run/stage<k>`` (each resumable), at least ``least`` of them and at least
+    :meth:`Stages.least_for`; returns the chosen stage and a summary for ``metrics.json``.  ``trainer(cfg, dir)``
+    trains one stage (:func:`numerics.reproduce.experiments.train_rundir`).  ``earlier`` (:func:`recorded`) are
+    stages trained before, which stopped at a smaller cap without converging: training goes on after them.  ``floor``
+    (the finished cell one layer shallower, its model and held-out losses) is where a :func:`stuck` cell restarts.
+    ``begin`` (its start as a stage ``0``) is kept where the best stage is :func:`stuck` above it (:func:`kept`)."""
     stages: list[StageResult] = list(earlier or [])
+    least = max(least, st.least_for(cfg.model, cfg.layers))
     done, low = False, bool(stages) and stuck(kept(stages, begin, st), floor, st)  # a record going on stuck restarts
     for k in range(len(stages) + 1, st.most + 1):
         prev = next_start(stages) if stages else None

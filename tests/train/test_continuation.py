@@ -250,6 +250,28 @@ def test_stages_stop_when_converged_but_not_before_least(tmp_path):
     assert summary["converged"] and calls == [10, 10, 20] and summary["steps"] == 40
 
 
+@pytest.mark.parametrize("model, layers, want", [("diag", 3, [10, 10]), ("diag", 4, [10, 10, 20]),
+                                                  ("full", 4, [10, 10]), ("gdpp", 6, [10, 10])])
+def test_a_deep_diag_cell_trains_at_least_the_stages_of_its_rule(tmp_path, model, layers, want):
+    """With ``diag_least=3`` from depth 4, a DIAG cell of depth 4 whose model never moves trains three stages; a
+    shallower DIAG cell, and FULL or GD++ of any depth, stop at stage 2 as the stage rule says.  The rule stays out
+    of the signature of a budget without it, so that cells stored before it keep theirs."""
+    from numerics.reproduce.budgets import BUDGETS, stages_signature
+    from numerics.train.continuation import train_stages
+
+    calls = []
+    still, st, cfg = _still_trainer(calls)
+    st, cfg = replace(st, diag_least=3, diag_least_depth=4), replace(cfg, model=model, layers=layers)
+    _, summary = train_stages(cfg, st, None, tmp_path, still)
+    assert summary["converged"] and calls == want
+    assert {"diag_least", "diag_least_depth"} <= set(stages_signature(st))
+    for name in ("paper", "lean"):  # their cells were stored before the rule
+        assert not {"diag_least", "diag_least_depth"} & set(stages_signature(BUDGETS[name].stages))
+    for bad in ({"diag_least": 0}, {"diag_least": 5}, {"diag_least_depth": 0}):
+        with pytest.raises(ValueError, match=r"diag_least must be in 1\.\.most \(4\)"):
+            replace(st, **bad)
+
+
 def test_stage_k_trains_at_decay_to_the_k_minus_1_of_the_peak_rate():
     from numerics.reproduce.budgets import stages_signature
     from numerics.train.continuation import stage_config

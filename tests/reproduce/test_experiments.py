@@ -1004,6 +1004,18 @@ def test_the_lean_budget_is_the_paper_budget_with_shorter_stages():
     assert work[0] == 6 * work[1]
 
 
+def test_the_brisk_budget_is_the_lean_budget_at_half_its_batch():
+    """The brisk budget trains, starts and judges the lean budget's cells as it does, at batch 512 instead of 1024,
+    and holds DIAG cells of depth 5 and more to four stages at least (every other cell to one)."""
+    lean, brisk = ex.get_budget("lean"), ex.get_budget("brisk")
+    assert replace(brisk, name="lean", stages=lean.stages) == lean
+    assert replace(brisk.stages, batch=1024, diag_least=1) == lean.stages and brisk.stages.batch == 512
+    cells = ex.cells_for(brisk, ex.PARTS)
+    held = {c.name for c in cells if brisk.stages.least_for(c.model, c.layers) == 4}
+    assert held == {c.name for c in cells if c.model == "diag" and c.layers >= 5} and len(held) == 40
+    assert {brisk.stages.least_for(c.model, c.layers) for c in cells if c.name not in held} == {1}
+
+
 def test_every_budgets_convergence_cells_are_cells_of_its_grid():
     """``lintf reproduce --convergence`` retrains cells the budget's sweep makes, and every budget names some."""
     from numerics.reproduce import convergence

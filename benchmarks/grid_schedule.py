@@ -11,7 +11,11 @@ seconds.  ``--ratio`` scales it to another machine (the median stage ratio of ``
 
     python benchmarks/grid_schedule.py --budget lean --out results/lean --jobs 2 --ratio 1.43
 
-It also prints how much of the recorded machine time ran with one process, with two, and so on.
+It also prints how much of the recorded machine time ran with one process, with two, and so on.  With
+``--finished`` it replays the cells a grid still training holds so far, and with ``--reference`` the same cells of
+another finished grid beside them:
+
+    python benchmarks/grid_schedule.py --budget brisk --out results/brisk --jobs 2 --finished --reference results/lean
 """
 
 from __future__ import annotations
@@ -38,12 +42,22 @@ def concurrency(records: list[dict[str, Any]]) -> dict[int, float]:
     return dict(sorted(held.items()))
 
 
-def replay(budget_name: str, out: Path, jobs: int, ratio: float = 1.0) -> dict[str, Any]:
-    """The replayed sweep of the grid under ``out``: its cells' seconds, the processes' sums and the machine time."""
+def finished(budget_name: str, out: Path) -> set[str]:
+    """The cells of the budget's grid that ``out`` holds a record of."""
+    return {c.name for c in cells_for(get_budget(budget_name), PARTS)
+            if (out / "models" / c.name / "metrics.json").is_file()}
+
+
+def replay(budget_name: str, out: Path, jobs: int, ratio: float = 1.0, only: set[str] | None = None) -> dict[str, Any]:
+    """The replayed sweep of the grid under ``out``: its cells' seconds, the processes' sums and the machine time;
+    of the cells named in ``only`` alone where given (a grid still training: :func:`finished`)."""
     budget = get_budget(budget_name)
-    cells = cells_for(budget, PARTS)
+    cells = [c for c in cells_for(budget, PARTS) if only is None or c.name in only]
     paths = {c.name: out / "models" / c.name / "metrics.json" for c in cells}
     missing = [n for n, p in paths.items() if not p.is_file()]
+    if missing and only is not None:
+        raise SystemExit(f"grid_schedule.py: error: --reference {out} lacks {len(missing)} of the finished cells "
+                         f"(first: {missing[0]})")
     if missing:
         raise SystemExit(f"grid_schedule.py: error: --out {out} lacks {len(missing)} of the {len(cells)} cells of "
                          f"budget {budget_name} (first: {missing[0]}); replay a finished grid")
@@ -111,9 +125,25 @@ def replay_args(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = replay_args(replay_parser("grid_schedule.py", __doc__), argv)
-    r = replay(args.budget, args.out, args.jobs, args.ratio)
+    p = replay_parser("grid_schedule.py", __doc__)
+    p.add_argument("--finished", action="store_true",
+                   help="replay the cells --out holds so far, of a grid still training, instead of refusing it")
+    p.add_argument("--reference", type=Path,
+                   help="with --finished, replay the same cells of this finished grid of the same cells too")
+    args = replay_args(p, argv)
+    if args.reference is not None and not args.finished:
+        p.error("--reference goes with --finished")
+    only = finished(args.budget, args.out) if args.finished else None
+    if only is not None and not only:
+        p.error(f"--out {args.out} holds no finished cell of budget {args.budget}")
+    r = replay(args.budget, args.out, args.jobs, args.ratio, only)
     print(render(r))
+    if args.reference is not None:
+        ref = replay(args.budget, args.reference, args.jobs, 1.0, only)
+        print(f"the same cells under {args.reference}: {ref['cell_hours']:.2f} h of cell time, "
+              f"{ref['replayed_hours']:.2f} h as one sweep with --jobs {args.jobs}; "
+              f"{r['cell_hours'] / ref['cell_hours']:.2f} times as long under {args.out}")
+        r["reference"] = {k: ref[k] for k in ("out", "cell_hours", "replayed_hours", "process_hours")}
     if args.log:
         atomic_write_json(args.log, r)
     return 0

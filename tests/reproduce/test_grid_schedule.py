@@ -78,6 +78,29 @@ def test_an_unfinished_or_mixed_grid_is_refused(tmp_path: Path) -> None:
         grid_schedule.replay("test", tmp_path / "part", 2)
 
 
+def test_a_grid_still_training_replays_its_finished_cells_beside_a_reference(tmp_path: Path, capsys) -> None:
+    """``--finished`` replays the cells ``--out`` holds so far, shared out among themselves, and ``--reference`` the
+    same cells of another grid: the missing cells count on neither side."""
+    seconds = _grid(tmp_path / "ref")
+    _grid(tmp_path / "part", {n: {"seconds": 2 * s} for n, s in seconds.items()})
+    gone = [c.name for c in cells_for(TEST, PARTS)][-4:]
+    for n in gone:
+        (tmp_path / "part" / "models" / n / "metrics.json").unlink()
+    log = tmp_path / "log.json"
+    argv = ["--budget", "test", "--out", str(tmp_path / "part"), "--finished", "--log", str(log)]
+    assert grid_schedule.main([*argv, "--reference", str(tmp_path / "ref")]) == 0
+    r, kept = json.loads(log.read_text()), sum(s for n, s in seconds.items() if n not in gone)
+    assert r["cells"] == 11 and r["cell_hours"] == pytest.approx(2 * kept / 3600)
+    assert r["reference"]["cell_hours"] == pytest.approx(kept / 3600)
+    assert "2.00 times as long under" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="--reference .* lacks 1 of the finished cells"):
+        (tmp_path / "ref" / "models" / cells_for(TEST, PARTS)[0].name / "metrics.json").unlink()
+        grid_schedule.main([*argv, "--reference", str(tmp_path / "ref")])
+    with pytest.raises(SystemExit) as e:
+        grid_schedule.main(["--budget", "test", "--out", str(tmp_path / "part"), "--reference", str(tmp_path)])
+    assert e.value.code == 2 and "--reference goes with --finished" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("args, message", [
     (["--jobs", "0"], "--jobs must be in 1..64, got 0"), (["--ratio", "inf"], "--ratio must be finite and > 0, got inf"),
     (["--ratio", "-1"], "--ratio must be finite and > 0, got -1.0"), (["--budget", "nope"], "--budget must be one of")])

@@ -64,7 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", default="quick",
                    help="quick (default; about 14 min on 2 cores with --jobs 2), paper (tens of hours), lean (the "
                         "paper budget's grid and evaluation with shorter stages; hours: its report.md states how many), "
-                        "brisk (the lean budget at half its batch) or test")
+                        "brisk (the lean budget at half its batch, DIAG cells of depth >= 5 in four stages at least) "
+                        "or test")
     p.add_argument("--only", default=None,
                    help="comma list out of table1,fig1,fig2,fig3,fig4,fig5,fig7,beyond (default: all)")
     p.add_argument("--out", default="results", help="results directory (default results)")

@@ -596,3 +596,35 @@ def test_lean_batch_rows_are_its_logs() -> None:
     slow = (sched["replayed_hours"] + 25 / 60) * sched["ratio"]  # as the README states it
     fast = slow * s512 / (s1024 * sched["ratio"])
     assert f"the lean grid's {slow:.1f} h on the slower CPU would come to about {fast:.1f} h" in text
+
+
+def test_the_brisk_paragraph_is_its_logs_and_its_cells() -> None:
+    # docs/reproduce.md's brisk paragraph and budgets row: the cells committed under results/brisk, the compare log's
+    # verdicts on exactly those cells, and the replay's hours of exactly those cells.
+    import json
+
+    from numerics.reproduce.budgets import BUDGETS, stages_signature
+
+    logs, page = ROOT / "benchmarks" / "logs" / "lean-stages", (ROOT / "docs" / "reproduce.md").read_text()
+    text = " ".join(page.split())
+    cells = {p.parent.name: json.loads(p.read_text()) for p in (ROOT / "results" / "brisk" / "models").glob(
+        "*/metrics.json")}
+    vs, sched = json.loads((logs / "brisk-grid.json").read_text()), json.loads((logs / "brisk-schedule.json").read_text())
+    assert {r["cell"] for r in vs["cells"]} == set(cells) and sched["cells"] == len(cells)
+    assert (vs["budget"], vs["reference"], vs["stages"]) == ("brisk", "results/paper",
+                                                              stages_signature(BUDGETS["brisk"].stages))
+    assert not any(m["failed"] for m in cells.values()) and not any(r["failed"] for r in vs["cells"])
+    assert sched["cell_hours"] == pytest.approx(sum(m["seconds"] for m in cells.values()) / 3600, rel=1e-9)
+    ref = sched["reference"]
+    assert ref["out"] == "results/lean" and ref["cell_hours"] == pytest.approx(sum(
+        json.loads((ROOT / "results" / "lean" / "models" / c / "metrics.json").read_text())["seconds"]
+        for c in cells) / 3600, rel=1e-9)
+    good = sum(r["as_good"] for r in vs["cells"])
+    assert f"`results/brisk/` holds {len(cells)} of the 230 cells" in text
+    assert f"None failed its evaluation or tail check, and {good} of them are as good" in text
+    assert f"They take {sched['cell_hours']:.2f} h of cell time on the slower CPU, and " \
+           f"{sched['replayed_hours']:.2f} h replayed as one `--jobs 2` sweep" in text
+    assert f"took {ref['cell_hours']:.2f} h of cell time and {ref['replayed_hours']:.2f} h as one sweep" in text
+    assert f"about {1.63 * ref['cell_hours']:.1f} h and {1.63 * ref['replayed_hours']:.1f} h at 1.63 times" in text
+    assert f"{len(cells)} of its 230 cells so far, on the CPU 1.63 times slower: {sched['cell_hours']:.2f} h of " \
+           f"cell time, where the lean grid's same cells take about {1.63 * ref['cell_hours']:.1f} h there" in text

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -615,12 +616,13 @@ def test_the_brisk_paragraph_is_its_logs_and_its_cells() -> None:
     assert (vs["budget"], vs["reference"], vs["stages"]) == ("brisk", "results/paper",
                                                               stages_signature(BUDGETS["brisk"].stages))
     assert not any(m["failed"] for m in cells.values()) and not any(r["failed"] for r in vs["cells"])
-    # every run behind a cell, a process stopped part-way through it included
-    assert sched["cell_hours"] == pytest.approx(sum(r["seconds"] for r in runs(cells.values())) / 3600, rel=1e-9)
-    ref = sched["reference"]
-    assert ref["out"] == "results/lean" and ref["cell_hours"] == pytest.approx(sum(r["seconds"] for r in runs(
-        json.loads((ROOT / "results" / "lean" / "models" / c / "metrics.json").read_text()) for c in cells)) / 3600,
-        rel=1e-9)
+    def hours(records: Iterable[dict]) -> float:  # every run behind the cells, a process stopped part-way through one included
+        return sum(r["seconds"] for r in runs(records)) / 3600
+
+    assert sched["cell_hours"] == pytest.approx(hours(cells.values()), rel=1e-9)
+    ref, lean_models = sched["reference"], ROOT / "results" / "lean" / "models"
+    assert ref["out"] == "results/lean" and ref["cell_hours"] == pytest.approx(
+        hours(json.loads((lean_models / c / "metrics.json").read_text()) for c in cells), rel=1e-9)
     good = sum(r["as_good"] for r in vs["cells"])
     assert f"`results/brisk/` holds {len(cells)} of the 230 cells" in text
     assert f"None failed its evaluation or tail check, and {good} of them are as good" in text

@@ -4,12 +4,17 @@ A grid's report states its machine time: the union of the intervals during which
 (:func:`numerics.reproduce.timing.machine_seconds`).  A grid trained in several sweeps, some cells again on their own,
 has stretches in which one process ran while the other cores idled, so that union is not what one sweep of the grid
 costs.  This script sums the seconds of every run behind each cell (:func:`numerics.reproduce.timing.runs`: the
-kept run, the parts of stopped processes, failed attempts, runs gone on from), shares the cells out among ``--jobs``
-processes as ``lintf reproduce --jobs`` does (:func:`numerics.reproduce.experiments.share_out`), and prints each
-process's sum: the longest is the replayed sweep's machine time, on the machine and at the load that recorded the
-seconds.  ``--ratio`` scales it to another machine (the median stage ratio of ``benchmarks/stage_seconds.py``).
+kept run, the parts of stopped processes, failed attempts, runs gone on from), lets ``--jobs`` processes take the
+chains of cells in turn as ``lintf reproduce --jobs`` does, each chain lasting its cells' seconds
+(:func:`numerics.reproduce.schedule.share_out`), and prints each process's sum: the longest is the replayed sweep's
+machine time, on the machine and at the load that recorded the seconds.  ``--ratio`` scales it to another machine
+(the median stage ratio of ``benchmarks/stage_seconds.py``).
 
     python benchmarks/grid_schedule.py --budget lean --out results/lean --jobs 2 --ratio 1.43
+
+``--add CELL=SECONDS`` counts seconds that a cell's records omit (a run stopped without a record of its part):
+
+    python benchmarks/grid_schedule.py --budget lean --out results/lean --jobs 2 --add diag-L7-uniform0=1500
 
 It also prints how much of the recorded machine time ran with one process, with two, and so on.  With
 ``--finished`` it replays the cells a grid still training holds so far, and with ``--reference`` the same cells of
@@ -29,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from numerics.errors import LintfError  # noqa: E402
 from numerics.io import atomic_write_json, read_json  # noqa: E402
 from numerics.reproduce.budgets import PARTS, cells_for, get_budget  # noqa: E402
-from numerics.reproduce.experiments import share_out  # noqa: E402
+from numerics.reproduce.schedule import share_out  # noqa: E402
 from numerics.reproduce.timing import by_device, machine_seconds, moments, runs  # noqa: E402
 
 
@@ -48,9 +53,11 @@ def finished(budget_name: str, out: Path) -> set[str]:
             if (out / "models" / c.name / "metrics.json").is_file()}
 
 
-def replay(budget_name: str, out: Path, jobs: int, ratio: float = 1.0, only: set[str] | None = None) -> dict[str, Any]:
+def replay(budget_name: str, out: Path, jobs: int, ratio: float = 1.0, only: set[str] | None = None,
+           added: dict[str, float] | None = None) -> dict[str, Any]:
     """The replayed sweep of the grid under ``out``: its cells' seconds, the processes' sums and the machine time;
-    of the cells named in ``only`` alone where given (a grid still training: :func:`finished`)."""
+    of the cells named in ``only`` alone where given (a grid still training: :func:`finished`); ``added`` gives
+    seconds that a cell's records omit (a run stopped without a record of its part)."""
     budget = get_budget(budget_name)
     cells = [c for c in cells_for(budget, PARTS) if only is None or c.name in only]
     paths = {c.name: out / "models" / c.name / "metrics.json" for c in cells}
@@ -76,13 +83,18 @@ def replay(budget_name: str, out: Path, jobs: int, ratio: float = 1.0, only: set
         raise SystemExit(f"grid_schedule.py: error: the cells under --out {out} ran on {len(devices)} devices "
                          f"({', '.join(sorted(devices))}); a replay needs the seconds of one machine")
     seconds = {n: sum(float(r.get("seconds") or 0.0) for r in runs([m])) for n, m in records.items()}
-    groups = [[c.name for c in g] for g in share_out(budget, cells, jobs)]
+    for n, extra in (added or {}).items():
+        if n not in seconds:
+            raise SystemExit(f"grid_schedule.py: error: --add names {n}, which is not a cell of the replay")
+        seconds[n] += extra
+    groups = [[c.name for c in g] for g in share_out(budget, cells, jobs, lambda c: seconds[c.name])]
     sums = [sum(seconds[n] for n in g) for g in groups]
     return {"budget": budget_name, "out": str(out), "jobs": int(jobs), "ratio": float(ratio), "cells": len(cells),
             "cell_hours": sum(seconds.values()) / 3600, "recorded_hours": machine_seconds(records.values()) / 3600,
             "recorded_by_processes": {k: v / 3600 for k, v in concurrency(list(records.values())).items()},
             "process_hours": [s / 3600 for s in sums], "process_cells": [len(g) for g in groups],
-            "replayed_hours": max(sums) / 3600, "scaled_hours": max(sums) * ratio / 3600}
+            "replayed_hours": max(sums) / 3600, "scaled_hours": max(sums) * ratio / 3600,
+            **({"added_seconds": dict(added)} if added else {})}
 
 
 def render(r: dict[str, Any]) -> str:
@@ -130,13 +142,27 @@ def main(argv: list[str] | None = None) -> int:
                    help="replay the cells --out holds so far, of a grid still training, instead of refusing it")
     p.add_argument("--reference", type=Path,
                    help="with --finished, replay the same cells of this finished grid of the same cells too")
+    p.add_argument("--add", action="append", default=[], metavar="CELL=SECONDS",
+                   help="seconds that CELL's records omit (the part of a run stopped without a record), counted in "
+                        "its process (repeatable)")
     args = replay_args(p, argv)
+    added: dict[str, float] = {}
+    for spec in args.add:
+        cell, _, secs = spec.partition("=")
+        try:
+            added[cell] = added.get(cell, 0.0) + float(secs)
+        except ValueError:
+            p.error(f"--add must be CELL=SECONDS with SECONDS a number >= 0, got {spec!r}")
+        if not 0 <= added[cell] < float("inf"):
+            p.error(f"--add must be CELL=SECONDS with SECONDS a number >= 0, got {spec!r}")
+        if cell not in {c.name for c in cells_for(get_budget(args.budget), PARTS)}:
+            p.error(f"--add must name a cell of budget {args.budget} as under OUT/models/ (CELL=SECONDS), got {spec!r}")
     if args.reference is not None and not args.finished:
         p.error("--reference goes with --finished")
     only = finished(args.budget, args.out) if args.finished else None
     if only is not None and not only:
         p.error(f"--out {args.out} holds no finished cell of budget {args.budget}")
-    r = replay(args.budget, args.out, args.jobs, args.ratio, only)
+    r = replay(args.budget, args.out, args.jobs, args.ratio, only, added)
     print(render(r))
     if args.reference is not None:
         ref = replay(args.budget, args.reference, args.jobs, 1.0, only)

@@ -39,7 +39,7 @@ from benchmarks.grid_schedule import replay_parser, replay_args  # noqa: E402
 from numerics.errors import LintfError  # noqa: E402
 from numerics.io import atomic_write_json, read_json  # noqa: E402
 from numerics.reproduce.budgets import PARTS, cells_for, get_budget  # noqa: E402
-from numerics.reproduce.experiments import share_out  # noqa: E402
+from numerics.reproduce.schedule import share_out  # noqa: E402
 from numerics.reproduce.timing import runs  # noqa: E402
 from numerics.train.continuation import StageResult, kept, next_start  # noqa: E402
 
@@ -178,7 +178,7 @@ def replay(budget_name: str, out: Path, rule: dict, jobs: int = 2, ratio: float 
             moved.add(c.name)
     seconds = {n: sum(float(x.get("seconds") or 0.0) for x in runs([m])) - done[n]["saved"]
                for n, m in records.items()}
-    sums = [sum(seconds[c.name] for c in g) for g in share_out(budget, cells, jobs)]
+    sums = [sum(seconds[c.name] for c in g) for g in share_out(budget, cells, jobs, lambda c: seconds[c.name])]
     earlier = {n: r for n, r in done.items() if r["saved"] > 0}
     versus = {}
     if reference is not None:

@@ -73,8 +73,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="training run directories with checkpoints (default runs/reproduce; git-ignored)")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of progress and text")
     p.add_argument("--jobs", type=int, default=1,
-                   help="train in this many processes side by side, each given cells with about as many layers left "
-                        "to train (a cell goes with the cell it starts from), then write the report from all "
+                   help="train in this many processes side by side, each taking the next chain of cells left when it "
+                        "comes free (a cell goes with the cells it starts from; the most layers first), then write the "
+                        "report from all "
                         "(default 1; 2 keeps two cores busy). The processes share out the cores: cores // N host "
                         "devices each, unless LINTF_HOST_DEVICES is set")
     only = p.add_mutually_exclusive_group()  # --noise and --cell choose the cells to train; the others train none
@@ -234,46 +235,60 @@ class _Killed(Exception):
 
 
 def _jobs(budget, parts: tuple[str, ...], args: argparse.Namespace) -> int:  # noqa: ANN001
-    """Train the sweep in ``args.jobs`` processes (``lintf reproduce --cell ...`` each, the cells left split by
-    :func:`numerics.reproduce.experiments.split_cells`); an interrupt (SIGINT) or a kill (SIGTERM) of this process
-    reaches every one, so none goes on training into ``--out`` beside a sweep started after it."""
+    """Train the sweep in ``args.jobs`` processes side by side (``lintf reproduce --cell ...`` each), every one taking
+    the next chain of cells left (:func:`numerics.reproduce.experiments.queue_cells`) when it comes free.  After a
+    process fails no chain is started, the others finish theirs.  An interrupt (SIGINT) or a kill (SIGTERM) of this
+    process reaches every one, so none goes on training into ``--out`` beside a sweep started after it."""
     import signal
     import subprocess
 
     from numerics.reproduce import experiments as ex
     from numerics.train import devices as hostdevices
 
-    groups = ex.split_cells(budget, parts, Path(args.out), args.jobs, args.noise)
+    queue = ex.queue_cells(budget, parts, Path(args.out), args.noise)
+    jobs = min(args.jobs, len(queue))
     if not args.json:
-        print(f"reproduce --budget {budget.name}: {len(groups)} process(es) side by side, "
-              + ", ".join(str(len(g)) for g in groups) + " cells", file=sys.stderr, flush=True)
+        print(f"reproduce --budget {budget.name}: {sum(map(len, queue))} cells left in {len(queue)} chain(s), "
+              f"{jobs} process(es) side by side, each taking the next chain when it comes free",
+              file=sys.stderr, flush=True)
     cmd = [sys.executable, "-m", "numerics.cli", "reproduce", "--budget", budget.name, "--out", str(args.out),
            "--runs", str(args.runs), *(["--only", args.only] if args.only else []), *(["--json"] if args.json else [])]
-    env = hostdevices.for_processes(len(groups))  # the cores shared out, not every process on every core
-    procs = [subprocess.Popen([*cmd, *(a for name in g for a in ("--cell", name))], stdout=subprocess.DEVNULL, env=env)
-             for g in groups]
+    env = hostdevices.for_processes(jobs)  # the cores shared out, not every process on every core
+    running: dict = {}  # process -> its chain
+    failed: list[tuple[tuple[str, ...], int]] = []
+
     def killed(signum: int, frame: object) -> None:
         raise _Killed(signum)
 
     previous = signal.signal(signal.SIGTERM, killed)
     try:
-        codes = [p.wait() for p in procs]
+        while running or (queue and not failed):
+            while queue and not failed and len(running) < jobs:
+                g = queue.pop(0)
+                running[subprocess.Popen([*cmd, *(a for name in g for a in ("--cell", name))],
+                                         stdout=subprocess.DEVNULL, env=env)] = g
+            for p in [p for p in running if p.poll() is not None]:
+                g = running.pop(p)
+                if p.returncode:
+                    failed.append((g, p.returncode))
+            if running:
+                time.sleep(0.5)
     except (KeyboardInterrupt, _Killed) as stop:
         sig = stop.signum if isinstance(stop, _Killed) else signal.SIGINT
-        for p in procs:
+        for p in running:
             if p.poll() is None:
                 p.send_signal(sig)
-        for p in procs:
+        for p in running:
             p.wait()
         if isinstance(stop, _Killed):
             return 128 + sig
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-    failed = [(g, c) for g, c in zip(groups, codes) if c]
     for g, c in failed:
         print(f"lintf reproduce: error: the process for {', '.join(g)} exited with status {c}; its finished cells are "
-              "kept, rerun the same command to resume", file=sys.stderr)
+              "kept" + (f", and the {len(queue)} chain(s) not started wait" if queue else "")
+              + "; rerun the same command to resume", file=sys.stderr)
     return failed[0][1] if failed else 0
 
 

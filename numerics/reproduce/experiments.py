@@ -51,9 +51,10 @@ from numerics.io import atomic_savez, atomic_write_bytes, atomic_write_json, loa
     set_aside
 from numerics.train.loop import clear_caches
 from numerics.reproduce.budgets import (BASELINES, BUDGETS, Budget, CATEGORICAL, Cell, EVAL_SEED, FOCUS, MODELS,
-    PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, chains, full_start, get_budget, goes_on,
+    PARTS, REPLICA_SEED, TAIL_DEPTH, cell_signature, cells_for, full_start, get_budget, goes_on,
     left_to_train, noises_for, own_budget, parse_cells, parse_noises, parse_parts, recipe_start, same_signature, slug,
     train_config, train_layers)  # noqa: F401  (re-exported)
+from numerics.reproduce.schedule import chain_queue
 from numerics.reproduce.deeper import check_stored, floor as floor_of, model_file as finished_model, start_stage
 from numerics.reproduce.timing import begin_segment, end_segment, run_record
 from numerics.reproduce.judge import (SPECTRAL_SEED, _json, assess, check_names, checks, eval_key,  # noqa: F401
@@ -301,26 +302,16 @@ def rejudge(cell: Cell, budget: Budget, out: Path, m: dict[str, Any]) -> dict[st
     return None if m["failed"] else m
 
 
-def split_cells(budget: Budget, parts: Iterable[str], out: Path, jobs: int,
-                noises: Iterable[str] | None = None) -> list[tuple[str, ...]]:
+def queue_cells(budget: Budget, parts: Iterable[str], out: Path, noises: Iterable[str] | None = None,
+                ) -> list[tuple[str, ...]]:
     """The cells left to train under ``out`` (of the settings ``noises``, default every setting the parts need, as
-    :func:`sweep` trains them) shared out by :func:`share_out`, each group in training order, for processes that
-    share one sweep (:func:`sweep`'s ``only``).  A stored cell's floor is checked first: a stuck one is left."""
+    :func:`sweep` trains them) in the whole chains of :func:`chain_queue`, each in training order: what the processes
+    of one sweep take in turn (:func:`sweep`'s ``only``).  A stored cell's floor is checked first: a stuck one is
+    left."""
     keep, cells = set(parse_noises(budget, noises)) if noises else None, cells_for(budget, parts)
     left = [c for c in cells if (keep is None or c.noise in keep)
             and left_to_train(check_stored(c, budget, Path(out), load_cell(Path(out), c, budget)), budget)]
-    return [tuple(c.name for c in cells if c in g) for g in share_out(budget, left, jobs)]
-
-
-def share_out(budget: Budget, cells: Iterable[Cell], jobs: int) -> list[list[Cell]]:
-    """``cells`` in at most ``jobs`` groups of about as many layers each (:func:`train_layers`), in whole chains (the
-    cells a cell starts from or is checked against, :func:`numerics.reproduce.budgets.chains`), the longest first."""
-    units = [(sum(train_layers(c, budget) for c in u), u) for u in chains(budget, cells)]
-    groups: list[tuple[int, list[Cell]]] = [(0, []) for _ in range(max(1, int(jobs)))]
-    for layers, unit in sorted(units, key=lambda u: -u[0]):
-        k = min(range(len(groups)), key=lambda i: groups[i][0])
-        groups[k] = (groups[k][0] + layers, groups[k][1] + unit)
-    return [g for _, g in groups if g]
+    return [tuple(c.name for c in cells if c in u) for u in chain_queue(budget, left)]
 
 
 def finished_parts(budget: Budget, out: Path) -> tuple[str, ...]:
@@ -347,7 +338,8 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     ``train=False`` only read the finished cells back (the others are listed under ``missing``).  With ``noises``
     (settings of the budget, :func:`numerics.reproduce.budgets.parse_noises`) train only the cells of those settings:
     a cell starts from cells of its own setting, so processes given disjoint settings can share one ``out``.  With
-    ``only`` (cell names, :func:`numerics.reproduce.budgets.parse_cells`) train only those cells, in training order.
+    ``only`` (cell names, :func:`numerics.reproduce.budgets.parse_cells`; a cell they start from must be among them or
+    finished, unless it is outside the parts) train only those cells, in training order.
 
     ``progress(event, info)`` is called with ``("start", {"total", "done", "todo", "layers", "depths"})`` (the cells
     to train here, the layers each trains, :func:`numerics.reproduce.budgets.train_layers`, and their depths),
@@ -358,7 +350,9 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     cells = cells_for(budget, parts)
     have = {c.name: load_cell(out, c, budget) for c in cells}
     keep = None if noises is None else set(parse_noises(budget, noises))
-    named = None if only is None else set(parse_cells(budget, only, lambda c: finished_model(out, c) is not None))
+    inside = {c.name for c in cells}  # a start outside the parts asked for is not trained here, as in a serial sweep
+    named = None if only is None else set(parse_cells(
+        budget, only, lambda c: c.name not in inside or finished_model(out, c) is not None))
     outside = sorted((named or set()) - {c.name for c in cells})
     if outside:
         raise ValueError(f"--cell {outside[0]} is not a cell of the parts asked for")

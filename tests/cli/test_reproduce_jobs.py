@@ -33,7 +33,8 @@ def test_a_kill_of_the_console_command_reaches_its_jobs_processes(tmp_path):
             "--out", str(out), "--runs", str(tmp_path / "runs"), "--jobs", "2"]
     parent = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
     try:
-        assert parent.stderr.readline().startswith("reproduce --budget test: 2 process(es) side by side")
+        first = parent.stderr.readline()
+        assert first.startswith("reproduce --budget test: ") and "chain(s), 2 process(es) side by side" in first
         deadline = time.time() + 60
         while len(_processes_naming(str(out))) < 3 and time.time() < deadline:  # the parent and its two
             time.sleep(0.2)

@@ -716,9 +716,10 @@ def test_a_corrupt_run_directory_of_a_cell_is_named_as_under_runs(tmp_path):
         ex.train_rundir(cfg, run)
 
 
-def test_jobs_split_the_settings_left_between_processes(swept, tmp_path, monkeypatch, capsys):
-    """``--jobs 2`` gives each process cells of about as many layers left, runs them side by side, then
-    writes the report from every cell; a process that fails is named, and its exit status returned."""
+def test_jobs_processes_take_the_chains_left_in_turn(swept, tmp_path, monkeypatch, capsys):
+    """``--jobs 2`` queues the chains of cells left, the most layers first, and starts one process per chain, at
+    most two at a time, each the next chain when one ends; then it writes the report from every cell.  A process
+    that fails is named and its exit status returned, and no chain starts after it."""
     import shutil
     import subprocess
 
@@ -726,43 +727,51 @@ def test_jobs_split_the_settings_left_between_processes(swept, tmp_path, monkeyp
     parts = ("table1", "fig1", "fig5")
     out, runs = tmp_path / "out", tmp_path / "runs"
     shutil.copytree(root / "out", out)
-    for name in ("diag-L1-uniform1", "diag-L2-categorical1_3"):  # 1 and 2 layers left
+    left = ("diag-L1-uniform1", "diag-L2-categorical1_3", "diag-L2-uniform5")  # 1, 2 and 2 layers (and replicas)
+    for name in left:
         (out / "models" / name / "metrics.json").unlink()
-    assert ex.split_cells(TEST, parts, out, 2) == [("diag-L2-categorical1_3",), ("diag-L1-uniform1",)]
-    assert ex.split_cells(TEST, parts, out, 1) == [("diag-L1-uniform1", "diag-L2-categorical1_3")]
-    assert ex.split_cells(TEST, parts, out, 3, ["uniform:1"]) == [("diag-L1-uniform1",)]
-    launched, status, envs = [], {}, []
+    assert ex.queue_cells(TEST, parts, out) == [("diag-L2-uniform5",), ("diag-L2-categorical1_3",),
+                                                ("diag-L1-uniform1",)]
+    assert ex.queue_cells(TEST, parts, out, ["uniform:1"]) == [("diag-L1-uniform1",)]
+    launched, status, envs, alive = [], {}, [], []
     monkeypatch.delenv("LINTF_HOST_DEVICES", raising=False)
     monkeypatch.setattr("numerics.train.devices.cores", lambda: 2)
+    monkeypatch.setattr("time.sleep", lambda s: None)
 
-    class Process:  # trains its settings in this process, with the stub trainer
+    class Process:  # trains its cells in this process, with the stub trainer; the k-th "ends" when polled 2 + 2k times
         def __init__(self, argv, stdout=None, env=None):
-            named = [argv[i + 1] for i, a in enumerate(argv) if a == "--cell"]
-            launched.append(named)
+            self.named = [argv[i + 1] for i, a in enumerate(argv) if a == "--cell"]
+            launched.append((self.named, len(alive)))  # and how many ran when it started
             envs.append(env)
+            alive.append(self)
             ex.sweep(TEST, parts, Path(argv[argv.index("--out") + 1]), Path(argv[argv.index("--runs") + 1]),
-                     trainer=StubTrainer(), only=named)
-            self.code = status.get(tuple(named), 0)
-
-        def wait(self):
-            return self.code
+                     trainer=StubTrainer(), only=self.named)
+            self.returncode, self.polls, self.ends = None, 0, 2 * len(launched)
 
         def poll(self):
-            return self.code
+            self.polls += 1
+            if self.polls == self.ends:
+                self.returncode = status.get(tuple(self.named), 0)
+                alive.remove(self)
+            return self.returncode
 
     monkeypatch.setattr(subprocess, "Popen", Process)
     argv = ["reproduce", "--budget", "test", "--only", ",".join(parts), "--out", str(out), "--runs", str(runs),
             "--jobs", "2"]
     assert main(argv) == 0
-    assert launched == [["diag-L2-categorical1_3"], ["diag-L1-uniform1"]]
-    assert [e["LINTF_HOST_DEVICES"] for e in envs] == ["1", "1"]  # two processes share the two cores
-    assert all((out / "models" / n / "metrics.json").exists() for n in ("diag-L1-uniform1", "diag-L2-categorical1_3"))
-    assert "2 process(es) side by side, 1, 1 cells" in capsys.readouterr().err
-    (out / "models" / "diag-L1-uniform1" / "metrics.json").unlink()
-    status[("diag-L1-uniform1",)] = 3
+    assert launched == [(["diag-L2-uniform5"], 0), (["diag-L2-categorical1_3"], 1), (["diag-L1-uniform1"], 1)]
+    assert [e["LINTF_HOST_DEVICES"] for e in envs] == ["1"] * 3  # two processes share the two cores
+    assert all((out / "models" / n / "metrics.json").exists() for n in left)
+    assert "3 cells left in 3 chain(s), 2 process(es) side by side" in capsys.readouterr().err
+    for name in left:
+        (out / "models" / name / "metrics.json").unlink()
+    launched.clear()
+    status[("diag-L2-uniform5",)] = 3
     assert main(argv) == 3
+    assert [n for n, _ in launched] == [["diag-L2-uniform5"], ["diag-L2-categorical1_3"]]  # the third waits
     err = capsys.readouterr().err
-    assert "error: the process for diag-L1-uniform1 exited with status 3; its finished cells are kept" in err
+    assert "error: the process for diag-L2-uniform5 exited with status 3; its finished cells are kept, and " \
+        "the 1 chain(s) not started wait; rerun" in err
 
 
 @pytest.mark.slow

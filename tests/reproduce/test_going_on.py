@@ -63,7 +63,7 @@ def test_a_capped_cell_goes_on_from_its_record_without_its_runs(stopped, tmp_pat
     before = json.loads((ex.cell_dir(out, CELL) / "metrics.json").read_text())
     raised = capped_at(3)
     assert ex.load_cell(out, CELL, raised) == before and goes_on(before, raised)
-    assert CELL.name in ex.split_cells(raised, ("table1",), out, 1, ["uniform:1"])[0]  # it is left to train
+    assert CELL.name in sum(ex.queue_cells(raised, ("table1",), out, ["uniform:1"]), ())  # it is left to train
     trainer = MovingTrainer()
     sw = ex.sweep(raised, ("table1",), out, tmp_path / "runs", trainer=trainer, only=[CELL.name])
     m = sw.cells[CELL.name]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from numerics.reproduce import experiments as ex
+from numerics.reproduce.schedule import share_out
 from numerics.reproduce.budgets import PARTS, cells_for, get_budget
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "grid_schedule.py"
@@ -38,9 +38,12 @@ def test_the_replay_is_the_longest_process_of_the_sweeps_split(tmp_path: Path, c
     late = "full-L4-categorical1_3"
     attempt = {"seconds": 500.0, "wall": [0.0, 500.0]}  # a failed attempt counts too
     seconds = _grid(tmp_path, {late: {"attempts": [attempt]}})
-    groups = ex.split_cells(TEST, PARTS, tmp_path / "empty", 2)  # nothing finished there: every cell, as a sweep splits
-    sums = [sum(seconds[n] for n in g) for g in groups]
+    # the chains in the sweep's queue, each process taking the next as it comes free, a chain lasting its seconds
+    groups = share_out(TEST, cells_for(TEST, PARTS), 2, lambda c: seconds[c.name])
+    sums = [sum(seconds[c.name] for c in g) for g in groups]
     assert len(groups) == 2 and sums[0] != sums[1]
+    planned = [sum(seconds[c.name] for c in g) for g in share_out(TEST, cells_for(TEST, PARTS), 2)]
+    assert max(planned) > max(sums)  # played through by layers, the same seconds would make a longer sweep
     log = tmp_path / "log.json"
     assert grid_schedule.main(["--budget", "test", "--out", str(tmp_path), "--ratio", "1.5", "--log", str(log)]) == 0
     r = json.loads(log.read_text())
@@ -110,3 +113,23 @@ def test_bad_arguments_are_one_line_before_any_work(tmp_path: Path, capsys, args
         grid_schedule.main(["--budget", "test", "--out", str(tmp_path), *args])
     err = capsys.readouterr().err.strip().splitlines()
     assert e.value.code == 2 and message in err[-1] and err[-1].startswith("grid_schedule.py: error:")
+
+
+def test_seconds_a_record_omits_count_in_the_cells_process(tmp_path: Path, capsys) -> None:
+    """``--add CELL=SECONDS`` counts a part of a run that left no record: the cell's chain lasts that much longer and
+    the queue is played through again with it; a bad value or a cell outside the budget is a one-line error."""
+    seconds = _grid(tmp_path)
+    late = cells_for(TEST, PARTS)[0]
+    base = grid_schedule.replay("test", tmp_path, 2)
+    more = grid_schedule.replay("test", tmp_path, 2, added={late.name: 3600.0})
+    seconds[late.name] += 3600.0
+    groups = share_out(TEST, cells_for(TEST, PARTS), 2, lambda c: seconds[c.name])
+    sums = [sum(seconds[c.name] for c in g) for g in groups]
+    assert more["process_hours"] == pytest.approx([s / 3600 for s in sums])
+    assert more["cell_hours"] == pytest.approx(base["cell_hours"] + 1) and more["added_seconds"] == {late.name: 3600.0}
+    for bad, why in (("x=5", "must name a cell of budget test"), (f"{late.name}=-1", "a number >= 0"),
+                     (f"{late.name}=inf", "a number >= 0"), (late.name, "a number >= 0")):
+        with pytest.raises(SystemExit):
+            grid_schedule.main(["--budget", "test", "--out", str(tmp_path), "--add", bad])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert why in err[-1] and bad in err[-1], (bad, err)

@@ -80,7 +80,7 @@ def test_a_stored_full_cell_is_checked_against_its_start(tmp_path, monkeypatch):
     diag = ex.run_cell(DIAG, OFF, out, runs, TaggedTrainer())
     before = ex.run_cell(FULL, OFF, out, runs, TaggedTrainer())
     assert before["eval"]["loss"] != diag["eval"]["loss"]
-    assert ex.split_cells(ON, ("table1",), out, 1, ["uniform:1"]) == [("diag-L2-uniform1", "full-L2-uniform1")]
+    assert ex.queue_cells(ON, ("table1",), out, ["uniform:1"]) == [("diag-L2-uniform1", "full-L2-uniform1")]
     m, (P, Q, meta) = cell_files(out, FULL)
     assert m["train"]["chosen_stage"] == 0 and m["train"]["start_check"]["kept"] and not m["failed"]
     assert m["train"]["start_check"]["trained"] == pytest.approx(CALM.mean() * 0.8 * 0.99)
@@ -144,7 +144,7 @@ def test_a_kept_start_since_replaced_sends_the_cell_back_to_training(tmp_path, m
     assert deeper.check_stored(FULL, ON, out, m) is None
     assert "kept its start" in json.loads((ex.cell_dir(out, FULL) / "metrics.json").read_text())["stale"]
     assert ex.load_cell(out, FULL, ON) is None
-    assert FULL.name in ex.split_cells(ON, ("table1",), out, 1, ["uniform:1"])[0]
+    assert FULL.name in sum(ex.queue_cells(ON, ("table1",), out, ["uniform:1"]), ())
 
 
 def test_a_fig5_cell_that_would_keep_its_start_trains_again(tmp_path, monkeypatch):

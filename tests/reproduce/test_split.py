@@ -1,5 +1,6 @@
-"""``lintf reproduce --jobs N`` splits the cells left between processes: a cell trains in the process of the cell it
-starts from, so that every cell starts as in a serial sweep, and the processes get about as many layers each."""
+"""``lintf reproduce --jobs N`` queues the cells left in chains, which its processes take in turn: a cell trains in the
+process of the cell it starts from, so that every cell starts as in a serial sweep; the chains with the most layers go
+first, and a process that comes free takes the next, so a chain that runs long delays only its own process."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from numerics.reproduce import experiments as ex
 from numerics.reproduce.budgets import PARTS, chains, parse_cells, recipe_start, train_layers
+from numerics.reproduce.schedule import chain_queue, share_out
 
 
 def group_of(groups: list[tuple[str, ...]]) -> dict[str, int]:
@@ -15,14 +17,14 @@ def group_of(groups: list[tuple[str, ...]]) -> dict[str, int]:
 
 def test_every_cell_trains_with_the_cells_it_may_start_from(tmp_path: Path) -> None:
     """In the quick budget (continuation over depth) and the paper budget (FULL from DIAG), every choice of start of
-    every cell (:func:`recipe_start`) that the grid holds is in the cell's process and trains before it."""
+    every cell (:func:`recipe_start`) that the grid holds is in the cell's chain and trains before it."""
     for name in ("quick", "paper", "test"):  # (the test budget's beyond cells are of a setting outside its grid)
         budget = ex.get_budget(name)
-        groups = ex.split_cells(budget, PARTS, tmp_path / name, 2)
+        groups = ex.queue_cells(budget, PARTS, tmp_path / name)
         where = group_of(groups)
         cells = ex.cells_for(budget, PARTS)
-        assert sorted(where) == sorted(c.name for c in cells) and len(groups) == 2
-        for g in groups:  # what each process is given, as its --cell arguments
+        assert sorted(where) == sorted(c.name for c in cells) and len(groups) > 2
+        for g in groups:  # what each process is given, as its --cell arguments: nothing it starts from is missing
             assert parse_cells(budget, g) == g
         for c in cells:
             asked: list = []
@@ -55,13 +57,41 @@ def test_the_chains_are_as_small_as_the_starts_allow() -> None:
         (nz, family, 7 * len(family)) for nz in paper.noises for family in (("gdpp",), ("diag", "full")))
 
 
+def test_the_chains_with_the_most_layers_go_first(tmp_path: Path) -> None:
+    """The queue holds every chain once, in order of the layers its cells train, the most first, each chain's cells
+    in training order (a sweep's order)."""
+    for name in ("quick", "paper", "test"):
+        budget = ex.get_budget(name)
+        cells = ex.cells_for(budget, PARTS)
+        queue = chain_queue(budget, cells)
+        layers = [sum(train_layers(c, budget) for c in u) for u in queue]
+        assert layers == sorted(layers, reverse=True) and len(set(layers)) > 1, (name, layers)
+        assert sorted(map(tuple, queue)) == sorted(map(tuple, chains(budget, cells)))
+        assert ex.queue_cells(budget, PARTS, tmp_path / name) == [tuple(c.name for c in u) for u in queue]
+
+
 def test_the_processes_get_about_as_many_layers(tmp_path: Path) -> None:
-    """The paper grid's 230 cells split into two groups within one chain's layers of each other, not by noise setting
-    (which leaves the quick budget's three settings two against one)."""
+    """Played through by layers, the paper grid's 230 cells split into two groups within one chain's layers of each
+    other, not by noise setting (which leaves the quick budget's three settings two against one)."""
     for name in ("quick", "paper", "test"):  # (the test budget's beyond cells are of a setting outside its grid)
         budget = ex.get_budget(name)
-        groups = ex.split_cells(budget, PARTS, tmp_path / name, 2)
         cells = {c.name: c for c in ex.cells_for(budget, PARTS)}
-        load = [sum(train_layers(cells[n], budget) for n in g) for g in groups]
+        groups = share_out(budget, cells.values(), 2)
+        load = [sum(train_layers(c, budget) for c in g) for g in groups]
         biggest = max(sum(train_layers(c, budget) for c in u) for u in chains(budget, cells.values()))
         assert abs(load[0] - load[1]) <= biggest, (name, load)
+
+
+def test_a_chain_that_runs_long_delays_only_its_own_process() -> None:
+    """With the seconds the cells took, the process that holds a chain running ten times its layers' share takes no
+    other chain after it while the rest are left: the other process trains every other chain."""
+    budget = ex.get_budget("paper")
+    cells = ex.cells_for(budget, PARTS)
+    queue = chain_queue(budget, cells)
+    slow = {c.name for c in queue[1]}  # the second chain: the first process to come free takes the third
+    total = sum(train_layers(c, budget) for c in cells)
+    groups = share_out(budget, cells, 2, lambda c: float(train_layers(c, budget)) * (total if c.name in slow else 1))
+    assert sorted(len(g) for g in groups) == [len(slow), len(cells) - len(slow)]
+    assert {c.name for c in min(groups, key=len)} == slow
+    by_layers = share_out(budget, cells, 2)  # the plan by layers alone shares the rest out between the two
+    assert min(len(g) for g in by_layers) > len(slow)

@@ -248,9 +248,9 @@ def _jobs(budget, parts: tuple[str, ...], args: argparse.Namespace) -> int:  # n
     queue = ex.queue_cells(budget, parts, Path(args.out), args.noise)
     jobs = min(args.jobs, len(queue))
     if not args.json:
-        print(f"reproduce --budget {budget.name}: {sum(map(len, queue))} cells left in {len(queue)} chain(s), "
-              f"{jobs} process(es) side by side, each taking the next chain when it comes free",
-              file=sys.stderr, flush=True)
+        print(f"reproduce --budget {budget.name}: " + (f"{sum(map(len, queue))} cells left in {len(queue)} chain(s), "
+              f"{jobs} process(es) side by side, each taking the next chain when it comes free" if queue else
+              "no cell left to train"), file=sys.stderr, flush=True)
     cmd = [sys.executable, "-m", "numerics.cli", "reproduce", "--budget", budget.name, "--out", str(args.out),
            "--runs", str(args.runs), *(["--only", args.only] if args.only else []), *(["--json"] if args.json else [])]
     env = hostdevices.for_processes(jobs)  # the cores shared out, not every process on every core

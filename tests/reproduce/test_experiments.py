@@ -763,6 +763,9 @@ def test_jobs_processes_take_the_chains_left_in_turn(swept, tmp_path, monkeypatc
     assert [e["LINTF_HOST_DEVICES"] for e in envs] == ["1"] * 3  # two processes share the two cores
     assert all((out / "models" / n / "metrics.json").exists() for n in left)
     assert "3 cells left in 3 chain(s), 2 process(es) side by side" in capsys.readouterr().err
+    launched.clear()
+    assert main(argv) == 0 and launched == []  # nothing left: no process
+    assert "reproduce --budget test: no cell left to train" in capsys.readouterr().err
     for name in left:
         (out / "models" / name / "metrics.json").unlink()
     launched.clear()

@@ -106,7 +106,8 @@ def training_reason(m: dict[str, Any], check: dict[str, Any] | None = None) -> s
     st = m["train"]["stages"]  # the last stage went on from the best earlier one that was not blown
     prev = min((s for s in st[:-1] if not s.get("blown")), key=lambda s: s["held_out"], default=st[-2]) \
         if len(st) > 1 else None
-    moved = (f"the last doubling of its steps moved its held-out loss by "
+    moved = ("its last stage diverged" if st[-1]["held_out"] is None else
+             f"the last doubling of its steps moved its held-out loss by "
              f"{st[-1]['held_out'] / prev['held_out'] - 1:+.1%}" if prev and prev["held_out"] else "")
     text = (f"{MODEL_NAMES[m['model']]}-{m['layers']} at {m['noise']}: {m['train']['steps']} steps in {len(st)} "
             + ("stages, stopped by the convergence rule (" + moved + ")" if m["train"]["converged"] else

@@ -30,7 +30,9 @@ of the paired difference, or did not lower it (a later stage starts from the bes
 shows that more steps do not help: at depth 3 a stage's scale fit can cost more than its extra steps gain). A stage
 whose held-out sequences fail the tail rules ends the cell the same way, unless ``Stages.retry_blown`` is set and the
 stage before it is not blown: then the next stage starts from the best stage so far, at half the rate again (a stage
-that blows up after one that did not shows the rate was too high, not that the cell converged). Where the held-out
+that blows up after one that did not shows the rate was too high, not that the cell converged). A stage whose
+training diverges (:class:`numerics.errors.Diverged`: more rollbacks than the config allows) is blown too, without a
+model; only a first stage's divergence ends the cell's training with the error. Where the held-out
 sequences of either stage it compares fail the evaluation's tail rules (:func:`numerics.evaluate.losses.tail_stats`),
 only ``rel`` counts: next to a stage that explodes on one sequence, any change is within the SE. (At σ ≈ 0 a 2- or
 3-layer model at its optimum meets a held-out context with a loss above the rules' limit in every stage: the fixed
@@ -66,6 +68,7 @@ import numpy as np
 
 from numerics.evaluate import losses as evaluation
 from numerics.data import Noise
+from numerics.errors import Diverged
 from numerics.io import file_sha256, load_model, save_model
 from numerics.train.scale_fit import (RESCUE_POOL, RESCUE_STREAM, SCALE_POOL, Stratified, fit_scale,  # noqa: F401
     rescue_constants, scale_constants, stratify)  # (re-exported)
@@ -189,7 +192,9 @@ class StageResult:
 
     @property
     def mean(self) -> float:
-        return float(self.held.mean()) if self.held is not None else float(self.stored["held_out"])
+        if self.held is not None:
+            return float(self.held.mean())
+        return float("inf") if self.stored["held_out"] is None else float(self.stored["held_out"])  # None: diverged
 
     @property
     def blown(self) -> bool:
@@ -265,14 +270,21 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
         prev = next_start(stages) if stages else None
         scfg = stage_config(cfg, st, k, start if k == 1 else floor.model if low else prev.model)
         t0 = time.perf_counter()
-        tr = trainer(scfg, run / f"stage{k}")
-        model, scale = scaled_model(tr.model, cfg.noise, cfg.n, cfg.d, st.scale_pool)
-        held = held_out_losses(model, cfg.noise, cfg.n, cfg.d, st.held_out)
-        stages.append(StageResult(k, model, tr.metrics, held, time.perf_counter() - t0, scale, restart=low))
+        try:
+            tr = trainer(scfg, run / f"stage{k}")
+        except Diverged as e:
+            if prev is None:  # no stage to go on from
+                raise
+            stages.append(diverged(k, e, time.perf_counter() - t0, low))
+        else:
+            model, scale = scaled_model(tr.model, cfg.noise, cfg.n, cfg.d, st.scale_pool)
+            held = held_out_losses(model, cfg.noise, cfg.n, cfg.d, st.held_out)
+            stages.append(StageResult(k, model, tr.metrics, held, time.perf_counter() - t0, scale, restart=low))
         low = False
         if st.retry_blown and retried([s.blown for s in stages]):
             continue
-        if k >= least and prev is not None and converged(held, prev.held, st, prev.blown or stages[-1].blown):
+        if k >= least and prev is not None and (stages[-1].held is None  # diverged: more steps do not help
+                                                or converged(held, prev.held, st, prev.blown or stages[-1].blown)):
             low = stuck(kept(stages, begin, st), floor, st)  # converged by the stage rule, yet above the floor: restart
             if not low:
                 done = True
@@ -284,6 +296,15 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
                "dropped_final": best.metrics.get("dropped_final")}
     return best, summary | ({"floor": floor_record(best, floor, st)} if floor is not None else {}) \
         | ({"start_check": start_record(stages, begin, st)} if begin is not None else {})
+
+
+def diverged(k: int, e: Diverged, seconds: float, restart: bool) -> StageResult:
+    """Stage ``k``, whose training diverged (``e``): a blown stage without a model, its held-out loss unknown (``None``
+    in its summary, above every other stage), what it trained counted up to the step it failed at."""
+    return StageResult(k, None, {"steps": e.step}, None, seconds, stored={
+        "stage": k, "steps": e.step, "held_out": None, "held_out_se": None, "held_out_max": None, "blown": True,
+        "seconds": seconds, "scale": {}, "dropped_final": None, "rollbacks": None, "rejected_steps": None,
+        "diverged": str(e)} | ({"restart": True} if restart else {}))
 
 
 def floor_record(best: StageResult, floor: StageResult, st: Stages) -> dict[str, Any]:

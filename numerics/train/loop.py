@@ -209,11 +209,11 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
             failed_at = int(res.state.step)
             res.rollbacks.append(event)
             if len(res.rollbacks) > cfg.max_rollbacks:
-                from numerics.errors import LintfError
+                from numerics.errors import Diverged
 
                 wider = ", or train in --dtype float64" if cfg.dtype == "float32" else ""
-                raise LintfError(f"training diverged {len(res.rollbacks)} times (last at step {step}, seeds "
-                                 f"{bad.tolist()}); lower --lr (now {cfg.peak_lr:g}){wider}")
+                raise Diverged(f"training diverged {len(res.rollbacks)} times (last at step {step}, seeds "
+                               f"{bad.tolist()}); lower --lr (now {cfg.peak_lr:g}){wider}", step)
             res.state = res.state._replace(rho=place(jnp.asarray(rho, res.state.rho.dtype), devices))
             continue
         failed_at = None

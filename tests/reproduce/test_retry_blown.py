@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numerics.errors import LintfError
+from numerics.errors import Diverged, LintfError
 from numerics.io import load_model, save_model
 from numerics.reproduce import convergence
 from numerics.reproduce import experiments as ex
@@ -106,3 +106,43 @@ def test_a_stale_cell_trains_again_from_its_new_start(tmp_path):
     assert not m["failed"] and "stale" not in m
     assert (runs / budget.name / f"{full.name}.replaced1" / "stage1" / "model.npz").exists()  # the old run, kept
     shutil.rmtree(runs / budget.name / f"{full.name}.replaced1")
+
+
+class DivergingTrainer(MovingTrainer):
+    """:class:`MovingTrainer`, but the training of the stages in ``bad`` diverges at step 12."""
+
+    def __init__(self, bad: tuple[str, ...] = ("stage2",)) -> None:
+        super().__init__()
+        self.bad = bad
+
+    def __call__(self, cfg, run: Path):
+        if run.name not in self.bad:
+            return super().__call__(cfg, run)
+        self.calls.append(run.name)
+        self.starts.append(cfg.warm_start)
+        raise Diverged("training diverged 31 times (last at step 12, seeds [0]); lower --lr (now 0.01)", 12)
+
+
+def test_a_stage_whose_training_diverges_is_a_blown_stage(tmp_path, monkeypatch):
+    """A stage whose training diverges leaves no model: it is blown, its held-out loss unknown.  It ends the cell
+    as a blown stage does, which keeps the stage before it; under ``retry_blown`` the next stage goes on from that
+    stage instead.  A first stage that diverges has nothing to go on from: the cell's training stops with the error."""
+    from numerics.reproduce.report import training_reason
+
+    held = fake_held_out({"stage1": CALM, "stage3": CALM * 0.5})
+    monkeypatch.setattr(continuation, "scaled_model", lambda model, *a: (model, {}))
+    monkeypatch.setattr(continuation, "held_out_losses", held)
+    m = ex.run_cell(CELL, OFF, tmp_path / "off", tmp_path / "runs-off", DivergingTrainer())
+    first, second = m["train"]["stages"]
+    assert second["blown"] and second["held_out"] is None and second["steps"] == 12
+    assert second["diverged"].startswith("training diverged 31 times")
+    assert m["train"]["converged"] and m["train"]["chosen_stage"] == 1 and m["failed"] is None
+    assert m["train"]["steps"] == first["steps"] + 12
+    assert "its last stage diverged" in training_reason(m)
+    trainer = DivergingTrainer()
+    m = ex.run_cell(CELL, ON, tmp_path / "on", tmp_path / "runs-on", trainer)
+    assert trainer.calls == ["stage1", "stage2", "stage3"] and m["train"]["chosen_stage"] == 3
+    assert trainer.starts[2] == str(tmp_path / "runs-on" / "test" / CELL.name / "stage1" / "model.npz")
+    assert [s["blown"] for s in m["train"]["stages"]] == [False, True, False]
+    with pytest.raises(Diverged, match="training diverged 31 times"):
+        ex.run_cell(CELL, ON, tmp_path / "first", tmp_path / "runs-first", DivergingTrainer(("stage1",)))

@@ -284,7 +284,7 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
         if st.retry_blown and retried([s.blown for s in stages]):
             continue
         if k >= least and prev is not None and (stages[-1].held is None  # diverged: more steps do not help
-                                                or converged(held, prev.held, st, prev.blown or stages[-1].blown)):
+                                                or converged(stages[-1].held, prev.held, st, prev.blown or stages[-1].blown)):
             low = stuck(kept(stages, begin, st), floor, st)  # converged by the stage rule, yet above the floor: restart
             if not low:
                 done = True

@@ -4,8 +4,9 @@ A cell's stage rule (:func:`numerics.train.continuation.converged`) counts a sta
 converged and keeps the better stage.  When that last stage ended well above, an unstable stage may have ended a
 cell that more steps would still improve, which the convergence check can tell
 (``lintf reproduce --convergence --cell NAME``).  This lists, from the cells' ``metrics.json``, every finished cell
-whose kept stage is not its last, with the kept and last stages' held-out losses, the last stage's relative change,
-and the scale the last stage's fit gave its update (below 1: its pool exploded at ``c = 1``):
+whose kept stage is not its last, with the kept and last stages' held-out losses, the last stage's relative change
+("diverged" for a last stage whose training diverged, which has no model), and the scale the last stage's fit gave
+its update (below 1: its pool exploded at ``c = 1``):
 
     python benchmarks/stopped_higher.py --out results/paper --above 0.03
 """
@@ -28,7 +29,10 @@ def rows(out: Path, above: float) -> list[dict]:
         if m.get("failed") or not stages or t.get("chosen_stage", len(stages)) in (0, len(stages)):  # 0: its start
             continue
         kept, last = stages[t["chosen_stage"] - 1], stages[-1]
-        change = last["held_out"] / kept["held_out"] - 1 if kept["held_out"] else 0.0
+        if last["held_out"] is None:  # the last stage diverged: no model, no held-out loss
+            change = float("inf")
+        else:
+            change = last["held_out"] / kept["held_out"] - 1 if kept["held_out"] else 0.0
         if change > above:
             found.append({"cell": m["cell"], "stages": len(stages), "kept": t["chosen_stage"], "steps": t["steps"],
                           "kept_loss": kept["held_out"], "last_loss": last["held_out"], "change": change,
@@ -60,8 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     print("| cell | stages | kept | steps | kept held-out | last held-out | last vs kept | last stage's c | adopted |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|---|")
     for r in rows(a.out, a.above):
+        last = "diverged" if r["last_loss"] is None else f"{r['last_loss']:.4g}"
+        change = "diverged" if r["last_loss"] is None else f"{r['change']:+.1%}"
         print(f"| {r['cell']} | {r['stages']} | {r['kept']} | {r['steps']} | {r['kept_loss']:.4g} | "
-              f"{r['last_loss']:.4g} | {r['change']:+.1%} | {r['last_scale']:.3g} | "
+              f"{last} | {change} | {r['last_scale']:.3g} | "
               f"{'yes' if r['adopted'] else 'no'} |")
     return 0
 

@@ -611,6 +611,9 @@ def test_extrapolation_claim_uses_unseen_sigma_only():
     assert claim_diag_extrapolates(t, prof).verdict == "holds"
     prof[("diag", 7, C13)]["loss"][4] = 5.0
     assert claim_diag_extrapolates(t, prof).verdict == "does not hold"
+    prof[("full", 7, C13)] = dict(prof[("diag", 7, C13)])  # FULL kept its DIAG start: one model
+    same = claim_diag_extrapolates(t, prof)
+    assert same.verdict == "undecided" and "the same model" in same.evidence[0]
 
 
 # ------------------------------------------------------------------------------- CLI errors

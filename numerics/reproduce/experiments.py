@@ -288,17 +288,21 @@ def seed_replicas(cell: Cell, budget: Budget, cfg: Any, start: Path | None, run:
 
 
 def rejudge(cell: Cell, budget: Budget, out: Path, m: dict[str, Any]) -> dict[str, Any] | None:
-    """A finished cell judged before one of its checks existed (:func:`numerics.reproduce.judge.check_names`): the
-    missing checks run on its model and join its ``metrics.json``.  ``None`` when it now fails: it is a failed cell,
-    which the sweep rescues or trains again (:func:`run_cell`).  A cell with every check, or a failed one, is
-    returned as it is."""
+    """A finished cell judged before one of its checks existed (:func:`numerics.reproduce.judge.check_names`) or by
+    an earlier rule: the missing checks join its ``metrics.json``, and :func:`failure` judges it again.  ``None`` when
+    it now fails, a failed cell that the sweep rescues or trains again (:func:`run_cell`); the cells that started
+    from its model turn ``"stale"`` (:func:`numerics.reproduce.convergence.mark_stale`).  Else the cell, checked."""
     missing = [k for k in check_names(cell, budget) if k not in m]
-    if m.get("failed") or not missing:
+    if m.get("failed") or not missing and failure(m) is None:
         return m
-    P, Q, _ = load_model(cell_dir(out, cell) / "model.npz")
-    m = m | checks(P, Q, cell, budget, skip=tuple(k for k in check_names(cell, budget) if k not in missing))
-    m["failed"] = failure(m)
+    if missing:
+        P, Q, _ = load_model(cell_dir(out, cell) / "model.npz")
+        m = m | checks(P, Q, cell, budget, skip=tuple(k for k in check_names(cell, budget) if k not in missing))
+    m = m | {"failed": failure(m)}
     atomic_write_json(cell_dir(out, cell) / "metrics.json", m)
+    if m["failed"]:
+        import numerics.reproduce.convergence as cv  # (it imports this module)
+        cv.mark_stale(out, cell, f"it started from {cell.name}, which fails the evaluation: {m['failed']}")
     return None if m["failed"] else m
 
 
@@ -360,6 +364,8 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     for c in cells:  # in training order: a cell's floor is checked before the cell
         if train and have[c.name] is not None and c.name in mine:
             have[c.name] = check_stored(c, budget, out, rejudge(c, budget, out, have[c.name]))
+        elif have[c.name] is not None and not have[c.name].get("failed"):  # judged again by the rule, not written
+            have[c.name] = have[c.name] | {"failed": failure(have[c.name])}
     todo = [c for c in cells if left_to_train(have[c.name], budget)]  # one that goes on has a result already
     missing = [c.name for c in todo if have[c.name] is None and (not train or c.name not in mine)]
     todo = [c for c in todo if train and c.name in mine]

@@ -100,14 +100,15 @@ def failure(metrics: dict[str, Any]) -> str | None:
     (:func:`numerics.evaluate.losses.tail_stats`), the tail check, the spectral check (:func:`spectral_check`), or
     sequences excluded in the final phase.
 
-    Where the evaluation fails the SE rule alone (every loss finite and at most ``FAIL_MAX``), a larger estimate of
-    the same mean judges the SE rule instead, when the cell has one: the tail check's 10⁶ sequences, or for GD++ at
-    σ = 0 :func:`spectral_check`.  At σ = 0 a good model's mean is near zero and its per-sequence losses are
-    heavy-tailed but bounded, so 10⁵ sequences may not pin the mean to a tenth where the larger estimate does.
-    A model whose tail carries the mean fails on every estimate."""
+    Where the evaluation fails the SE rule alone (every loss finite and at most ``FAIL_MAX``), the evaluation pooled
+    with a larger estimate of the same mean judges the SE rule instead (:func:`pooled`), when the cell has one: the
+    tail check's 10⁶ sequences, or for GD++ at σ = 0 :func:`spectral_check`.  At σ = 0 a good model's mean is near
+    zero and its per-sequence losses are heavy-tailed but bounded, so 10⁵ sequences may not pin the mean to a tenth
+    where the larger estimate does.  The evaluation's own sequences stay in the estimate: a model that is huge on one
+    of them, a context the larger sample happened to miss, still has its tail carry the mean, and fails."""
     ev, tc = metrics["eval"]["tail"], metrics.get("tail_check")
     only_se = ev["max"] is not None and bool(np.isfinite(ev["max"])) and ev["max"] <= evaluation.FAIL_MAX
-    settled = only_se and any(e is not None and e.get("se") is not None and evaluation.se_settles(e["mean"], e["se"])
+    settled = only_se and any(e is not None and e.get("se") is not None and evaluation.se_settles(*pooled(ev, e))
                               for e in (tc, metrics.get("spectral")))
     if ev["failed"] and not settled:
         return f"evaluation: {ev['failed']}"
@@ -122,6 +123,16 @@ def failure(metrics: dict[str, Any]) -> str | None:
         return f"training left {metrics['train']['dropped_final']} sequences out of its final phase"
     return None
 
+
+
+def pooled(ev: dict[str, Any], other: dict[str, Any]) -> tuple[float, float]:
+    """Mean ± SE of two independent estimates of one mean, each weighted by its count: the evaluation's tail
+    statistics ``ev`` (``"sequences"``) and a check's (``"sequences"``, or ``"spectra"`` for :func:`spectral_check`).
+    An evaluation of 10⁵ sequences with one at 560 and a mean of 10⁻⁴ elsewhere pools with a tail check of 10⁶
+    sequences at 1.2·10⁻⁴ ± 5·10⁻⁶ to 6·10⁻⁴ ± 5·10⁻⁴: the one sequence carries the mean."""
+    a, b = int(ev["sequences"]), int(other.get("sequences") or other["spectra"])
+    mean = (a * ev["mean"] + b * other["mean"]) / (a + b)
+    return float(mean), float(np.hypot(a * ev["se"], b * other["se"]) / (a + b))
 
 #: Seed of the spectra of :func:`spectral_check` (numpy ``PCG64``; chunk ``k`` uses ``SPECTRAL_SEED + k``).
 SPECTRAL_SEED = 8_000

@@ -426,6 +426,31 @@ def test_a_cell_judged_before_a_check_existed_is_judged_again_without_training(t
     assert sw.cells[cell.name]["failed"] and never.calls and not (path.parent / "model.npz").exists()
 
 
+def test_a_cell_that_an_earlier_rule_passed_is_judged_again_and_its_dependants_turn_stale(tmp_path):
+    """A stored passing cell that the current :func:`judge.failure` fails (one sequence in 10⁵ at 560 carries its
+    evaluation's mean; its 10⁶-sequence tail check missed that context) is a failed cell on the next sweep: without
+    training, the report reads it as failed and nothing is written; with training, its ``metrics.json`` says why, and
+    the FULL cell that started from its model is ``"stale"``."""
+    diag, full = ex.Cell("diag", 4, "uniform:1"), ex.Cell("full", 4, "uniform:1")
+    deep = replace(TEST, depths=(4,), noises=(diag.noise,), beyond_depths=())
+    out = tmp_path / "out"
+    m = ex.run_cell(diag, deep, out, tmp_path / "runs", StubTrainer())
+    ex.run_cell(full, deep, out, tmp_path / "runs", StubTrainer())
+    assert Path(json.loads((out / "models" / full.name / "metrics.json").read_text())["train"]["start"]).parent.name \
+        == diag.name
+    m["eval"]["tail"] |= {"mean": 5.7e-3, "se": 5.6e-3, "max": 560.0, "sequences": 10**5, "failed": "SE 0.0056"}
+    m["tail_check"] |= {"mean": 1.2e-4, "se": 4.7e-6, "max": 1.75, "above": 0, "passed": True, "sequences": 10**6}
+    assert judge.failure(m).startswith("evaluation: SE")
+    path = out / "models" / diag.name / "metrics.json"
+    path.write_text(json.dumps(m | {"failed": None}))
+    before = path.read_text()
+    sw = ex.sweep(deep, ("table1",), out, tmp_path / "runs", train=False)
+    assert sw.cells[diag.name]["failed"].startswith("evaluation: SE") and path.read_text() == before
+    assert ex.rejudge(diag, deep, out, json.loads(before)) is None
+    assert json.loads(path.read_text())["failed"].startswith("evaluation: SE")
+    assert diag.name in json.loads((out / "models" / full.name / "metrics.json").read_text())["stale"]
+
+
 def test_a_run_of_some_parts_keeps_the_report_of_every_finished_part(swept, tmp_path, capsys):
     """``--only table1`` redraws the table; the report still counts the Fig. 5 cells and shows Fig. 5."""
     import shutil

@@ -76,6 +76,34 @@ def test_the_tail_check_judges_the_se_rule_where_the_evaluation_fails_it_alone()
     assert failure(cell(evaluation.tail_stats(big[1:] * 0 + 1.0), settled)) is None
 
 
+def test_the_larger_estimate_judges_the_se_rule_with_the_evaluations_own_sequences():
+    """The evaluation's 10⁵ sequences pool with the tail check's 10⁶ (:func:`judge.pooled`).  Heavy but bounded
+    tails, two sequences at 8 over a mean of 10⁻⁴ (FULL-4 at ``uniform:0`` on one grid: largest 8.7), settle on the
+    pooled sequences.  One sequence at 560 (DIAG-4 at
+    ``uniform:0`` on one grid: 560 on the evaluation, none above 1.75 on the tail check, whose mean is 1.2·10⁻⁴ ±
+    4.7·10⁻⁶) carries the pooled mean, and the cell fails, though the tail check alone would settle."""
+    from numerics.reproduce import judge
+
+    rng = np.random.default_rng(3)
+    base = rng.pareto(2.5, 100_000) * 1e-4
+    tc = {"passed": True, "max": 1.75, "above": 0, "sequences": 10**6, "limit": 1e4, "mean": 1.2e-4, "se": 4.7e-6}
+    assert evaluation.se_settles(tc["mean"], tc["se"])
+    for value, count, fails in ((8.0, 2, False), (560.0, 1, True)):
+        a = base.copy()
+        a[:count] = value
+        ev = evaluation.tail_stats(a)
+        assert ev["failed"].startswith("SE") and ev["max"] <= evaluation.FAIL_MAX
+        mean, se = judge.pooled(ev, tc)
+        assert mean == pytest.approx((a.sum() + 10**6 * tc["mean"]) / 1_100_000)
+        assert se == pytest.approx(np.hypot(a.std(ddof=1) * np.sqrt(a.size), 10**6 * tc["se"]) / 1_100_000)
+        if fails:  # the example of judge.pooled's docstring
+            assert (mean, se) == (pytest.approx(6e-4, rel=0.1), pytest.approx(5e-4, rel=0.1))
+        verdict = judge.failure({"eval": {"tail": ev}, "tail_check": tc, "train": {}})
+        assert (verdict is not None) == fails and (verdict or "evaluation: SE").startswith("evaluation: SE")
+    spectral = {"spectra": 2**21, "mean": 1.2e-4, "se": 4.7e-6}
+    assert judge.pooled(ev, spectral)[0] == pytest.approx((a.sum() + 2**21 * 1.2e-4) / (10**5 + 2**21))
+
+
 def test_the_se_rule_has_an_absolute_floor_for_a_near_perfect_model():
     """At σ = 0 a near-perfect model's mean of about 10⁻⁶ is carried by rare contexts at any sample size
     (DIAG-5 at ``uniform:0``: mean 7.0e-7, SE 1.9e-7, largest 0.012).  Its SE is within the floor, and it passes;

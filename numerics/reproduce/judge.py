@@ -124,7 +124,6 @@ def failure(metrics: dict[str, Any]) -> str | None:
     return None
 
 
-
 def pooled(ev: dict[str, Any], other: dict[str, Any]) -> tuple[float, float]:
     """Mean ± SE of two independent estimates of one mean, each weighted by its count: the evaluation's tail
     statistics ``ev`` (``"sequences"``) and a check's (``"sequences"``, or ``"spectra"`` for :func:`spectral_check`).
@@ -133,6 +132,7 @@ def pooled(ev: dict[str, Any], other: dict[str, Any]) -> tuple[float, float]:
     a, b = int(ev["sequences"]), int(other.get("sequences") or other["spectra"])
     mean = (a * ev["mean"] + b * other["mean"]) / (a + b)
     return float(mean), float(np.hypot(a * ev["se"], b * other["se"]) / (a + b))
+
 
 #: Seed of the spectra of :func:`spectral_check` (numpy ``PCG64``; chunk ``k`` uses ``SPECTRAL_SEED + k``).
 SPECTRAL_SEED = 8_000

@@ -283,8 +283,9 @@ def train_stages(cfg: Any, st: Stages, start: Path | None, run: Path, trainer: C
         low = False
         if st.retry_blown and retried([s.blown for s in stages]):
             continue
-        if k >= least and prev is not None and (stages[-1].held is None  # diverged: more steps do not help
-                                                or converged(stages[-1].held, prev.held, st, prev.blown or stages[-1].blown)):
+        last = stages[-1]  # a diverged stage has no held-out losses: more steps do not help
+        if k >= least and prev is not None and (last.held is None
+                                                or converged(last.held, prev.held, st, prev.blown or last.blown)):
             low = stuck(kept(stages, begin, st), floor, st)  # converged by the stage rule, yet above the floor: restart
             if not low:
                 done = True

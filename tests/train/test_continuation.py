@@ -79,9 +79,9 @@ def test_the_tail_check_judges_the_se_rule_where_the_evaluation_fails_it_alone()
 def test_the_larger_estimate_judges_the_se_rule_with_the_evaluations_own_sequences():
     """The evaluation's 10⁵ sequences pool with the tail check's 10⁶ (:func:`judge.pooled`).  Heavy but bounded
     tails, two sequences at 8 over a mean of 10⁻⁴ (FULL-4 at ``uniform:0`` on one grid: largest 8.7), settle on the
-    pooled sequences.  One sequence at 560 (DIAG-4 at
-    ``uniform:0`` on one grid: 560 on the evaluation, none above 1.75 on the tail check, whose mean is 1.2·10⁻⁴ ±
-    4.7·10⁻⁶) carries the pooled mean, and the cell fails, though the tail check alone would settle."""
+    pooled sequences.  One sequence at 560 (DIAG-4 at ``uniform:0`` on one grid: 560 on the evaluation, none above
+    1.75 on the tail check, whose mean is 1.2·10⁻⁴ ± 4.7·10⁻⁶) carries the pooled mean, and the cell fails, though the
+    tail check alone would settle."""
     from numerics.reproduce import judge
 
     rng = np.random.default_rng(3)

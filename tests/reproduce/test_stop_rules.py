@@ -159,3 +159,14 @@ def test_a_cell_that_restarted_from_a_floor_the_rule_moves_is_approximate(tmp_pa
 def test_a_bad_rule_is_one_line(text: str) -> None:
     with pytest.raises(ValueError, match=f"--rule must be .* got {text!r}"):
         stop_rules.parse_rule(text)
+
+
+def test_a_stage_whose_training_diverged_is_replayed_as_blown_without_a_loss() -> None:
+    # brisk's DIAG-11 records: a stage diverged (no model, no held-out loss) between two that did not
+    gone = {"held_out": None, "held_out_se": None, "blown": True, "seconds": 30.0, "diverged": "rollbacks"}
+    stages = [_stage(1.0, 10), _stage(0.8, 10), gone, _stage(0.75, 40), _stage(0.74, 80)]
+    record = {"seconds": 175.0, "train": {"stages": stages, "chosen_stage": 5}}
+    r = stop_rules.replay_cell(record, stop_rules.parse_rule("se=2"), None, retry_blown=True)
+    # the diverged stage goes on from stage 2; stage 4 moved 0.05 <= 2 x 0.06 from it: stop there, keep 0.75
+    assert (r["stop"], r["kept"], r["saved"]) == (4, 0.75, 80.0)
+    assert stop_rules._best(stages[:3]) is stages[1] and stop_rules._start(stages[:3]) is stages[1]

@@ -1,11 +1,14 @@
 r"""One cell of a sweep trained again with other master seeds, as the sweep trains it (same start, same stages):
 how far apart its runs land.  Attempt ``k`` of the cell's runner (:func:`numerics.reproduce.experiments.run_cell`)
 trains with master seed ``k − 1`` from the finished cells under ``--starts``; each run is evaluated and judged as the
-sweep judges the cell, into ``OUT/attempt<k>/models/<cell>/`` (run directories under ``RUNS/attempt<k>/``).  Prints
-one line per seed: master seed, loss ± SE on the evaluation sequences, steps, stages, kept stage, verdict, seconds.
+sweep judges the cell, into ``OUT/attempt<k>/models/<cell>/`` (run directories under ``RUNS/attempt<k>/``).
+``--factor F`` makes every stage ``F`` times longer, as the convergence check does.  Prints one line per seed: master
+seed, loss ± SE on the evaluation sequences, steps, stages, kept stage, verdict, seconds.
 
     python benchmarks/cell_seeds.py --budget paper --cell full-L3-categorical1_3_5 --attempts 2 3 \
         --starts results/paper --out /tmp/seeds --runs /tmp/seeds-runs
+    python benchmarks/cell_seeds.py --budget brisk --cell diag-L7-uniform2 --attempts 2 --factor 2 \
+        --starts results/brisk --out /tmp/seeds-x2 --runs /tmp/seeds-x2-runs
 """
 
 from __future__ import annotations
@@ -27,12 +30,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--starts", type=Path, required=True, help="the sweep's --out whose finished cells start the cell")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--runs", type=Path, required=True)
+    ap.add_argument("--factor", type=int, default=1, help="every stage this many times longer (default 1)")
     a = ap.parse_args(argv)
     try:
         budget = get_budget(a.budget)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if a.factor < 1:
+        print(f"error: --factor must be >= 1, got {a.factor}", file=sys.stderr)
+        return 2
+    budget = replace(budget, stages=budget.stages.scaled(a.factor))
     grid = {c.name: c for c in cells_for(budget, PARTS)}
     if a.cell not in grid:
         print(f"error: --cell must name a cell of budget {a.budget}, got {a.cell!r}", file=sys.stderr)

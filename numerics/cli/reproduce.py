@@ -305,6 +305,12 @@ def _convergence(budget, args: argparse.Namespace) -> int:  # noqa: ANN001
         if e and e.get("adopted"):  # the cell took the longer run of a check that did not hold (convergence.adopt)
             a = e["adopted"]
             line += f" (it holds its ×{a['factor']} run: the budget's run moved by {a['relative']:+.1%} when doubled)"
+        if e and e.get("seeds"):  # the longer run ended higher: decided over master seeds (convergence.over_seeds)
+            sd = e["seeds"]
+            line += (f"; over master seeds {', '.join(str(k - 1) for k in sd['attempts'])}: " + (
+                f"failed: {sd['failed']}" if sd.get("failed") else
+                f"mean {sd['loss']:.4g} -> {sd['loss_longer']:.4g} "
+                f"({sd['relative']:+.1%} ± {sd['change_se'] / sd['loss']:.1%})"))
         print(f"{info['name']}: {line}", file=sys.stderr, flush=True)
 
     cells = convergence.named(budget, Path(args.out), args.cell) if args.cell else None

@@ -19,6 +19,12 @@ evaluation.  The check then asks the same question of it, at twice its length, a
 replaced.  A cell whose stages are :data:`MOST_FACTOR` times the budget's keeps its verdict.  Cells that started from
 the replaced model (FULL from the DIAG cell of its depth) are trained again by the next sweep.
 
+A check that does not hold because the longer run ended *higher* compares two runs that landed in different places:
+more steps do not make the expected loss worse, but a run of a deep model lands where its stages take it, and two
+runs of one cell can spread further than the check allows.  Such a check is decided over master seeds
+(:func:`over_seeds`): the cell is trained again with :data:`SEEDS` − 1 more seeds at its length and at twice it, and
+the check compares the means over the seeds.
+
 :data:`CELLS` names the cells per budget, spread over the three models, shallow and deep, and the noise settings.
 ``OUT/convergence.json`` keeps one entry per checked cell; a rerun reuses both the entries and the retrained
 cells.  :func:`check` takes other cells too (``lintf reproduce --convergence --cell NAME``, :func:`named`), and
@@ -54,6 +60,9 @@ FLOOR = "float32"
 #: A cell whose longer run ends lower than the check allows takes that run (:func:`adopt`) and is checked again at
 #: twice its length, as long as its stages stay at most ``MOST_FACTOR`` times the budget's.
 MOST_FACTOR = 4
+#: A check whose longer run ends higher than it allows compares the means of this many master seeds
+#: (:func:`over_seeds`).
+SEEDS = 3
 
 #: The cells each budget checks.
 CELLS: dict[str, tuple[Cell, ...]] = {
@@ -127,6 +136,43 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
     return entry | {"loss_longer": float(a.mean() + change), "change": change, "change_se": se,
                     "relative": change / abs(float(a.mean())), "floor": floor,
                     "holds": within(change, float(a.mean()), se, floor)}
+
+
+def over_seeds(cell: Cell, budget: Budget, out: Path, runs: Path, entry: dict[str, Any],
+               trainer: Trainer = train_rundir) -> dict[str, Any]:
+    """The check of ``entry``, whose longer run ended higher than it allows, decided over :data:`SEEDS` master seeds:
+    the cell's own and those of the next attempts (:func:`numerics.reproduce.experiments.attempt_config`), each
+    trained at the cell's length and at :data:`FACTOR` times it (the longer in at least as many stages as the shorter),
+    into ``OUT/convergence/seeds/x<F>/attempt<k>/`` (runs under ``RUNS/convergence<F>/``), with ``F`` the stage
+    factor over the budget's.  It holds when the mean loss over the seeds moves by less than :data:`REL` of it,
+    :data:`SE` standard errors of the difference of the means (from the seeds' spread at each length) or the float32
+    floor.  The entry gains ``"seeds"`` (the master seeds, each length's losses, their means, the change and its SE),
+    and its ``"holds"`` is this verdict."""
+    base = load_cell(out, cell, budget)
+    own, first = stage_factor(base), base.get("attempt", 1)
+    alone = replace(cell, keep_seeds=False)
+    attempts = [first] + [k for k in range(1, SEEDS + 1) if k != first][:SEEDS - 1]
+    short, long = [entry["loss"]], [entry["loss_longer"]]
+    for k in attempts[1:]:
+        least = 1
+        for factor, found in ((own, short), (own * FACTOR, long)):
+            scaled = replace(budget, stages=budget.stages.scaled(factor), attempts=k)  # one attempt: seed k − 1 alone
+            where = out / "convergence" / "seeds" / f"x{factor}" / f"attempt{k}"
+            m = load_cell(where, alone, scaled)
+            if m is None or len(m["train"]["stages"]) < least:
+                m = run_cell(alone, scaled, where, runs / f"convergence{factor}", trainer, starts=out, least=least,
+                             first=k)
+            if m.get("failed"):
+                return entry | {"seeds": {"attempts": attempts, "failed": f"master seed {k - 1}, stages ×{factor}: "
+                                                                           f"{m['failed']}"}, "holds": False}
+            least = len(m["train"]["stages"])
+            found.append(float(m["eval"]["loss"]))
+    mean, mean_longer = float(np.mean(short)), float(np.mean(long))
+    se = float(np.sqrt(np.var(short, ddof=1) / len(short) + np.var(long, ddof=1) / len(long)))
+    holds = within(mean_longer - mean, mean, se, entry["floor"])
+    return entry | {"holds": holds, "seeds": {
+        "attempts": attempts, "losses": short, "losses_longer": long, "loss": mean, "loss_longer": mean_longer,
+        "change": mean_longer - mean, "change_se": se, "relative": (mean_longer - mean) / abs(mean), "holds": holds}}
 
 
 def adopt(cell: Cell, budget: Budget, out: Path, entry: dict[str, Any]) -> bool:
@@ -240,6 +286,9 @@ def check(budget: Budget, out: str | Path, runs: str | Path, cells: tuple[Cell, 
         entry = entry or check_cell(cell, budget, out, runs, FACTOR, trainer)
         while entry is not None and adopt(cell, budget, out, entry):
             entry = check_cell(cell, budget, out, runs, FACTOR, trainer)  # the run it took, at twice its length
+        if entry is not None and not entry["holds"] and not entry.get("failed") and "seeds" not in entry \
+                and entry["change"] > 0:  # the longer run ended higher: the runs' spread, decided over seeds
+            entry = over_seeds(cell, budget, out, runs, entry, trainer)
         if entry is None:
             res["cells"].pop(cell.name, None)
         else:
@@ -263,6 +312,13 @@ def _entries(path: Path, res: dict[str, Any]) -> dict[str, Any]:
 
 
 def _verdict(e: dict[str, Any], res: dict[str, Any]) -> str:
+    if "seeds" in e:  # the longer run ended higher: decided over master seeds (over_seeds)
+        sd = e["seeds"]
+        if sd.get("failed"):
+            return f"**no**: {sd['failed']}"
+        n, change = len(sd["losses"]), f"{sd['change']:+.2g} ± {sd['change_se']:.2g} ({sd['relative']:+.1%})"
+        return f"{'yes' if e['holds'] else '**no**'} over {n} master seeds: mean {sd['loss']:.4g} → " \
+               f"{sd['loss_longer']:.4g}, {change}"
     if not e["holds"]:
         return "**no**"
     if not within(e["change"], e["loss"], e["change_se"], rel=res["rel"], se=res["se"]):
@@ -274,7 +330,9 @@ def markdown(res: dict[str, Any]) -> str:
     """The check as a table: the cell, its steps, the loss, the longer run's and the paired change."""
     rows = [f"Every stage retrained {res['factor']}× longer; the check holds when the paired change is below "
             f"{res['rel']:.0%} of the loss, {res['se']:g} SE, or the float32 floor (the loss of rounding the targets "
-            "to float32: the resolution of the float32 pass the cells train with).", "",
+            "to float32: the resolution of the float32 pass the cells train with)."
+            + (" Where the longer run ended higher than that, the check compares the means of master seeds' runs at "
+               "each length instead." if any("seeds" in e for e in res["cells"].values()) else ""), "",
             "| cell | steps | loss | steps ×2 | loss ×2 | change (paired) | holds |", "|---|--:|--:|--:|--:|--:|---|"]
     for name, e in res["cells"].items():
         if e.get("adopted"):  # the cell holds a longer run than the budget's
@@ -293,5 +351,5 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
-__all__ = ["CELLS", "FACTOR", "MOST_FACTOR", "REL", "SE", "FLOOR", "adopt", "as_good", "check", "check_cell",
-           "finish_adoption", "float32_floor", "losses", "markdown", "named", "same_base", "within"]
+__all__ = ["CELLS", "FACTOR", "MOST_FACTOR", "REL", "SE", "SEEDS", "FLOOR", "adopt", "as_good", "check", "check_cell",
+           "finish_adoption", "float32_floor", "losses", "markdown", "named", "over_seeds", "same_base", "within"]

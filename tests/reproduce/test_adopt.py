@@ -8,6 +8,7 @@ check's ``convergence<factor>`` run), so that the longer runs are better models 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -122,3 +123,74 @@ def test_an_adoption_cut_short_is_finished_by_the_next_check(tmp_path, monkeypat
     monkeypatch.setattr(convergence, "finish_adoption", real)
     e = convergence.check(TEST, out, tmp_path / "runs", cells=(DIAG,), trainer=trainer)["cells"][DIAG.name]
     assert e["holds"] and metrics(out, DIAG)["adopted"]["factor"] == 2 and "stale" in metrics(out, FULL)
+
+
+class Spread(Ladder):
+    """``gd(η, L)`` with ``η`` from the run's stage factor and master seed: ``steps[(factor, seed)]``, seed 0 the
+    cell's own; the runs of one cell land apart as the seed changes."""
+
+    def __call__(self, cfg, run: Path) -> ex.Trained:
+        factor = next((int(p[len("convergence"):]) for p in run.parts if p.startswith("convergence")), 1)
+        self.calls.append(run.as_posix())
+        eta = self.steps[(factor, cfg.seed - ex.train_config(DIAG, TEST).seed)]
+        P, Q = (np.asarray(x, np.float64) for x in models.universal(gd(eta, cfg.layers), cfg.d))
+        save_model(run / "model.npz", P, Q)
+        return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz")
+
+
+def test_a_longer_run_that_ends_higher_is_judged_over_master_seeds(tmp_path, capsys, monkeypatch):
+    # seed 0's longer run ends higher; seeds 1 and 2 swap it round and stay put: the means over seeds do not move
+    trainer = Spread({(1, 0): 0.04, (2, 0): 0.01, (1, 1): 0.01, (2, 1): 0.04, (1, 2): 0.025, (2, 2): 0.025})
+    out = cells(tmp_path, trainer)
+    before, leasts, run_cell = metrics(out, DIAG), [], convergence.run_cell
+    monkeypatch.setattr(convergence, "run_cell", lambda *a, **k: leasts.append((a[2].as_posix(), k["least"]))
+                        or run_cell(*a, **k))
+    e = convergence.check(TEST, out, tmp_path / "runs", cells=(DIAG,), trainer=trainer)["cells"][DIAG.name]
+    sd = e["seeds"]
+    assert e["change"] > 0 and e["relative"] > convergence.REL  # the one-run check does not hold ...
+    assert e["holds"] and sd["holds"] and sd["attempts"] == [1, 2, 3]  # ... the means over three seeds do
+    assert sd["losses"][0] == e["loss"] and sd["losses_longer"][0] == e["loss_longer"]
+    assert sd["losses"][1] == pytest.approx(e["loss_longer"]) and sd["losses_longer"][1] == pytest.approx(e["loss"])
+    assert sd["change"] == pytest.approx(0.0, abs=1e-12) and sd["loss"] == pytest.approx(np.mean(sd["losses"]))
+    for k in (2, 3):  # each seed at the cell's length and at twice it, the longer in at least as many stages
+        short, long = (metrics(out / "convergence" / "seeds" / f"x{f}" / f"attempt{k}", DIAG) for f in (1, 2))
+        assert short["attempt"] == long["attempt"] == k
+        assert len(long["train"]["stages"]) >= len(short["train"]["stages"])
+    assert [k for w, k in leasts if "/x2/" in w] == [2, 2] and [k for w, k in leasts if "/x1/" in w] == [1, 1]
+    assert metrics(out, DIAG) == before and "adopted" not in e  # nothing taken: the cell keeps its run
+    assert "yes over 3 master seeds: mean" in convergence.markdown(convergence.check(TEST, out, tmp_path / "runs",
+                                                                                     cells=(DIAG,), trainer=trainer))
+    calls = len(trainer.calls)
+    convergence.check(TEST, out, tmp_path / "runs", cells=(DIAG,), trainer=trainer)
+    assert len(trainer.calls) == calls  # the entry and its seeds' runs are kept
+    from numerics.cli import main
+
+    real = convergence.check
+    monkeypatch.setattr(convergence, "check", lambda *a, **k: real(*a, **k, trainer=trainer))
+    assert main(["reproduce", "--budget", "test", "--out", str(out), "--runs", str(tmp_path / "runs"),
+                 "--convergence", "--cell", DIAG.name]) == 0
+    assert "holds; over master seeds 0, 1, 2: mean " in capsys.readouterr().err
+
+
+def test_longer_runs_that_end_higher_for_every_seed_do_not_hold(tmp_path):
+    trainer = Spread({(1, 0): 0.04, (2, 0): 0.01, (1, 1): 0.041, (2, 1): 0.011, (1, 2): 0.039, (2, 2): 0.009})
+    out = cells(tmp_path, trainer)
+    e = convergence.check(TEST, out, tmp_path / "runs", cells=(DIAG,), trainer=trainer)["cells"][DIAG.name]
+    sd = e["seeds"]
+    assert not e["holds"] and not sd["holds"] and sd["relative"] > convergence.REL
+    assert sd["change"] > convergence.SE * sd["change_se"] > 0
+    a, b = np.array(sd["losses"]), np.array(sd["losses_longer"])  # the SE of a difference of two means of three
+    assert sd["change_se"] == pytest.approx(np.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 3))
+    assert "**no** over 3 master seeds" in convergence.markdown({"factor": 2, "rel": 0.03, "se": 2.0, "pending": [],
+                                                                 "cells": {DIAG.name: e}})
+
+
+def test_a_seed_whose_run_fails_fails_the_check_and_is_not_replaced_by_the_next_seed(tmp_path):
+    trainer = Spread({(1, 0): 0.04, (2, 0): 0.01, (1, 1): 0.01, (2, 1): 5.0, (1, 2): 0.025, (2, 2): 0.025})
+    out = cells(tmp_path, trainer)
+    three = replace(TEST, attempts=3)  # a failed run of seed 1 would have an attempt left under the budget's count
+    e = convergence.check(three, out, tmp_path / "runs", cells=(DIAG,), trainer=trainer)["cells"][DIAG.name]
+    assert not e["holds"] and e["seeds"]["failed"].startswith("master seed 1, stages ×2: evaluation: largest")
+    assert not any("/attempt3/" in c for c in trainer.calls if "/convergence2/" in c)  # seed 2 did not stand in
+    assert "| **no**: master seed 1, stages ×2: evaluation" in convergence.markdown(
+        {"factor": 2, "rel": 0.03, "se": 2.0, "pending": [], "cells": {DIAG.name: e}})

@@ -135,6 +135,31 @@ def test_stopped_early_seed_runs_are_their_logs() -> None:
     assert f"master seeds 1 and 2 it ends at {quoted}" in page
 
 
+def test_stopped_early_brisk_seeds_are_the_check_and_its_logs() -> None:
+    # The table of the brisk DIAG-7 at uniform:2 by master seed and stage length: the budget's stages from the cell's
+    # replaced run and benchmarks/cell_seeds.py's logs, x2 and x4 from the convergence check's entry.
+    import json
+
+    import numpy as np
+
+    page = (ROOT / "docs" / "experiments" / "stopped-early.md").read_text()
+    brisk = ROOT / "results" / "brisk"
+    sd = json.loads((brisk / "convergence.json").read_text())["cells"]["diag-L7-uniform2"]["seeds"]
+    first = [json.loads((brisk / "models" / "diag-L7-uniform2" / "metrics.json").read_text())["adopted"]["replaced"][
+        "loss"]] + [json.loads((ROOT / "benchmarks" / "logs" / "cell-seeds" / f"brisk-diag-L7-uniform2-seed{k}.json")
+                               .read_text())["eval"]["loss"] for k in (1, 2)]
+    for seed, row in enumerate(zip(first, sd["losses"], sd["losses_longer"])):
+        assert "| {} | {:.5f} | {:.5f} | {:.5f} |".format(seed, *row) in page.replace(" (the cell holds its ×2 run)", "")
+    assert f"| mean | {np.mean(first):.5f} | {sd['loss']:.5f} | {sd['loss_longer']:.5f} |" in page
+    text = " ".join(page.split())
+    assert f"by +{100 * sd['relative']:.1f} % ± {100 * sd['change_se'] / sd['loss']:.1f} % from twice" in text
+    assert f"moves by −{100 * (1 - sd['loss'] / np.mean(first)):.1f} % from the budget's stages" in text
+    minutes = [json.loads((brisk / "convergence" / w / "models" / "diag-L7-uniform2" / "metrics.json").read_text())[
+        "seconds"] / 60 for w in ("seeds/x2/attempt2", "seeds/x2/attempt3", ".", "seeds/x4/attempt2")]
+    assert "took {:.0f} and {:.0f} minutes".format(*minutes[:2]) in text
+    assert "seeds 0 and 1 took {:.0f} and {:.0f} minutes".format(*minutes[2:]) in text
+
+
 def test_lean_stages_probe_rows_are_its_logs() -> None:
     # docs/experiments/lean-stages.md copies benchmarks/lean_stages.py's probe logs, row by row.
     import json
@@ -609,6 +634,8 @@ def test_the_brisk_paragraph_is_its_logs_and_its_cells() -> None:
     # verdicts on exactly those cells, and the replay's hours of exactly those cells.
     import json
 
+    import numpy as np
+
     from numerics.reproduce.budgets import BUDGETS, stages_signature
     from numerics.reproduce.timing import runs
 
@@ -657,12 +684,25 @@ def test_the_brisk_paragraph_is_its_logs_and_its_cells() -> None:
     checks = json.loads((ROOT / "results" / "brisk" / "convergence.json").read_text())
     converged = checks["cells"]
     assert len(converged) == 12 and not checks["pending"]
-    assert [k for k, e in converged.items() if not e["holds"]] == ["diag-L7-uniform2"]
-    assert f"The convergence check holds {sum(e['holds'] for e in converged.values())} of its 12 cells" in text
+    assert all(e["holds"] for e in converged.values()) and "The convergence check holds for all 12 of its cells" in text
+    assert [k for k, e in converged.items() if "seeds" in e] == ["diag-L7-uniform2"]
     took = cells["diag-L7-uniform2"]["adopted"]["check"]  # the longer run it took, checked again at 4x
     again = converged["diag-L7-uniform2"]
     assert not took["holds"] and again["relative"] > 0 and again["steps"] == 2 * took["steps"]
-    assert f"four times the budget's it ends {100 * again['relative']:.1f} % higher than the run it took" in text
+    assert f"four times the budget's, the run it took ends {100 * again['relative']:.1f} % higher" in text
+    sd = again["seeds"]  # over three master seeds, at twice and four times the budget's stages
+    assert sd["holds"] and sd["attempts"] == [1, 2, 3] and sd["losses"][0] == again["loss"]
+    assert f"their means are {sd['loss']:.5f} and {sd['loss_longer']:.5f} ({100 * sd['relative']:+.1f} % ± " \
+           f"{100 * sd['change_se'] / sd['loss']:.1f} %)" in text
+    seeds = ROOT / "benchmarks" / "logs" / "cell-seeds"
+    first = [took["loss"]] + [json.loads((seeds / f"brisk-diag-L7-uniform2-seed{k}.json").read_text())["eval"]["loss"]
+                              for k in (1, 2)]  # the budget's stages: the replaced run and two more master seeds
+    assert "same three seeds end at {:.4f}, {:.4f} and {:.4f}".format(*first) in text
+    assert f"their mean moves by {100 * (sd['loss'] / np.mean(first) - 1):.1f} % at twice".replace("-", "−") in text
+    spread = [(max(r) - min(r)) / np.mean(r) for r in (first, sd["losses"], sd["losses_longer"])]
+    assert f"spread by {100 * min(spread):.1f} % to {100 * max(spread):.1f} % at each length" in text
+    assert f"Its convergence check holds for all 12 cells, one of them (DIAG-7 at `uniform:2`, whose runs land up to " \
+           f"{100 * max(spread):.0f} % apart) over three master seeds" in readme
     assert f"DIAG-7 at `uniform:2` ended {-100 * took['relative']:.1f} % " \
            f"({-took['change'] / took['change_se']:.0f} paired SE) lower" in text
     rescue = cells["diag-L4-uniform0"]["rescue"]

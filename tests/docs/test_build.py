@@ -133,6 +133,20 @@ def test_stopped_early_seed_runs_are_their_logs() -> None:
     assert len(logs) == 2
     quoted = " and ".join(f"{json.loads(p.read_text())['eval']['loss']:.4f}" for p in logs)
     assert f"master seeds 1 and 2 it ends at {quoted}" in page
+    # ... and the convergence check decided over those seeds: the same runs at the budget's stages, and twice as long
+    sd = json.loads((ROOT / "results" / "paper" / "convergence.json").read_text())["cells"][
+        "full-L3-categorical1_3_5"]["seeds"]
+    assert [f"{x:.4f}" for x in sd["losses"][1:]] == quoted.split(" and ") and not sd["holds"]
+    text = " ".join(page.split())
+    assert "they end at {:.4f} and {:.4f}".format(*sd["losses_longer"][1:]) in text
+    c = [st["scale"]["scale"] for k in (2, 3) for st in json.loads((
+        ROOT / "results/paper/convergence/seeds/x2" / f"attempt{k}" / "models/full-L3-categorical1_3_5/metrics.json"
+    ).read_text())["train"]["stages"]]
+    assert f"Every stage of both was scaled (c = {min(c):.2f} to {max(c):.2f})" in text and max(c) < 1
+    stated = f"{sd['loss']:.4f} to {sd['loss_longer']:.4f} (+{100 * sd['relative']:.1f} % ± " \
+             f"{100 * sd['change_se'] / sd['loss']:.1f} %)"
+    assert f"the means of the three seeds move from {stated}" in text
+    assert stated.replace(" to ", " and ") in " ".join((ROOT / "docs" / "reproduce.md").read_text().split())
 
 
 def test_stopped_early_brisk_seeds_are_the_check_and_its_logs() -> None:

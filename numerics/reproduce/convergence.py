@@ -104,6 +104,16 @@ def float32_floor(cell: Cell, budget: Budget) -> float:
     return 0.5 * sq / budget.eval_sequences
 
 
+def retrained(cell: Cell, budget: Budget, where: Path, runs: Path, trainer: Trainer, starts: Path, least: int,
+              first: int) -> dict[str, Any]:
+    """The check's run of ``cell`` under ``where``, in at least ``least`` stages, from attempt ``first``: the stored
+    one, or trained (resuming from ``runs``) where it is missing or has fewer stages."""
+    m = load_cell(where, cell, budget)
+    if m is None or len(m["train"]["stages"]) < least:
+        m = run_cell(cell, budget, where, runs, trainer, starts=starts, least=least, first=first)
+    return m
+
+
 def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = FACTOR,
                trainer: Trainer = train_rundir) -> dict[str, Any] | None:
     """Retrain the finished cell with every stage ``factor`` times longer and compare (module docstring); ``None``
@@ -117,10 +127,8 @@ def check_cell(cell: Cell, budget: Budget, out: Path, runs: Path, factor: int = 
     where = out / "convergence"
     least = len(base["train"]["stages"])
     alone = replace(cell, keep_seeds=False)  # the cell's model, without Fig. 5's seed replicas
-    again = load_cell(where, alone, longer)
-    if again is None or len(again["train"]["stages"]) < least:
-        again = run_cell(alone, longer, where, runs / f"convergence{factor * own}", trainer, starts=out, least=least,
-                         first=base.get("attempt", 1))
+    again = retrained(alone, longer, where, runs / f"convergence{factor * own}", trainer, out, least,
+                      base.get("attempt", 1))
     a = losses(cell_dir(out, cell) / "model.npz", cell, budget)
     entry = {"cell": cell.name, "factor": factor, "steps": base["train"]["steps"],
              "steps_longer": again["train"]["steps"], "loss": float(a.mean()),
@@ -158,10 +166,7 @@ def over_seeds(cell: Cell, budget: Budget, out: Path, runs: Path, entry: dict[st
         for factor, found in ((own, short), (own * FACTOR, long)):
             scaled = replace(budget, stages=budget.stages.scaled(factor), attempts=k)  # one attempt: seed k − 1 alone
             where = out / "convergence" / "seeds" / f"x{factor}" / f"attempt{k}"
-            m = load_cell(where, alone, scaled)
-            if m is None or len(m["train"]["stages"]) < least:
-                m = run_cell(alone, scaled, where, runs / f"convergence{factor}", trainer, starts=out, least=least,
-                             first=k)
+            m = retrained(alone, scaled, where, runs / f"convergence{factor}", trainer, out, least, k)
             if m.get("failed"):
                 return entry | {"seeds": {"attempts": attempts, "failed": f"master seed {k - 1}, stages ×{factor}: "
                                                                            f"{m['failed']}"}, "holds": False}
@@ -352,4 +357,5 @@ def markdown(res: dict[str, Any]) -> str:
 
 
 __all__ = ["CELLS", "FACTOR", "MOST_FACTOR", "REL", "SE", "SEEDS", "FLOOR", "adopt", "as_good", "check", "check_cell",
-           "finish_adoption", "float32_floor", "losses", "markdown", "named", "over_seeds", "same_base", "within"]
+           "finish_adoption", "float32_floor", "losses", "markdown", "named", "over_seeds", "retrained", "same_base",
+           "within"]

@@ -37,9 +37,12 @@ class Ladder:
     def __call__(self, cfg, run: Path) -> ex.Trained:
         self.calls.append(run.as_posix())
         factor = next((int(p[len("convergence"):]) for p in run.parts if p.startswith("convergence")), 1)
-        P, Q = (np.asarray(x, np.float64) for x in models.universal(gd(self.steps[factor], cfg.layers), cfg.d))
+        P, Q = (np.asarray(x, np.float64) for x in models.universal(gd(self.eta(factor, cfg), cfg.layers), cfg.d))
         save_model(run / "model.npz", P, Q)
         return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz")
+
+    def eta(self, factor: int, cfg) -> float:
+        return self.steps[factor]
 
 
 def cells(tmp_path: Path, trainer: Ladder) -> Path:
@@ -129,13 +132,8 @@ class Spread(Ladder):
     """``gd(η, L)`` with ``η`` from the run's stage factor and master seed: ``steps[(factor, seed)]``, seed 0 the
     cell's own; the runs of one cell land apart as the seed changes."""
 
-    def __call__(self, cfg, run: Path) -> ex.Trained:
-        factor = next((int(p[len("convergence"):]) for p in run.parts if p.startswith("convergence")), 1)
-        self.calls.append(run.as_posix())
-        eta = self.steps[(factor, cfg.seed - ex.train_config(DIAG, TEST).seed)]
-        P, Q = (np.asarray(x, np.float64) for x in models.universal(gd(eta, cfg.layers), cfg.d))
-        save_model(run / "model.npz", P, Q)
-        return ex.Trained({"best_seed": 0, "steps": cfg.steps}, run / "model.npz")
+    def eta(self, factor: int, cfg) -> float:
+        return self.steps[(factor, cfg.seed - ex.train_config(DIAG, TEST).seed)]
 
 
 def test_a_longer_run_that_ends_higher_is_judged_over_master_seeds(tmp_path, capsys, monkeypatch):

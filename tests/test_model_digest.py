@@ -21,8 +21,10 @@ _spec = importlib.util.spec_from_file_location("make_model_digest", _SCRIPT)
 digest_script = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(digest_script)
 
-#: Relative tolerance of the recorded mean adjusted loss (a changed prediction moves it by far more).
-ORACLE_REL = 1e-12
+#: Relative tolerance of the recorded mean adjusted loss (a changed prediction moves it by far more).  The
+#: adjusted loss of a good model is a small difference of two losses near 1, so the oracle's last bits show up
+#: amplified in it: two machines of this project's kind differ by 3e-11 relative on ``paper/diag-L7-uniform2``.
+ORACLE_REL = 1e-9
 
 RECORD = json.loads(digest_script.OUT.read_text())
 MODELS = RECORD["models"]

@@ -409,25 +409,3 @@ def test_checkpoint_refuses_non_finite(tmp_path: Path) -> None:
     bad = s._replace(params=jax.tree_util.tree_map(lambda a: a.at[0].set(jnp.nan), s.params))
     with pytest.raises(LintfError, match="non-finite"):
         save_checkpoint(tmp_path, bad, Result(bad))
-
-
-def test_a_stage_trained_again_is_the_same_file_and_benchmarks_rerun_stage_says_so(tmp_path: Path, capsys) -> None:
-    """``benchmarks/rerun_stage.py`` trains a finished stage's configuration again in this process: deterministic by
-    seed, the model is the same file; a model that differs, or a directory that is not a finished stage, is reported."""
-    import runpy
-
-    main = runpy.run_path(str(Path(__file__).resolve().parents[2] / "benchmarks" / "rerun_stage.py"))["main"]
-    run_dir(TrainConfig(model="diag", **TINY), tmp_path / "stage1", progress=False, baselines=False)
-    assert main([str(tmp_path / "stage1"), str(tmp_path / "again")]) == 0
-    assert "the same file" in capsys.readouterr().out
-    P, Q, meta = load_model(tmp_path / "stage1" / "model.npz")
-    from numerics.io import save_model
-
-    save_model(tmp_path / "stage1" / "model.npz", P, Q * (1 + 1e-7), meta)  # a stage trained elsewhere, say
-    assert main([str(tmp_path / "stage1"), str(tmp_path / "third")]) == 1
-    assert "differ: largest |ΔP| 0" in capsys.readouterr().out
-    for argv, what in (([str(tmp_path), str(tmp_path / "x")], "holds no config.json"),
-                       ([str(tmp_path / "stage1"), str(tmp_path / "again")], "exists")):
-        with pytest.raises(SystemExit):
-            main(argv)
-        assert what in capsys.readouterr().err

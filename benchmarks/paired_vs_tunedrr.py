@@ -8,6 +8,7 @@ evaluation uses ``split(PRNGKey(seed))[1]``, float64, :func:`numerics.models.pre
 
     python benchmarks/paired_vs_tunedrr.py runs/full7/model.npz --noise uniform:5
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -37,10 +38,21 @@ k_tune, k_eval = jax.random.split(jax.random.PRNGKey(args.seed))
 tuned = baselines.tune(k_tune, args.noise, args.tune, n, d, ("TunedRR", "Bayes"))
 base = baselines.predictor(tuned, args.noise, ("TunedRR", "Bayes"))
 fn = jax.jit(lambda X, y, xq: predict(P, Q, X, y, xq))
-res = evaluation.evaluate(lambda b, sp: base(b, sp) | {"model": fn(b.X, b.y, b.x_query)}, args.noise,
-                          args.sequences, n, d, k_eval, against="TunedRR")
+res = evaluation.evaluate(
+    lambda b, sp: base(b, sp) | {"model": fn(b.X, b.y, b.x_query)},
+    args.noise,
+    args.sequences,
+    n,
+    d,
+    k_eval,
+    against="TunedRR",
+)
 for m in ("model", "TunedRR", "Bayes"):
     r = res[m]
-    extra = f", minus TunedRR {r['minus_TunedRR']:+.5f} ± {r['minus_TunedRR_se']:.5f} (paired)" if m != "TunedRR" else ""
+    extra = (
+        f", minus TunedRR {r['minus_TunedRR']:+.5f} ± {r['minus_TunedRR_se']:.5f} (paired)"
+        if m != "TunedRR"
+        else ""
+    )
     print(f"{m:8s} adjusted {r['loss']:.5f} ± {r['se']:.5f}{extra}  [{r['count']} sequences]")
 print("reproduce: python benchmarks/paired_vs_tunedrr.py " + " ".join(sys.argv[1:]))

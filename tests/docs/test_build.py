@@ -16,8 +16,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENTS = ROOT / "docs" / "experiments"
 #: The pages whose mentions of ``benchmarks/...`` must resolve.
-PAGES = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "benchmarks" / "README.md",
-                *(ROOT / "docs").rglob("*.md")])
+PAGES = sorted(
+    [
+        ROOT / "README.md",
+        ROOT / "CONTRIBUTING.md",
+        ROOT / "benchmarks" / "README.md",
+        *(ROOT / "docs").rglob("*.md"),
+    ]
+)
 MENTION = re.compile(r"benchmarks/[\w./*{},-]*\w")
 SHA = re.compile(r"`(?:git show )?([0-9a-f]{7,40})[`:]")
 
@@ -28,9 +34,22 @@ def test_mkdocs_build_is_strict_clean(tmp_path: Path) -> None:
     # import.
     env = os.environ | {"NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-         str(ROOT / "mkdocs.yml"), "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{log[-4000:]}"
@@ -61,10 +80,20 @@ def test_throughput_report_is_its_json() -> None:
     # throughput.md copies `lintf bench --json` output; the copy must stay equal to the file.
     bench = json.loads((EXPERIMENTS / "throughput.json").read_text())
     page = (EXPERIMENTS / "throughput.md").read_text()
-    rows = re.findall(r"^\| (FULL|DIAG)-(\d+) \| (fast|plain) \| (\d+) \| ([\d.]+) \| ([\d.]+) \|$",
-                      page, re.M)
-    want = [(t["model"].upper(), str(t["layers"]), t["forward"], str(t["devices"]),
-             f"{t['steps_per_s']:.3g}", f"{t['gflops']:.3g}") for t in bench["throughput"]]
+    rows = re.findall(
+        r"^\| (FULL|DIAG)-(\d+) \| (fast|plain) \| (\d+) \| ([\d.]+) \| ([\d.]+) \|$", page, re.M
+    )
+    want = [
+        (
+            t["model"].upper(),
+            str(t["layers"]),
+            t["forward"],
+            str(t["devices"]),
+            f"{t['steps_per_s']:.3g}",
+            f"{t['gflops']:.3g}",
+        )
+        for t in bench["throughput"]
+    ]
     assert rows == want, f"throughput.md's table differs from throughput.json:\n{rows}\n{want}"
     for key in ("speedup", "speedup_vs_plain_one_device"):
         for model, ratio in bench[key].items():
@@ -79,23 +108,30 @@ def test_tails_report_is_its_json() -> None:
     assert log["recipes"], "tail-recipes.json holds no recipe"
     for name, r in log["recipes"].items():
         t, s, c = r["trained"], r["scaled"], r["scale"]
-        row = (f"| {name} | {f(t['mean'])} | {f(t['median'])} | {f(t['max'])} | "
-               f"{'fails' if t['failed'] else 'passes'} | {c['scale']:.3f} | {f(s['mean'])} | "
-               f"{f(s['max'])} | {f(s['tail_check']['max'])} |")
+        row = (
+            f"| {name} | {f(t['mean'])} | {f(t['median'])} | {f(t['max'])} | "
+            f"{'fails' if t['failed'] else 'passes'} | {c['scale']:.3f} | {f(s['mean'])} | "
+            f"{f(s['max'])} | {f(s['tail_check']['max'])} |"
+        )
         assert row in page, f"tails.md lacks the row of {name}: {row}"
 
 
 def grid_summary(logs: str, against: str | None = None) -> str:
     """What ``benchmarks/grid_summary.py`` prints for the committed logs matching ``logs`` (and
     ``--against`` those matching ``against``), globs under ``benchmarks/logs/``."""
+
     def paths(pattern: str) -> list[str]:
         found = sorted(str(p) for p in (ROOT / "benchmarks" / "logs").glob(pattern))
         assert found, f"no committed log matches benchmarks/logs/{pattern}"
         return found
 
     argv = paths(logs) + (["--against", *paths(against)] if against else [])
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "grid_summary.py"), *argv],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "grid_summary.py"), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -112,8 +148,10 @@ def test_stability_report_is_grid_summary_of_its_logs() -> None:
     ratios = grid_summary("h100-grid/lr2.5e-3/*.txt", against="h100-grid/*.txt")
     diag = {int(L): float(r) for L, r in re.findall(r"^diag\s+(\d+)\s.*\s([\d.]+)$", ratios, re.M)}
     deep = [diag[L] for L in range(5, 13)]
-    quoted = (f"{diag[3]:.2f}× at depth 3, {diag[4]:.2f}× at 4, {min(deep):.1f}× to "
-              f"{max(deep):.1f}× at 5–12")
+    quoted = (
+        f"{diag[3]:.2f}× at depth 3, {diag[4]:.2f}× at 4, {min(deep):.1f}× to "
+        f"{max(deep):.1f}× at 5–12"
+    )
     assert quoted in " ".join(page.split()), f"stability.md does not quote the ratios: {quoted}"
 
 
@@ -136,8 +174,13 @@ def test_every_report_is_short_complete_and_listed() -> None:
 
 def committed_paths(sha: str) -> set[str]:
     """The paths under ``benchmarks/`` at commit ``sha`` (empty when the commit is unknown)."""
-    proc = subprocess.run(["git", "ls-tree", "-r", "--name-only", sha, "benchmarks/"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", sha, "benchmarks/"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return set(proc.stdout.split()) if proc.returncode == 0 else set()
 
 
@@ -162,8 +205,10 @@ def unresolved(page: Path) -> list[str]:
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_benchmark_a_page_names_exists(page: Path) -> None:
     missing = unresolved(page)
-    assert not missing, (f"{page.relative_to(ROOT)} names {missing}: neither benchmarks/ nor a "
-                         "commit the page names holds them")
+    assert not missing, (
+        f"{page.relative_to(ROOT)} names {missing}: neither benchmarks/ nor a "
+        "commit the page names holds them"
+    )
 
 
 def test_every_script_is_in_the_benchmarks_readme() -> None:

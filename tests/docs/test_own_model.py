@@ -1,4 +1,5 @@
-"""The examples of ``docs/your-own-model.md`` run as written: its Python blocks and its ``lintf`` commands."""
+"""The examples of ``docs/your-own-model.md`` run as written: its Python blocks and its ``lintf``
+commands."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import re
 import shlex
 from pathlib import Path
 
-from numerics.evaluate import testing
 from numerics.cli import main
+from numerics.evaluate import testing
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "your-own-model.md"
 
@@ -36,6 +37,10 @@ def test_testing_example_passes_the_good_and_rejects_the_leaky_implementation(ca
     _, example = blocks("python")
     exec(compile(example, str(PAGE), "exec"), {"__name__": "docs_example"})
     printed = capsys.readouterr().out.strip()
-    assert printed.split(":")[0] in testing.PROPERTIES and "shrunk example (B=2, n=1, d=3)" in printed, printed
-    shown = "\n".join(line.strip() for line in PAGE.read_text().split("The second prints\n\n")[1].splitlines()[:2])
+    assert (
+        printed.split(":")[0] in testing.PROPERTIES and "shrunk example (B=2, n=1, d=3)" in printed
+    ), printed
+    shown = "\n".join(
+        line.strip() for line in PAGE.read_text().split("The second prints\n\n")[1].splitlines()[:2]
+    )
     assert printed == shown, "the page shows another message than the example prints: copy it again"

@@ -1,8 +1,8 @@
-"""Committed models predict bit-identically, and sweep signatures stay byte-identical.
+"""Committed models predict bit-identically, and the sweep cells' plans stay byte-identical.
 
 ``tests/data/model_digest.json`` (written by ``tests/data/make_model_digest.py``) records, for every committed
 ``results/**/model.npz``, its sha256 and the mean adjusted loss and prediction hashes on fixed float64
-sequences, and the JSON of every sweep cell's signature.  Every entry is recomputed here and must match exactly,
+sequences, and the JSON of every sweep cell's plan.  Every entry is recomputed here and must match exactly,
 except the mean adjusted loss, which must match to :data:`ORACLE_REL` relative: it subtracts the oracle ridge,
 whose ``eigh`` goes through LAPACK kernels that the BLAS library picks by CPU, so its last bits differ between
 machines while the model's own predictions do not.

@@ -342,10 +342,13 @@ def _convert(a: argparse.Namespace) -> None:
 
 
 def _reproduce(a: argparse.Namespace) -> None:
-    from numerics.reproduce import experiments as ex
+    from numerics.reproduce import grid
 
-    ex.parse_noises(ex.get_budget(a.budget), a.noise or (), ex.parse_parts(a.only))
-    output_dir(a.out, "--out")
+    budget = grid.get_budget(a.budget)
+    grid.parse_parts(a.only)
+    grid.parse_noises(budget, a.noise or ())
+    grid.parse_cells(budget, a.cell or ())
+    output_dir(a.out or f"results/{a.budget}", "--out")
     output_dir(a.runs, "--runs")
 
 

@@ -64,7 +64,7 @@ def trajectories(P: Any, Q: Any, noise: str, sequences: int, n: int, d: int, key
 
 def depth_gap(cells: dict[str, dict], model: str, noise: str, ref: int) -> list[tuple[int, float, float, float]]:
     """``(L, gap to Bayes, its SE, fraction of the depth-``ref`` gap closed)`` for every stored depth."""
-    rows = sorted((m["layers"], m["eval"]["minus_Bayes"], m["eval"]["minus_Bayes_se"]) for m in cells.values()
-                  if m["model"] == model and m["noise"] == noise)
+    rows = sorted((m.layers, m.eval["minus_Bayes"], m.eval["minus_Bayes_se"]) for m in cells.values()
+                  if m.model == model and m.noise == noise)
     g_ref = next((g for L, g, _ in rows if L == ref), None)
     return [(L, g, s, (g_ref - g) / g_ref if g_ref else float("nan")) for L, g, s in rows]

@@ -34,13 +34,20 @@ from pathlib import Path
 from typing import Any
 
 from numerics.data import Noise
+from numerics.errors import LintfError
+from numerics.io import atomic_write_json, read_json
 from numerics.reproduce.claims import Claim, Entry, Table, difference, pm, verdict
+from numerics.reproduce.grid import slug
+from numerics.reproduce.record import ANY, FIN, Corrupt, check
+from numerics.reproduce.rules import RULES
 
 Z_IMPOSSIBLE = 3.0
 ATOL = 1e-9
 PRINTED_SEQ = 100_000
 PRINTED_N, PRINTED_D = 20, 10
 COMMAND = "lintf verify --only gdpp_ridge_floor"
+#: Largest noise level a printed row may name (its square and sums stay finite), as on the command line.
+SIGMA_MAX = 1e6
 
 
 def floor_of(noise: str | Noise, n: int, d: int, sequences: int, seed: int = 0, paired: bool = True) -> Entry:
@@ -55,17 +62,20 @@ def floor_of(noise: str | Noise, n: int, d: int, sequences: int, seed: int = 0, 
 
 
 def floor_entries(out: str | Path, budget: Any, noises: list[str]) -> dict[str, Entry]:
-    r"""The floor per noise on the cells' evaluation sequences (``experiments.EVAL_SEED``), cached under ``OUT/baselines``."""
-    from numerics.reproduce import experiments as ex
-    from numerics.io import atomic_write_json, read_json
-
+    r"""The floor per noise on the cells' evaluation sequences (seed ``RULES.eval_seed``), cached under
+    ``OUT/baselines`` (read back by :func:`numerics.reproduce.record.check`: finite numbers only)."""
     floors = {}
     for nz in noises:
-        path = Path(out) / "baselines" / f"floor-{ex.slug(nz)}.json"
+        path = Path(out) / "baselines" / f"floor-{slug(nz)}.json"
         want = {"noise": nz, "eval_sequences": budget.eval_sequences, "n": budget.n, "d": budget.d}
         have = read_json(path) if path.exists() else {}
-        if {k: have.get(k) for k in want} != want:
-            e = floor_of(nz, budget.n, budget.d, budget.eval_sequences, ex.EVAL_SEED)
+        if isinstance(have, dict) and {k: have.get(k) for k in want} == want:
+            try:
+                check(have, {k: FIN for k in ("loss", "se", "minus_Bayes", "minus_Bayes_se")} | {"*": ANY}, "")
+            except Corrupt as exc:
+                raise LintfError(f"{str(path)!r} is corrupt ({exc}); delete it and rerun") from None
+        else:
+            e = floor_of(nz, budget.n, budget.d, budget.eval_sequences, RULES.eval_seed)
             have = want | {"loss": e.loss, "se": e.se, "minus_Bayes": e.minus_bayes, "minus_Bayes_se": e.minus_bayes_se,
                            "lam": Noise.parse(nz).mean_sigma2}
             atomic_write_json(path, have)
@@ -121,10 +131,10 @@ def _row(i: int, rec: dict[str, Any], path: str) -> Printed:
     missing = [k for k in ("noise", "depth", "value") if rec.get(k) in (None, "")]
     if missing:
         raise ValueError(f"{where} lacks {', '.join(missing)}; each row needs noise, depth, value and optionally se")
-    from numerics.cli.validate import bounded  # the command line's own bound on a noise level
-
     try:
-        noise = str(bounded(Noise.parse(str(rec["noise"]))))
+        noise = str(Noise.parse(str(rec["noise"])))
+        if Noise.parse(noise).sigma_max > SIGMA_MAX:
+            raise ValueError(f"noise levels must be in [0, {SIGMA_MAX:g}], got {Noise.parse(noise).sigma_max:g}")
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
     try:

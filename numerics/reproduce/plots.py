@@ -39,11 +39,11 @@ def save(fig: Any, path: str | Path) -> None:
 
 
 def _cell(cells: dict, model: str, L: int, noise: str) -> dict | None:
-    return next((m for m in cells.values() if m["model"] == model and m["layers"] == L and m["noise"] == noise), None)
+    return next((m for m in cells.values() if m.model == model and m.layers == L and m.noise == noise), None)
 
 
 def _depths(cells: dict, model: str, noise: str) -> list[int]:
-    return sorted(m["layers"] for m in cells.values() if m["model"] == model and m["noise"] == noise)
+    return sorted(m.layers for m in cells.values() if m.model == model and m.noise == noise)
 
 
 def _yscale(ax: Any) -> None:
@@ -93,7 +93,7 @@ def _depth_curves(ax: Any, cells: dict, kinds: Any, noise: str, key: str, se: st
         if max_depth is not None:
             Ls = [L for L in Ls if L <= max_depth] or Ls
         if Ls:
-            e = [_cell(cells, m, L, noise)["eval"] for L in Ls]
+            e = [_cell(cells, m, L, noise).eval for L in Ls]
             ax.errorbar(Ls, [x[key] for x in e], [x[se] for x in e], color=COLORS[m], marker="o", ms=3,
                         label=NAMES[m])
 
@@ -118,7 +118,7 @@ def _profile_panel(ax: Any, cells: dict, base: dict | None, noise: str, curves: 
         c = _cell(cells, model, L, noise)
         if c is None:
             continue
-        p = c["profile"]
+        p = c.profile
         ax.plot(p["sigma"], p["loss"][-1], color=color, marker=".", ms=3, label=label)
     if base is not None:
         pr = base["profile"]
@@ -192,14 +192,14 @@ def fig5(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
         if c is None:
             continue
         x = np.arange(L + 1)
-        if "seeds" in c:  # the cell and its seed replicas that pass the tail rules
-            s = np.asarray([v for v, f in zip(c["seeds"]["loss"], c["seeds"]["failed"]) if f is None])
+        if c.replicas:  # the cell and its seed replicas that pass the tail rules
+            s = np.asarray([v for v, f in zip(c.replicas["loss"], c.replicas["failed"]) if f is None])
             if len(s):
                 ax.errorbar(x, s.mean(0), s.std(0), color=COLORS[m], capsize=2, alpha=0.6,
-                            label=f"mean ± std over {len(s)} of {len(c['seeds']['loss'])} seeds")
-        ax.plot(x, c["eval"]["layers"]["loss"], color=COLORS[m], marker="o", ms=3, label="the cell's model")
+                            label=f"mean ± std over {len(s)} of {len(c.replicas['loss'])} seeds")
+        ax.plot(x, c.eval["layers"]["loss"], color=COLORS[m], marker="o", ms=3, label="the cell's model")
         Ls = _depths(cells, m, focus)
-        ax.plot(Ls, [_cell(cells, m, d, focus)["eval"]["loss"] for d in Ls], "k^", ms=4, label="L-layer model, final")
+        ax.plot(Ls, [_cell(cells, m, d, focus).eval["loss"] for d in Ls], "k^", ms=4, label="L-layer model, final")
         _baseline_lines(ax, base.get(focus))
         _yscale(ax)
         ax.set_title(f"{NAMES[m]}-{L}, {focus}", fontsize=9)
@@ -215,7 +215,7 @@ def fig7(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
         c = _cell(cells, m, L, focus)
         if c is None:
             continue
-        p = c["profile"]
+        p = c.profile
         for l in range(1, L + 1):
             ax.plot(p["sigma"], p["loss"][l], color=cmap((l - 1) / max(L - 1, 1)), lw=1, label=f"layer {l}")
         pr = base[focus]["profile"] if focus in base else None

@@ -3,7 +3,7 @@
 :mod:`numerics.train.config` (the configuration, JAX-free), :mod:`numerics.train.objective` (batches and the loss),
 :mod:`numerics.train.step` (the compiled step and its guards), :mod:`numerics.train.loop` (:func:`train`),
 :mod:`numerics.train.rundir` (run directories), :mod:`numerics.train.devices` (host devices) and
-:mod:`numerics.train.continuation` (training in stages, continued over depth).  What each choice does and why:
+:mod:`numerics.train.scale_fit` (the scale fit of a trained model).  What each choice does and why:
 docs/training.md.
 
 The names below load on first use, so that ``numerics.train.config`` and ``numerics.train.devices`` import
@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "config": ("DIAG_FRACTION", "GDPP_XX", "HISTORY", "INITS", "MAX_SKIPS", "TRUST_FLOOR", "TRUST_REGROW",
+    "config": ("GDPP_XX", "HISTORY", "INITS", "MAX_SKIPS", "TRUST_FLOOR", "TRUST_REGROW",
                "TRUST_STRIDE", "WARMUP_MIN", "Y_STEPS", "TrainConfig", "config_dict", "default_warmup"),
     "objective": ("Aux", "batch_mesh", "batch_sharding", "data_key", "diag_part", "draw", "effective_params", "huber",
                   "loss_fn", "noise_values", "static_config"),
@@ -25,16 +25,14 @@ _EXPORTS = {
     "loop": ("Result", "adjusted_losses", "clear_caches", "finite_adjusted", "init_state", "nanmean", "train", "training_devices",
              "warm_params"),
     "rundir": ("run",),
-    "continuation": ("Stages",),
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
 
 if TYPE_CHECKING:  # the static view of the same names (documentation tools, type checkers)
-    from numerics.train.config import (DIAG_FRACTION, GDPP_XX, HISTORY, INITS, MAX_SKIPS, TRUST_FLOOR,  # noqa: F401
+    from numerics.train.config import (GDPP_XX, HISTORY, INITS, MAX_SKIPS, TRUST_FLOOR,  # noqa: F401
                                        TRUST_REGROW, TRUST_STRIDE, WARMUP_MIN, Y_STEPS, TrainConfig, config_dict,
                                        default_warmup)
-    from numerics.train.continuation import Stages  # noqa: F401
     from numerics.train.loop import (Result, adjusted_losses, clear_caches, finite_adjusted, init_state,  # noqa: F401
                                      nanmean, train, training_devices, warm_params)
     from numerics.train.objective import (Aux, batch_sharding, data_key, diag_part, draw, effective_params,  # noqa: F401

@@ -17,8 +17,6 @@ from typing import Any
 #: Fewest warm-up steps of a phase (``default_warmup``): DIAG-7 at 1e-2 skipped 3 steps in its first 100 with a
 #: 150-step warm-up, and a FULL-7 DIAG phase with a 100-step warm-up diverged at step 100 (31 rollbacks).
 WARMUP_MIN = 150
-#: FULL only: the share of ``steps`` that trains the DIAG sub-family first (``diag_steps`` overrides it).
-DIAG_FRACTION = 2 / 3
 DTYPES = ("float32", "float64")
 #: A seed is declared diverged when this many consecutive steps have an exploding batch median.
 MAX_SKIPS = 3
@@ -84,8 +82,8 @@ class TrainConfig:
     max_rollbacks: int = field(default=30, metadata={"help": None})
     forward: str = field(default="fast", metadata={"help": None})
     diag_steps: int | None = field(default=None, metadata={"help":
-        "FULL only: steps that train the DIAG sub-family first (default 2/3 of --steps; "
-        "0: none)"})
+        "FULL only: steps that train the DIAG sub-family first, a warm start (default 0: FULL trains from its "
+        "own random start, as in the paper)"})
     init: str = field(default="random", metadata={"help":
         "random or spectral: GD++ only, start from the exact spectral fit "
         "(numerics.baselines.gdpp_fit); seed 0 stays the fit, seeds 1.. refine it with "
@@ -187,7 +185,7 @@ class TrainConfig:
         """``S₁``: steps that train only the DIAG sub-family of a FULL model (0 for DIAG and GD++)."""
         if not self.kind.diag_phase:
             return 0
-        return int(self.diag_steps if self.diag_steps is not None else min(round(DIAG_FRACTION * self.steps), self.steps - 1))
+        return int(self.diag_steps or 0) if self.kind.diag_phase else 0
 
     @property
     def warmup_steps(self) -> int:

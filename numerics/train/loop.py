@@ -14,7 +14,8 @@ What each training choice does, in one line (docs/training.md has the measuremen
   rejected and the seed's rate halved until steps are accepted again.
 * **Seeds** share the data stream and differ in initialisation; the best on held-out sequences is kept.
 * **Forward pass**: the Gram-form pass :func:`numerics.models.predict_fast`.
-* **FULL starts as DIAG**: a FULL run first trains its DIAG sub-family (``diag_steps``), then every entry.
+* **FULL from its own start**: every entry trains from the random start; ``diag_steps > 0`` (an option) trains
+  the DIAG sub-family first.
 * **``init="spectral"``** (GD++): every seed starts from the exact spectral fit; seed 0 stays frozen at it.
 * **``warm_start``**: the first layers of every seed start from a model file.
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 import zipfile
 from pathlib import Path
@@ -54,10 +55,8 @@ def prepare(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> dict[str,
     One-line errors: ``out`` is not a writable directory; it holds a run with another config, or files a run writes
     without a run (they are never overwritten); its ``config.json`` or ``checkpoint.npz`` is corrupt (the message
     says which file to delete).  ``flag`` is the option that named ``out`` (``--runs`` for a sweep's cell)."""
-    from numerics.cli.validate import output_dir
-
     out = Path(out)
-    output_dir(str(out), flag)
+    _output_dir(out, flag)
     theirs = [] if _claimed(out) else [f for f in (*_RESULTS, "loss.png") if (out / f).exists()]
     if theirs:
         raise LintfError(f"{flag} {str(out)!r} holds {', '.join(theirs)} but no lintf run (no config.json beside a "
@@ -88,6 +87,18 @@ def prepare(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> dict[str,
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LintfError(f"{flag}: {str(ck)!r} is corrupt ({reason}); delete it to restart this run from "
                          "step 0") from None
+
+
+def _output_dir(out: Path, flag: str) -> None:
+    """``out`` is a directory, or can be made as one: not a file, and its nearest existing ancestor a writable
+    directory."""
+    if out.exists() and not out.is_dir():
+        raise LintfError(f"{flag} {str(out)!r} is a file; give a directory")
+    p = Path(os.path.abspath(out))
+    while not p.exists():
+        p = p.parent
+    if not p.is_dir() or not os.access(p, os.W_OK | os.X_OK):
+        raise LintfError(f"{flag} {str(out)!r}: {str(p)!r} is not a writable directory")
 
 
 def _a_config(have: dict[str, Any]) -> bool:

@@ -1,7 +1,7 @@
-"""The scale fit of a trained model (:func:`fit_scale`) and the rescue's constants: every layer's update multiplied by
-the ``c`` that minimises the mean adjusted loss over a large pool of fresh float64 sequences, sampled by stratum
-(:func:`stratify`) so that the pool's rare exploding contexts are all kept.  :mod:`numerics.train.continuation` fits
-every stage's model so; :func:`numerics.reproduce.judge.rescue` fits a failed cell's again on a larger pool."""
+"""The scale fit of a trained model (:func:`fit_scale`): every layer's update multiplied by the ``c`` that minimises
+the mean adjusted loss over a large pool of fresh float64 sequences, sampled by stratum (:func:`stratify`) so that the
+pool's rare exploding contexts are all kept.  Every stage of a sweep's cell is fitted so
+(:func:`numerics.reproduce.cell.train_stages`)."""
 
 from __future__ import annotations
 
@@ -33,11 +33,6 @@ SCALE_DOWN = 0.01
 SCALE_SLACK = 0.05
 SCALE_SE = 0.05
 SCALE_EVAL = 100_000
-#: The rescue of a cell that fails its evaluation (:func:`numerics.reproduce.experiments.run_cell`): the scale fit
-#: again, on a pool of ``RESCUE_POOL`` sequences from ``fold_in(PRNGKey(0), RESCUE_STREAM)``, eight times the
-#: stage pool, so that it holds about four of the one-in-``10⁶`` contexts the tail check can meet.
-RESCUE_POOL = 2**22
-RESCUE_STREAM = 7
 
 
 class Stratified(NamedTuple):
@@ -102,7 +97,7 @@ def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL
     ``pool`` fresh float64 sequences of the key ``fold_in(PRNGKey(0), stream)`` (golden section on the pool's
     stratified sample, :func:`stratify`, then the conservative edge of the minimum: :data:`SCALE_SLACK`,
     :data:`SCALE_SE`); ``1`` when no pool sequence exceeds :data:`SCALE_AT` at ``c = 1``.  Returns ``c`` and a summary,
-    whose ``"slack"`` is the scale before the SE step (the rescue tries it first).
+    whose ``"slack"`` is the scale before the SE step.
 
     ``c`` multiplies every layer's update (a layer is linear in its ``Q``) and keeps the model in its kind.  A deep
     model is a high-degree polynomial of its context; minibatch training tunes it to the contexts it meets, and a
@@ -160,15 +155,3 @@ def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL
         c = round(c - SCALE_DOWN, 10)
     return c, {"scale": c, "searched": True, "pool_max": sample.pool_max, "mean": seen[c][0], "best": best,
                "se_at_eval": seen[c][1], "mean_unscaled": seen[1.0][0], "slack": slack}
-
-
-def scale_constants() -> dict[str, float]:
-    """The constants of :func:`fit_scale` (part of a sweep cell's signature)."""
-    return {"at": SCALE_AT, "low": SCALE_LOW, "steps": SCALE_STEPS, "share": SCALE_SHARE, "down": SCALE_DOWN,
-            "slack": SCALE_SLACK, "se": SCALE_SE, "eval": SCALE_EVAL, "stream": SCALE_STREAM}
-
-
-def rescue_constants(pool: int = RESCUE_POOL) -> dict[str, float]:
-    """What a rescued cell's numbers depend on beyond its signature: the rescue pool, its stream and the fit's
-    constants."""
-    return scale_constants() | {"pool": int(pool), "stream": RESCUE_STREAM, "first": "slack"}

@@ -99,44 +99,34 @@ def test_an_unreadable_printed_table_is_a_one_line_error(tmp_path: Path, capsys,
     assert err.startswith("lintf verify: error: --printed") and "\n" not in err
 
 
-@pytest.mark.parametrize("report, says", [("# My own report\n", "holds report.md, which lintf reproduce did not write"),
-                                          ("# Reproduction report: budget `quick`\n", "holds the report of budget quick")])
-@pytest.mark.parametrize("models", [False, True])
-def test_reproduce_keeps_a_report_it_did_not_write_for_this_budget(report: str, says: str, models: bool,
-                                                                   tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("mine", [("report.md", "# My own report\n"), ("report.md", "# Reproduction report: budget `quick`\n"),
+                                  ("models/x/metrics.json", "{}"), ("baselines/uniform0.json", "{}"),
+                                  ("table1.md", "| mine |\n")])
+@pytest.mark.parametrize("extra", [[], ["--no-train"], ["--no-train", "--only", "table1"]])
+def test_reproduce_keeps_what_a_non_empty_out_without_the_sweep_marker_holds(mine: tuple[str, str], extra: list[str],
+                                                                             tmp_path: Path, capsys) -> None:
+    """Only ``lintf-sweep.json`` makes ``--out`` a sweep's: a report, a record or a baselines file is no proof, and
+    nothing of the user's is replaced."""
     out = tmp_path / "out"
-    (out / "models" if models else out).mkdir(parents=True)
-    (out / "report.md").write_text(report)
-    (out / "table1.md").write_text("| mine |\n")
-    rc = main(["reproduce", "--budget", "test", "--no-train", "--out", str(out), "--runs", str(tmp_path / "runs")])
+    (out / mine[0]).parent.mkdir(parents=True)
+    (out / mine[0]).write_text(mine[1])
+    rc = main(["reproduce", "--budget", "quick", "--out", str(out), "--runs", str(tmp_path / "runs"), *extra])
     err = capsys.readouterr().err.strip()
-    assert rc == 2 and len(err.splitlines()) == 1 and says in err, err
-    assert (out / "report.md").read_text() == report and (out / "table1.md").read_text() == "| mine |\n"
-    assert not (tmp_path / "runs").exists()
-
-
-@pytest.mark.parametrize("folders", [("models",), ("baselines",), ("models", "baselines")])
-def test_reproduce_keeps_tables_beside_empty_sweep_folders(folders: tuple[str, ...], tmp_path: Path, capsys) -> None:
-    """An empty ``models/`` or ``baselines/`` is not a sweep's: the user's tables beside it are not replaced."""
-    out = tmp_path / "out"
-    for f in folders:
-        (out / f).mkdir(parents=True)
-    (out / "table1.md").write_text("my precious table\n")
-    rc = main(["reproduce", "--budget", "test", "--no-train", "--only", "table1", "--out", str(out), "--runs",
-               str(tmp_path / "runs")])
-    err = capsys.readouterr().err.strip()
-    assert rc == 2 and len(err.splitlines()) == 1 and "holds table1.md, which lintf reproduce did not write" in err, err
-    assert (out / "table1.md").read_text() == "my precious table\n"
+    assert rc == 2 and len(err.splitlines()) == 1 and "holds no lintf-sweep.json" in err, err
+    assert [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()] == [mine[0]]
+    assert (out / mine[0]).read_text() == mine[1] and not (tmp_path / "runs").exists()
 
 
 def test_reproduce_goes_on_in_its_own_budgets_out(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    (out / "report.md").write_text("# Reproduction report: budget `test`\n")
-    rc = main(["reproduce", "--budget", "test", "--no-train", "--json", "--out", str(out), "--runs",
-               str(tmp_path / "runs")])
-    assert rc == 0 and json.loads(capsys.readouterr().out)["budget"] == "test"
-    assert (out / "report.md").read_text().startswith("# Reproduction report: budget `test`")
+    (out / "lintf-sweep.json").write_text('{"budget": "quick", "format": 2, "kind": "lintf-sweep"}')
+    rc = main(["reproduce", "--budget", "quick", "--no-train", "--only", "table1", "--json", "--out", str(out),
+               "--runs", str(tmp_path / "runs")])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["budget"] == "quick"
+    assert (out / "report.md").read_text().startswith("# Reproduction report: budget `quick`")
+    assert main(["reproduce", "--budget", "paper", "--no-train", "--out", str(out)]) == 2
+    assert "holds the sweep of budget 'quick'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("case, says", [("noise", "--noise 'fixed:1e7': noise levels must be in"),
@@ -240,9 +230,9 @@ def test_a_printed_noise_level_past_the_bound_is_a_one_line_error(tmp_path: Path
 
 @pytest.mark.parametrize("argv", [
     ["predict", "MODEL", "DATA", "--out", "LONG/x.npy"], ["inspect", "MODEL", "--plot", "LONG.png"],
-    ["train", "--model", "diag", "--layers", "1", "--out", "LONG"], ["reproduce", "--budget", "test", "--out", "LONG"],
+    ["train", "--model", "diag", "--layers", "1", "--out", "LONG"], ["reproduce", "--budget", "quick", "--out", "LONG"],
     ["verify", "--only", "gram_map", "--printed", "LONG.csv"], ["predict", "MODEL", "DATA", "--out", " "],
-    ["predict", "MODEL", "DATA", "--out", "a\nb.npy"], ["reproduce", "--budget", "test", "--runs", "\t"]])
+    ["predict", "MODEL", "DATA", "--out", "a\nb.npy"], ["reproduce", "--budget", "quick", "--runs", "\t"]])
 def test_a_path_no_file_system_can_hold_is_a_one_line_error_before_any_work(argv: list[str], model: Path,
                                                                             tmp_path: Path, capsys, monkeypatch) -> None:
     """A name over 255 bytes (the OS raises ENAMETOOLONG on it) or one without a visible character is refused up

@@ -7,8 +7,8 @@ prediction bytes of the Gram-form pass and of the fast training pass.  ``tests/t
 recomputes every entry whose file is unchanged and requires exact equality (the mean adjusted loss, which
 subtracts the oracle's machine-dependent ``eigh``, to a relative 1e-12).
 
-It also records, byte for byte, the JSON of every sweep cell's signature (every budget, every part) and of the
-training config dictionaries of a few configs: a resumed sweep refuses a cell whose signature changed.
+It also records, byte for byte, the JSON of every sweep cell's plan (every budget, every part) and of the
+training config dictionaries of a few configs: a stored cell of another plan is retrained.
 
 Regenerate (only after a deliberate change of a committed model)::
 
@@ -114,15 +114,15 @@ CONFIGS: tuple[dict[str, Any], ...] = (
 
 
 def signatures() -> dict[str, str]:
-    """``budget/cell -> json.dumps(cell_signature)`` for every cell of every budget, and
-    ``config/i -> json.dumps(config_dict)`` for :data:`CONFIGS`."""
-    from numerics.reproduce import experiments as ex
+    """``budget/cell -> json.dumps(plan_of)`` for every cell of every budget, and ``config/i ->
+    json.dumps(config_dict)`` for :data:`CONFIGS`."""
+    from numerics.reproduce import grid
     from numerics.train import TrainConfig, config_dict
 
     out = {}
-    for name, budget in ex.BUDGETS.items():
-        for cell in ex.cells_for(budget, ex.PARTS):
-            out[f"{name}/{cell.name}"] = json.dumps(ex.cell_signature(cell, budget))
+    for name, budget in grid.BUDGETS.items():
+        for cell in grid.cells_for(budget, grid.PARTS):
+            out[f"{name}/{cell.name}"] = json.dumps(grid.plan_of(cell, budget), sort_keys=True)
     for i, kw in enumerate(CONFIGS):
         out[f"config/{i}"] = json.dumps(config_dict(TrainConfig(**kw)))
     return out

@@ -12,6 +12,7 @@ import pytest
 from numerics.data import Noise
 from numerics.reproduce.claims import READS, SERIES, Entry
 from numerics.reproduce.claims import judged_claims
+from numerics.reproduce.floor import claim_gdpp_floor
 from numerics.reproduce.report import claims_markdown
 
 DEPTHS = (1, 2, 4, 5)
@@ -39,12 +40,12 @@ def _grid() -> tuple[dict, dict, dict]:
 
 
 def _evidence(t: dict, profiles: dict, floors: dict) -> dict[str, tuple[str, ...]]:
-    return {c.key: c.evidence for c in judged_claims(t, DEPTHS, profiles, floors, {})}
+    return {c.key: c.evidence for c in judged_claims(t, DEPTHS, profiles, [claim_gdpp_floor(t, floors)], {})}
 
 
 def test_every_claim_has_a_reads_rule_and_every_series_claim_is_a_claim():
     t, profiles, floors = _grid()
-    keys = {c.key for c in judged_claims(t, DEPTHS, profiles, floors, {})}
+    keys = {c.key for c in judged_claims(t, DEPTHS, profiles, [claim_gdpp_floor(t, floors)], {})}
     assert set(READS) == keys and SERIES <= keys
 
 
@@ -64,7 +65,7 @@ def test_a_grid_under_way_gives_verdicts_so_far_and_names_the_cells_to_come():
     t, profiles, floors = _grid()
     gone = {"gdpp-L5-uniform0": ("gdpp", 5, "uniform:0"), "diag-L4-uniform5": ("diag", 4, "uniform:5")}
     less = {k: e for k, e in t.items() if k not in gone.values()}
-    claims = {c.key: c for c in judged_claims(less, DEPTHS, profiles, floors, gone)}
+    claims = {c.key: c for c in judged_claims(less, DEPTHS, profiles, [claim_gdpp_floor(less, floors)], gone)}
 
     superexp = claims["gdpp_superexponential"]  # its only series is incomplete: it waits
     assert superexp.verdict == "not evaluated" and superexp.status() == "not evaluated yet"
@@ -80,7 +81,7 @@ def test_a_grid_under_way_gives_verdicts_so_far_and_names_the_cells_to_come():
     order = claims["baseline_order"]  # reads no model cell
     assert order.waiting == () and order.status() == "holds"
 
-    md = claims_markdown(list(claims.values()), "cmd")
+    md = claims_markdown(list(claims.values()), "cmd", {})
     assert "| 4-layer DIAG and FULL beat AdaRR for σ_max ≥ 4 | **holds so far** | `cmd` |" in md
     assert "**At σ_max = 0 GD++'s loss falls super-exponentially with depth: not evaluated yet.**" in md
 
@@ -89,6 +90,6 @@ def test_the_list_of_cells_to_come_is_cut_after_six_names():
     t, profiles, floors = _grid()
     gone = {f"diag-L{L}-{nz}": ("diag", L, nz) for L in DEPTHS for nz in ("uniform:5", "categorical:1,3")}
     less = {k: e for k, e in t.items() if k not in gone.values()}
-    match = {c.key: c for c in judged_claims(less, DEPTHS, profiles, floors, gone)}["diag_matches_full"]
+    match = {c.key: c for c in judged_claims(less, DEPTHS, profiles, [claim_gdpp_floor(less, floors)], gone)}["diag_matches_full"]
     assert len(match.waiting) == 8 and match.evidence[0].endswith(" and 2 more")
     assert match.verdict == "holds" and all("uniform:0" in e for e in match.evidence[2:])

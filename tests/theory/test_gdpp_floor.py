@@ -131,20 +131,26 @@ def test_report_flags_a_synthetic_gdpp_entry_below_the_floor() -> None:
 
 
 def test_report_writes_the_floor_claim(tmp_path) -> None:  # noqa: ANN001
-    from numerics.reproduce import experiments as ex
-    from numerics.reproduce.report import write_outputs
+    from dataclasses import replace
 
-    budget = ex.get_budget("test")
+    from numerics.reproduce.grid import Cell, slug
+    from numerics.reproduce.report import write_outputs
+    from numerics.reproduce.sweep import Sweep
+    from tests.fakes import TINY, fake_baselines, fake_record
+
+    budget = replace(TINY, models=("gdpp",))
     nz = budget.noises[0]
     fl = floor.floor_entries(tmp_path, budget, [nz])[nz]
-    assert (tmp_path / "baselines" / f"floor-{ex.slug(nz)}.json").exists()
+    assert (tmp_path / "baselines" / f"floor-{slug(nz)}.json").exists()
     assert floor.floor_entries(tmp_path, budget, [nz])[nz] == fl  # read back from the cache
-    ev = lambda loss: {"loss": loss, "se": 0.001, "minus_Bayes": loss - 0.001, "minus_Bayes_se": 0.001}  # noqa: E731
-    cell = lambda L, loss: {"model": "gdpp", "layers": L, "noise": nz, "eval": ev(loss), "seconds": 0.0,  # noqa: E731
-                            "profile": {"sigma": [1.0], "loss": [[0.0]]}}
-    base = {nz: {"methods": {m: {"loss": 0.3, "se": 0.01} for m in ex.BASELINES}}}
+
+    def cell(L: int, loss: float):  # noqa: ANN202
+        rec = fake_record(Cell("gdpp", L, nz), budget)
+        return replace(rec, eval=rec.eval | {"loss": loss, "se": 0.001, "minus_Bayes": loss - 0.001,
+                                             "minus_Bayes_se": 0.001})
+
     cells = {"a": cell(budget.depths[0], fl.loss + 0.01), "b": cell(budget.depths[-1], fl.loss - 0.05)}
-    sw = ex.Sweep(cells, base, [], 0.0)
+    sw = Sweep(cells, {nz: fake_baselines(nz, budget)})
     res = write_outputs(sw, budget, (), tmp_path)
     c = next(c for c in res["claims"] if c.key == "gdpp_above_floor")
     assert c.verdict == "does not hold" and sum("IMPOSSIBLE" in e for e in c.evidence) == 1

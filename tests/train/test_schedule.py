@@ -36,14 +36,12 @@ def constant_lr(cfg: TrainConfig, step: jax.Array) -> jax.Array:
 
 
 def stage_configs(model: str, start: str | None = "start.npz", **kw) -> list[TrainConfig]:  # noqa: ANN003
-    """A cell's first four stages as :func:`numerics.train.continuation.stage_config` makes them (one seed each),
-    stages 2… from ``start`` (``None``: from the random start, to train them without a file)."""
-    from numerics.train.continuation import Stages, stage_config
-
+    """A cell's first four stages as :func:`numerics.reproduce.cell.train_stages` makes them (one seed each: the
+    steps doubled, the rate halved), stages 2… from ``start`` (``None``: from the random start, to train them
+    without a file)."""
     base = TrainConfig(model=model, **{**TINY, **kw})
-    stages = Stages(steps=20, most=4, batch=base.batch, seeds=1)
-    return [replace(stage_config(base, stages, k, None if k == 1 else "start.npz"), warm_start=start and "start.npz")
-            for k in range(1, 5)]
+    return [replace(base, steps=20 * 2 ** max(0, k - 2), seeds=1, lr=None if k == 1 else base.peak_lr * 0.5 ** (k - 1),
+                    warm_start=start and "start.npz") for k in range(1, 5)]
 
 
 @pytest.mark.parametrize("model", ["diag", "full", "gdpp"])
@@ -60,7 +58,8 @@ def test_the_stages_of_a_cell_share_one_program(model: str) -> None:
     assert chunk_fn(cfgs[0], 4, dev).program is not chunks[0].program  # the chunk length is part of the program
     if model == "full":  # with a DIAG phase the program holds its lax.cond: one program for every S₁ > 0
         phased = [chunk_fn(TrainConfig(model="full", **{**TINY, **kw}), 5, dev).program
-                  for kw in ({}, {"steps": 30, "diag_steps": 7}, {"steps": 90, "lr": 1e-3, "warmup": 3})]
+                  for kw in ({"diag_steps": 13}, {"steps": 30, "diag_steps": 7},
+                             {"steps": 90, "diag_steps": 60, "lr": 1e-3, "warmup": 3})]
         assert phased[0] is not chunks[0].program and all(p is phased[0] for p in phased)
 
 
@@ -151,7 +150,8 @@ def test_training_with_the_traced_schedule_is_training_with_the_constant_one(mod
 
 
 def test_the_static_config_keeps_only_whether_there_is_a_diag_phase() -> None:
-    full = TrainConfig(model="full", **TINY)
-    assert static_config(full) == static_config(replace(full, steps=80, diag_steps=3, lr=1e-3, warmup=5))
-    assert static_config(full) != static_config(replace(full, diag_steps=0))
-    assert static_config(replace(full, diag_steps=0)).phase1_steps == 0 and static_config(full).phase1_steps > 0
+    full = TrainConfig(model="full", **TINY)  # by default without a DIAG phase
+    phased = replace(full, diag_steps=13)
+    assert static_config(phased) == static_config(replace(full, steps=80, diag_steps=3, lr=1e-3, warmup=5))
+    assert static_config(full) != static_config(phased)
+    assert static_config(full).phase1_steps == 0 and static_config(phased).phase1_steps > 0

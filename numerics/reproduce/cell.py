@@ -1,0 +1,193 @@
+r"""Training one cell: :func:`train_cell` takes a :class:`numerics.reproduce.grid.Cell`, its budget and a run
+directory, and returns the finished cell's files (``metrics.json``, and for a passing cell ``model.npz``, plus
+``seeds.npz`` for a Fig. 5 cell).  It reads nothing but ``rundir``, where every stage keeps its checkpoints, so an
+interrupted cell resumes, and cells can train anywhere, side by side.
+
+The path: the cell's config from its start (:func:`cell_config`), the stages of its schedule
+(:func:`train_stages`, :class:`numerics.reproduce.grid.Schedule`), the verdict on its best stage
+(:mod:`numerics.reproduce.verdict`), the :class:`numerics.reproduce.record.Record`.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from numerics.errors import Diverged, LintfError
+from numerics.evaluate import losses as evaluation
+from numerics.io import load_model, save_model
+from numerics.reproduce import verdict
+from numerics.reproduce.grid import Budget, Cell, Schedule, plan_of, start_of
+from numerics.reproduce.record import Record
+from numerics.reproduce.rules import RULES
+from numerics.train import rundir as run_dir
+from numerics.train.config import TrainConfig, config_dict
+from numerics.train.scale_fit import fit_scale
+
+
+class Trained(NamedTuple):
+    """What a stage trainer returns: the run's metrics and the best seed's model file."""
+
+    metrics: dict[str, Any]
+    model: Path
+
+
+Trainer = Callable[[TrainConfig, Path], Trained]
+
+
+def train_run(cfg: TrainConfig, run: Path) -> Trained:
+    """The default stage trainer: :func:`numerics.train.rundir.run` into ``run`` (resumes from its checkpoint)."""
+    tm = run_dir.run(cfg, run, progress=False, baselines=False, flag="--runs")
+    if tm is None:  # pragma: no cover - only with stop_at
+        raise LintfError(f"training into {run} did not finish")
+    return Trained(tm, run / "model.npz")
+
+
+def cell_config(cell: Cell, budget: Budget, seed: int = 0) -> TrainConfig:
+    """The cell's first-stage training configuration, from its start (:func:`numerics.reproduce.grid.start_of`)."""
+    s = budget.schedule
+    return TrainConfig(model=cell.model, layers=cell.layers, noise=cell.noise, seeds=s.seeds, steps=s.steps,
+                       batch=s.batch, seed=seed, select_sequences=budget.select_sequences,
+                       eval_sequences=budget.select_sequences, n=budget.n, d=budget.d,
+                       init="spectral" if start_of(cell) == "spectral" else "random")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A trained stage: its model (scale fitted; ``None`` when its training diverged), held-out losses, summary."""
+
+    k: int
+    model: Path | None
+    held: np.ndarray | None
+    summary: dict
+
+    @property
+    def mean(self) -> float:
+        return float("inf") if self.held is None else float(self.held.mean())
+
+    @property
+    def blown(self) -> bool:
+        return self.held is None or evaluation.tail_stats(self.held)["failed"] is not None
+
+
+def best_of(stages: list[Stage]) -> Stage:
+    """The best stage: the lowest held-out loss among those not blown (among all where every one is)."""
+    return min([s for s in stages if not s.blown] or stages, key=lambda s: s.mean)
+
+
+def stopped(new: Stage, old: Stage) -> bool:
+    """The schedule's stopping rule (:meth:`numerics.reproduce.grid.Schedule.stop`) from ``old`` to ``new``; a stage
+    whose training diverged stops the cell."""
+    if new.held is None:
+        return True
+    diff = old.held - new.held
+    return Schedule.stop(float(diff.mean()), old.mean, float(diff.std(ddof=1) / np.sqrt(diff.size)),
+                         old.blown or new.blown)
+
+
+def train_stages(cfg: TrainConfig, schedule: Schedule, run: Path, trainer: Trainer = train_run
+                 ) -> tuple[Stage, dict[str, Any]]:
+    """Train ``cfg``'s cell in the stages of ``schedule`` into ``run/stage<k>``; the best stage and the summary."""
+    stages: list[Stage] = []
+    done = False
+    for k in range(1, schedule.most + 1):
+        steps, seeds, factor = schedule.stage(k)
+        prev = best_of(stages) if stages else None
+        scfg = replace(cfg, steps=steps, seeds=seeds, batch=schedule.batch) if prev is None else replace(
+            cfg, steps=steps, seeds=seeds, batch=schedule.batch, init="random", lr=cfg.peak_lr * factor,
+            warm_start=str(prev.model))
+        t0 = time.perf_counter()
+        try:
+            tr = trainer(scfg, run / f"stage{k}")
+        except Diverged as e:
+            if prev is None:
+                raise
+            stages.append(Stage(k, None, None, {"stage": k, "steps": e.step, "held_out": None, "blown": True,
+                                                "diverged": str(e), "seconds": time.perf_counter() - t0}))
+            done = True
+            break
+        model, scale = _scaled(tr.model, cfg, schedule.scale_pool)
+        held = evaluation.adjusted_per_sequence(*load_model(model)[:2], cfg.noise, cfg.n, cfg.d,
+                                                RULES.held_out_key(), schedule.held_out)
+        t = evaluation.tail_stats(held)
+        stages.append(Stage(k, model, held, {
+            "stage": k, "steps": int(tr.metrics.get("steps", steps)), "held_out": t["mean"], "held_out_se": t["se"],
+            "held_out_max": t["max"] if np.isfinite(t["max"]) else None, "blown": t["failed"] is not None,
+            "scale": scale, "dropped_final": tr.metrics.get("dropped_final"),
+            "seconds": time.perf_counter() - t0}))
+        if prev is not None and stopped(stages[-1], prev):
+            done = True
+            break
+    best = best_of(stages)
+    return best, {"stages": [s.summary for s in stages], "converged": done, "chosen_stage": best.k,
+                  "steps": sum(int(s.summary["steps"] or 0) for s in stages),
+                  "dropped_final": best.summary.get("dropped_final")}
+
+
+def _scaled(model: Path, cfg: TrainConfig, pool: int) -> tuple[Path, dict[str, Any]]:
+    """``model`` with its scale fitted (:func:`numerics.train.scale_fit.fit_scale`), saved beside it as
+    ``scaled.npz``; ``model`` itself when the fit keeps ``c = 1``."""
+    P, Q, meta = load_model(model)
+    c, info = fit_scale(P, Q, cfg.noise, cfg.n, cfg.d, pool)
+    if c == 1.0:
+        return model, info
+    out = model.with_name("scaled.npz")
+    save_model(out, P, c * Q, meta | {"scale": c})
+    return out, info
+
+
+def replicas(cell: Cell, budget: Budget, model: Path, judged: dict[str, Any], summary: dict[str, Any], run: Path,
+             trainer: Trainer) -> tuple[dict[str, Any], bytes]:
+    """Fig. 5's spread: the cell's model and ``budget.seeds − 1`` replicas trained as the cell was, with master seeds
+    ``RULES.replica_seed · r``, each evaluated read-out by read-out and judged; the record's ``replicas`` and the
+    stacked ``P, Q`` as ``seeds.npz`` bytes."""
+    P, Q, _ = load_model(model)
+    Ps, Qs, info = [P], [Q], [(0, summary, {k: judged[k] for k in ("tail_check", "spectral")})]
+    for r in range(1, budget.seeds):
+        seed = RULES.replica_seed * r
+        best, rs = train_stages(cell_config(cell, budget, seed), budget.schedule, run / f"replica{r}", trainer)
+        P, Q, _ = load_model(best.model)
+        Ps.append(P)
+        Qs.append(Q)
+        info.append((seed, rs, verdict.checks(P, Q, cell.model, cell.layers, cell.noise, budget.n, budget.d)))
+    ev = [verdict.evaluate_model(P, Q, cell.noise, budget.eval_sequences, budget.n, budget.d) for P, Q in zip(Ps, Qs)]
+    out = {"sequences": budget.eval_sequences, "seed": [i[0] for i in info],
+           "stage": [i[1]["chosen_stage"] for i in info], "steps": [i[1]["steps"] for i in info],
+           "loss": [e["layers"]["loss"] for e in ev], "se": [e["layers"]["se"] for e in ev],
+           "failed": [verdict.failure({"eval": e} | i[2], i[1]["dropped_final"]) for e, i in zip(ev, info)]}
+    buf = io.BytesIO()
+    np.savez(buf, P=np.stack(Ps), Q=np.stack(Qs))
+    return out, buf.getvalue()
+
+
+def train_cell(cell: Cell, budget: Budget, rundir: Path, trainer: Trainer = train_run) -> dict[str, bytes]:
+    """Train, judge and record one cell in ``rundir`` (resumable); the finished cell's files by name."""
+    rundir, t0 = Path(rundir), time.perf_counter()
+    cfg = cell_config(cell, budget)
+    best, summary = train_stages(cfg, budget.schedule, rundir, trainer)
+    P, Q, _ = load_model(best.model)
+    judged = verdict.judge(P, Q, cell.model, cell.layers, cell.noise, budget.eval_sequences, budget.profile_points,
+                           budget.profile_sequences, budget.n, budget.d)
+    failed = verdict.failure(judged, summary["dropped_final"])
+    files: dict[str, bytes] = {} if failed else {"model.npz": best.model.read_bytes()}
+    spread = None
+    if cell.replicas and failed is None:
+        spread, files["seeds.npz"] = replicas(cell, budget, best.model, judged, summary, rundir, trainer)
+    record = Record(cell=cell.name, model=cell.model, layers=cell.layers, noise=cell.noise, budget=budget.name,
+                    start=start_of(cell), plan=plan_of(cell, budget), failed=failed, eval=judged["eval"],
+                    profile=judged["profile"], tail_check=judged["tail_check"], spectral=judged["spectral"],
+                    replicas=spread, training=summary | {"config": config_dict(cfg)},
+                    provenance={"device": jax.devices()[0].device_kind, "master_seed": cfg.seed,
+                                "seconds": time.perf_counter() - t0, "notes": []})
+    return files | {"metrics.json": record.to_json()}
+
+
+__all__ = ["Stage", "Trained", "Trainer", "best_of", "cell_config", "replicas", "stopped", "train_cell",
+           "train_run", "train_stages"]

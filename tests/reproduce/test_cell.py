@@ -1,0 +1,112 @@
+"""One cell: its stages under the stopping rule (scripted held-out losses), its config from its own start, and a
+whole tiny cell trained for real, pure with respect to where its files go."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from numerics.io import save_model
+from numerics.reproduce import cell as cell_mod
+from numerics.reproduce.cell import Trained, cell_config, train_cell, train_stages
+from numerics.reproduce.grid import Cell, Schedule
+from numerics.reproduce.record import parse_record
+from tests.fakes import TINY
+
+SCHEDULE = Schedule(steps=10, batch=8, seeds=2, most=5, held_out=1000, scale_pool=16)
+
+
+class Scripted:
+    """A stage trainer that writes a fixed model and a held-out evaluation that returns the next scripted mean."""
+
+    def __init__(self, means: list[float]) -> None:
+        self.means, self.configs = list(means), []
+        rng = np.random.default_rng(0)
+        self.noise = rng.normal(size=1000) * 0.01
+
+    def train(self, cfg, run: Path) -> Trained:  # noqa: ANN001
+        self.configs.append(cfg)
+        run.mkdir(parents=True, exist_ok=True)
+        save_model(run / "model.npz", np.zeros((1, 1, 11, 11)), np.zeros((1, 1, 11, 11)))
+        return Trained({"steps": cfg.steps, "dropped_final": 0}, run / "model.npz")
+
+    def held(self, *args, **kw) -> np.ndarray:  # noqa: ANN002, ANN003
+        return self.means.pop(0) + self.noise
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    def make(means: list[float]) -> Scripted:
+        s = Scripted(means)
+        monkeypatch.setattr(cell_mod.evaluation, "adjusted_per_sequence", s.held)
+        monkeypatch.setattr(cell_mod, "_scaled", lambda model, cfg, pool: (model, {"scale": 1.0}))
+        return s
+    return make
+
+
+def test_the_stopping_rule_ends_the_cell_when_doubling_moves_the_loss_by_less_than_3_percent(scripted, tmp_path):
+    s = scripted([1.0, 0.5, 0.49, 0.1, 0.1])
+    cfg = cell_config(Cell("diag", 2, "uniform:1"), TINY)
+    best, summary = train_stages(cfg, SCHEDULE, tmp_path, s.train)
+    assert [st["stage"] for st in summary["stages"]] == [1, 2, 3] and summary["converged"] is True
+    assert best.k == 3 and summary["chosen_stage"] == 3 and summary["steps"] == 10 + 10 + 20
+    assert [c.steps for c in s.configs] == [10, 10, 20] and [c.seeds for c in s.configs] == [2, 1, 1]
+    assert [c.peak_lr for c in s.configs] == [cfg.peak_lr, cfg.peak_lr / 2, cfg.peak_lr / 4]
+    assert s.configs[2].warm_start == str(tmp_path / "stage2" / "model.npz")  # from the best stage so far
+
+
+def test_a_cell_still_moving_stops_at_the_cap_unconverged_and_keeps_its_best_stage(scripted, tmp_path):
+    s = scripted([1.0, 0.8, 0.6, 0.4, 0.3])
+    best, summary = train_stages(cell_config(Cell("diag", 2, "uniform:1"), TINY), SCHEDULE, tmp_path, s.train)
+    assert len(summary["stages"]) == SCHEDULE.most and summary["converged"] is False and best.k == 5
+    assert s.configs[4].warm_start == str(tmp_path / "stage4" / "model.npz")
+    assert [c.steps for c in s.configs] == [10, 10, 20, 40, 80]
+
+
+def test_a_stage_that_ends_higher_stops_the_cell_which_keeps_the_lower(scripted, tmp_path):
+    s = scripted([1.0, 0.5, 0.7])
+    best, summary = train_stages(cell_config(Cell("diag", 2, "uniform:1"), TINY), SCHEDULE, tmp_path, s.train)
+    assert summary["converged"] and len(summary["stages"]) == 3 and best.k == 2
+
+
+@pytest.mark.parametrize("gain, old, se, blown, stops", [
+    (0.029, 1.0, 0.0, False, True), (0.031, 1.0, 0.0, False, False), (0.05, 1.0, 0.03, False, True),
+    (0.05, 1.0, 0.03, True, False), (-0.1, 1.0, 0.0, False, True), (0.0, 0.0, 0.0, False, True)])
+def test_the_one_stopping_rule(gain: float, old: float, se: float, blown: bool, stops: bool) -> None:
+    assert Schedule.stop(gain, old, se, blown) is stops
+
+
+@pytest.mark.parametrize("model, noise, init", [("full", "uniform:5", "random"), ("gdpp", "uniform:0", "spectral"),
+                                                ("gdpp", "uniform:5", "random"), ("diag", "uniform:0", "random")])
+def test_every_cell_trains_from_its_own_start(model: str, noise: str, init: str) -> None:
+    cfg = cell_config(Cell(model, 3, noise), TINY)
+    assert cfg.init == init and cfg.warm_start is None and cfg.phase1_steps == 0  # FULL has no DIAG phase
+
+
+@pytest.mark.slow
+def test_a_tiny_cell_trains_resumes_and_returns_the_same_files(tmp_path: Path) -> None:
+    c = Cell("diag", 1, "uniform:1")
+    files = train_cell(c, TINY, tmp_path / "run")
+    assert set(files) == {"model.npz", "metrics.json"}
+    rec = parse_record(json.loads(files["metrics.json"]), c.name)
+    assert rec.failed is None and rec.start == "random" and 0 < rec.eval["loss"] < 5
+    again = train_cell(c, TINY, tmp_path / "run")  # every stage resumes from its finished run
+    assert again["model.npz"] == files["model.npz"]
+    strip = lambda b: {k: v for k, v in json.loads(b).items() if k != "provenance"}  # noqa: E731
+    assert strip(again["metrics.json"]) == strip(files["metrics.json"])
+
+
+def test_a_tiny_cell_trains_without_reading_or_writing_outside_its_rundir(tmp_path: Path, monkeypatch) -> None:
+    """The fast sibling of the test above: one stage of 20 steps, the evaluation on 500 sequences."""
+    monkeypatch.chdir(tmp_path)
+    small = Schedule(steps=20, batch=64, seeds=1, most=2, held_out=256, scale_pool=2048)
+    from dataclasses import replace
+
+    budget = replace(TINY, schedule=small)
+    files = train_cell(Cell("diag", 1, "uniform:1"), budget, tmp_path / "run")
+    assert {p.parts[len(tmp_path.parts)] for p in tmp_path.rglob("*")} == {"run"}
+    rec = parse_record(json.loads(files["metrics.json"]), "diag-L1-uniform1")
+    assert rec.eval["sequences"] == 500 and len(rec.training["stages"]) in (1, 2)

@@ -1,0 +1,214 @@
+"""The sweep executor (:mod:`numerics.reproduce.executor`): cells as Dask tasks on a two-worker local cluster give
+the serial run's files, written by the client; a killed worker's cell is retried and resumes; a stopped sweep goes
+on with :func:`pending`; one ``out`` takes one sweep.  The cells are the checkpointed fakes of ``tests/fakes.py``.
+
+One local cluster (two worker processes, made by :func:`executor.local_cluster` as ``run(..., jobs=2)`` makes its
+own) serves the module through its scheduler's address; one test starts ``jobs=2`` itself.  The test that kills a
+worker runs last: the cluster's nanny starts the worker again.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from numerics.errors import LintfError
+from numerics.reproduce import executor
+from numerics.train import devices
+from tests import fakes
+
+ENV_NAMES = ("LINTF_HOST_DEVICES", "XLA_FLAGS", "JAX_DEFAULT_MATMUL_PRECISION")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = executor.local_cluster(2)
+    yield c
+    c.close()
+
+
+def cells(n: int = 4, **kw) -> list[executor.Task]:
+    return [(f"cell{i}", functools.partial(fakes.checkpointed_cell, seed=i, **kw)) for i in range(n)]
+
+
+def serial_files(tasks: list[executor.Task], tmp: Path) -> dict[str, dict[str, bytes]]:
+    """Each task's files from one uninterrupted call of its ``fn`` in a fresh directory, in this process."""
+    got = {}
+    for name, fn in tasks:
+        (tmp / name).mkdir(parents=True)
+        got[name] = fn(tmp / name)
+    return got
+
+
+def written(out: Path) -> dict[str, dict[str, bytes]]:
+    """The files under ``out/models/<cell>/``, cell by cell."""
+    return {d.name: {f.name: f.read_bytes() for f in d.iterdir() if not f.name.startswith(".")}
+            for d in sorted((out / "models").iterdir())}
+
+
+def test_two_workers_give_every_cell_of_the_serial_run(cluster, tmp_path):
+    tasks = cells(5)
+    executor.run(tasks, out=tmp_path / "out", scheduler=cluster.scheduler_address, runs=tmp_path / "runs",
+                 progress=False)
+    assert written(tmp_path / "out") == serial_files(tasks, tmp_path / "serial")
+
+
+def test_results_travel_back_and_the_client_writes_every_cell(cluster, tmp_path, monkeypatch):
+    """The workers keep their run directories in temporary directories of their own (``runs=None``), apart from the
+    client's ``out``; every file under ``out`` is one the client wrote, ``metrics.json`` last in each cell."""
+    calls: list[tuple[Path, bytes]] = []
+    real = executor.atomic_write_bytes
+
+    def record(path, data, *a, **kw):  # noqa: ANN001, ANN002, ANN003
+        calls.append((Path(path), data))
+        real(path, data, *a, **kw)
+
+    monkeypatch.setattr(executor, "atomic_write_bytes", record)
+    probe = ("probe", functools.partial(fakes.environment_cell, names=ENV_NAMES))
+    tasks = [*cells(3), probe]
+    out = tmp_path / "out"
+    executor.run(tasks, out=out, scheduler=cluster.scheduler_address, runs=None, progress=False)
+    files = written(out)
+    assert json.loads(files["probe"]["metrics.json"])["pid"] != os.getpid()  # the cells ran on the workers
+    by_client = {(p.parent.name, p.name): data for p, data in calls if p.parent.parent == out / "models"}
+    assert {(c, f): data for c, got in files.items() for f, data in got.items()} == by_client
+    for name, _ in tasks:
+        order = [p.name for p, _ in calls if p.parent.name == name]
+        assert order[-1] == "metrics.json" and len(order) == len(files[name])
+    assert {k: v for k, v in files.items() if k != "probe"} == serial_files(tasks[:3], tmp_path / "serial")
+
+
+def test_jobs_starts_single_threaded_workers_with_their_share_of_the_cores(tmp_path, monkeypatch):
+    monkeypatch.delenv("LINTF_HOST_DEVICES", raising=False)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.delenv("JAX_DEFAULT_MATMUL_PRECISION", raising=False)
+    tasks = [("probe", functools.partial(fakes.environment_cell, names=ENV_NAMES)), *cells(2)]
+    executor.run(tasks, out=tmp_path / "out", jobs=2, runs=tmp_path / "runs", progress=False)
+    seen = json.loads((tmp_path / "out" / "models" / "probe" / "metrics.json").read_text())
+    share = devices.default_count(devices.cores() // 2)
+    assert seen["pid"] != os.getpid()
+    assert seen["env"]["LINTF_HOST_DEVICES"] == str(share)
+    assert seen["env"]["JAX_DEFAULT_MATMUL_PRECISION"] == "highest"
+    assert (f"{devices.FLAG}={share}" in seen["env"]["XLA_FLAGS"]) == (share > 1)
+    assert written(tmp_path / "out")["cell1"] == serial_files(tasks[2:], tmp_path / "serial")["cell1"]
+
+
+def test_a_second_sweep_on_the_same_out_is_refused_in_one_line(tmp_path):
+    out = tmp_path / "out"
+    with executor.sweep_lock(out):
+        with pytest.raises(LintfError) as err:
+            executor.run(cells(1), out=out, progress=False)
+    msg = str(err.value)
+    assert "\n" not in msg and str(out) in msg and f"pid {os.getpid()}" in msg, msg
+    assert not (out / "models").exists()  # refused before any work
+    executor.run(cells(1), out=out, progress=False)  # and free again once the first ends
+    assert (out / "models" / "cell0" / "metrics.json").is_file()
+
+
+def test_pending_skips_finished_cells_and_run_refuses_them(tmp_path):
+    tasks, out = cells(3), tmp_path / "out"
+    executor.run(tasks[1:2], out=out, progress=False)
+    (out / "models" / "cell2").mkdir()
+    (out / "models" / "cell2" / "model.npy").write_bytes(b"half-written cell: no metrics.json")
+    assert [n for n, _ in executor.pending(tasks, out)] == ["cell0", "cell2"]
+    with pytest.raises(LintfError, match="cell 'cell1' is finished already"):
+        executor.run(tasks, out=out, progress=False)
+
+
+def test_a_sweep_stopped_by_ctrl_c_goes_on_where_it_stopped(tmp_path):
+    flag = str(tmp_path / "interrupted")
+    tasks = cells(3)
+    tasks[1] = ("cell1", functools.partial(fakes.interrupted_cell, flag=flag, seed=1))
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    with pytest.raises(KeyboardInterrupt):
+        executor.run(tasks, out=out, runs=runs, progress=False)
+    assert [n for n, _ in executor.pending(tasks, out)] == ["cell1", "cell2"]
+    executor.run(executor.pending(tasks, out), out=out, runs=runs, progress=False)
+    assert written(out) == serial_files(cells(3), tmp_path / "serial")
+
+
+def test_a_client_stopped_mid_sweep_goes_on_with_the_cluster(cluster, tmp_path, monkeypatch):
+    """Ctrl-C reaches the client after its second cell: the finished cells stay, the rest run again."""
+    real, count = executor.write_cell, []
+
+    def stop_after_two(*a):  # noqa: ANN002
+        real(*a)
+        count.append(1)
+        if len(count) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(executor, "write_cell", stop_after_two)
+    tasks, out, runs = cells(5, pause=0.05), tmp_path / "out", tmp_path / "runs"
+    with pytest.raises(KeyboardInterrupt):
+        executor.run(tasks, out=out, scheduler=cluster.scheduler_address, runs=runs, progress=False)
+    assert len(executor.pending(tasks, out)) == 3
+    monkeypatch.setattr(executor, "write_cell", real)
+    executor.run(executor.pending(tasks, out), out=out, scheduler=cluster.scheduler_address, runs=runs,
+                 progress=False)
+    assert written(out) == serial_files(tasks, tmp_path / "serial")
+
+
+def test_a_failed_cell_is_named_in_one_line_and_the_others_finish(tmp_path):
+    tasks = [*cells(2), ("bad", functools.partial(fakes.failing_cell, why="diverged at step 3"))]
+    with pytest.raises(LintfError) as err:
+        executor.run(tasks, out=tmp_path / "out", progress=False)
+    assert "\n" not in str(err.value) and "bad: RuntimeError: diverged at step 3" in str(err.value)
+    assert [n for n, _ in executor.pending(tasks, tmp_path / "out")] == ["bad"]
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"jobs": 0}, "jobs must be an integer of 1 or more, got 0"),
+    ({"jobs": 2, "scheduler": "tcp://h:8786"}, "jobs=2: not allowed with scheduler"),
+    ({"scheduler": "no such file"}, "scheduler 'no such file' is neither an address"),
+])
+def test_bad_arguments_are_one_line_errors_before_any_work(tmp_path, kw, words):
+    with pytest.raises(LintfError, match=words) as err:
+        executor.run(cells(1), out=tmp_path / "out", progress=False, **kw)
+    assert "\n" not in str(err.value) and not (tmp_path / "out" / "models").exists()
+
+
+@pytest.mark.parametrize("name", ["", "..", "a/b", "-x"])
+def test_a_cell_name_that_is_not_a_folder_name_is_refused(tmp_path, name):
+    task = (name, functools.partial(fakes.checkpointed_cell, seed=0))
+    with pytest.raises(LintfError, match="is not a folder name"):
+        executor.run([task], out=tmp_path / "out", progress=False)
+
+
+@pytest.mark.parametrize("files", [{"model.npy": b"x"}, {"metrics.json": b"{}", "../escape": b"x"}])
+def test_a_task_result_that_is_no_cell_is_refused(tmp_path, files):
+    with pytest.raises(LintfError, match="cell 'c'"):
+        executor.write_cell(tmp_path, "c", files)
+    assert not (tmp_path / "escape").exists() and not (tmp_path / "models").exists()
+
+
+def test_a_killed_worker_has_its_cell_retried_and_resumed(cluster, tmp_path):
+    """SIGKILL the worker holding ``cell1`` half-way: the scheduler starts the task again, it resumes from the
+    checkpoint under the shared ``runs``, and every cell equals the uninterrupted run's."""
+    midway = tmp_path / "midway"
+    tasks = cells(4, pause=0.05)
+    tasks[1] = ("cell1", functools.partial(fakes.checkpointed_cell, seed=1, pause=0.05, midway=str(midway)))
+    killed: list[int] = []
+
+    def kill_when_midway() -> None:
+        deadline = time.monotonic() + 60
+        while not midway.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if midway.exists():
+            killed.append(int(midway.read_text()))
+            os.kill(killed[0], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_when_midway, daemon=True)
+    killer.start()
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    executor.run(tasks, out=out, scheduler=cluster.scheduler_address, runs=runs, progress=False)
+    killer.join()
+    assert killed and killed[0] != os.getpid()
+    assert (runs / "cell1" / "starts").read_text().split() == ["0", "4"]  # started, then resumed at step 4
+    assert written(out) == serial_files(cells(4, pause=0.05), tmp_path / "serial")

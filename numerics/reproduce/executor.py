@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import pickle
 import re
 import shutil
 import socket
@@ -130,10 +131,13 @@ def sweep_lock(out: Path) -> Iterator[None]:
         lock.release()
 
 
-def work(name: str, fn: Callable[[Path], dict[str, bytes]], runs: str | None) -> tuple[str, dict[str, bytes]]:
+def work(name: str, fn: Callable[[Path], dict[str, bytes]] | bytes, runs: str | None) -> tuple[str, dict[str, bytes]]:
     """On a worker: train cell ``name`` in ``runs/<name>/`` (or a temporary directory when ``runs`` is ``None``)
     and return ``(name, its files)``; nothing is written outside the run directory.  An attempt waits while another
-    holds the cell's run directory (the task of a stopped :func:`run` goes on until its cell ends)."""
+    holds the cell's run directory (the task of a stopped :func:`run` goes on until its cell ends).  ``fn`` may
+    come pickled (bytes): it is unpickled here, so that an import it needs fails as this cell's error."""
+    if isinstance(fn, bytes):
+        fn = pickle.loads(fn)
     if runs is not None:
         rundir = Path(runs) / name
         rundir.mkdir(parents=True, exist_ok=True)

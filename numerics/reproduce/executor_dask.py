@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import re
 import time
 import uuid
@@ -33,7 +34,10 @@ def worker_env(jobs: int) -> dict[str, str]:
     env = devices.for_processes(jobs)
     devices.configure(env, jax_imported=False)
     devices.full_precision(env, jax_imported=False)
-    return {k: env.get(k, "") for k in (devices.ENV, "XLA_FLAGS", devices.PRECISION_ENV)}
+    keys = [k for k in (devices.ENV, "XLA_FLAGS", devices.PRECISION_ENV) if k in env]
+    # a flag this process's XLA_FLAGS holds but a worker's must not: an empty XLA_FLAGS takes it out
+    return {k: env[k] for k in keys} | ({"XLA_FLAGS": ""} if "XLA_FLAGS" in os.environ and "XLA_FLAGS" not in env
+                                         else {})
 
 
 def local_cluster(jobs: int, dashboard: bool = False):  # noqa: ANN201 - a distributed.LocalCluster
@@ -82,9 +86,11 @@ def results(client, tasks: Sequence[tuple[str, Callable]], work: Callable, runs:
     """Submit ``work(name, fn, runs)`` for every task to ``client``'s cluster and yield ``(name, files, None)`` for
     each cell as it finishes, or ``(name, None, why)`` for one that raised or lost its worker too often.  While it
     waits it tells ``running`` how many cells the workers run."""
+    payloads = [_pickled(name, fn) for name, fn in tasks]  # before any work: a task that cannot travel
+    _check_workers(client, work)
     token = uuid.uuid4().hex[:8]  # a key of its own for each run, beside other clients of the cluster
     named = {client.submit(work, name, fn, runs, key=f"lintf-{name}-{token}", pure=False): name
-             for name, fn in tasks}
+             for name, fn in payloads}
     left = list(named)
     while left:
         now = [f for f in left if f.done()]
@@ -99,6 +105,30 @@ def results(client, tasks: Sequence[tuple[str, Callable]], work: Callable, runs:
         if left:
             running(_running(client, left))
             time.sleep(0.05 if now else 0.2)
+
+
+def _pickled(name: str, fn: Callable) -> tuple[str, bytes]:
+    """``fn`` as bytes for :func:`numerics.reproduce.executor.work` to unpickle on the worker, so that a cell whose
+    code a worker cannot import fails with that error (Dask would lose the task in the worker's message handling,
+    and the sweep would wait for ever); a one-line error if it does not pickle."""
+    import cloudpickle
+
+    try:
+        return name, cloudpickle.dumps(fn)
+    except Exception as exc:  # noqa: BLE001 - pickling raises many kinds
+        raise LintfError(f"tasks: the function of cell {name!r} does not pickle ({first_line(exc)}); give a "
+                         "functools.partial of a module-level function") from None
+
+
+def _check_workers(client, work: Callable) -> None:  # noqa: ANN001
+    """A one-line error if a worker of ``client``'s cluster cannot import the module of ``work`` (lintf missing or
+    broken there).  Workers that join later are not checked."""
+    statement = f"import {work.__module__}"
+    answers = client.run(exec, statement, on_error="return")
+    for worker, answer in sorted(answers.items()):
+        if isinstance(answer, BaseException):
+            raise LintfError(f"worker {worker} cannot run lintf's cells ({statement}: {first_line(answer)}); "
+                             "install lintf in the workers' environment")
 
 
 def _running(client, left: list) -> int:  # noqa: ANN001

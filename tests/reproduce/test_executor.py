@@ -21,6 +21,7 @@ import pytest
 
 from numerics.errors import LintfError
 from numerics.reproduce import executor
+from numerics.reproduce.executor_display import SweepProgress
 from numerics.train import devices
 from tests import fakes
 
@@ -96,7 +97,7 @@ def test_jobs_starts_single_threaded_workers_with_their_share_of_the_cores(tmp_p
     assert seen["pid"] != os.getpid()
     assert seen["env"]["LINTF_HOST_DEVICES"] == str(share)
     assert seen["env"]["JAX_DEFAULT_MATMUL_PRECISION"] == "highest"
-    assert (f"{devices.FLAG}={share}" in seen["env"]["XLA_FLAGS"]) == (share > 1)
+    assert (f"{devices.FLAG}={share}" in (seen["env"]["XLA_FLAGS"] or "")) == (share > 1)
     assert written(tmp_path / "out")["cell1"] == serial_files(tasks[2:], tmp_path / "serial")["cell1"]
 
 
@@ -135,21 +136,22 @@ def test_a_sweep_stopped_by_ctrl_c_goes_on_where_it_stopped(tmp_path):
 
 
 def test_a_client_stopped_mid_sweep_goes_on_with_the_cluster(cluster, tmp_path, monkeypatch):
-    """Ctrl-C reaches the client after its second cell: the finished cells stay, the rest run again."""
-    real, count = executor.write_cell, []
+    """Ctrl-C reaches the client as it shows its second finished cell: that cell and the first are on disk, and
+    the same sweep given :func:`pending` trains only the others."""
+    real, count = SweepProgress.finished, []
 
-    def stop_after_two(*a):  # noqa: ANN002
-        real(*a)
+    def stop_after_two(self, *a, **kw):  # noqa: ANN001, ANN002, ANN003
+        real(self, *a, **kw)
         count.append(1)
         if len(count) == 2:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(executor, "write_cell", stop_after_two)
+    monkeypatch.setattr(SweepProgress, "finished", stop_after_two)
     tasks, out, runs = cells(5, pause=0.05), tmp_path / "out", tmp_path / "runs"
     with pytest.raises(KeyboardInterrupt):
         executor.run(tasks, out=out, scheduler=cluster.scheduler_address, runs=runs, progress=False)
     assert len(executor.pending(tasks, out)) == 3
-    monkeypatch.setattr(executor, "write_cell", real)
+    monkeypatch.setattr(SweepProgress, "finished", real)
     executor.run(executor.pending(tasks, out), out=out, scheduler=cluster.scheduler_address, runs=runs,
                  progress=False)
     assert written(out) == serial_files(tasks, tmp_path / "serial")

@@ -1,5 +1,5 @@
-"""Fakes shared by the tests: small stand-ins for the expensive parts of lintf.  Each section names the code it
-stands in for; test modules import fakes from here, never from each other."""
+"""Fakes shared by the tests: small stand-ins for the expensive parts of lintf.  Each section
+names the code it stands in for; test modules import fakes from here, never from each other."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-# ---------------------------------------------------------------------------------------------------------------
-# Sweep cells for numerics.reproduce.executor: ``functools.partial(fake, ...)`` is a task's ``fn(rundir)``.
-# Each is module-level, so that it pickles by reference and reaches a Dask worker.
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------
+# Sweep cells for numerics.reproduce.executor: ``functools.partial(fake, ...)`` is a task's
+# ``fn(rundir)``.  Each is module-level, so that it pickles by reference and reaches a Dask worker.
+# ------------------------------------------------------------------------------------------------
 
 #: the size of a fake cell's state
 CELL_SIZE = 16
@@ -22,12 +22,13 @@ CELL_SIZE = 16
 
 def checkpointed_cell(rundir: Path, *, seed: int, steps: int = 8, pause: float = 0.0,
                       midway: str | None = None) -> dict[str, bytes]:
-    """A deterministic, checkpointed computation standing in for ``train_cell``: ``steps`` steps of
-    ``x <- tanh(M x + k)`` from a state drawn by ``seed``, saving ``(x, k)`` to ``rundir/checkpoint.npz`` after each
-    step and resuming from it.  Each start appends the step it starts from to ``rundir/starts`` (outside the result,
-    so a resumed run returns the same files as an uninterrupted one).  ``pause``: seconds of sleep per step.
-    ``midway``: when the step ``steps // 2`` is saved and no file ``midway`` exists yet, write this process's id to
-    it and wait (up to 60 s) to be killed."""
+    """A deterministic, checkpointed computation standing in for ``train_cell``: ``steps`` steps
+    of ``x <- tanh(M x + k)`` from a state drawn by ``seed``, saving ``(x, k)`` to
+    ``rundir/checkpoint.npz`` after each step and resuming from it.  Each start appends the step it
+    starts from to ``rundir/starts`` (outside the result, so a resumed run returns the same files
+    as an uninterrupted one).  ``pause``: seconds of sleep per step.  ``midway``: when the step
+    ``steps // 2`` is saved and no file ``midway`` exists yet, write this process's id to it and
+    wait (up to 60 s) to be killed."""
     rng = np.random.default_rng(seed)
     m = rng.standard_normal((CELL_SIZE, CELL_SIZE)) / np.sqrt(CELL_SIZE)
     x, k = rng.standard_normal(CELL_SIZE), 0
@@ -52,7 +53,8 @@ def checkpointed_cell(rundir: Path, *, seed: int, steps: int = 8, pause: float =
     model = io.BytesIO()
     np.save(model, x)
     metrics = {"seed": seed, "steps": steps, "loss": float(x @ x)}
-    return {"model.npy": model.getvalue(), "metrics.json": json.dumps(metrics, sort_keys=True).encode()}
+    return {"model.npy": model.getvalue(),
+            "metrics.json": json.dumps(metrics, sort_keys=True).encode()}
 
 
 def failing_cell(rundir: Path, *, why: str = "diverged at step 3") -> dict[str, bytes]:
@@ -61,8 +63,8 @@ def failing_cell(rundir: Path, *, why: str = "diverged at step 3") -> dict[str, 
 
 
 def interrupted_cell(rundir: Path, *, flag: str, seed: int) -> dict[str, bytes]:
-    """A cell stopped by Ctrl-C the first time (it creates ``flag`` and raises ``KeyboardInterrupt``), then the
-    :func:`checkpointed_cell` of ``seed``."""
+    """A cell stopped by Ctrl-C the first time (it creates ``flag`` and raises
+    ``KeyboardInterrupt``), then the :func:`checkpointed_cell` of ``seed``."""
     if not Path(flag).exists():
         Path(flag).touch()
         raise KeyboardInterrupt
@@ -70,6 +72,7 @@ def interrupted_cell(rundir: Path, *, flag: str, seed: int) -> dict[str, bytes]:
 
 
 def environment_cell(rundir: Path, *, names: tuple[str, ...]) -> dict[str, bytes]:
-    """A cell whose ``metrics.json`` holds the process id and the environment variables ``names`` it ran with."""
+    """A cell whose ``metrics.json`` holds the process id and the environment variables ``names``
+    it ran with."""
     seen = {"pid": os.getpid(), "env": {k: os.environ.get(k) for k in names}}
     return {"metrics.json": json.dumps(seen, sort_keys=True).encode()}

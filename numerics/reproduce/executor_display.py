@@ -1,9 +1,11 @@
-"""What :func:`numerics.reproduce.executor.run` shows while it runs: cells done / running / left, the time left, and
-the Dask dashboard's address where there is one.  On a terminal a rich progress bar; otherwise one line on stderr
-per finished cell; nothing when quiet.
+"""What :func:`numerics.reproduce.executor.run` shows while it runs: cells done / running / left,
+the time left, and the Dask dashboard's address where there is one.  On a terminal a rich
+progress bar above a line per finished cell; otherwise the lines alone, on stderr; nothing when
+quiet.
 
-The time left is the cells left times the wall time per finished cell so far (the sweep's throughput, whatever the
-number of workers): it assumes the cells left take as long as the cells done.
+The time left is the cells left times the wall time per finished cell so far (the sweep's
+throughput, whatever the number of workers): it assumes the cells left take as long as the cells
+done.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 def clock(seconds: float) -> str:
     """``seconds`` as ``1h02m`` or ``3m07s``."""
     s = max(0.0, float(seconds))
-    return f"{int(s // 3600)}h{int(s % 3600 // 60):02d}m" if s >= 3600 else f"{int(s // 60)}m{int(s % 60):02d}s"
+    if s >= 3600:
+        return f"{int(s // 3600)}h{int(s % 3600 // 60):02d}m"
+    return f"{int(s // 60)}m{int(s % 60):02d}s"
 
 
 class SweepProgress:
-    """The progress of ``total`` cells: :meth:`running` with how many run now, :meth:`finished` per cell."""
+    """The progress of ``total`` cells: :meth:`running` with how many run now, :meth:`finished`
+    per cell."""
 
     def __init__(self, total: int, quiet: bool = False, rich: bool | None = None) -> None:
         self.total, self.done, self.failed, self.now = total, 0, 0, 0
@@ -30,8 +35,9 @@ class SweepProgress:
         self.t0 = time.perf_counter()
         self.bar: Progress | None = None
         if self.visible and (sys.stderr.isatty() if rich is None else rich):
-            self.bar = Progress(TextColumn("cells"), BarColumn(), TextColumn("{task.fields[stat]}"),
-                                TimeElapsedColumn(), console=Console(stderr=True), transient=False)
+            self.bar = Progress(TextColumn("cells"), BarColumn(),
+                                TextColumn("{task.fields[stat]}"), TimeElapsedColumn(),
+                                console=Console(stderr=True), transient=False)
             self.bar.start()
             self.task = self.bar.add_task("cells", total=total, stat=self.stat())
 
@@ -41,11 +47,13 @@ class SweepProgress:
     def eta(self) -> str:
         if not self.done:
             return "time left: after the first cell"
-        return f"about {clock((time.perf_counter() - self.t0) / self.done * (self.total - self.done))} left"
+        per_cell = (time.perf_counter() - self.t0) / self.done
+        return f"about {clock(per_cell * (self.total - self.done))} left"
 
     def stat(self) -> str:
         failed = f" ({self.failed} failed)" if self.failed else ""
-        return f"{self.done}/{self.total} done{failed}, {self.now} running, {self.left()} left; {self.eta()}"
+        return (f"{self.done}/{self.total} done{failed}, {self.now} running, {self.left()} left; "
+                f"{self.eta()}")
 
     def dashboard(self, link: str | None) -> None:
         if link:

@@ -119,14 +119,31 @@ def _check(tasks: Sequence[Task], jobs: int, scheduler: str | None) -> list[str]
 
 
 @contextmanager
-def sweep_lock(out: Path) -> Iterator[None]:
-    """Hold ``out/.sweep.lock`` while the block runs: a second :func:`run` on ``out`` (from any
+def sweep_lock(out: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold ``out/.sweep.lock`` while the block runs: a second :func:`run` on ``out`` (from another
     process, on a file system with working locks) is refused with one line naming the directory
-    and the holder."""
+    and the holder.  Within the block this process may take it again (a command that holds it
+    over its whole sweep calls :func:`run` inside)."""
+    out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LintfError(f"out: cannot make {str(out)!r}: {exc.strerror}") from None
+    key = str(out.resolve())
+    if key in _HELD:
+        yield
+        return
+    with _held_lock(out, key):
+        yield
+
+
+#: the ``out`` folders whose lock this process holds
+_HELD: set[str] = set()
+
+
+@contextmanager
+def _held_lock(out: Path, key: str) -> Iterator[None]:
+    """Take ``out``'s lock file, record who holds it, and give both back at the end."""
     lock = filelock.FileLock(out / LOCK, timeout=0, is_singleton=False)
     try:
         lock.acquire()
@@ -141,8 +158,10 @@ def sweep_lock(out: Path) -> Iterator[None]:
         who = (f"pid {os.getpid()} of {getpass.getuser()} on {socket.gethostname()}, since "
                f"{time.strftime('%c')}")
         atomic_write_bytes(out / HOLDER, (who + "\n").encode())
+        _HELD.add(key)
         yield
     finally:
+        _HELD.discard(key)
         (out / HOLDER).unlink(missing_ok=True)
         lock.release()
 

@@ -14,6 +14,8 @@ import functools
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -26,6 +28,7 @@ from numerics.reproduce.executor_display import SweepProgress
 from numerics.train import devices
 from tests import fakes
 
+ROOT = Path(__file__).resolve().parents[2]
 ENV_NAMES = ("LINTF_HOST_DEVICES", "XLA_FLAGS", "JAX_DEFAULT_MATMUL_PRECISION")
 
 
@@ -108,15 +111,37 @@ def test_jobs_starts_single_threaded_workers_with_their_share_of_the_cores(tmp_p
 
 
 def test_a_second_sweep_on_the_same_out_is_refused_in_one_line(tmp_path):
-    out = tmp_path / "out"
-    with executor.sweep_lock(out):
+    """Another process runs a sweep on ``out`` (its cell waits half-way): this one is refused
+    before any work, with the directory and the holder's process id, and goes ahead once the
+    other is gone."""
+    out, midway = tmp_path / "out", tmp_path / "midway"
+    code = ("import functools, sys; from numerics.reproduce import executor; from tests import "
+            "fakes; executor.run([('held', functools.partial(fakes.checkpointed_cell, seed=0, "
+            "midway=sys.argv[2]))], out=sys.argv[1], progress=False)")
+    other = subprocess.Popen([sys.executable, "-c", code, str(out), str(midway)], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 120
+        while not midway.exists() and other.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert midway.exists(), "the other sweep did not start"
         with pytest.raises(LintfError) as err:
             executor.run(cells(1), out=out, progress=False)
+    finally:
+        other.kill()
+        other.wait()
     msg = str(err.value)
-    assert "\n" not in msg and str(out) in msg and f"pid {os.getpid()}" in msg, msg
-    assert not (out / "models").exists()  # refused before any work
-    executor.run(cells(1), out=out, progress=False)  # and free again once the first ends
+    assert "\n" not in msg and str(out) in msg and f"pid {other.pid} " in msg, msg
+    assert not (out / "models" / "cell0").exists()  # refused before any work
+    executor.run(cells(1), out=out, progress=False)  # free again once the other is gone
     assert (out / "models" / "cell0" / "metrics.json").is_file()
+
+
+def test_a_process_that_holds_the_lock_may_run_sweeps_inside_it(tmp_path):
+    with executor.sweep_lock(tmp_path / "out"):
+        executor.run(cells(2), out=tmp_path / "out", progress=False)
+        assert (tmp_path / "out" / executor.HOLDER).is_file()
+    assert not (tmp_path / "out" / executor.HOLDER).exists()
+    assert len(executor.pending(cells(2), tmp_path / "out")) == 0
 
 
 def test_pending_skips_finished_cells_and_run_refuses_them(tmp_path):

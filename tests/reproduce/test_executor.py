@@ -224,6 +224,54 @@ def test_a_task_result_that_is_no_cell_is_refused(tmp_path, files):
     assert not (tmp_path / "escape").exists() and not (tmp_path / "models").exists()
 
 
+@pytest.fixture
+def client_only(tmp_path, monkeypatch):
+    """A module ``client_only`` that this process imports and the cluster's workers (started
+    before it existed) cannot."""
+    (tmp_path / "client_only.py").write_text(
+        "def cell(rundir, seed):\n    return {'metrics.json': b'{}'}\n\n"
+        "def work(name, fn, runs):\n    return name, {'metrics.json': b'{}'}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import client_only
+
+    yield client_only
+    sys.modules.pop("client_only", None)
+
+
+def test_a_cell_whose_code_a_worker_cannot_import_fails_in_one_line(cluster, tmp_path,
+                                                                     client_only):
+    """The cell's own error, not a sweep that waits for ever: the worker unpickles the cell's
+    function inside the task."""
+    tasks = [*cells(1), ("lost", functools.partial(client_only.cell, seed=0))]
+    errors: list[BaseException] = []
+
+    def sweep() -> None:
+        try:
+            executor.run(tasks, out=tmp_path / "out", scheduler=cluster.scheduler_address,
+                         progress=False)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=sweep, daemon=True)
+    thread.start()
+    thread.join(120)
+    assert not thread.is_alive(), "the sweep still waits for a cell no worker can load"
+    assert isinstance(errors[0], LintfError), errors
+    msg = str(errors[0])
+    assert "\n" not in msg and "lost: ModuleNotFoundError: No module named 'client_only'" in msg
+    assert executor.pending(tasks, tmp_path / "out") == tasks[1:]
+
+
+def test_a_worker_that_cannot_import_lintf_is_named_before_any_cell(cluster, tmp_path,
+                                                                    client_only, monkeypatch):
+    monkeypatch.setattr(executor, "work", client_only.work)  # as if lintf were not on the workers
+    with pytest.raises(LintfError, match=r"worker tcp://\S+ cannot run lintf's cells \(import "
+                                         r"client_only: ModuleNotFoundError") as err:
+        executor.run(cells(2), out=tmp_path / "out", scheduler=cluster.scheduler_address,
+                     progress=False)
+    assert "\n" not in str(err.value) and not (tmp_path / "out" / "models").exists()
+
+
 def test_a_killed_worker_has_its_cell_retried_and_resumed(cluster, tmp_path):
     """SIGKILL the worker holding ``cell1`` half-way: the scheduler starts the task again, it
     resumes from the checkpoint under the shared ``runs``, and every cell equals the uninterrupted

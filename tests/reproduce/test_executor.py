@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -238,26 +239,33 @@ def client_only(tmp_path, monkeypatch):
     sys.modules.pop("client_only", None)
 
 
-def test_a_cell_whose_code_a_worker_cannot_import_fails_in_one_line(cluster, tmp_path,
-                                                                     client_only):
-    """The cell's own error, not a sweep that waits for ever: the worker unpickles the cell's
-    function inside the task."""
-    tasks = [*cells(1), ("lost", functools.partial(client_only.cell, seed=0))]
+def error_within(seconds: float, **run) -> BaseException | None:  # noqa: ANN003
+    """What ``executor.run(**run)`` raises (``None``: nothing), run in a thread; fails the test
+    if it has not ended after ``seconds`` (a sweep that waits for ever)."""
     errors: list[BaseException] = []
 
     def sweep() -> None:
         try:
-            executor.run(tasks, out=tmp_path / "out", scheduler=cluster.scheduler_address,
-                         progress=False)
+            executor.run(**run)
         except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
             errors.append(exc)
 
     thread = threading.Thread(target=sweep, daemon=True)
     thread.start()
-    thread.join(120)
-    assert not thread.is_alive(), "the sweep still waits for a cell no worker can load"
-    assert isinstance(errors[0], LintfError), errors
-    msg = str(errors[0])
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the sweep has not ended after {seconds} s"
+    return errors[0] if errors else None
+
+
+def test_a_cell_whose_code_a_worker_cannot_import_fails_in_one_line(cluster, tmp_path,
+                                                                     client_only):
+    """The cell's own error, not a sweep that waits for ever: the worker unpickles the cell's
+    function inside the task."""
+    tasks = [*cells(1), ("lost", functools.partial(client_only.cell, seed=0))]
+    err = error_within(90, tasks=tasks, out=tmp_path / "out", scheduler=cluster.scheduler_address,
+                       progress=False)
+    assert isinstance(err, LintfError), err
+    msg = str(err)
     assert "\n" not in msg and "lost: ModuleNotFoundError: No module named 'client_only'" in msg
     assert executor.pending(tasks, tmp_path / "out") == tasks[1:]
 
@@ -265,11 +273,13 @@ def test_a_cell_whose_code_a_worker_cannot_import_fails_in_one_line(cluster, tmp
 def test_a_worker_that_cannot_import_lintf_is_named_before_any_cell(cluster, tmp_path,
                                                                     client_only, monkeypatch):
     monkeypatch.setattr(executor, "work", client_only.work)  # as if lintf were not on the workers
-    with pytest.raises(LintfError, match=r"worker tcp://\S+ cannot run lintf's cells \(import "
-                                         r"client_only: ModuleNotFoundError") as err:
-        executor.run(cells(2), out=tmp_path / "out", scheduler=cluster.scheduler_address,
-                     progress=False)
-    assert "\n" not in str(err.value) and not (tmp_path / "out" / "models").exists()
+    err = error_within(90, tasks=cells(2), out=tmp_path / "out",
+                       scheduler=cluster.scheduler_address, progress=False)
+    assert isinstance(err, LintfError), err
+    assert re.fullmatch(r"worker tcp://\S+ cannot run lintf's cells \(import client_only: "
+                        r"ModuleNotFoundError: No module named 'client_only'\); install lintf "
+                        r"in the workers' environment", str(err)), str(err)
+    assert not (tmp_path / "out" / "models").exists()
 
 
 def test_a_killed_worker_has_its_cell_retried_and_resumed(cluster, tmp_path):

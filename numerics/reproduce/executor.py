@@ -20,6 +20,12 @@ again.  A cell that raises is not retried (a cell is deterministic by its seed, 
 again): the other cells finish, and :func:`run` ends with one line naming each failed cell.  A
 stopped :func:`run` keeps every finished cell; run it again on :func:`pending` ``(tasks, out)``
 to go on.  One ``out`` takes one :func:`run` at a time (:func:`sweep_lock`).
+
+The sweep of ``lintf reproduce``, its cells trained by ``train_cell(cell, budget, rundir)``::
+
+    tasks = [(c.name, functools.partial(train_cell, c, budget)) for c in cells]
+    executor.run(executor.pending(tasks, out), out=out, jobs=args.jobs,
+                 scheduler=args.scheduler, runs=args.runs, progress=not args.json)
 """
 
 from __future__ import annotations

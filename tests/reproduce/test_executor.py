@@ -190,6 +190,35 @@ def test_a_client_stopped_mid_sweep_goes_on_with_the_cluster(cluster, tmp_path, 
     assert written(out) == serial_files(tasks, tmp_path / "serial")
 
 
+@pytest.mark.slow
+def test_ctrl_c_stops_a_jobs_sweep_and_the_same_sweep_goes_on(tmp_path):
+    """SIGINT to a process running ``jobs=2`` after its second cell: it stops within a minute
+    (workers and all), keeps its finished cells and frees ``out``; the rest then finishes here."""
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    code = ("import functools, sys; from numerics.reproduce import executor; from tests import "
+            "fakes\nif __name__ == '__main__':\n    executor.run([(f'cell{i}', functools.partial("
+            "fakes.checkpointed_cell, seed=i, pause=0.5)) for i in range(6)], out=sys.argv[1], "
+            "jobs=2, runs=sys.argv[2], progress=False)\n")
+    (tmp_path / "sweep.py").write_text(code)
+    sweep = subprocess.Popen([sys.executable, str(tmp_path / "sweep.py"), str(out), str(runs)],
+                             cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 240
+        while len(list(out.glob("models/*/metrics.json"))) < 2 and time.monotonic() < deadline:
+            assert sweep.poll() is None, "the sweep ended before it was stopped"
+            time.sleep(0.05)
+        sweep.send_signal(signal.SIGINT)
+        assert sweep.wait(60) != 0
+    finally:
+        sweep.kill()
+        sweep.wait()
+    tasks = cells(6, pause=0.5)
+    assert 2 <= 6 - len(executor.pending(tasks, out)) < 6
+    assert not (out / executor.HOLDER).exists()
+    executor.run(executor.pending(tasks, out), out=out, runs=runs, progress=False)
+    assert written(out) == serial_files(tasks, tmp_path / "serial")
+
+
 def test_a_failed_cell_is_named_in_one_line_and_the_others_finish(tmp_path):
     tasks = [*cells(2), ("bad", functools.partial(fakes.failing_cell, why="diverged at step 3"))]
     with pytest.raises(LintfError) as err:

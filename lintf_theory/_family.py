@@ -79,7 +79,7 @@ class FamilyHead:
 
 def sigmoid(z: Any) -> Any:
     """``1 / (1 + exp(-z))``: NumPy for floats, exact SymPy for rationals and expressions."""
-    if isinstance(z, (float, np.floating)):
+    if isinstance(z, (float, np.floating)) or (isinstance(z, np.ndarray) and z.dtype.kind == "f"):
         return 1.0 / (1.0 + np.exp(-z))
     if isinstance(z, Fraction):
         z = sp.Rational(z.numerator, z.denominator)

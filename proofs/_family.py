@@ -114,3 +114,38 @@ def check_closure(report: Report, member: str) -> None:
                    + (" and the same Gram E" if sw.same_gram else "")
                    + " but different S_n at layer 1 and different 2-layer predictions: no map S_n^l -> "
                    "S_n^{l+1} exists (exact, Q(sqrt c))")
+
+
+def check_query_gate(report: Report, member: str) -> None:
+    """A query that reads itself with its own gate sigmoid(w^T e_t): y_hat(2 x_t) != 2 y_hat(x_t), exactly."""
+    from lintf_theory import gate_from_query_counterexample
+
+    gap = gate_from_query_counterexample(member)
+    value = sp.N(gap, 30, strict=True)
+    report.require(gap != 0 and abs(value) > 1e-6,
+                   f"{member}: one layer, the query reads itself and takes its gate from its own token, the "
+                   f"query's key on y only (its own key and value add nothing): y_hat(2 x_t) - 2 y_hat(x_t) = "
+                   f"{float(value):.6g} (exact expression in exp, evaluated to 30 certified digits): not linear")
+
+
+def check_weighted_gd(report: Report, member: str, stated, loss_inputs=None) -> None:
+    """Derived weights omega_ik against ``stated(i, k, n, gates)``; y_hat against -grad of the weighted LS at 0."""
+    from lintf_theory import derive_context_weights
+
+    cw = derive_context_weights(member)
+    n, d = cw.weights.shape
+    expected = sp.Matrix(n, d, lambda i, k: stated(i, k, n, cw.gates))
+    report.require(cw.bilinear and sp.expand(cw.weights - expected) == sp.zeros(n, d),
+                   f"{member}, regression head, one layer (n=3, d=2, symbolic data and gates): "
+                   f"y_hat = sum_ik omega_ik y_i x_ik x_tk with omega = {cw.weights.tolist()}")
+    w = sp.symbols(f"w0:{d}")
+    feats = [[cw.X[i, k] * (expected[i, k] if loss_inputs == "gated" else 1) for k in range(d)] for i in range(n)]
+    weight = [1 if loss_inputs == "gated" else expected[i, 0] for i in range(n)]
+    loss = sp.Rational(1, 2) * sum(weight[i] * (cw.y[i] - sum(w[k] * feats[i][k] for k in range(d))) ** 2
+                                   for i in range(n))
+    step = [-sp.diff(loss, wk).subs(dict.fromkeys(w, 0)) for wk in w]
+    report.require(sp.expand(cw.y_hat - sum(s * x for s, x in zip(step, cw.xt, strict=True))) == 0,
+                   f"{member}: y_hat = <-grad L(0), x_t>, L = " + (
+                       "1/2 sum_i (y_i - w^T D_i x_i)^2 with D_i = diag(omega_i.): least squares on gated inputs"
+                       if loss_inputs == "gated" else "1/2 sum_i omega_i (y_i - w^T x_i)^2: one GD step (step 1) "
+                       "on weighted least squares from w = 0") + " (SymPy gradient of the loss)")

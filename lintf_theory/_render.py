@@ -39,6 +39,7 @@ PROVIDERS: list[tuple[str, str]] = [
     ("lintf_theory._diag_statements", "step_size_statements"),
     ("lintf_theory._no_quadratics", "no_quadratics_statements"),
     ("lintf_theory._variants", "variants_statements"),
+    ("lintf_theory._family_gd", "family_statements"),
 ]
 
 

@@ -158,6 +158,32 @@ def kick(scales: list[float], directions: int) -> None:
     atomic_write_json(LOGS / "kick.json", out)
 
 
+def gradient(batches: int) -> None:
+    """The training gradient at the DIAG-4 cell, as a FULL model, over ``batches`` batches of 2048:
+    the norm of its mean and its per-batch RMS norm, off DIAG's pattern and on it
+    (``gradient.json``).  A mean of pure noise has norm RMS / sqrt(batches)."""
+    from numerics.models.kinds import Full
+    from numerics.train import TrainConfig
+    from numerics.train.objective import data_key, draw, loss_and_grad, noise_values
+
+    P, Q, _ = load_model(str(DIAG4))
+    cfg = TrainConfig(model="full", layers=P.shape[0], noise=C13)
+    params = Full(np.float32(P), np.float32(Q))
+    G = []
+    for i in range(batches):
+        b = draw(cfg, data_key(0, 1, i), 2048, None, noise_values(cfg))
+        g = loss_and_grad(params, b, delta=cfg.huber_delta)[1]
+        G.append(np.stack([np.asarray(g.P, float), np.asarray(g.Q, float)]))
+    G = np.asarray(G)
+    out = {"batches": batches}
+    for where, H in (("off", G - diag_part(G)), ("on", diag_part(G))):
+        rms = float(np.sqrt(np.mean(np.sum(H.reshape(batches, -1) ** 2, axis=1))))
+        out[where] = {"mean_norm": float(np.linalg.norm(H.mean(0))), "batch_rms_norm": rms,
+                      "noise_mean_norm": float(rms / np.sqrt(batches))}
+    print(out)
+    atomic_write_json(LOGS / "gradient.json", out)
+
+
 def diag_cell(layers: int, noise: str) -> float:
     """The adjusted loss of the paper grid's DIAG cell of this depth and setting."""
     name = f"diag-L{layers}-{noise.replace(':', '').replace(',', '_')}"
@@ -327,6 +353,7 @@ def main() -> None:
     ki = sub.add_parser("kick")
     ki.add_argument("--scales", type=float, nargs="+", default=[0.002, 0.005, 0.01, 0.02, 0.04])
     ki.add_argument("--directions", type=int, default=3)
+    sub.add_parser("gradient").add_argument("--batches", type=int, default=32)
     we = sub.add_parser("weights")
     we.add_argument("run", choices=list(RECIPES), help="the recipe whose model to read and keep")
     we.add_argument("--sequences", type=int, default=100_000)
@@ -338,6 +365,8 @@ def main() -> None:
         probe(a.every, a.stop, a.variants)
     elif a.cmd == "kick":
         kick(a.scales, a.directions)
+    elif a.cmd == "gradient":
+        gradient(a.batches)
     elif a.cmd == "weights":
         keep = FIGS / "models" / f"{a.run}.npz"
         keep.parent.mkdir(parents=True, exist_ok=True)

@@ -23,12 +23,16 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from numerics.io import atomic_write_json, load_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.full_own_start_weights import diag_part, off_diag_share, weights  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "runs" / "full-own-start"
@@ -40,9 +44,10 @@ LINTF = str(ROOT / ".venv" / "bin" / "lintf")
 C13, C135 = "categorical:1,3", "categorical:1,3,5"
 HELD_OUT = 16384  # probe and kick: the same held-out sequences (stream 2) at every evaluation
 #: The paper's printed Table 1 values the study aims at (Vladymyrov et al., 2024).
-PRINTED = {("full", 3, C13): 0.076, ("full", 4, C13): 0.032, ("diag", 3, C13): 0.098,
-           ("diag", 4, C13): 0.043, ("full", 3, C135): 0.113, ("full", 4, C135): 0.061,
-           ("diag", 3, C135): 0.119, ("diag", 4, C135): 0.062}
+PRINTED = {("full", 3, C13): 0.076, ("full", 4, C13): 0.032, ("full", 5, C13): 0.016,
+           ("diag", 3, C13): 0.098, ("diag", 4, C13): 0.043, ("diag", 5, C13): 0.026,
+           ("full", 3, C135): 0.113, ("full", 4, C135): 0.061, ("diag", 3, C135): 0.119,
+           ("diag", 4, C135): 0.062}
 #: FULL from its own random start (no DIAG phase), two seeds, 100 000 evaluation sequences.
 RECIPES = {
     "L4-c13-lr1e-3-b512": dict(layers=4, noise=C13, lr=1e-3, batch=512, steps=16000),
@@ -51,9 +56,11 @@ RECIPES = {
     "L4-c13-lr1e-3-b2048": dict(layers=4, noise=C13, lr=1e-3, batch=2048, steps=4000),
     "L4-c13-lr3e-3-b2048": dict(layers=4, noise=C13, lr=3e-3, batch=2048, steps=4000),
     "L4-c13-lr1e-3-b512-s8000": dict(layers=4, noise=C13, lr=1e-3, batch=512, steps=8000),
+    "L4-c13-lr1e-3-b512-s32000": dict(layers=4, noise=C13, lr=1e-3, batch=512, steps=32000),
     "L3-c13-lr1e-3-b512": dict(layers=3, noise=C13, lr=1e-3, batch=512, steps=16000),
     "L3-c135-lr1e-3-b512": dict(layers=3, noise=C135, lr=1e-3, batch=512, steps=16000),
     "L4-c135-lr1e-3-b512": dict(layers=4, noise=C135, lr=1e-3, batch=512, steps=16000),
+    "L5-c13-lr1e-3-b512": dict(layers=5, noise=C13, lr=1e-3, batch=512, steps=16000),
 }
 
 
@@ -69,20 +76,6 @@ def launch(names: list[str]) -> None:
                "--eval-sequences", "100000", "--json", "--out", str(RUNS / name)]
         with open(RUNS / f"{name}.log", "a") as log:
             subprocess.run(["nice", "-n", "10", *cmd], env=env, stdout=log, stderr=log, check=True)
-
-
-def diag_part(M: np.ndarray) -> np.ndarray:
-    """``D(M) = diag(p_x I_d, p_y)``, the orthogonal projection of ``M`` on DIAG's pattern: ``p_x``
-    the mean of the first ``d`` diagonal entries, ``p_y`` the last."""
-    d = M.shape[-1] - 1
-    dia = np.diagonal(M, axis1=-2, axis2=-1)
-    px = np.repeat(dia[..., :d].mean(-1, keepdims=True), d, axis=-1)
-    return np.concatenate([px, dia[..., d:]], axis=-1)[..., :, None] * np.eye(d + 1)
-
-
-def off_diag_share(M: np.ndarray) -> float:
-    """``‖M − D(M)‖_F / ‖M‖_F``."""
-    return float(np.linalg.norm(M - diag_part(M)) / np.linalg.norm(M))
 
 
 def held_out(cfg, params) -> float:  # noqa: ANN001
@@ -246,84 +239,6 @@ def plot_curves(runs: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def matrix_parts(M: np.ndarray) -> dict:
-    """``M``'s share on DIAG's pattern; where the rest sits (the traceless ``x`` block, the column
-    ``x ← y``, the row ``y ← x``); the rest's singular values, and its rank: how many of them
-    reach a tenth of the largest."""
-    d, rest = M.shape[-1] - 1, M - diag_part(M)
-    sv = np.linalg.svd(rest, compute_uv=False)
-    n = np.linalg.norm
-    return {"norm": float(n(M)), "diag_share": float(n(diag_part(M)) / n(M)),
-            "rest_share": off_diag_share(M), "rest_xx": float(n(rest[:d, :d])),
-            "rest_x_from_y": float(n(rest[:d, d])), "rest_y_from_x": float(n(rest[d, :d])),
-            "rest_sv": sv[:4].tolist(), "rest_rank": int(np.sum(sv >= 0.1 * sv[0]))}
-
-
-def ablate(P: np.ndarray, Q: np.ndarray, sequences: int) -> dict:
-    """Adjusted loss of FULL's ``(P, Q)`` and of ``(D(P), D(Q))`` on the same evaluation
-    sequences."""
-    from numerics.models.kinds import Full
-    from numerics.train import TrainConfig, adjusted_losses, finite_adjusted
-
-    cfg = TrainConfig(model="full", layers=P.shape[0], noise=C13, eval_sequences=sequences)
-    out = {}
-    for name, (p, q) in (("full", (P, Q)), ("diag_part", (diag_part(P), diag_part(Q)))):
-        params = Full(np.float32(p)[None, :, None], np.float32(q)[None, :, None])
-        m, o = adjusted_losses(cfg, params, stream=3, sequences=sequences)
-        mean, se, bad = finite_adjusted(m[0], o)
-        out[name] = {"adjusted_loss": mean, "se": se, "nonfinite": bad}
-    return out
-
-
-def plot_weights(P: np.ndarray, Q: np.ndarray, path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    L = P.shape[0]
-    fig, axes = plt.subplots(2, L, figsize=(2.6 * L, 5.2))
-    for row, (name, W) in enumerate((("P", P), ("Q", Q))):
-        for l in range(L):
-            v = float(np.abs(W[l]).max())
-            im = axes[row, l].imshow(W[l], cmap="RdBu_r", vmin=-v, vmax=v)
-            axes[row, l].set_title(f"{name}^{l + 1}  (max {v:.2g})", fontsize=8)
-            axes[row, l].set_xticks([])
-            axes[row, l].set_yticks([])
-        fig.colorbar(im, ax=axes[row, -1], fraction=0.046)
-    fig.suptitle(title, fontsize=9)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def weights(model: Path, sequences: int) -> dict:
-    """FULL's ``P^l, Q^l``: parts, the shared direction ``v``, ablation, ``lintf inspect``."""
-    P, Q, _ = load_model(str(model))
-    P, Q = np.asarray(P, float)[:, 0], np.asarray(Q, float)[:, 0]
-    plot_weights(P, Q, FIGS / "weights.png",
-                 f"FULL-{P.shape[0]} at {C13} from its own start ({model.stem})")
-    inspect = {}
-    for label, path in (("full", model), ("diag_cell", DIAG4)):
-        out = subprocess.run([LINTF, "inspect", str(path), "--noise", C13, "--sequences", "4096",
-                              "--json"], capture_output=True, text=True, check=True)
-        inspect[label] = json.loads(out.stdout)["layers"]
-    d = P.shape[-1] - 1
-    col = P[:, :d, d]  # the columns x <- y of every P^l: the largest is the direction v
-    v = col[np.argmax(np.linalg.norm(col, axis=1))]
-    v = v / np.linalg.norm(v)
-
-    def along_v(M: np.ndarray) -> dict:  # |cos| with v of where M's rest reads and writes
-        U, _, Vt = np.linalg.svd((M - diag_part(M))[:d, :d])
-        return {"xx_left": float(abs(U[:, 0] @ v)), "xx_right": float(abs(Vt[0] @ v)),
-                "x_from_y": float(abs(M[:d, d] @ v) / np.linalg.norm(M[:d, d])),
-                "y_from_x": float(abs(M[d, :d] @ v) / np.linalg.norm(M[d, :d]))}
-
-    return {"model": str(model.relative_to(ROOT)),
-            "P": [matrix_parts(p) for p in P], "Q": [matrix_parts(q) for q in Q],
-            "cos_v": {"P": [along_v(p) for p in P], "Q": [along_v(q) for q in Q]},
-            "ablation": ablate(P, Q, sequences), "inspect": inspect}
-
-
 def report() -> None:
     """``runs.json``, ``curves.png``, and one Markdown row per finished run."""
     FIGS.mkdir(parents=True, exist_ok=True)
@@ -372,7 +287,8 @@ def main() -> None:
         keep.parent.mkdir(parents=True, exist_ok=True)
         if not keep.exists():
             shutil.copyfile(RUNS / a.run / "model.npz", keep)
-        atomic_write_json(LOGS / "weights.json", weights(keep, a.sequences))
+        out = weights(keep, DIAG4, a.sequences, FIGS / "weights.png", LINTF)
+        atomic_write_json(LOGS / "weights.json", out)
     else:
         report()
 

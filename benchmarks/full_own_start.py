@@ -66,6 +66,16 @@ RECIPES = {
 }
 
 
+#: The runs whose model the report keeps under ``docs/experiments/full-own-start/models/``.
+KEEP = ("L4-c13-lr1e-3-b512", "L4-c13-lr1e-3-b512-s32000", "L3-c13-lr1e-3-b512",
+        "L3-c13-lr1e-3-b512-seed1", "L4-c135-lr1e-3-b512", "L3-c135-lr1e-3-b512", "L5-c13-lr1e-3-b512")
+
+
+#: The probe's variants in the report's table, in its order.
+PROBE_ROWS = ("diag:1e-4", "full:1e-5", "full:1e-4", "full:1e-4:stop=3000:every=100",
+              "full:1e-4:warmup=1000", "diag:1e-3", "full:1e-3")
+
+
 def launch(names: list[str]) -> None:
     """``lintf train`` for each recipe in turn, niced, on one XLA device, its output in a log."""
     env = {**os.environ, "LINTF_HOST_DEVICES": "1"}
@@ -242,21 +252,41 @@ def plot_curves(runs: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def recipe_row(r: dict) -> str:
+    """A row of the report's recipe table, from an entry of ``runs.json``."""
+    seeds = ", ".join(f"{x:.4f}" for x in r["per_seed"])
+    return (f"| `{r['name']}` | {r['layers']} | `{r['noise']}` | {r['lr']:g} | {r['batch']} | "
+            f"{r['steps']} | {r['steps'] * r['batch'] / 1e6:.1f} M | {r['adjusted_loss']:.4f} ± "
+            f"{r['se']:.4f} | {seeds} | {1.05 * r['printed_full'] + 0.003:.4f} | "
+            f"{'yes' if r['within_printed'] else 'no'} | {r['diag_cell']:.4f} | "
+            f"{r['seconds'] / 60:.0f} min |")
+
+
+def probe_row(v: str, r: dict) -> str:
+    """A row of the report's probe table, from an entry of ``probe.json``."""
+    at = {x["step"]: x for x in r["rows"]}
+    mean = np.mean([x["held_out"] for x in r["rows"] if 300 <= x["step"] <= 600])
+    end = f"{r['rows'][-1]['held_out']:.5f}" if r["rows"][-1]["step"] == 3000 else "–"
+    return (f"| `{v}` | " + " | ".join(f"{at[k]['held_out']:.4f}" for k in (0, 100, 200, 300, 600))
+            + f" | {mean:.4f} ({100 * (mean / at[0]['held_out'] - 1):+.0f} %) | {end} | "
+            f"{at[600]['off_P'][0]:.3f} | {at[600]['drift']:.3f} |")
+
+
 def report() -> None:
-    """``runs.json``, ``curves.png``, and one Markdown row per finished run."""
+    """``runs.json``, ``curves.png``, the kept models, and the Markdown rows of the tables."""
     FIGS.mkdir(parents=True, exist_ok=True)
     runs = [summarise(n) for n in RECIPES if (RUNS / n / "metrics.json").exists()]
     LOGS.mkdir(parents=True, exist_ok=True)
     atomic_write_json(LOGS / "runs.json", [{k: v for k, v in r.items()
                                             if not k.startswith("curve")} for r in runs])
     plot_curves(runs, FIGS / "curves.png")
-    for r in runs:
-        seeds = ", ".join(f"{x:.4f}" for x in r["per_seed"])
-        print(f"| `{r['name']}` | {r['layers']} | `{r['noise']}` | {r['lr']:g} | {r['batch']} | "
-              f"{r['steps']} | {r['steps'] * r['batch'] / 1e6:.1f} M | {r['adjusted_loss']:.4f} ± "
-              f"{r['se']:.4f} | {seeds} | {1.05 * r['printed_full'] + 0.003:.4f} | "
-              f"{'yes' if r['within_printed'] else 'no'} | {r['diag_cell']:.4f} | "
-              f"{r['seconds'] / 60:.0f} min |")
+    (FIGS / "models").mkdir(exist_ok=True)
+    for r in (r for r in runs if r["name"] in KEEP):
+        if not (FIGS / "models" / f"{r['name']}.npz").exists():
+            shutil.copyfile(RUNS / r["name"] / "model.npz", FIGS / "models" / f"{r['name']}.npz")
+    print("\n".join(recipe_row(r) for r in json.loads((LOGS / "runs.json").read_text())))
+    probe = json.loads((LOGS / "probe.json").read_text())
+    print("\n".join(probe_row(v, probe[v]) for v in PROBE_ROWS if v in probe))
 
 
 def main() -> None:

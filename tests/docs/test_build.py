@@ -732,3 +732,17 @@ def test_the_brisk_paragraph_is_its_logs_and_its_cells() -> None:
         ROOT / "results" / g / "models").glob("full-*/metrics.json")) for g in ("brisk", "lean", "paper")}
     assert "Of the 80 FULL cells, {brisk} keep their DIAG start here, against {lean} in the lean grid and {paper} in " \
            "the paper one".format(**kept) in text
+
+
+def test_full_own_start_tables_are_its_logs() -> None:
+    # The recipe and probe tables of docs/experiments/full-own-start.md are benchmarks/full_own_start.py's rows of its
+    # committed logs, row for row.
+    import json
+    import runpy
+
+    page = (ROOT / "docs" / "experiments" / "full-own-start.md").read_text()
+    script = runpy.run_path(str(ROOT / "benchmarks" / "full_own_start.py"))
+    logs = ROOT / "benchmarks" / "logs" / "full-own-start"
+    runs, probe = (json.loads((logs / f"{n}.json").read_text()) for n in ("runs", "probe"))
+    rows = [script["recipe_row"](r) for r in runs] + [script["probe_row"](v, probe[v]) for v in script["PROBE_ROWS"]]
+    assert len(runs) >= 8 and all(row in page for row in rows), [row for row in rows if row not in page]

@@ -46,22 +46,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(path: str) -> dict:
-    import zipfile
-    import zlib
+    """The arrays of ``path`` that the conversion uses (``W_Q, W_K, W_V, W_O`` or ``P, Q``, as
+    :func:`numerics.cli.validate.convert_input` chose them), and no other (:func:`numerics.archive.read_npz`)."""
+    from numerics.archive import read_npz
+    from numerics.cli.validate import available_memory, convert_input
 
-    import numpy as np
-
-    from numerics.errors import LintfError
-
-    if not os.path.exists(path):
-        raise LintfError(f"input file {path!r} does not exist")
-    if not (os.path.isfile(path) and zipfile.is_zipfile(path)):
-        raise LintfError(f"input file {path!r} is not an .npz archive (write it with numpy.savez)")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: np.array(z[k]) for k in z.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-        raise LintfError(f"input file {path!r} is not a readable .npz: {exc}") from None
+    return read_npz(path, f"input file {path!r}", convert_input(path), max_bytes=available_memory())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,11 +71,7 @@ def run(args: argparse.Namespace) -> int:
         per_layer = sum(np.asarray(v).size for k, v in arrays.items() if k in convert.NAMES)
         memory(3 * 8 * per_layer * args.layers, f"repeating the layer of {args.source} {args.layers} times",
                "--layers")
-    has_w, has_pq = set(convert.NAMES) <= set(arrays), {"P", "Q"} <= set(arrays)
-    if has_w == has_pq:
-        raise LintfError(f"input file {args.source!r} must hold either W_Q, W_K, W_V, W_O or P, Q; "
-                         f"it holds {', '.join(sorted(arrays)) or 'no arrays'}")
-    if has_pq:
+    if {"P", "Q"} <= set(arrays):
         for flag, given in (("--y-only", args.y_only), ("--heads", args.heads), ("--layers", args.layers),
                             ("--noise", args.noise), ("--x", args.x)):
             if given:

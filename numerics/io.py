@@ -183,11 +183,12 @@ def parse_json(text: str, what: str) -> Any:
         raise LintfError(f"{what} is not valid JSON ({exc})") from None
 
 
-def read_text(path: str | os.PathLike[str], what: str, max_bytes: int = JSON_BYTES_MAX) -> str:
+def read_text(path: str | os.PathLike[str], what: str, max_bytes: int | None = None) -> str:
     """The UTF-8 text of the regular file ``path``, at most ``max_bytes`` long, a leading byte-order mark dropped
-    (spreadsheets write one); otherwise a one-line :class:`LintfError` naming ``what``."""
+    (spreadsheets write one); otherwise a one-line :class:`LintfError` naming ``what``.  ``max_bytes``: default
+    :data:`JSON_BYTES_MAX`."""
     try:
-        return _text(path, max_bytes)
+        return _text(path, JSON_BYTES_MAX if max_bytes is None else max_bytes)
     except ValueError as exc:
         raise LintfError(f"{what}: {exc}") from None
 

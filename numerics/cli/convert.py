@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from fractions import Fraction
 
@@ -20,13 +21,18 @@ SCALE_MAX = 1e100
 
 
 def _scale(text: str) -> float:
+    """``S`` or ``A/B``, exactly rounded to float64; each part is first read as a float, so that a part outside
+    float64's range (``1e999999999``) is refused at once instead of being expanded as an exact fraction."""
+    parts = text.strip().split("/")
     try:
-        v = float(Fraction(text.strip()))
+        floats = [float(t) for t in parts] if len(parts) <= 2 else []
+        ok = bool(floats) and all(math.isfinite(f) and f != 0 for f in floats[1:]) and math.isfinite(floats[0])
+        v = float(Fraction(*(Fraction(t.strip()) for t in parts))) if ok and floats[0] != 0 else None
     except (ValueError, ZeroDivisionError, OverflowError):
         v = None
     if v is None or not 1 / SCALE_MAX <= v <= SCALE_MAX:
         raise argparse.ArgumentTypeError(f"must be a number > 0 such as 0.05 or 1/20, between {1 / SCALE_MAX:g} and "
-                                         f"{SCALE_MAX:g}, got {text!r}")
+                                         f"{SCALE_MAX:g}, got {text[:40]!r}")
     return v
 
 

@@ -17,6 +17,7 @@ import argparse
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from numerics.errors import LintfError
@@ -192,6 +193,9 @@ def run(args: argparse.Namespace) -> int:
         from numerics.train import devices
 
         devices.compile_cache(Path(args.runs) / "xla-cache")
+        # a program the cache cannot hold (a full disk) is compiled again next time, nothing more; lintf's own
+        # files that cannot be written are the one-line error
+        warnings.filterwarnings("ignore", message="Error (reading|writing) persistent compilation cache")
     t0 = time.perf_counter()
     if args.convergence:
         return _convergence(budget, args)

@@ -270,7 +270,7 @@ def data_file(path: str, d: int, layers: int, flag: str = "data file") -> None:
     memory of evaluating ``layers`` layers on it; the values are checked where they are loaded."""
     from numerics.cli._userdata import OPTIONAL, REQUIRED
 
-    heads = npz_headers(path, flag)
+    heads = npz_headers(path, flag, (*REQUIRED, *OPTIONAL))  # an array of another name is refused below
     missing = [k for k in REQUIRED if k not in heads]
     if missing:
         raise LintfError(f"{flag} {path!r} must hold arrays X (B,n,d), y (B,n), x_query (B,d); "

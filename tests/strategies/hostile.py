@@ -93,8 +93,8 @@ def _header_lies(arrays: dict[str, np.ndarray], name: str) -> bytes:
     """``name``'s ``.npy`` header declares 1000 times the rows its data holds."""
     a = np.asarray(arrays[name])
     entry = io.BytesIO()
-    np.lib.format.write_array_header_1_0(entry, {"descr": a.dtype.str, "fortran_order": False,
-                                                 "shape": (a.shape[0] * 1000, *a.shape[1:])})
+    shape = (a.shape[0] * 1000, *a.shape[1:]) if a.ndim else (1000,)
+    np.lib.format.write_array_header_1_0(entry, {"descr": a.dtype.str, "fortran_order": False, "shape": shape})
     entry.write(a.tobytes())
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:

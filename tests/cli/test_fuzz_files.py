@@ -3,7 +3,7 @@ JSON is one line on stderr naming the file and what is wrong (exit 2, no traceba
 valid archive reads as the plain one, and an array no command uses is never loaded.
 
 The files come from :mod:`tests.strategies.hostile`; each refused variant must be refused by its own check
-(``WORDS``: the words of that check's message), not by a catch-all further on.
+(``REFUSED_WORDS``: the words of that check's message), not by a catch-all further on.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from numerics import archive
 from numerics.cli import footprint, main
-from tests.strategies.hostile import ACCEPTED, hostile_json, refused_archives, unused_huge
+from tests.strategies.hostile import ACCEPTED, REFUSED_WORDS, hostile_json, refused_archives, unused_huge
 
 D, K = 2, 4
 RNG = np.random.default_rng(0)
@@ -36,14 +36,6 @@ WEIGHTS = {"W_Q": RNG.standard_normal((D + 1, K)), "W_K": RNG.standard_normal((D
 TARGETS = [("predict", "model", MODEL, ("P", "Q", "meta")), ("predict", "data", DATA, tuple(DATA)),
            ("inspect", "model", MODEL, ("P", "Q", "meta")), ("inspect", "data", DATA, tuple(DATA)),
            ("convert", "weights", WEIGHTS, tuple(WEIGHTS)), ("convert", "model", MODEL, ("P", "Q"))]
-
-#: The words of the message of the check that refuses each variant.
-WORDS = {"npy then zip": "begins with one .npy array", "encrypted flag": "is encrypted",
-         "deflate64": "compression method 9", "unknown method": "compression method 99",
-         "declared size huge": "memory", "header lies": "but its entry holds", "duplicate entry": "two entries named",
-         "object array": "holds Python objects", "crc": "Bad CRC-32", "truncated": "is not a readable .npz",
-         "junk before zip": "is not an .npz archive"}
-
 
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -83,7 +75,7 @@ def _archive_case(world: Path, target: tuple, data: st.DataObject) -> None:
     label, raw = data.draw(refused_archives(arrays, names), label="variant")
     path = world / "hostile.npz"
     path.write_bytes(raw)
-    _refused(_argv(command, which, path, world), world, WORDS[label.split(" (")[0]])
+    _refused(_argv(command, which, path, world), world, REFUSED_WORDS[label.split(" (")[0]])
     path.unlink()
 
 

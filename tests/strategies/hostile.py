@@ -132,6 +132,14 @@ REFUSED: dict[str, Callable[[dict[str, np.ndarray], str], bytes]] = {
     "junk before zip": lambda a, k: b"#!junk\n" + npz_bytes(a),
 }
 
+#: Words of the message of the check that refuses each variant of :data:`REFUSED` (not a catch-all's).
+REFUSED_WORDS = {"npy then zip": "begins with one .npy array", "encrypted flag": "is encrypted",
+         "deflate64": "compression method 9", "unknown method": "compression method 99",
+         "declared size huge": "memory", "header lies": "but its entry holds", "duplicate entry": "two entries named",
+         "object array": "holds Python objects", "crc": "Bad CRC-32", "truncated": "is not a readable .npz",
+         "junk before zip": "is not an .npz archive"}
+
+
 #: Odd archives that are valid: the command reads them as the plain one.
 ACCEPTED: dict[str, Callable[[dict[str, np.ndarray]], bytes]] = {
     "deflate": lambda a: npz_bytes(a, zipfile.ZIP_DEFLATED),

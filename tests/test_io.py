@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 import numpy as np
@@ -111,3 +112,13 @@ def test_read_json_refuses_a_file_above_the_size_limit_and_names_one_it_cannot_r
 def test_read_text_drops_a_byte_order_mark(tmp_path) -> None:  # noqa: ANN001
     (tmp_path / "t.csv").write_bytes(b"\xef\xbb\xbfnoise,depth\n")
     assert io.read_text(tmp_path / "t.csv", "t") == "noise,depth\n"
+
+
+@pytest.mark.parametrize("meta, says", [('{"a": ' * 70 + "1" + "}" * 70, "meta is not valid JSON (nested 70 levels deep"),
+                                        ('{"noise": NaN}', "meta is not valid JSON (NaN is not a JSON number"),
+                                        ("[1]", "meta must be a JSON object, got list")])
+def test_load_model_reads_meta_as_json_from_a_file_lintf_did_not_write(meta: str, says: str, tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "m.npz"
+    np.savez(path, P=np.zeros((1, 1, 3, 3)), Q=np.zeros((1, 1, 3, 3)), meta=np.asarray(meta))
+    with pytest.raises(LintfError, match=f"^model file {str(path)!r}: " + re.escape(says)):
+        io.load_model(path)

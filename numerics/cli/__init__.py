@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     command = next((a for a in sys.argv[1:] if a in COMMANDS), "")
     try:
         rc = _main(None)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # finished: a SIGINT from here on changes nothing
         if _INTERRUPTS.pending:  # raised where nothing let it through, and the command finished first
             raise KeyboardInterrupt
     except KeyboardInterrupt:  # outside the sub-command (the command line read, its module imported)

@@ -133,7 +133,7 @@ REFUSED: dict[str, Callable[[dict[str, np.ndarray], str], bytes]] = {
 }
 
 #: Words of the message of the check that refuses each variant of :data:`REFUSED` (not a catch-all's).
-REFUSED_WORDS = {"npy then zip": "begins with one .npy array", "encrypted flag": "is encrypted",
+REFUSED_WORDS = {"npy then zip": "begins with one .npy array", "encrypted flag": "is encrypted; lintf reads",
          "deflate64": "compression method 9", "unknown method": "compression method 99",
          "declared size huge": "memory", "header lies": "but its entry holds", "duplicate entry": "two entries named",
          "object array": "holds Python objects", "crc": "Bad CRC-32", "truncated": "is not a readable .npz",

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from numerics.cli import main, validate
+from numerics.cli import reproduce as cli_reproduce
 from numerics.errors import LintfError
 from numerics.io import save_model
 from numerics.train.devices import FLAG
@@ -133,9 +134,16 @@ def test_all_zero_data_in_inspect_has_no_ols_reference_and_no_overflow(tmp_path:
     assert "no OLS reference: X^T X is singular on some sequence" in out and "overflow" not in out, out
 
 
-def test_a_sweep_on_a_full_disk_is_refused_before_it_starts(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("full", ["--out", "--runs"])
+def test_a_sweep_on_a_full_disk_is_refused_before_it_starts(full: str, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    dirs = {"--out": tmp_path / "o", "--runs": tmp_path / "r"}
+    for d in dirs.values():
+        d.mkdir()
     usage = namedtuple("usage", "total used free")
-    monkeypatch.setattr(validate.shutil, "disk_usage", lambda p: usage(10**9, 10**9 - 4096, 4096))
-    rc, out, err = _run(["reproduce", "--budget", "test", "--out", str(tmp_path / "o"), "--runs", str(tmp_path / "r")])
-    assert rc == 2 and len(err.splitlines()) == 1 and "has 4096 bytes free" in err, err
-    assert not (tmp_path / "o").exists() and not (tmp_path / "r").exists()
+    monkeypatch.setattr(cli_reproduce, "run", lambda args: pytest.fail("the sweep started"))
+    monkeypatch.setattr(validate.shutil, "disk_usage",
+                        lambda p: usage(10**9, 10**9 - 4096, 4096 if Path(p) == dirs[full] else 10**8))
+    rc, out, err = _run(["reproduce", "--budget", "test", *(a for k, d in dirs.items() for a in (k, str(d)))])
+    assert rc == 2 and len(err.splitlines()) == 1 and f"{full} '{dirs[full]}': its file system has 4096 bytes free" \
+        in err, err
+    assert not any(any(d.iterdir()) for d in dirs.values())

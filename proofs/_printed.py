@@ -13,7 +13,7 @@ from pathlib import Path
 from ._check import Claim, Report
 
 
-def _read(path: str | Path) -> list:
+def read_printed(path: str | Path) -> list:
     """:func:`numerics.reproduce.floor.read_printed`, after the checks of :mod:`numerics.io` on a file lintf did not
     write: its size, UTF-8, and for JSON its nesting depth (before it is parsed).  A byte-order mark, as spreadsheets
     write one, is dropped: the table is then parsed from a copy without it, and messages name ``path``."""
@@ -46,7 +46,7 @@ def load(path: str | Path) -> Claim:
     """Parse and validate the table now (a one-line ``ValueError`` before any work); check it when run."""
     from numerics.reproduce import floor
 
-    rows = _read(path)
+    rows = read_printed(path)
 
     def check(report: Report) -> None:
         results = floor.check_printed(rows)

@@ -30,8 +30,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,7 @@ import numpy as np
 from numerics.cli.footprint import (available_memory, baselines_bytes, itemsize, memory, model_bytes,  # noqa: F401
                                     train_bytes)  # callers import them here
 from numerics.archive import npz_directory, read_npz
+from numerics.cli.environment import free_space
 from numerics.errors import LintfError
 from numerics.io import parse_json
 
@@ -128,22 +127,6 @@ def bounded(nz):  # noqa: ANN001, ANN201
     return nz
 
 
-# ---- environment ----------------------------------------------------------------------------------------
-
-def xla_flags(environ: dict[str, str] | os._Environ) -> None:  # noqa: SLF001 - os.environ's type
-    """A host-device count in ``XLA_FLAGS`` (``--xla_force_host_platform_device_count=N``, which wins over
-    ``LINTF_HOST_DEVICES``) is an integer in the same range as that variable's, given once; XLA itself answers a bad
-    one with its whole flag list, or JAX with a traceback."""
-    from numerics.train.devices import FLAG, MAX_COUNT
-
-    found = re.findall(rf"{FLAG}(?![\w-])(=\S*)?", environ.get("XLA_FLAGS", ""))
-    values = [v[1:] if v else None for v in found]
-    ok = len(values) == 1 and re.fullmatch(r"[0-9]+", values[0] or "") is not None and 1 <= int(values[0]) <= MAX_COUNT
-    if values and not ok:
-        shown = ", ".join("no value" if v is None else repr(v) for v in values)
-        raise LintfError(f"XLA_FLAGS: {FLAG} must be given once as an integer in 1..{MAX_COUNT}, got {shown}")
-
-
 # ---- paths --------------------------------------------------------------------------------------------------
 
 #: Longest name of one path component, in bytes, that the usual file systems hold (``NAME_MAX``).
@@ -194,22 +177,6 @@ def output_file(path: str, flag: str, inputs: dict[str, str | None] | None = Non
     if os.path.lexists(path):
         raise LintfError(f"{flag} {path!r} exists; choose a new file name (nothing is overwritten)")
     _writable_parent(path, flag)
-
-
-#: Free bytes a sweep's ``--out`` and ``--runs`` need at the start: its records and checkpoints are a few KB each;
-#: below this a full disk would show up only mid-run.
-FREE_MIN = 16 * 2**20
-
-
-def free_space(path: str, flag: str) -> None:
-    """The file system that holds (or will hold) ``path`` has :data:`FREE_MIN` bytes free."""
-    p = Path(os.path.abspath(path))
-    while not p.exists():
-        p = p.parent
-    free = shutil.disk_usage(p).free
-    if free < FREE_MIN:
-        raise LintfError(f"{flag} {path!r}: its file system has {free} bytes free, less than the {FREE_MIN} a sweep "
-                         "needs to start; free some space or give another directory")
 
 
 def output_dir(path: str, flag: str) -> None:

@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numerics.cli import main, validate
+from numerics.cli import environment, main
 from numerics.cli import reproduce as cli_reproduce
 from numerics.errors import LintfError
 from numerics.io import save_model
 from numerics.train.devices import FLAG
+from proofs import discover, read_printed, ref_parts
 
 #: Numbers whose exact value no float holds: an option that expands them exactly (a ``Fraction``) hangs.
 HUGE_NUMBERS = ["1e999999999", "-1e999999999", "1e-999999999", "1/1e-999999999", "1e999999999/3", "9" * 5000]
@@ -37,12 +38,12 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
                                    f"{FLAG}=2 {FLAG}=4", f"--foo {FLAG}=٣"])
 def test_a_bad_host_device_count_in_xla_flags_is_one_line(flags: str) -> None:
     with pytest.raises(LintfError, match=rf"^XLA_FLAGS: {FLAG} must be given once as an integer in 1\.\.64, got "):
-        validate.xla_flags({"XLA_FLAGS": flags})
+        environment.xla_flags({"XLA_FLAGS": flags})
 
 
 @pytest.mark.parametrize("flags", ["", f"{FLAG}=1", f"--xla_cpu_foo=1 {FLAG}=8", f"{FLAG}_other=abc"])
 def test_a_good_host_device_count_in_xla_flags_is_accepted(flags: str) -> None:
-    validate.xla_flags({"XLA_FLAGS": flags})
+    environment.xla_flags({"XLA_FLAGS": flags})
 
 
 def test_the_console_command_checks_xla_flags_before_jax_starts(monkeypatch, capsys) -> None:  # noqa: ANN001
@@ -104,8 +105,6 @@ def test_verify_only_matches_whole_names_never_substrings(only: str) -> None:
 
 
 def test_verify_only_takes_a_module_name_or_a_paper_ref() -> None:
-    from proofs._runner import discover, ref_parts
-
     claims = discover()
     assert {c.module for c in claims if "theorem 4.1" in ref_parts(c.ref)} == {"proofs.theorem_4_1",
                                                                               "proofs.gdpp_spectral"}
@@ -114,13 +113,11 @@ def test_verify_only_takes_a_module_name_or_a_paper_ref() -> None:
 
 def test_a_printed_csv_with_a_byte_order_mark_reads_as_without(tmp_path: Path) -> None:
     """Spreadsheets write UTF-8 CSV with a byte-order mark."""
-    from proofs import _printed
-
     text = "noise,depth,value,se\r\nuniform:5,3,0.36,0.005\r\n"
     plain, marked = tmp_path / "plain.csv", tmp_path / "marked.csv"
     plain.write_text(text)
     marked.write_bytes(codecs.BOM_UTF8 + text.encode())
-    assert _printed._read(marked) == _printed._read(plain) and len(_printed._read(plain)) == 1  # noqa: SLF001
+    assert read_printed(marked) == read_printed(plain) and len(read_printed(plain)) == 1
 
 
 def test_all_zero_data_in_inspect_has_no_ols_reference_and_no_overflow(tmp_path: Path) -> None:
@@ -141,7 +138,7 @@ def test_a_sweep_on_a_full_disk_is_refused_before_it_starts(full: str, tmp_path:
         d.mkdir()
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(cli_reproduce, "run", lambda args: pytest.fail("the sweep started"))
-    monkeypatch.setattr(validate.shutil, "disk_usage",
+    monkeypatch.setattr(environment.shutil, "disk_usage",
                         lambda p: usage(10**9, 10**9 - 4096, 4096 if Path(p) == dirs[full] else 10**8))
     rc, out, err = _run(["reproduce", "--budget", "test", *(a for k, d in dirs.items() for a in (k, str(d)))])
     assert rc == 2 and len(err.splitlines()) == 1 and f"{full} '{dirs[full]}': its file system has 4096 bytes free" \

@@ -12,12 +12,15 @@ import io
 import json
 import math
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .archive import read_npz
 from .errors import LintfError
 
 
@@ -114,14 +117,91 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def read_json(path: str | os.PathLike[str]) -> Any:
-    """The JSON file at ``path``; a corrupt one is a one-line error that names it (the files lintf reads back are
-    its own, made again when deleted)."""
+#: ``read_json`` refuses a file above this size (bytes) or nested deeper than this (objects and lists): the
+#: files lintf reads are a few KB and a few levels deep; a deeper or larger one is not one of them.
+JSON_BYTES_MAX = 64 * 2**20
+JSON_DEPTH_MAX = 64
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (JSON holds finite numbers only)")
+
+
+def _finite(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(f"the number {text[:20]} is outside float64's range")
+    return v
+
+
+def json_depth(text: str) -> int:
+    """How deeply objects and lists nest in the JSON ``text`` (0 for a scalar), counted without parsing it."""
+    bare = _STRING.sub("", text).encode()
+    steps = np.frombuffer(bare, dtype=np.uint8)
+    steps = (np.isin(steps, (91, 123)).astype(np.int64) - np.isin(steps, (93, 125)))
+    return int(np.max(np.cumsum(steps), initial=0))
+
+
+def _parse(text: str) -> Any:
+    if (depth := json_depth(text)) > JSON_DEPTH_MAX:
+        raise ValueError(f"nested {depth} levels deep, more than the {JSON_DEPTH_MAX} lintf reads")
     try:
-        return json.loads(Path(path).read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise LintfError(f"{str(path)!r} is corrupt ({reason}); delete it and rerun to make it again") from None
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as exc:
+        raise ValueError((str(exc).splitlines() or [type(exc).__name__])[0][:200]) from None
+
+
+class _Unreadable(ValueError):
+    """The file could not be opened or read (not a matter of its content)."""
+
+
+def _text(path: str | os.PathLike[str], max_bytes: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ValueError("not a regular file")
+            raw = f.read(max_bytes + 1)
+    except OSError as exc:
+        raise _Unreadable(f"cannot be read: {exc.strerror or type(exc).__name__}") from None
+    if len(raw) > max_bytes:
+        raise ValueError(f"larger than the {max_bytes} bytes lintf reads from such a file")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text at byte {exc.start}") from None
+
+
+def parse_json(text: str, what: str) -> Any:
+    """The JSON ``text`` (from ``what``, a name for messages): strict JSON with finite numbers, nested at most
+    :data:`JSON_DEPTH_MAX` deep (checked before parsing); otherwise a one-line :class:`LintfError` naming ``what``."""
+    try:
+        return _parse(text)
+    except ValueError as exc:
+        raise LintfError(f"{what} is not valid JSON ({exc})") from None
+
+
+def read_text(path: str | os.PathLike[str], what: str, max_bytes: int | None = None) -> str:
+    """The UTF-8 text of the regular file ``path``, at most ``max_bytes`` long, a leading byte-order mark dropped
+    (spreadsheets write one); otherwise a one-line :class:`LintfError` naming ``what``.  ``max_bytes``: default
+    :data:`JSON_BYTES_MAX`."""
+    try:
+        return _text(path, JSON_BYTES_MAX if max_bytes is None else max_bytes)
+    except ValueError as exc:
+        raise LintfError(f"{what}: {exc}") from None
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """The JSON file at ``path`` (:func:`read_text`, :func:`parse_json`); a corrupt, oversized or too deeply nested
+    one is a one-line error that names it (the files lintf reads back are its own, made again when deleted)."""
+    try:
+        return _parse(_text(path, JSON_BYTES_MAX))
+    except _Unreadable as exc:
+        raise LintfError(f"{str(path)!r} {exc}") from None
+    except ValueError as exc:
+        raise LintfError(f"{str(path)!r} is corrupt ({exc}); delete it and rerun to make it again") from None
 
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
@@ -163,23 +243,21 @@ def check_real_finite(name: str, arr: Any) -> np.ndarray:
 
 
 def load_model(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """Load ``(P, Q, meta)`` from a universal ``.npz``; a clear error if it is not one."""
-    import zipfile
-
-    if Path(path).exists() and not zipfile.is_zipfile(path):
-        raise LintfError(f"model file {str(path)!r} is not an .npz archive")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            if "P" not in z or "Q" not in z:
-                raise LintfError(f"model file {str(path)!r} must hold arrays 'P' and 'Q'")
-            P, Q = np.array(z["P"]), np.array(z["Q"])
-            meta = json.loads(str(z["meta"])) if "meta" in z else {}
-    except FileNotFoundError:
-        raise LintfError(f"model file {str(path)!r} does not exist") from None
-    except (OSError, ValueError) as exc:
-        raise LintfError(f"model file {str(path)!r} is not a readable .npz: {exc}") from None
-    P = check_real_finite(f"model file {str(path)!r}: P", P)
-    Q = check_real_finite(f"model file {str(path)!r}: Q", Q)
+    """Load ``(P, Q, meta)`` from a universal ``.npz`` through :func:`read_npz` (only those three arrays); a
+    one-line :class:`LintfError` if it is not one, ``meta`` included (a JSON object, :func:`parse_json`)."""
+    what = f"model file {str(path)!r}"
+    z = read_npz(path, what, ("P", "Q", "meta"))
+    if "P" not in z or "Q" not in z:
+        raise LintfError(f"{what} must hold arrays 'P' and 'Q'")
+    meta: Any = {}
+    if "meta" in z:
+        if z["meta"].dtype.kind not in "US" or z["meta"].ndim != 0:
+            raise LintfError(f"{what}: meta must be a JSON string, got {z['meta'].dtype} of shape {z['meta'].shape}")
+        meta = parse_json(str(z["meta"]), f"{what}: meta")
+        if not isinstance(meta, dict):
+            raise LintfError(f"{what}: meta must be a JSON object, got {type(meta).__name__}")
+    P = check_real_finite(f"{what}: P", z["P"])
+    Q = check_real_finite(f"{what}: Q", z["Q"])
     from lintf_theory import check_parameters
 
     check_parameters(P, Q)

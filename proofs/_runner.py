@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import sys
 
 from numerics.io import strict_json
@@ -25,6 +26,17 @@ def discover() -> list[Claim]:
     return list(seen.values())
 
 
+def _words(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def ref_parts(ref: str) -> set[str]:
+    """What ``--only`` matches of a claim's paper ref: the whole ref and each part between ``,``, ``/`` and
+    parentheses, lower case (``"Lemma 4.3 (matrix form), fast forward pass"``: ``"lemma 4.3"``, ``"matrix form"``,
+    ...)."""
+    return {_words(ref)} | {w for part in re.split(r"[,/()]", ref) if (w := _words(part))}
+
+
 def run_all(only: str | None = None) -> list[Result]:
     claims = discover()
     if only is not None:
@@ -32,13 +44,13 @@ def run_all(only: str | None = None) -> list[Result]:
         if not keys:
             raise ValueError(f"--only {only!r} names no claim; give comma-separated module names in proofs/ or "
                              "paper refs")
-        def hit(k: str, c: Claim) -> bool:
-            return k in c.module or k.lower() in c.ref.lower()
+        def hit(k: str, c: Claim) -> bool:  # a whole name or a whole part of the paper ref, never a substring
+            return k.removeprefix("proofs.") == c.module.removeprefix("proofs.") or _words(k) in ref_parts(c.ref)
 
         unmatched = [k for k in keys if not any(hit(k, c) for c in claims)]
         if unmatched:
-            raise ValueError(f"--only {only!r}: {', '.join(map(repr, unmatched))} matches no claim; names are the "
-                             "modules in proofs/ or paper refs")
+            raise ValueError(f"--only {only!r}: {', '.join(map(repr, unmatched))} matches no claim; give whole "
+                             "module names in proofs/ (lemma_4_4) or paper refs (Theorem 5.1)")
         claims = [c for c in claims if any(hit(k, c) for k in keys)]
     return [c.run() for c in claims]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 import numpy as np
@@ -74,3 +75,50 @@ def test_a_corrupt_json_file_is_named_in_a_one_line_error(tmp_path) -> None:  # 
             io.read_json(path)
     path.write_text('{"cells": 1}')
     assert io.read_json(path) == {"cells": 1}
+
+
+@pytest.mark.parametrize("text, says", [
+    ("[" * 65 + "]" * 65, "nested 65 levels deep, more than the 64"),
+    ('{"a": ' * 100_000 + "1" + "}" * 100_000, "nested 100000 levels deep"),
+    ('{"a": NaN}', "NaN is not a JSON number"), ('[Infinity]', "Infinity is not a JSON number"),
+    ('{"loss": 1e999}', "the number 1e999 is outside float64's range"), ("{no", "Expecting property name"),
+])
+def test_read_json_refuses_deep_non_finite_and_malformed_json_in_one_line(text: str, says: str, tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "metrics.json"
+    path.write_text(text)
+    with pytest.raises(LintfError) as exc:
+        io.read_json(path)
+    msg = str(exc.value)
+    assert msg.startswith(f"{str(path)!r} is corrupt (") and says in msg and "\n" not in msg, msg
+
+
+def test_read_json_reads_what_lintf_writes_and_a_depth_at_the_limit(tmp_path) -> None:  # noqa: ANN001
+    obj = {"a": [1.5, None, {"b": "x[{"}], "null_reasons": {}}
+    io.atomic_write_json(tmp_path / "m.json", obj)
+    assert io.read_json(tmp_path / "m.json") == obj
+    (tmp_path / "deep.json").write_text("[" * 64 + "]" * 64)
+    assert io.json_depth((tmp_path / "deep.json").read_text()) == 64 and io.read_json(tmp_path / "deep.json")
+
+
+def test_read_json_refuses_a_file_above_the_size_limit_and_names_one_it_cannot_read(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(io, "JSON_BYTES_MAX", 100)
+    (tmp_path / "big.json").write_text("[" + "1, " * 100 + "1]")
+    with pytest.raises(LintfError, match=r"big.json' is corrupt \(larger than the 100 bytes"):
+        io.read_json(tmp_path / "big.json")
+    with pytest.raises(LintfError, match=r"absent.json' cannot be read: No such file or directory$"):
+        io.read_json(tmp_path / "absent.json")
+
+
+def test_read_text_drops_a_byte_order_mark(tmp_path) -> None:  # noqa: ANN001
+    (tmp_path / "t.csv").write_bytes(b"\xef\xbb\xbfnoise,depth\n")
+    assert io.read_text(tmp_path / "t.csv", "t") == "noise,depth\n"
+
+
+@pytest.mark.parametrize("meta, says", [('{"a": ' * 70 + "1" + "}" * 70, "meta is not valid JSON (nested 70 levels deep"),
+                                        ('{"noise": NaN}', "meta is not valid JSON (NaN is not a JSON number"),
+                                        ("[1]", "meta must be a JSON object, got list")])
+def test_load_model_reads_meta_as_json_from_a_file_lintf_did_not_write(meta: str, says: str, tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "m.npz"
+    np.savez(path, P=np.zeros((1, 1, 3, 3)), Q=np.zeros((1, 1, 3, 3)), meta=np.asarray(meta))
+    with pytest.raises(LintfError, match=f"^model file {str(path)!r}: " + re.escape(says)):
+        io.load_model(path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -36,6 +37,12 @@ class _Parser(argparse.ArgumentParser):
         if head.startswith("argument ") and rest.startswith(head[len("argument "):].split("/")[-1] + " "):
             message = rest  # a checked type's message names the option already (numerics.cli.validate)
         raise _UsageError(f"{self.prog}: error: {' '.join(message.split())}")
+
+    def _print_message(self, message: str, file=None) -> None:  # noqa: ANN001 - argparse's hook, which would
+        if message:  # drop a failed write (help into a full disk) and exit 0 having printed nothing
+            file = file or sys.stderr
+            file.write(message)
+            file.flush()
 
 
 #: Commands that keep finished work when interrupted and resume from it (the others write their output last,
@@ -68,14 +75,117 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Interrupts:
+    r"""SIGINT in the console command: the first one raises :class:`KeyboardInterrupt` as Python's own handler
+    does, and is raised again every :data:`AGAIN` seconds until :func:`main` catches it, since one raised inside a
+    garbage-collector callback (JAX has one) is printed as "Exception ignored" and lost.  It is not raised again
+    while an exception is being handled (cleanup code on its way up: a temporary file removed, ``--jobs``'
+    processes waited for); later SIGINTs add nothing."""
+
+    AGAIN = 0.25
+
+    def __init__(self) -> None:
+        self.pending = False  # a SIGINT was raised and not yet caught
+        self.ended = False  # one was caught: the command ends with status 130
+
+    def install(self) -> None:
+        signal.signal(signal.SIGINT, self.first)
+        signal.signal(signal.SIGALRM, self.again)
+        shown = sys.unraisablehook
+
+        def unraisable(info) -> None:  # noqa: ANN001 - the lost interrupt is raised again: no "Exception ignored"
+            if not (self.pending and info.exc_type is KeyboardInterrupt):
+                shown(info)
+        sys.unraisablehook = unraisable
+
+    def first(self, signum: int, frame: object) -> None:
+        if self.pending:
+            return
+        self.pending = True
+        signal.setitimer(signal.ITIMER_REAL, self.AGAIN, self.AGAIN)
+        raise KeyboardInterrupt
+
+    def again(self, signum: int, frame: object) -> None:
+        if self.pending and sys.exc_info()[0] is None:
+            raise KeyboardInterrupt
+
+    def caught(self) -> None:
+        self.pending, self.ended = False, True
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the message is printed and the process ends now
+
+
+def _interrupted(command: str) -> int:
+    resumes = command in RESUMABLE
+    print(f"lintf {command}: interrupted; "
+          + ("finished work is kept, rerun the same command to resume" if resumes else "nothing was written"),
+          file=sys.stderr)
+    return 130
+
+
+def _end_console(rc: int) -> None:
+    """End the console command with ``rc`` at once, skipping the interpreter's shutdown: after an interrupt an XLA
+    compilation may still hold the process's state, and tearing it down ends the process with SIGSEGV.  Every file
+    lintf writes is complete on disk by now (atomic writes, :mod:`numerics.io`)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(rc)
+
+
+_INTERRUPTS = _Interrupts()
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run ``lintf`` with ``argv`` in-process, or (``None``) as the console command: that one also sets up the
+    process, and after SIGINT ends with one line and status 130, never through the interpreter's shutdown."""
+    if argv is not None:
+        return _main(argv)
+    _INTERRUPTS.install()
+    command = next((a for a in sys.argv[1:] if a in COMMANDS), "")
+    try:
+        rc = _main(None)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # finished: a SIGINT from here on changes nothing
+        if _INTERRUPTS.pending:  # raised where nothing let it through, and the command finished first
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:  # outside the sub-command (the command line read, its module imported)
+        _INTERRUPTS.caught()
+        rc = _interrupted(command) if command else 130
+    if _INTERRUPTS.ended:
+        _end_console(rc)
+    return _flushed(command or "", rc)
+
+
+def _flushed(command: str, rc: int) -> int:
+    """``rc``, or 2 with one line where what the command printed cannot be written out (a full disk, ``/dev/full``);
+    the output is then sent to ``/dev/null``, so that the interpreter's last flush stays quiet."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except OSError as exc:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"lintf{' ' + command if command else ''}: error: cannot write the output: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    return rc
+
+
+def _main(argv: list[str] | None) -> int:
     if argv is None:  # the console command (not an in-process call): one host device per core, before JAX loads
         from numerics.train import devices as hostdevices
 
+        from numerics.cli.environment import xla_flags
+        from numerics.errors import LintfError
+
         hostdevices.full_precision()
         try:
+            xla_flags(os.environ)
             hostdevices.configure()
-        except ValueError as exc:
+        except (ValueError, LintfError) as exc:
             print(f"lintf: error: {exc}", file=sys.stderr)
             return 2
     parser = build_parser()
@@ -83,6 +193,15 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except _UsageError as exc:
         print(exc, file=sys.stderr)
+        return 2
+    except SystemExit as done:  # --help: printed, and nothing else to do
+        return int(done.code or 0)
+    except BrokenPipeError:  # the reader of the help text left (``| head``)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except OSError as exc:  # the help text could not be written
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"lintf: error: cannot write the help text: {exc.strerror or exc}", file=sys.stderr)
         return 2
     args._argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for "reproduce:" lines
     args._console = argv is None  # the process is the command's own: it may set process-wide state
@@ -116,8 +235,6 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        resumes = args.command in RESUMABLE
-        print(f"lintf {args.command}: interrupted; "
-              + ("finished work is kept, rerun the same command to resume" if resumes else "nothing was written"),
-              file=sys.stderr)
-        return 130
+        if args._console:
+            _INTERRUPTS.caught()
+        return _interrupted(args.command)

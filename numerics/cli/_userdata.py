@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import io
 import os
-import zipfile
-import zlib
 from typing import Any
 
 import numpy as np
 
+from numerics.archive import read_npz
 from numerics.errors import LintfError
 from numerics.io import atomic_write_bytes, check_real_finite
 from numerics.cli.validate import SIGMA_MAX
@@ -37,19 +36,11 @@ OPTIONAL = ("y_query", "sigma")
 def load_data(path: str, d: int | None = None) -> dict[str, np.ndarray]:
     """Load and validate a data file; ``d`` is the model's input dimension (checked if given)."""
     name = repr(str(path))
-    if os.path.exists(path) and not (os.path.isfile(path) and zipfile.is_zipfile(path)):
-        raise LintfError(f"data file {name} is not an .npz archive (write it with numpy.savez)")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            missing = [k for k in REQUIRED if k not in z]
-            if missing:
-                raise LintfError(f"data file {name} must hold arrays X (B,n,d), y (B,n), x_query (B,d); "
-                                 f"missing: {', '.join(missing)}")
-            raw = {k: np.array(z[k]) for k in (*REQUIRED, *OPTIONAL) if k in z}
-    except FileNotFoundError:
-        raise LintfError(f"data file {name} does not exist") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-        raise LintfError(f"data file {name} is not a readable .npz: {exc}") from None
+    raw = read_npz(path, f"data file {name}", (*REQUIRED, *OPTIONAL))
+    missing = [k for k in REQUIRED if k not in raw]
+    if missing:
+        raise LintfError(f"data file {name} must hold arrays X (B,n,d), y (B,n), x_query (B,d); "
+                         f"missing: {', '.join(missing)}")
     data: dict[str, np.ndarray] = {}
     for k, v in raw.items():
         data[k] = check_real_finite(f"data file {name}: array {k}", v)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from fractions import Fraction
 
@@ -20,13 +21,18 @@ SCALE_MAX = 1e100
 
 
 def _scale(text: str) -> float:
+    """``S`` or ``A/B``, exactly rounded to float64; each part is first read as a float, so that a part outside
+    float64's range (``1e999999999``) is refused at once instead of being expanded as an exact fraction."""
+    parts = text.strip().split("/")
     try:
-        v = float(Fraction(text.strip()))
+        floats = [float(t) for t in parts] if len(parts) <= 2 else []
+        ok = bool(floats) and all(math.isfinite(f) and f != 0 for f in floats[1:]) and math.isfinite(floats[0])
+        v = float(Fraction(*(Fraction(t.strip()) for t in parts))) if ok and floats[0] != 0 else None
     except (ValueError, ZeroDivisionError, OverflowError):
         v = None
     if v is None or not 1 / SCALE_MAX <= v <= SCALE_MAX:
         raise argparse.ArgumentTypeError(f"must be a number > 0 such as 0.05 or 1/20, between {1 / SCALE_MAX:g} and "
-                                         f"{SCALE_MAX:g}, got {text!r}")
+                                         f"{SCALE_MAX:g}, got {text[:40]!r}")
     return v
 
 
@@ -46,22 +52,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(path: str) -> dict:
-    import zipfile
-    import zlib
+    """The arrays of ``path`` that the conversion uses (``W_Q, W_K, W_V, W_O`` or ``P, Q``, as
+    :func:`numerics.cli.validate.convert_input` chose them), and no other (:func:`numerics.archive.read_npz`)."""
+    from numerics.archive import read_npz
+    from numerics.cli.validate import available_memory, convert_input
 
-    import numpy as np
-
-    from numerics.errors import LintfError
-
-    if not os.path.exists(path):
-        raise LintfError(f"input file {path!r} does not exist")
-    if not (os.path.isfile(path) and zipfile.is_zipfile(path)):
-        raise LintfError(f"input file {path!r} is not an .npz archive (write it with numpy.savez)")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: np.array(z[k]) for k in z.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-        raise LintfError(f"input file {path!r} is not a readable .npz: {exc}") from None
+    return read_npz(path, f"input file {path!r}", convert_input(path), max_bytes=available_memory())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,11 +77,7 @@ def run(args: argparse.Namespace) -> int:
         per_layer = sum(np.asarray(v).size for k, v in arrays.items() if k in convert.NAMES)
         memory(3 * 8 * per_layer * args.layers, f"repeating the layer of {args.source} {args.layers} times",
                "--layers")
-    has_w, has_pq = set(convert.NAMES) <= set(arrays), {"P", "Q"} <= set(arrays)
-    if has_w == has_pq:
-        raise LintfError(f"input file {args.source!r} must hold either W_Q, W_K, W_V, W_O or P, Q; "
-                         f"it holds {', '.join(sorted(arrays)) or 'no arrays'}")
-    if has_pq:
+    if {"P", "Q"} <= set(arrays):
         for flag, given in (("--y-only", args.y_only), ("--heads", args.heads), ("--layers", args.layers),
                             ("--noise", args.noise), ("--x", args.x)):
             if given:

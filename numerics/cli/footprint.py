@@ -3,9 +3,7 @@ one with the memory available (:func:`available_memory`) before any work starts.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
+from numerics.archive import memory_available
 from numerics.errors import LintfError
 
 
@@ -42,23 +40,9 @@ def model_bytes(B: int, n: int, layers: int, d: int) -> float:
 
 
 def available_memory() -> int:
-    """Bytes this process may still allocate: ``MemAvailable`` of ``/proc/meminfo``, the cgroup's remaining limit
-    if lower, and an accelerator's ``bytes_limit`` if JAX runs on one."""
-    avail = []
-    try:
-        with open("/proc/meminfo") as f:
-            avail += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
-    except (OSError, ValueError, IndexError):
-        try:
-            avail.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-        except (ValueError, OSError, AttributeError):
-            pass
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit != "max":
-            avail.append(int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()))
-    except (OSError, ValueError):
-        pass
+    """Bytes this process may still allocate: :func:`numerics.archive.memory_available` (``MemAvailable``, the
+    cgroup's remaining limit), and an accelerator's ``bytes_limit`` if JAX runs on one."""
+    avail = [memory_available()]
     try:
         import jax
 
@@ -67,7 +51,7 @@ def available_memory() -> int:
             avail.append(int((dev.memory_stats() or {})["bytes_limit"]))
     except Exception:  # noqa: BLE001 - no accelerator, or one without memory statistics
         pass
-    return max(min(avail), 0) if avail else 2**62
+    return max(min(avail), 0)
 
 
 def _fmt(nbytes: float) -> str:

@@ -203,12 +203,15 @@ def run(args: argparse.Namespace) -> int:
     ridge = (f"ridge uses sigma = {args.sigma:g} (--sigma)" if args.sigma is not None else
              "ridge uses each sequence's true sigma" if sigma is not None else "no ridge")
     print(f"(batch means; w* = OLS, {ridge}; loss = 1/2 mean (y_t - <w^l, x_t>)^2)")
+    n = data["X"].shape[1]
+    singular = (f"n={n} < d={d}" if n < d else
+                "X^T X is singular on some sequence (its inputs span fewer than d directions)")
     if ins.w_ols is None:
-        print(f"no OLS reference: n={data['X'].shape[1]} < d={d}")
+        print(f"no OLS reference: {singular}")
     if sigma is None:
         print("no ridge reference: the data has no sigma; give --sigma S")
     elif ins.w_ridge is None:
-        print(f"no ridge reference: sigma = 0 on some sequence and n={data['X'].shape[1]} < d={d} (singular)")
+        print(f"no ridge reference: sigma = 0 on some sequence and {singular}")
     verdict = "agree" if agree else f"DISAGREE (tolerance {args.tol:g})"
     print(f"autodiff check: max_l,b |w^l(recursion) - d y_hat^l / d x_t (autodiff)| = {ins.max_abs_diff:.3g} "
           f"(relative {ins.max_rel_diff:.3g}): {verdict}")

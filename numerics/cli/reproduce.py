@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from numerics.io import strict_json
@@ -65,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
         from numerics.train import devices
 
         devices.compile_cache(Path(args.runs) / "xla-cache")
+        # a program the cache cannot hold (a full disk) is compiled again next time, nothing more; lintf's own
+        # files that cannot be written are the one-line error
+        warnings.filterwarnings("ignore", message="Error (reading|writing) persistent compilation cache")
     t0 = time.perf_counter()
 
     def show(event: str, info: dict) -> None:

@@ -28,10 +28,8 @@ run directories    :func:`numerics.train.rundir.prepare` (config, checkpoint, wr
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,10 @@ import numpy as np
 
 from numerics.cli.footprint import (available_memory, baselines_bytes, itemsize, memory, model_bytes,  # noqa: F401
                                     train_bytes)  # callers import them here
+from numerics.archive import npz_directory, read_npz
+from numerics.cli.environment import free_space
 from numerics.errors import LintfError
+from numerics.io import parse_json
 
 SEED_MAX = 2**31 - 1
 SIZE_MAX = 2**31 - 1
@@ -188,25 +189,12 @@ def output_dir(path: str, flag: str) -> None:
 
 # ---- .npz files ---------------------------------------------------------------------------------------------
 
-def npz_headers(path: str, flag: str) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """``{name: (shape, dtype)}`` of every array in the ``.npz`` at ``path``, read from the headers only."""
+def npz_headers(path: str, flag: str, needed: tuple[str, ...] | None = None) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """``{name: (shape, dtype)}`` of every array in the ``.npz`` at ``path``, from its directory and headers only
+    (:func:`numerics.archive.npz_directory`); the arrays ``needed`` (default all) must fit in memory."""
     input_file(path, flag)
-    if not zipfile.is_zipfile(path):
-        raise LintfError(f"{flag} {path!r} is not an .npz archive (write it with numpy.savez)")
-    out = {}
-    try:
-        with zipfile.ZipFile(path) as zf:
-            for info in zf.infolist():
-                if not info.filename.endswith(".npy"):
-                    continue
-                with zf.open(info) as f:
-                    version = np.lib.format.read_magic(f)
-                    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-                    shape, _, dtype = read(f)
-                out[info.filename[:-4]] = (tuple(int(s) for s in shape), np.dtype(dtype))
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, TypeError) as exc:
-        raise LintfError(f"{flag} {path!r} is not a readable .npz: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-    total = sum(math.prod(s) * dt.itemsize for s, dt in out.values())
+    out = npz_directory(path, f"{flag} {path!r}")
+    total = sum(math.prod(s) * dt.itemsize for k, (s, dt) in out.items() if needed is None or k in needed)
     memory(total, f"{flag} {path!r}", "the size of the arrays in it")
     return out
 
@@ -221,7 +209,7 @@ def _numeric(path: str, flag: str, heads: dict, names: tuple[str, ...]) -> None:
 def model_file(path: str, flag: str = "model file") -> tuple[int, int, int]:
     """``(L, H, d)`` of a universal model file: ``P, Q`` numeric, shape ``(L, H, d+1, d+1)``, finite;
     ``meta`` (if present) a JSON object."""
-    heads = npz_headers(path, flag)
+    heads = npz_headers(path, flag, ("P", "Q", "meta"))
     if "P" not in heads or "Q" not in heads:
         raise LintfError(f"{flag} {path!r} must hold arrays P and Q of shape (L, H, d+1, d+1)")
     _numeric(path, flag, heads, ("P", "Q"))
@@ -229,25 +217,18 @@ def model_file(path: str, flag: str = "model file") -> tuple[int, int, int]:
     if len(sp) != 4 or sp != sq or sp[2] != sp[3] or min(sp) < 1 or sp[2] < 2:
         raise LintfError(f"{flag} {path!r}: P and Q must both have shape (L, H, d+1, d+1) with L, H, d >= 1, "
                          f"got P {sp}, Q {sq}")
-    if "meta" in heads and heads["meta"][1].kind not in "US":
-        raise LintfError(f"{flag} {path!r}: meta must be a JSON string, got dtype {heads['meta'][1]}")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: np.asarray(z[k]) for k in ("P", "Q")}
-            meta_text = str(z["meta"]) if "meta" in z else "{}"
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise LintfError(f"{flag} {path!r} is not a readable .npz: {exc}") from None
-    for k, v in arrays.items():
-        bad = int(v.size - np.count_nonzero(np.isfinite(v)))
+    if "meta" in heads and (heads["meta"][1].kind not in "US" or heads["meta"][0] != ()):
+        raise LintfError(f"{flag} {path!r}: meta must be a JSON string, got dtype {heads['meta'][1]} "
+                         f"of shape {heads['meta'][0]}")
+    z = read_npz(path, f"{flag} {path!r}", ("P", "Q", "meta"), max_bytes=available_memory())
+    for k in ("P", "Q"):
+        bad = int(z[k].size - np.count_nonzero(np.isfinite(z[k])))
         if bad:
-            raise LintfError(f"{flag} {path!r}: array {k} must be finite, but {bad} of its {v.size} entries are "
+            raise LintfError(f"{flag} {path!r}: array {k} must be finite, but {bad} of its {z[k].size} entries are "
                              "NaN or inf")
-    try:
-        meta = json.loads(meta_text)
-    except ValueError:
-        meta = None
+    meta = parse_json(str(z["meta"]), f"{flag} {path!r}: meta") if "meta" in z else {}
     if not isinstance(meta, dict):
-        raise LintfError(f"{flag} {path!r}: meta must be a JSON object, got {meta_text[:40]!r}")
+        raise LintfError(f"{flag} {path!r}: meta must be a JSON object, got {str(z['meta'])[:40]!r}")
     return sp[0], sp[1], sp[2] - 1
 
 
@@ -256,7 +237,7 @@ def data_file(path: str, d: int, layers: int, flag: str = "data file") -> None:
     memory of evaluating ``layers`` layers on it; the values are checked where they are loaded."""
     from numerics.cli._userdata import OPTIONAL, REQUIRED
 
-    heads = npz_headers(path, flag)
+    heads = npz_headers(path, flag, (*REQUIRED, *OPTIONAL))  # an array of another name is refused below
     missing = [k for k in REQUIRED if k not in heads]
     if missing:
         raise LintfError(f"{flag} {path!r} must hold arrays X (B,n,d), y (B,n), x_query (B,d); "
@@ -332,6 +313,7 @@ def _convert(a: argparse.Namespace) -> None:
 
     input_file(a.source, "IN.npz")
     output_file(a.out, "--out", {"IN.npz": a.source})
+    convert_input(a.source)
     if a.noise is not None:
         noise(a.noise)
     if a.x is not None:
@@ -339,6 +321,22 @@ def _convert(a: argparse.Namespace) -> None:
             XDist.parse(a.x)
         except ValueError as exc:
             raise LintfError(f"--x: {exc}") from None
+
+
+def convert_input(path: str, flag: str = "IN.npz") -> tuple[str, ...]:
+    """The arrays ``lintf convert`` reads from ``path``: ``W_Q, W_K, W_V, W_O`` or ``P, Q`` (not both), from the
+    archive's directory and headers, and only if they fit in memory."""
+    from numerics.models.convert import NAMES
+
+    heads = npz_headers(path, flag, needed=())
+    has_w, has_pq = set(NAMES) <= set(heads), {"P", "Q"} <= set(heads)
+    if has_w == has_pq:
+        raise LintfError(f"{flag} {path!r} must hold either W_Q, W_K, W_V, W_O or P, Q; "
+                         f"it holds {', '.join(sorted(heads)) or 'no arrays'}")
+    needed = NAMES if has_w else ("P", "Q")
+    memory(sum(math.prod(heads[k][0]) * heads[k][1].itemsize for k in needed), f"{flag} {path!r}",
+           "the size of the arrays in it")
+    return needed
 
 
 def _reproduce(a: argparse.Namespace) -> None:
@@ -350,6 +348,8 @@ def _reproduce(a: argparse.Namespace) -> None:
     grid.parse_cells(budget, a.cell or ())
     output_dir(a.out or f"results/{a.budget}", "--out")
     output_dir(a.runs, "--runs")
+    free_space(a.out, "--out")
+    free_space(a.runs, "--runs")
 
 
 def _bench(a: argparse.Namespace) -> None:

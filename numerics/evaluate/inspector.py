@@ -140,8 +140,8 @@ class Inspection(NamedTuple):
 
     states: States              # recursion route
     w_autodiff: jax.Array       # (L+1, B, d), autodiff route
-    w_ols: jax.Array | None     # (B, d); None when n < d (Σ singular)
-    w_ridge: jax.Array | None   # (B, d); None without sigma, or when σ = 0 on a sequence and n < d (singular)
+    w_ols: jax.Array | None     # (B, d); None where Σ is singular on a sequence (n < d, all-zero X)
+    w_ridge: jax.Array | None   # (B, d); None without sigma, or where σ = 0 on a sequence whose Σ is singular
     loss: jax.Array | None      # (L+1,) read-out loss ½ mean (y_t − ⟨w^l, x_t⟩)²; None without y_query
     max_abs_diff: float         # max_{l,b,i} |w^l_recursion − w^l_autodiff|
     max_rel_diff: float         # the same divided by max |w^l| (or by 1 if all w^l = 0)
@@ -162,8 +162,11 @@ def inspect(P: Any, Q: Any, X: Any, y: Any, x_query: Any, sigma: Any = None, y_q
     loss = None
     if y_query is not None:
         loss = 0.5 * jnp.mean((jnp.asarray(y_query) - jnp.einsum("lbd,bd->lb", st.w, x_query)) ** 2, axis=-1)
-    ridge_ok = sigma is not None and (n >= d or bool(jnp.all(jnp.asarray(sigma) > 0)))  # σ = 0 and n < d: singular
-    return Inspection(st, wad, ols(X, y) if n >= d else None, ridge(X, y, sigma) if ridge_ok else None,
+    # Σ = XᵀX is singular on a sequence whose inputs span fewer than d directions (n < d, all-zero inputs): there
+    # OLS, and ridge at σ = 0, are 0/0, so those references are left out rather than reported as overflows
+    invertible = n >= d and bool(jnp.all(jnp.linalg.matrix_rank(X) == d))
+    ridge_ok = sigma is not None and (invertible or bool(jnp.all(jnp.asarray(sigma) > 0)))
+    return Inspection(st, wad, ols(X, y) if invertible else None, ridge(X, y, sigma) if ridge_ok else None,
                       loss, diff, diff / scale if scale > 0 else diff)
 
 

@@ -293,7 +293,7 @@ def test_every_example_of_each_command_is_refused(sandbox) -> None:  # noqa: ANN
         (["inspect", M, D, "--plot", str(f["a_file"])], "exists; choose a new file name"),
         (["bench", "--ttq", "--noise", "bogus"], "noise spec"),
         (["bench", "--noise", "uniform:3"], "--noise uniform:3 sets the time-to-quality run; add --ttq"),
-        (["predict", str(f["m_huge"]), D], "memory"),
+        (["predict", str(f["m_huge"]), D], "8000000000000 bytes, but its entry holds 128"),
     ]:
         assert words in _refused(argv, root), argv
 

@@ -33,14 +33,15 @@ def data(B: int = 4, n: int = 5, y_scale: float = 1.0) -> dict[str, np.ndarray]:
             "x_query": rng.standard_normal((B, D)), "y_query": y_scale * rng.standard_normal(B)}
 
 
-def corrupt_npz(path: Path) -> Path:
-    """An ``.npz`` whose zip directory is intact but one byte of ``X``'s data is flipped: its CRC check fails once
-    ``X`` is read to its end, which reading its header alone does not do (160 kB)."""
+def corrupt_npz(path: Path, arrays: dict[str, np.ndarray] | None = None, name: str = "X") -> Path:
+    """An ``.npz`` of ``arrays`` (default a data file of 2000 sequences, 160 kB) whose zip directory is intact but
+    one byte of ``name``'s data is flipped: its CRC check fails once ``name`` is read to its end, which reading its
+    header alone does not do."""
     buf = io.BytesIO()
-    np.savez(buf, **data(B=2000))
+    np.savez(buf, **(data(B=2000) if arrays is None else arrays))
     raw = bytearray(buf.getvalue())
     with zipfile.ZipFile(io.BytesIO(bytes(raw))) as z:
-        info = z.getinfo("X.npy")
+        info = z.getinfo(f"{name}.npy")
     raw[info.header_offset + 30 + len(info.filename) + info.extra.__len__() + 200] ^= 0xFF  # inside the array's data
     path.write_bytes(bytes(raw))
     return path
@@ -55,7 +56,8 @@ def test_a_data_file_that_fails_its_crc_is_a_one_line_error(command: str, model:
 
 
 def test_an_input_to_convert_that_fails_its_crc_is_a_one_line_error(tmp_path: Path, capsys) -> None:
-    bad = corrupt_npz(tmp_path / "bad.npz")
+    W = np.ones((D + 1, 500))
+    bad = corrupt_npz(tmp_path / "bad.npz", {"W_Q": W, "W_K": W, "W_V": W, "W_O": W.T}, "W_Q")
     assert main(["convert", str(bad), "--out", str(tmp_path / "o.npz")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "is not a readable .npz" in err and not (tmp_path / "o.npz").exists(), err

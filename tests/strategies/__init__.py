@@ -4,6 +4,7 @@
 * :mod:`.diag`: exact DIAG parameters and contexts;
 * :mod:`.model_params`: float64 model configurations, batches and O(1)-scaled random models;
 * :mod:`.checks`: tolerances (``RTOL64``, ``RTOL32``) and the checks shared by random and trained models.
+* :mod:`.hostile`: hostile files (strange archives, tampered zip directories, bad JSON) for the command's tests.
 
 Test modules never import from each other; what two of them share lives here.
 """

@@ -70,9 +70,13 @@ class FamilyHead:
         D = np.shape(self.WQ)[0]
         for name in ("WQ", "WK", "WV"):
             if np.shape(getattr(self, name)) != (D, D):
-                raise ValueError(f"{name} must have shape ({D}, {D}) like WQ, got {np.shape(getattr(self, name))}")
+                raise ValueError(
+                    f"{name} must have shape ({D}, {D}) like WQ, got {np.shape(getattr(self, name))}"
+                )
         if self.w_alpha is not None and np.shape(self.w_alpha) not in ((D,), (D, D)):
-            raise ValueError(f"w_alpha must have shape ({D},) or ({D}, {D}), got {np.shape(self.w_alpha)}")
+            raise ValueError(
+                f"w_alpha must have shape ({D},) or ({D}, {D}), got {np.shape(self.w_alpha)}"
+            )
         if self.w_beta is not None and np.shape(self.w_beta) != (D,):
             raise ValueError(f"w_beta must have shape ({D},), got {np.shape(self.w_beta)}")
 
@@ -110,7 +114,9 @@ def family_step(member: str, S: Any, k: Any, v: Any, alpha: Any = 1, beta: Any =
     raise AssertionError("unreachable")
 
 
-def family_gates(member: str, head: FamilyHead, e: Any, squash: Callable[[Any], Any] = sigmoid) -> tuple[Any, Any]:
+def family_gates(
+    member: str, head: FamilyHead, e: Any, squash: Callable[[Any], Any] = sigmoid
+) -> tuple[Any, Any]:
     r"""``(α, β)`` of one token from its own entries: ``α`` from ``w_alpha`` (or ``γ``), ``β`` from ``w_beta``."""
     alpha: Any = 1
     if member == "retnet":
@@ -125,8 +131,15 @@ def family_gates(member: str, head: FamilyHead, e: Any, squash: Callable[[Any], 
     return alpha, beta
 
 
-def family_states(member: str, head: FamilyHead, Z: Any, n: int, gates: Sequence[tuple[Any, Any]] | None = None,
-                normalise_keys: bool = False, squash: Callable[[Any], Any] = sigmoid) -> list[Any]:
+def family_states(
+    member: str,
+    head: FamilyHead,
+    Z: Any,
+    n: int,
+    gates: Sequence[tuple[Any, Any]] | None = None,
+    normalise_keys: bool = False,
+    squash: Callable[[Any], Any] = sigmoid,
+) -> list[Any]:
     r"""``[S_0, S_1, …, S_n]`` of one head over the context rows of ``Z``; ``gates[i]`` overrides token ``i``'s."""
     D = Z.shape[1]
     S = np.zeros((D, D), dtype=Z.dtype) * Z[0, 0]
@@ -140,10 +153,18 @@ def family_states(member: str, head: FamilyHead, Z: Any, n: int, gates: Sequence
     return out
 
 
-def family_layer(member: str, heads: Sequence[FamilyHead], Z: Any, n: int, *,
-                 gates: Sequence[Sequence[tuple[Any, Any]]] | None = None, query_reads_itself: bool = False,
-                 normalise_keys: bool = False, normalise_queries: bool = False,
-                 squash: Callable[[Any], Any] = sigmoid) -> np.ndarray:
+def family_layer(
+    member: str,
+    heads: Sequence[FamilyHead],
+    Z: Any,
+    n: int,
+    *,
+    gates: Sequence[Sequence[tuple[Any, Any]]] | None = None,
+    query_reads_itself: bool = False,
+    normalise_keys: bool = False,
+    normalise_queries: bool = False,
+    squash: Callable[[Any], Any] = sigmoid,
+) -> np.ndarray:
     r"""One residual layer of ``member`` on every row of ``Z`` (``(n + queries, D)``); returns the new rows.
 
     ``gates[h][i]`` gives head ``h``'s ``(α, β)`` of row ``i`` (context rows, then queries); by default each
@@ -151,7 +172,9 @@ def family_layer(member: str, heads: Sequence[FamilyHead], Z: Any, n: int, *,
     """
     _check_member(member)
     if Z.ndim != 2 or not 1 <= n <= Z.shape[0]:
-        raise ValueError(f"Z must be (n + queries, D) with 1 <= n <= rows; got shape {Z.shape} and n={n}")
+        raise ValueError(
+            f"Z must be (n + queries, D) with 1 <= n <= rows; got shape {Z.shape} and n={n}"
+        )
     rows = [Z[i] for i in range(Z.shape[0])]
     for h, head in enumerate(heads):
         g = None if gates is None else gates[h]
@@ -172,7 +195,9 @@ def family_layer(member: str, heads: Sequence[FamilyHead], Z: Any, n: int, *,
     return np.stack(rows)
 
 
-def family_forward(member: str, layers: Sequence[Sequence[FamilyHead]], Z: Any, n: int, **options: Any) -> np.ndarray:
+def family_forward(
+    member: str, layers: Sequence[Sequence[FamilyHead]], Z: Any, n: int, **options: Any
+) -> np.ndarray:
     r"""``L`` layers of :func:`family_layer`; ``ŷ = −Z^L[n, −1]`` is the first query's prediction."""
     for heads in layers:
         Z = family_layer(member, heads, Z, n, **options)
@@ -184,31 +209,57 @@ def family_paper_form(heads: Sequence[FamilyHead]) -> tuple[list[Any], list[Any]
     return [np.asarray(h.WV) for h in heads], [np.asarray(h.WK).T @ np.asarray(h.WQ) for h in heads]
 
 
-def family_query_matrix(member: str, heads: Sequence[FamilyHead], Z: Any, n: int, **options: Any) -> Any:
+def family_query_matrix(
+    member: str, heads: Sequence[FamilyHead], Z: Any, n: int, **options: Any
+) -> Any:
     r"""``G_t = Σ_h S_n^h W_Q^h``: under the default convention the query moves as ``e_t ↦ (I + G_t) e_t``."""
     total = None
     for h, head in enumerate(heads):
         g = None if options.get("gates") is None else options["gates"][h]
-        S = family_states(member, head, Z, n, g, options.get("normalise_keys", False),
-                        options.get("squash", sigmoid))[n]
+        S = family_states(
+            member,
+            head,
+            Z,
+            n,
+            g,
+            options.get("normalise_keys", False),
+            options.get("squash", sigmoid),
+        )[n]
         term = S @ np.asarray(head.WQ)
         total = term if total is None else total + term
     return total
 
 
-def family_positions(member: str, heads: Sequence[FamilyHead], Z: Any, n: int, **options: Any) -> list[Any]:
+def family_positions(
+    member: str, heads: Sequence[FamilyHead], Z: Any, n: int, **options: Any
+) -> list[Any]:
     r"""``T_i = I + Σ_h S_{(i)}^h W_Q^h`` for every context row (the one layer as ``e_i ↦ T_i e_i``).
 
     ``S_{(i)} = S_i`` for causal members and ``S_n`` for ``linear``.
     """
     D = Z.shape[1]
-    eye = np.eye(D, dtype=int).astype(Z.dtype) if Z.dtype != object else np.array(
-        [[Z[0, 0] ** 0 if i == j else 0 * Z[0, 0] for j in range(D)] for i in range(D)], dtype=object)
+    eye = (
+        np.eye(D, dtype=int).astype(Z.dtype)
+        if Z.dtype != object
+        else np.array(
+            [[Z[0, 0] ** 0 if i == j else 0 * Z[0, 0] for j in range(D)] for i in range(D)],
+            dtype=object,
+        )
+    )
     out = [eye.copy() for _ in range(n)]
     for h, head in enumerate(heads):
         g = None if options.get("gates") is None else options["gates"][h]
-        states = family_states(member, head, Z, n, g, options.get("normalise_keys", False),
-                             options.get("squash", sigmoid))
+        states = family_states(
+            member,
+            head,
+            Z,
+            n,
+            g,
+            options.get("normalise_keys", False),
+            options.get("squash", sigmoid),
+        )
         for i in range(n):
-            out[i] = out[i] + (states[n] if member == "linear" else states[i + 1]) @ np.asarray(head.WQ)
+            out[i] = out[i] + (states[n] if member == "linear" else states[i + 1]) @ np.asarray(
+                head.WQ
+            )
     return out

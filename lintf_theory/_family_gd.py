@@ -30,8 +30,15 @@ from ._family import FamilyHead, family_layer, sigmoid, family_step
 WEIGHTED_MEMBERS = ("linear", "causal", "retnet", "ssd", "gla")
 
 
-def regression_head(d: int, *, scale: Any = 1, gamma: Any = 1, w_alpha: Any = None, w_beta: Any = None,
-                    beta: Any = 1) -> FamilyHead:
+def regression_head(
+    d: int,
+    *,
+    scale: Any = 1,
+    gamma: Any = 1,
+    w_alpha: Any = None,
+    w_beta: Any = None,
+    beta: Any = 1,
+) -> FamilyHead:
     r"""``W_K = W_Q = diag(scale·I_d, 0)``, ``W_V = −e_y e_yᵀ``: keys and queries read ``x``, the value is ``−y``."""
     D = d + 1
     WK = np.zeros((D, D), dtype=object)
@@ -66,7 +73,9 @@ def derive_delta_rule(member: str = "deltanet", d: int = 2) -> DeltaRule:
     update = sp.Matrix([sp.expand(-S_next[-1, j]) for j in range(d)])
     shrunk = sp.Matrix([a * v for v in s])
     loss = sp.Rational(1, 2) * (y - sum(si * xi for si, xi in zip(s, x, strict=True))) ** 2
-    grad = sp.Matrix([sp.diff(loss, si) for si in s]).subs(dict(zip(s, shrunk, strict=True)), simultaneous=True)
+    grad = sp.Matrix([sp.diff(loss, si) for si in s]).subs(
+        dict(zip(s, shrunk, strict=True)), simultaneous=True
+    )
     step = shrunk - beta * grad
     return DeltaRule(update, step, sp.expand(update - step) == sp.zeros(d, 1))
 
@@ -93,17 +102,23 @@ def derive_context_weights(member: str, n: int = 3, d: int = 2) -> ContextWeight
     y, xt = sp.symbols(f"y0:{n}"), sp.symbols(f"xt_0:{d}")
     gamma = sp.Symbol("gamma")
     if member == "gla":
-        gates: tuple[Any, ...] = tuple(np.array(sp.symbols(f"a{i}_0:{d + 1}"), dtype=object) for i in range(n))
+        gates: tuple[Any, ...] = tuple(
+            np.array(sp.symbols(f"a{i}_0:{d + 1}"), dtype=object) for i in range(n)
+        )
     elif member == "ssd":
         gates = sp.symbols(f"a0:{n}")
     else:
         gates = (gamma if member == "retnet" else sp.Integer(1),) * n
     Z = np.array([[*X.row(i), y[i]] for i in range(n)] + [[*xt, 0]], dtype=object)
     pairs = [(g, 1) for g in gates] + [(gates[0], 1)]
-    y_hat = sp.expand(-family_layer(member, [regression_head(d, gamma=gamma)], Z, n, gates=[pairs])[n, -1])
+    y_hat = sp.expand(
+        -family_layer(member, [regression_head(d, gamma=gamma)], Z, n, gates=[pairs])[n, -1]
+    )
     W = sp.Matrix(n, d, lambda i, k: y_hat.coeff(y[i]).coeff(X[i, k]).coeff(xt[k]))
     recombined = sum(W[i, k] * y[i] * X[i, k] * xt[k] for i in range(n) for k in range(d))
-    return ContextWeights(W, sp.expand(y_hat - recombined) == 0, y_hat, X, tuple(y), tuple(xt), tuple(gates))
+    return ContextWeights(
+        W, sp.expand(y_hat - recombined) == 0, y_hat, X, tuple(y), tuple(xt), tuple(gates)
+    )
 
 
 @cache
@@ -120,14 +135,32 @@ def family_statements() -> list:
     rule, gated = derive_delta_rule("deltanet"), derive_delta_rule("gated_deltanet")
     retnet, ssd, gla = (derive_context_weights(m) for m in ("retnet", "ssd", "gla"))
     return [
-        Statement(ref, "DeltaNet with the regression head: the state row after one token", "s'", rule.update,
-                  "It equals $s - \\beta \\nabla_s \\tfrac12 (y - s^\\top x)^2$: one Widrow-Hoff (SGD) step."),
-        Statement(ref, "Gated DeltaNet: the state row after one token", "s'", gated.update,
-                  "It equals $\\tilde s - \\beta \\nabla \\tfrac12 (y - \\tilde s^\\top x)^2$ at $\\tilde s = \\alpha s$."),
-        Statement(ref, "RetNet: weights of one gradient step on weighted least squares (n = 3)", "\\omega",
-                  retnet.weights),
+        Statement(
+            ref,
+            "DeltaNet with the regression head: the state row after one token",
+            "s'",
+            rule.update,
+            "It equals $s - \\beta \\nabla_s \\tfrac12 (y - s^\\top x)^2$: one Widrow-Hoff (SGD) step.",
+        ),
+        Statement(
+            ref,
+            "Gated DeltaNet: the state row after one token",
+            "s'",
+            gated.update,
+            "It equals $\\tilde s - \\beta \\nabla \\tfrac12 (y - \\tilde s^\\top x)^2$ at $\\tilde s = \\alpha s$.",
+        ),
+        Statement(
+            ref,
+            "RetNet: weights of one gradient step on weighted least squares (n = 3)",
+            "\\omega",
+            retnet.weights,
+        ),
         Statement(ref, "SSD: weights of one gradient step (n = 3)", "\\omega", ssd.weights),
         Statement(ref, "GLA: a weight per coordinate (n = 3)", "\\omega", gla.weights),
-        Statement(ref, "Gate symmetry", "\\operatorname{sigmoid}(z) + \\operatorname{sigmoid}(-z)",
-                  derive_gate_symmetry()),
+        Statement(
+            ref,
+            "Gate symmetry",
+            "\\operatorname{sigmoid}(z) + \\operatorname{sigmoid}(-z)",
+            derive_gate_symmetry(),
+        ),
     ]

@@ -24,7 +24,15 @@ import numpy as np
 import sympy as sp
 from sympy.polys.domains import QQ
 
-from ._family import BETA_MEMBERS, FamilyHead, family_forward, family_layer, family_query_matrix, family_step, sigmoid
+from ._family import (
+    BETA_MEMBERS,
+    FamilyHead,
+    family_forward,
+    family_layer,
+    family_query_matrix,
+    family_step,
+    sigmoid,
+)
 from .exact import rational_array
 
 
@@ -35,11 +43,20 @@ class FamilyRing:
     R: Any
     Z: np.ndarray
     xt: list[Any]
-    gates: list[Any]  # [layer][head][row] -> (alpha, beta); None per layer for members without gates
+    gates: list[
+        Any
+    ]  # [layer][head][row] -> (alpha, beta); None per layer for members without gates
 
 
-def family_ring(member: str, n: int, d: int, layers: int, heads: int = 1, symbolic_context: bool = True,
-                seed: int = 0) -> FamilyRing:
+def family_ring(
+    member: str,
+    n: int,
+    d: int,
+    layers: int,
+    heads: int = 1,
+    symbolic_context: bool = True,
+    seed: int = 0,
+) -> FamilyRing:
     r"""Generators for ``x_t`` and, if ``symbolic_context``, the data and each row's ``(α, β)`` per layer and head.
 
     Otherwise the context and the gates are random rationals from ``seed`` (gates in ``(0, 1]``).
@@ -61,9 +78,16 @@ def family_ring(member: str, n: int, d: int, layers: int, heads: int = 1, symbol
     R, *gens = sp.ring(",".join(names + (gate_names if symbolic_context else [])), QQ)
     g = dict(zip(names + gate_names, gens, strict=False))
     if not symbolic_context:
-        g.update(zip(data, ring_const(R, rational_array(rng, (len(data),), num=3, den=2)), strict=True))
-        g.update(zip(gate_names, ring_const(R, 1 / (1 + np.abs(rational_array(rng, (len(gate_names),))))),
-                     strict=True))
+        g.update(
+            zip(data, ring_const(R, rational_array(rng, (len(data),), num=3, den=2)), strict=True)
+        )
+        g.update(
+            zip(
+                gate_names,
+                ring_const(R, 1 / (1 + np.abs(rational_array(rng, (len(gate_names),))))),
+                strict=True,
+            )
+        )
     rows = [[g[f"x{j}_{k}"] for k in range(d)] + [g[f"y{j}"]] for j in range(n)]
     xt = [g[f"xt_{k}"] for k in range(d)]
     Z = np.array(rows + [xt + [R.zero]], dtype=object)
@@ -77,16 +101,23 @@ def family_ring(member: str, n: int, d: int, layers: int, heads: int = 1, symbol
         return alpha, g.get(f"b{l}_{h}_{i}", R.one)
 
     gated = member in ("ssd", "gla", *BETA_MEMBERS)
-    gates = [[[gate(l, h, i) for i in range(n + 1)] for h in range(heads)] if gated else None for l in range(layers)]
+    gates = [
+        [[gate(l, h, i) for i in range(n + 1)] for h in range(heads)] if gated else None
+        for l in range(layers)
+    ]
     return FamilyRing(R, Z, xt, gates)
 
 
 def ring_const(R: Any, arr: Any) -> np.ndarray:
     """Rational constants (Fraction) as ring elements, elementwise."""
-    return np.vectorize(lambda v: R(QQ(v.numerator, v.denominator)), otypes=[object])(np.asarray(arr, dtype=object))
+    return np.vectorize(lambda v: R(QQ(v.numerator, v.denominator)), otypes=[object])(
+        np.asarray(arr, dtype=object)
+    )
 
 
-def random_heads(rng: np.random.Generator, R: Any, D: int, heads: int, gamma: Any = None) -> list[FamilyHead]:
+def random_heads(
+    rng: np.random.Generator, R: Any, D: int, heads: int, gamma: Any = None
+) -> list[FamilyHead]:
     """``heads`` heads with random rational ``W_Q, W_K, W_V`` (as ring constants) and RetNet ``γ``."""
     out = []
     for _ in range(heads):
@@ -108,12 +139,21 @@ class QueryLinearity:
     w: list[Any]  # implicit weights ∂ŷ/∂x_t (ring elements, free of x_t when linear)
     matches_query_recursion: bool  # w equals Lemma 4.3's w-recursion driven by G_t^l
     context_free_of_query: bool  # no context token depends on x_t at any layer
-    shares_last_token: bool  # the query's G_t^l equals the last context token's S_n W_Q at every layer
+    shares_last_token: (
+        bool  # the query's G_t^l equals the last context token's S_n W_Q at every layer
+    )
 
 
-def decide_query_linearity(member: str, n: int = 3, d: int = 1, layers: int = 2, heads: int = 1,
-                           seed: int = 0, query_reads_itself: bool = False,
-                           symbolic_context: bool = True) -> QueryLinearity:
+def decide_query_linearity(
+    member: str,
+    n: int = 3,
+    d: int = 1,
+    layers: int = 2,
+    heads: int = 1,
+    seed: int = 0,
+    query_reads_itself: bool = False,
+    symbolic_context: bool = True,
+) -> QueryLinearity:
     r"""Run ``layers`` literal layers of ``member`` on ring tokens with random rational weights and decide.
 
     ``symbolic_context=False`` keeps only ``x_t`` symbolic (rational context and gates): fast for deep checks.
@@ -125,8 +165,12 @@ def decide_query_linearity(member: str, n: int = 3, d: int = 1, layers: int = 2,
     R, rng = ring.R, np.random.default_rng(seed)
     idx = [R.gens.index(g) for g in ring.xt]
     Z = ring.Z
-    eye = np.array([[R.one if i == j else R.zero for j in range(d)] for i in range(d)], dtype=object)
-    st = State(eye, np.array([R.zero] * d, dtype=object), R.one, np.array([R.zero] * d, dtype=object))
+    eye = np.array(
+        [[R.one if i == j else R.zero for j in range(d)] for i in range(d)], dtype=object
+    )
+    st = State(
+        eye, np.array([R.zero] * d, dtype=object), R.one, np.array([R.zero] * d, dtype=object)
+    )
     free, shares, route = True, True, True
     for l in range(layers):
         hs = random_heads(rng, R, d + 1, heads)
@@ -162,9 +206,13 @@ class SelfReading:
 def self_reading_symbols(d: int = 2) -> dict[str, Any]:
     """The symbols of :func:`derive_self_reading`: ``WQ, WK, WV, S`` (``D × D``), ``xt``, ``alpha_t, beta_t``."""
     D = d + 1
-    mats = {name: sp.Matrix(D, D, lambda i, j, name=name: sp.Symbol(f"{name}_{i}{j}")) for name in
-            ("WQ", "WK", "WV", "S")}
-    return dict(mats, xt=sp.symbols(f"xt_0:{d}"), alpha_t=sp.Symbol("alpha_t"), beta_t=sp.Symbol("beta_t"))
+    mats = {
+        name: sp.Matrix(D, D, lambda i, j, name=name: sp.Symbol(f"{name}_{i}{j}"))
+        for name in ("WQ", "WK", "WV", "S")
+    }
+    return dict(
+        mats, xt=sp.symbols(f"xt_0:{d}"), alpha_t=sp.Symbol("alpha_t"), beta_t=sp.Symbol("beta_t")
+    )
 
 
 @cache
@@ -182,12 +230,19 @@ def derive_self_reading(member: str, d: int = 2) -> SelfReading:
     S_t = family_step(member, arr["S"], k_, v_, alpha, s["beta_t"])
     y_hat = sp.expand(-(S_t @ q_)[-1])
     poly = sp.Poly(y_hat, *xt)
-    part = lambda deg: sp.Add(*[c * sp.prod([x**p for x, p in zip(xt, m)])  # noqa: E731
-                                for m, c in poly.terms() if sum(m) == deg])
+    part = lambda deg: sp.Add(
+        *[
+            c * sp.prod([x**p for x, p in zip(xt, m)])  # noqa: E731
+            for m, c in poly.terms()
+            if sum(m) == deg
+        ]
+    )
     cubic = part(3)
     _, facs = sp.factor_list(cubic) if cubic != 0 else (0, [])
     factors = tuple(f for f, _ in facs if f.free_symbols)
-    assert set(sum(m) for m in poly.monoms()) <= {1, 3}, "the query's own update adds only degree-3 terms"
+    assert set(sum(m) for m in poly.monoms()) <= {1, 3}, (
+        "the query's own update adds only degree-3 terms"
+    )
     return SelfReading(y_hat, part(1), cubic, factors, tuple(xt))
 
 

@@ -5,15 +5,25 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from lintf_theory import (FAMILY_MEMBERS, decide_query_linearity, derive_query_scale, derive_self_reading,
-                          gate_from_query_counterexample, self_reading_symbols)
+from lintf_theory import (
+    FAMILY_MEMBERS,
+    decide_query_linearity,
+    derive_query_scale,
+    derive_self_reading,
+    gate_from_query_counterexample,
+    self_reading_symbols,
+)
 
 
 @pytest.mark.parametrize("member", FAMILY_MEMBERS)
 def test_y_hat_is_linear_in_x_t_and_follows_the_query_recursion(member: str) -> None:
     r = decide_query_linearity(member, n=2, d=1, layers=2, seed=5)
-    assert r.linear and r.matches_query_recursion and r.context_free_of_query and r.shares_last_token
-    assert not decide_query_linearity(member, n=2, d=1, layers=1, seed=5, query_reads_itself=True).linear
+    assert (
+        r.linear and r.matches_query_recursion and r.context_free_of_query and r.shares_last_token
+    )
+    assert not decide_query_linearity(
+        member, n=2, d=1, layers=1, seed=5, query_reads_itself=True
+    ).linear
 
 
 def test_the_self_reading_term_of_causal_attention_is_value_times_key_query_product() -> None:

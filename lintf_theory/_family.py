@@ -1,6 +1,7 @@
 r"""The linear-attention family: one recurrent state per head, written literally (entry level).
 
-Context tokens ``e_1..e_n`` and queries ``e_t = (x_t, 0)`` are the rows of ``Z`` (context first).  FamilyHead ``h``
+Context tokens ``e_1..e_n`` and queries ``e_t = (x_t, 0)`` are the rows of ``Z`` (context first). 
+FamilyHead ``h``
 has ``k_i = W_K e_i``, ``v_i = W_V e_i``, ``q_i = W_Q e_i`` (all ``D × D`` with ``D = d + 1``) and a
 ``D × D`` state ``S``.  Each member is one state update (:func:`family_step`):
 
@@ -15,17 +16,25 @@ has ``k_i = W_K e_i``, ``v_i = W_V e_i``, ``q_i = W_Q e_i`` (all ``D × D`` with
         \quad \alpha_i = \operatorname{sigmoid}(W_\alpha e_i) \\
     \text{deltanet:}\quad & S_i = S_{i-1}(I - \beta_i k_i k_i^\top) + \beta_i v_i k_i^\top,
         \quad \beta_i = \operatorname{sigmoid}(w_\beta^\top e_i) \text{ or a constant} \\
-    \text{gated\_deltanet:}\quad & S_i = \alpha_i S_{i-1}(I - \beta_i k_i k_i^\top) + \beta_i v_i k_i^\top
+    \text{gated\_deltanet:}\quad & S_i = \alpha_i S_{i-1}(I - \beta_i k_i k_i^\top) + \beta_i v_i
+    k_i^\top
     \end{aligned}
 
-with ``S_0 = 0``.  A token moves by the sum of its heads' outputs, ``e_i ← e_i + Σ_h o_i^h``: the output
+with ``S_0 = 0``.  A token moves by the sum of its heads' outputs, ``e_i ← e_i + Σ_h o_i^h``: the
+output
 projection ``W_O`` is absorbed into ``W_V`` (every update is linear in ``S`` from the left, so
-``W_O S`` obeys the same recursion with ``W_O v_i``).  Context token ``i`` reads ``o_i = S_i q_i`` (causal), except
-for ``linear``, the paper's non-causal layer, where every token reads ``S_n``.  A query reads the context state,
-``o_t = S_n q_t`` (the default convention), or, with ``query_reads_itself``, ``S_t q_t`` where ``S_t`` is one more
-update with the query's own key, value and gates.  ``linear`` is the paper's layer with ``P = W_V`` and
-``Q = W_Kᵀ W_Q``.  Keys and queries are not normalised unless ``normalise_keys`` or ``normalise_queries`` says so
-(L2, for every token).  The gates of a token come from that token (:func:`family_gates`), or are given
+``W_O S`` obeys the same recursion with ``W_O v_i``).  Context token ``i`` reads ``o_i = S_i q_i``
+(causal), except
+for ``linear``, the paper's non-causal layer, where every token reads ``S_n``.  A query reads the
+context state,
+``o_t = S_n q_t`` (the default convention), or, with ``query_reads_itself``, ``S_t q_t`` where
+``S_t`` is one more
+update with the query's own key, value and gates.  ``linear`` is the paper's layer with ``P = W_V``
+and
+``Q = W_Kᵀ W_Q``.  Keys and queries are not normalised unless ``normalise_keys`` or
+``normalise_queries`` says so
+(L2, for every token).  The gates of a token come from that token (:func:`family_gates`), or are
+given
 (``gates``), e.g. as free symbols.
 """
 
@@ -40,7 +49,8 @@ import numpy as np
 import sympy as sp
 
 FAMILY_MEMBERS = ("linear", "causal", "retnet", "ssd", "gla", "deltanet", "gated_deltanet")
-#: Members whose state update takes a gate ``α`` (a scalar, or a ``D``-vector for ``gla``) and a step ``β``.
+#: Members whose state update takes a gate ``α`` (a scalar, or a ``D``-vector for ``gla``) and a
+# step ``β``.
 ALPHA_MEMBERS = ("retnet", "ssd", "gla", "gated_deltanet")
 BETA_MEMBERS = ("deltanet", "gated_deltanet")
 
@@ -54,7 +64,8 @@ def _check_member(member: str) -> None:
 class FamilyHead:
     r"""One head: ``W_Q, W_K, W_V`` (``D × D``), and the gate parameters its member reads.
 
-    ``gamma``: RetNet's decay; ``w_alpha``: ``(D,)`` for ``ssd`` and ``gated_deltanet``, ``(D, D)`` for ``gla``;
+    ``gamma``: RetNet's decay; ``w_alpha``: ``(D,)`` for ``ssd`` and ``gated_deltanet``, ``(D, D)``
+    for ``gla``;
     ``w_beta``: ``(D,)``, or ``None`` for the constant step ``beta``.
     """
 
@@ -71,7 +82,8 @@ class FamilyHead:
         for name in ("WQ", "WK", "WV"):
             if np.shape(getattr(self, name)) != (D, D):
                 raise ValueError(
-                    f"{name} must have shape ({D}, {D}) like WQ, got {np.shape(getattr(self, name))}"
+                    f"{name} must have shape ({D}, {D}) like WQ, "
+                    f"got {np.shape(getattr(self, name))}"
                 )
         if self.w_alpha is not None and np.shape(self.w_alpha) not in ((D,), (D, D)):
             raise ValueError(
@@ -97,7 +109,8 @@ def _l2(v: Any) -> Any:
 
 
 def family_step(member: str, S: Any, k: Any, v: Any, alpha: Any = 1, beta: Any = 1) -> Any:
-    r"""One update of the state ``S`` with key ``k``, value ``v``, gate ``alpha`` and step ``beta``."""
+    r"""One update of the state ``S`` with key ``k``, value ``v``, gate ``alpha`` and step
+    ``beta``."""
     outer = v[:, None] * k[None, :]
     if member in ("linear", "causal"):
         return S + outer
@@ -117,7 +130,8 @@ def family_step(member: str, S: Any, k: Any, v: Any, alpha: Any = 1, beta: Any =
 def family_gates(
     member: str, head: FamilyHead, e: Any, squash: Callable[[Any], Any] = sigmoid
 ) -> tuple[Any, Any]:
-    r"""``(α, β)`` of one token from its own entries: ``α`` from ``w_alpha`` (or ``γ``), ``β`` from ``w_beta``."""
+    r"""``(α, β)`` of one token from its own entries: ``α`` from ``w_alpha`` (or ``γ``), ``β`` from
+    ``w_beta``."""
     alpha: Any = 1
     if member == "retnet":
         alpha = head.gamma
@@ -140,7 +154,8 @@ def family_states(
     normalise_keys: bool = False,
     squash: Callable[[Any], Any] = sigmoid,
 ) -> list[Any]:
-    r"""``[S_0, S_1, …, S_n]`` of one head over the context rows of ``Z``; ``gates[i]`` overrides token ``i``'s."""
+    r"""``[S_0, S_1, …, S_n]`` of one head over the context rows of ``Z``; ``gates[i]`` overrides
+    token ``i``'s."""
     D = Z.shape[1]
     S = np.zeros((D, D), dtype=Z.dtype) * Z[0, 0]
     out = [S]
@@ -165,9 +180,11 @@ def family_layer(
     normalise_queries: bool = False,
     squash: Callable[[Any], Any] = sigmoid,
 ) -> np.ndarray:
-    r"""One residual layer of ``member`` on every row of ``Z`` (``(n + queries, D)``); returns the new rows.
+    r"""One residual layer of ``member`` on every row of ``Z`` (``(n + queries, D)``); returns the
+    new rows.
 
-    ``gates[h][i]`` gives head ``h``'s ``(α, β)`` of row ``i`` (context rows, then queries); by default each
+    ``gates[h][i]`` gives head ``h``'s ``(α, β)`` of row ``i`` (context rows, then queries); by
+    default each
     token's gates come from the token itself through ``squash`` (:func:`family_gates`).
     """
     _check_member(member)
@@ -198,21 +215,24 @@ def family_layer(
 def family_forward(
     member: str, layers: Sequence[Sequence[FamilyHead]], Z: Any, n: int, **options: Any
 ) -> np.ndarray:
-    r"""``L`` layers of :func:`family_layer`; ``ŷ = −Z^L[n, −1]`` is the first query's prediction."""
+    r"""``L`` layers of :func:`family_layer`; ``ŷ = −Z^L[n, −1]`` is the first query's
+    prediction."""
     for heads in layers:
         Z = family_layer(member, heads, Z, n, **options)
     return Z
 
 
 def family_paper_form(heads: Sequence[FamilyHead]) -> tuple[list[Any], list[Any]]:
-    r"""``(P_h, Q_h) = (W_V, W_Kᵀ W_Q)`` per head: the paper's layer that the ``linear`` member is."""
+    r"""``(P_h, Q_h) = (W_V, W_Kᵀ W_Q)`` per head: the paper's layer that the ``linear`` member
+    is."""
     return [np.asarray(h.WV) for h in heads], [np.asarray(h.WK).T @ np.asarray(h.WQ) for h in heads]
 
 
 def family_query_matrix(
     member: str, heads: Sequence[FamilyHead], Z: Any, n: int, **options: Any
 ) -> Any:
-    r"""``G_t = Σ_h S_n^h W_Q^h``: under the default convention the query moves as ``e_t ↦ (I + G_t) e_t``."""
+    r"""``G_t = Σ_h S_n^h W_Q^h``: under the default convention the query moves as ``e_t ↦ (I +
+    G_t) e_t``."""
     total = None
     for h, head in enumerate(heads):
         g = None if options.get("gates") is None else options["gates"][h]
@@ -233,7 +253,8 @@ def family_query_matrix(
 def family_positions(
     member: str, heads: Sequence[FamilyHead], Z: Any, n: int, **options: Any
 ) -> list[Any]:
-    r"""``T_i = I + Σ_h S_{(i)}^h W_Q^h`` for every context row (the one layer as ``e_i ↦ T_i e_i``).
+    r"""``T_i = I + Σ_h S_{(i)}^h W_Q^h`` for every context row (the one layer as ``e_i ↦ T_i
+    e_i``).
 
     ``S_{(i)} = S_i`` for causal members and ``S_n`` for ``linear``.
     """

@@ -1,13 +1,22 @@
-r"""Lemma 4.3's question for the family: does the context's evolution close over a fixed set of statistics?
+r"""Lemma 4.3's question for the family: does the context's evolution close over a fixed set of
+statistics?
 
-For the paper's (non-causal) layer it does: every token moves by one ``I + G`` with ``G = P E Q``, so the
-Gram matrix ``E`` and one tuple ``(M, u, a, w)`` carry the whole context from layer to layer.  A causal member
-moves context token ``i`` by its own ``T_i = I + Σ_h S_i^h W_Q^h`` (:func:`~lintf_theory._family.family_positions`),
-so the next layer's tokens are ``T_i e_i`` with ``n`` different matrices: the state is per position, and its
-size grows with ``n``.  :func:`swap_contexts` makes that exact: two contexts of two tokens with keys on
-orthogonal axes whose final states ``S_n`` agree (the second swaps the tokens and rescales them by the decay
-``c`` that the first token's contribution takes, ``e_1' = e_2/√c``, ``e_2' = √c e_1``), yet whose next-layer
-states differ, so no map ``S_n^l ↦ S_n^{l+1}`` exists.  With ``c = 1`` (``causal``, ``deltanet``) the two contexts
+For the paper's (non-causal) layer it does: every token moves by one ``I + G`` with ``G = P E Q``,
+so the
+Gram matrix ``E`` and one tuple ``(M, u, a, w)`` carry the whole context from layer to layer.  A
+causal member
+moves context token ``i`` by its own ``T_i = I + Σ_h S_i^h W_Q^h``
+(:func:`~lintf_theory._family.family_positions`),
+so the next layer's tokens are ``T_i e_i`` with ``n`` different matrices: the state is per position,
+and its
+size grows with ``n``.  :func:`swap_contexts` makes that exact: two contexts of two tokens with keys
+on
+orthogonal axes whose final states ``S_n`` agree (the second swaps the tokens and rescales them by
+the decay
+``c`` that the first token's contribution takes, ``e_1' = e_2/√c``, ``e_2' = √c e_1``), yet whose
+next-layer
+states differ, so no map ``S_n^l ↦ S_n^{l+1}`` exists.  With ``c = 1`` (``causal``, ``deltanet``)
+the two contexts
 also share the Gram matrix ``E``, the paper's statistic.
 """
 
@@ -22,7 +31,8 @@ import sympy as sp
 from ._family import FamilyHead, family_states, family_layer, family_positions
 from .exact import rational_array
 
-#: The decay a first token's contribution takes when the second token arrives, with zero gate weights
+#: The decay a first token's contribution takes when the second token arrives, with zero gate
+# weights
 #: (``sigmoid(0) = 1/2``), RetNet's ``γ = 1/4``, and ``1`` for the ungated members.
 SWAP_DECAY = {
     "linear": 1,
@@ -36,7 +46,8 @@ SWAP_DECAY = {
 
 
 def distinct_positions(member: str, heads: list[FamilyHead], Z: Any, n: int, **options: Any) -> int:
-    r"""How many different ``T_i`` the context rows of one layer use (``1`` means one shared tuple)."""
+    r"""How many different ``T_i`` the context rows of one layer use (``1`` means one shared
+    tuple)."""
     Ts = family_positions(member, heads, Z, n, **options)
     distinct: list[Any] = []
     for T in Ts:
@@ -57,7 +68,8 @@ class SwapCounterexample:
 
 
 def swap_heads(member: str, seed: int, d: int = 2) -> list[FamilyHead]:
-    r"""One head with keys on the ``x`` axes (``W_K = diag(I_d, 0)``), random ``W_Q, W_V`` and zero gate weights."""
+    r"""One head with keys on the ``x`` axes (``W_K = diag(I_d, 0)``), random ``W_Q, W_V`` and zero
+    gate weights."""
     rng = np.random.default_rng(seed)
     D = d + 1
     WK = np.diag([1] * d + [0]).astype(object)
@@ -77,7 +89,8 @@ def swap_heads(member: str, seed: int, d: int = 2) -> list[FamilyHead]:
 
 
 def swap_contexts(member: str, seed: int = 0, d: int = 2) -> SwapCounterexample:
-    r"""The swap: ``(e_1, e_2)`` with ``x_1 ⊥ x_2`` against ``(e_2/√c, √c e_1)``, both with one query.
+    r"""The swap: ``(e_1, e_2)`` with ``x_1 ⊥ x_2`` against ``(e_2/√c, √c e_1)``, both with one
+    query.
 
     Decides exactly (SymPy, in ``Q(√c)``) whether the final states agree at layer 0 and at layer 1.
     """

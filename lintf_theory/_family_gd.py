@@ -1,18 +1,26 @@
-r"""Optimisation readings of the family: which regression a member's state solves, derived from its update.
+r"""Optimisation readings of the family: which regression a member's state solves, derived from its
+update.
 
-With the regression head of :func:`regression_head` (keys and queries read ``x``, the value is ``−y`` in the
+With the regression head of :func:`regression_head` (keys and queries read ``x``, the value is
+``−y`` in the
 target slot) the state is ``S = −e_y sᵀ`` and ``ŷ = ⟨s_n, x_t⟩``:
 
-* ``deltanet``: ``s_i = s_{i-1} − β_i ∇_s ½(y_i − sᵀx_i)²|_{s_{i-1}}``, one Widrow–Hoff (LMS / SGD) step per token,
+* ``deltanet``: ``s_i = s_{i-1} − β_i ∇_s ½(y_i − sᵀx_i)²|_{s_{i-1}}``, one Widrow–Hoff (LMS / SGD)
+step per token,
   so one layer is one pass of online least squares over the context (:func:`derive_delta_rule`);
 * ``gated_deltanet``: the same step taken from the shrunk iterate ``α_i s_{i-1}``;
-* ``linear``, ``causal``, ``retnet``, ``ssd``, ``gla``: ``ŷ = Σ_i Σ_k ω_{ik} y_i x_{ik} x_{tk}`` with weights read
-  off the layer (:func:`derive_context_weights`): one gradient step from ``w = 0`` on a weighted least squares
-  (``ω_i = γ^{n-i}`` for RetNet, ``Π_{m>i} α_m`` for SSD), and for GLA a weight per coordinate, which is the step
+* ``linear``, ``causal``, ``retnet``, ``ssd``, ``gla``: ``ŷ = Σ_i Σ_k ω_{ik} y_i x_{ik} x_{tk}``
+with weights read
+  off the layer (:func:`derive_context_weights`): one gradient step from ``w = 0`` on a weighted
+  least squares
+  (``ω_i = γ^{n-i}`` for RetNet, ``Π_{m>i} α_m`` for SSD), and for GLA a weight per coordinate,
+  which is the step
   on least squares with gated inputs ``D_i x_i``.
 
-On mixed noise (:func:`derive_gate_symmetry`): ``sigmoid(z) + sigmoid(−z) = 1``, so a gate ``sigmoid(wᵀ e_i)`` of a
-first-layer token, whose distribution is symmetric under ``e ↦ −e``, has mean ``1/2`` at every noise level.
+On mixed noise (:func:`derive_gate_symmetry`): ``sigmoid(z) + sigmoid(−z) = 1``, so a gate
+``sigmoid(wᵀ e_i)`` of a
+first-layer token, whose distribution is symmetric under ``e ↦ −e``, has mean ``1/2`` at every noise
+level.
 """
 
 from __future__ import annotations
@@ -26,7 +34,8 @@ import sympy as sp
 
 from ._family import FamilyHead, family_layer, sigmoid, family_step
 
-#: Members whose one-layer prediction under :func:`regression_head` is bilinear in ``(y_i x_i, x_t)``.
+#: Members whose one-layer prediction under :func:`regression_head` is bilinear in ``(y_i x_i,
+# x_t)``.
 WEIGHTED_MEMBERS = ("linear", "causal", "retnet", "ssd", "gla")
 
 
@@ -39,7 +48,8 @@ def regression_head(
     w_beta: Any = None,
     beta: Any = 1,
 ) -> FamilyHead:
-    r"""``W_K = W_Q = diag(scale·I_d, 0)``, ``W_V = −e_y e_yᵀ``: keys and queries read ``x``, the value is ``−y``."""
+    r"""``W_K = W_Q = diag(scale·I_d, 0)``, ``W_V = −e_y e_yᵀ``: keys and queries read ``x``, the
+    value is ``−y``."""
     D = d + 1
     WK = np.zeros((D, D), dtype=object)
     for k in range(d):
@@ -60,7 +70,8 @@ class DeltaRule:
 
 @cache
 def derive_delta_rule(member: str = "deltanet", d: int = 2) -> DeltaRule:
-    r"""Apply the member's update to ``S = −e_y sᵀ`` with ``k = (x, 0)``, ``v = (0, −y)`` and read off ``s'``."""
+    r"""Apply the member's update to ``S = −e_y sᵀ`` with ``k = (x, 0)``, ``v = (0, −y)`` and read
+    off ``s'``."""
     s, x = sp.symbols(f"s_0:{d}"), sp.symbols(f"x_0:{d}")
     y, alpha, beta = sp.symbols("y alpha beta")
     D = d + 1
@@ -95,7 +106,8 @@ class ContextWeights:
 
 @cache
 def derive_context_weights(member: str, n: int = 3, d: int = 2) -> ContextWeights:
-    r"""Run one literal layer on symbols (data, ``x_t`` and each token's gate) and read off ``ω_{ik}``."""
+    r"""Run one literal layer on symbols (data, ``x_t`` and each token's gate) and read off
+    ``ω_{ik}``."""
     if member not in WEIGHTED_MEMBERS:
         raise ValueError(f"member must be one of {', '.join(WEIGHTED_MEMBERS)}; got {member!r}")
     X = sp.Matrix(n, d, lambda i, k: sp.Symbol(f"x{i}_{k}"))
@@ -123,7 +135,8 @@ def derive_context_weights(member: str, n: int = 3, d: int = 2) -> ContextWeight
 
 @cache
 def derive_gate_symmetry() -> sp.Expr:
-    r"""``sigmoid(z) + sigmoid(−z)``, simplified (it is ``1``): a gate's mean on symmetric tokens is ``1/2``."""
+    r"""``sigmoid(z) + sigmoid(−z)``, simplified (it is ``1``): a gate's mean on symmetric tokens
+    is ``1/2``."""
     z = sp.Symbol("z", real=True)
     return sp.simplify(sigmoid(z) + sigmoid(-z))
 
@@ -140,14 +153,16 @@ def family_statements() -> list:
             "DeltaNet with the regression head: the state row after one token",
             "s'",
             rule.update,
-            "It equals $s - \\beta \\nabla_s \\tfrac12 (y - s^\\top x)^2$: one Widrow-Hoff (SGD) step.",
+            "It equals $s - \\beta \\nabla_s \\tfrac12 (y - s^\\top x)^2$: one Widrow-Hoff (SGD) "
+            "step.",
         ),
         Statement(
             ref,
             "Gated DeltaNet: the state row after one token",
             "s'",
             gated.update,
-            "It equals $\\tilde s - \\beta \\nabla \\tfrac12 (y - \\tilde s^\\top x)^2$ at $\\tilde s = \\alpha s$.",
+            "It equals $\\tilde s - \\beta \\nabla \\tfrac12 (y - \\tilde s^\\top x)^2$ at "
+            "$\\tilde s = \\alpha s$.",
         ),
         Statement(
             ref,

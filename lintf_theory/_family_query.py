@@ -1,17 +1,26 @@
 r"""Theorem 4.1's conclusion for the linear-attention family: is ``ŷ`` linear in ``x_t``?
 
-Decided on the literal layer (:func:`~lintf_theory._family.family_layer`) with every context entry, every
+Decided on the literal layer (:func:`~lintf_theory._family.family_layer`) with every context entry,
+every
 entry of ``x_t`` and every context token's gate a generator of a polynomial ring over QQ
-(:func:`family_ring`): the gates stand for *any* function of the context tokens, which is what a gate
-``sigmoid(w_αᵀ e_i)`` of a context token is at every layer.  Under the default convention the query reads
-``S_n``, so its token moves as ``e_t ↦ (I + G_t) e_t`` with ``G_t = Σ_h S_n^h W_Q^h`` free of ``x_t``; its
-``(M_t, w_t)`` then follow Lemma 4.3's ``M, w`` part (:func:`~lintf_theory._variants.derive_query_recursion`)
+(:func:`family_ring`): the gates stand for *any* function of the context tokens, which is what a
+gate
+``sigmoid(w_αᵀ e_i)`` of a context token is at every layer.  Under the default convention the query
+reads
+``S_n``, so its token moves as ``e_t ↦ (I + G_t) e_t`` with ``G_t = Σ_h S_n^h W_Q^h`` free of
+``x_t``; its
+``(M_t, w_t)`` then follow Lemma 4.3's ``M, w`` part
+(:func:`~lintf_theory._variants.derive_query_recursion`)
 and ``ŷ = ⟨w_t^L, x_t⟩`` (:func:`decide_query_linearity`).
 
-When the query also reads itself (``S_t = step(S_n, k_t, v_t)``), the extra term is cubic in ``x_t``;
-:func:`derive_self_reading` derives it and its factors in SymPy (``D = 3``, every weight a symbol), so the
-condition for linearity is read off the factors: a product of polynomials vanishes iff a factor does.
-A normalised query ``q_t/‖q_t‖`` makes ``ŷ`` homogeneous of degree 0 in ``x_t`` (:func:`derive_query_scale`).
+When the query also reads itself (``S_t = step(S_n, k_t, v_t)``), the extra term is cubic in
+``x_t``;
+:func:`derive_self_reading` derives it and its factors in SymPy (``D = 3``, every weight a symbol),
+so the
+condition for linearity is read off the factors: a product of polynomials vanishes iff a factor
+does.
+A normalised query ``q_t/‖q_t‖`` makes ``ŷ`` homogeneous of degree 0 in ``x_t``
+(:func:`derive_query_scale`).
 """
 
 from __future__ import annotations
@@ -38,7 +47,8 @@ from .exact import rational_array
 
 @dataclass(frozen=True)
 class FamilyRing:
-    r"""Ring tokens: ``Z`` (context rows, then one query), the ``x_t`` generators, per-layer gate generators."""
+    r"""Ring tokens: ``Z`` (context rows, then one query), the ``x_t`` generators, per-layer gate
+    generators."""
 
     R: Any
     Z: np.ndarray
@@ -57,7 +67,8 @@ def family_ring(
     symbolic_context: bool = True,
     seed: int = 0,
 ) -> FamilyRing:
-    r"""Generators for ``x_t`` and, if ``symbolic_context``, the data and each row's ``(α, β)`` per layer and head.
+    r"""Generators for ``x_t`` and, if ``symbolic_context``, the data and each row's ``(α, β)`` per
+    layer and head.
 
     Otherwise the context and the gates are random rationals from ``seed`` (gates in ``(0, 1]``).
     """
@@ -118,7 +129,8 @@ def ring_const(R: Any, arr: Any) -> np.ndarray:
 def random_heads(
     rng: np.random.Generator, R: Any, D: int, heads: int, gamma: Any = None
 ) -> list[FamilyHead]:
-    """``heads`` heads with random rational ``W_Q, W_K, W_V`` (as ring constants) and RetNet ``γ``."""
+    """``heads`` heads with random rational ``W_Q, W_K, W_V`` (as ring constants) and RetNet
+    ``γ``."""
     out = []
     for _ in range(heads):
         WQ, WK, WV = (ring_const(R, rational_array(rng, (D, D), num=2, den=2)) for _ in range(3))
@@ -154,9 +166,11 @@ def decide_query_linearity(
     query_reads_itself: bool = False,
     symbolic_context: bool = True,
 ) -> QueryLinearity:
-    r"""Run ``layers`` literal layers of ``member`` on ring tokens with random rational weights and decide.
+    r"""Run ``layers`` literal layers of ``member`` on ring tokens with random rational weights and
+    decide.
 
-    ``symbolic_context=False`` keeps only ``x_t`` symbolic (rational context and gates): fast for deep checks.
+    ``symbolic_context=False`` keeps only ``x_t`` symbolic (rational context and gates): fast for
+    deep checks.
     """
     from ._bridge import State
     from ._variants import query_step
@@ -194,7 +208,8 @@ def decide_query_linearity(
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SelfReading:
-    r"""``ŷ = ℓ(x_t) + c(x_t)`` when the query reads ``S_t``: ``c`` the part of degree 3 and its factors."""
+    r"""``ŷ = ℓ(x_t) + c(x_t)`` when the query reads ``S_t``: ``c`` the part of degree 3 and its
+    factors."""
 
     y_hat: sp.Expr
     linear_part: sp.Expr
@@ -204,7 +219,8 @@ class SelfReading:
 
 
 def self_reading_symbols(d: int = 2) -> dict[str, Any]:
-    """The symbols of :func:`derive_self_reading`: ``WQ, WK, WV, S`` (``D × D``), ``xt``, ``alpha_t, beta_t``."""
+    """The symbols of :func:`derive_self_reading`: ``WQ, WK, WV, S`` (``D × D``), ``xt``,
+    ``alpha_t, beta_t``."""
     D = d + 1
     mats = {
         name: sp.Matrix(D, D, lambda i, j, name=name: sp.Symbol(f"{name}_{i}{j}"))
@@ -217,9 +233,11 @@ def self_reading_symbols(d: int = 2) -> dict[str, Any]:
 
 @cache
 def derive_self_reading(member: str, d: int = 2) -> SelfReading:
-    r"""``ŷ = −(S_t q_t)_y`` with ``S_t`` one update of a symbolic ``S_n`` by the query's own key and value.
+    r"""``ŷ = −(S_t q_t)_y`` with ``S_t`` one update of a symbolic ``S_n`` by the query's own key
+    and value.
 
-    The query's gates are the symbols ``α_t, β_t`` (constant in ``x_t``); for ``retnet`` ``α_t = γ`` is.
+    The query's gates are the symbols ``α_t, β_t`` (constant in ``x_t``); for ``retnet`` ``α_t = γ``
+    is.
     """
     s = self_reading_symbols(d)
     xt = s["xt"]
@@ -247,9 +265,11 @@ def derive_self_reading(member: str, d: int = 2) -> SelfReading:
 
 
 def derive_query_scale(member: str, d: int = 2) -> tuple[sp.Expr, sp.Expr]:
-    r"""``(ŷ(x_t), ŷ(c x_t))`` for a normalised query ``q_t/‖q_t‖`` reading a symbolic ``S_n``, ``c > 0``.
+    r"""``(ŷ(x_t), ŷ(c x_t))`` for a normalised query ``q_t/‖q_t‖`` reading a symbolic ``S_n``, ``c
+    > 0``.
 
-    Their difference simplifies to zero: ``ŷ`` is homogeneous of degree 0 in ``x_t``, never linear unless zero.
+    Their difference simplifies to zero: ``ŷ`` is homogeneous of degree 0 in ``x_t``, never linear
+    unless zero.
     """
     s = self_reading_symbols(d)
     c = sp.Symbol("c", positive=True)
@@ -264,10 +284,13 @@ def derive_query_scale(member: str, d: int = 2) -> tuple[sp.Expr, sp.Expr]:
 
 
 def gate_from_query_counterexample(member: str, seed: int = 3, n: int = 2, d: int = 1) -> sp.Expr:
-    r"""``ŷ(2x_t) − 2ŷ(x_t)`` for one layer whose query reads itself with gates ``sigmoid(w^T e_t)``.
+    r"""``ŷ(2x_t) − 2ŷ(x_t)`` for one layer whose query reads itself with gates ``sigmoid(w^T
+    e_t)``.
 
-    Exact SymPy value (rational data, gates with ``exp``); non-zero means ``ŷ`` is not linear in ``x_t``.
-    The value's key is zeroed on ``x`` (``W_K`` reads ``y`` only), so the query's own key and value add nothing:
+    Exact SymPy value (rational data, gates with ``exp``); non-zero means ``ŷ`` is not linear in
+    ``x_t``.
+    The value's key is zeroed on ``x`` (``W_K`` reads ``y`` only), so the query's own key and value
+    add nothing:
     what remains is the query's gate.
     """
     rng = np.random.default_rng(seed)

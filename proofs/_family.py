@@ -1,8 +1,11 @@
-r"""Checks that every ``proofs/family_*.py`` script runs for its member (the two routes of each question).
+r"""Checks that every ``proofs/family_*.py`` script runs for its member (the two routes of each
+question).
 
-* :func:`check_query`: ring tokens (symbolic context and gates, or rational context with symbolic ``x_t`` for
+* :func:`check_query`: ring tokens (symbolic context and gates, or rational context with symbolic
+``x_t`` for
   depth) through the literal layers, against Lemma 4.3's ``M, w`` recursion through the bridge.
-* :func:`check_self_reading`: the derived extra term of a query that reads itself, against the literal layer on
+* :func:`check_self_reading`: the derived extra term of a query that reads itself, against the
+literal layer on
   exact rationals, and the conditions read off its factors.
 * :func:`check_closure`: per-position tuples on rationals, and the exact swap counterexample.
 """
@@ -18,7 +21,8 @@ from proofs._check import Report
 
 
 def check_query(report: Report, member: str) -> None:
-    """ŷ linear in x_t with w from the query's recursion: symbolic context (2 layers) and deep rational context."""
+    """ŷ linear in x_t with w from the query's recursion: symbolic context (2 layers) and deep
+    rational context."""
     from lintf_theory import decide_query_linearity, derive_query_recursion
 
     q = derive_query_recursion()
@@ -34,7 +38,8 @@ def check_query(report: Report, member: str) -> None:
         "symbolic context and gates, n=2, d=2, 1 layer, 2 heads": decide_query_linearity(
             member, n=2, d=2, layers=1, heads=2, seed=2
         ),
-        "rational context and gates, symbolic x_t, n=4, d=2, 3 layers, 2 heads": decide_query_linearity(
+        "rational context and gates, symbolic x_t, n=4, d=2, 3 layers, 2 heads":
+        decide_query_linearity(
             member, n=4, d=2, layers=3, heads=2, seed=3, symbolic_context=False
         ),
     }
@@ -57,7 +62,8 @@ def check_query(report: Report, member: str) -> None:
 
 
 def check_self_reading(report: Report, member: str) -> None:
-    """The query's own update adds a cubic term; derived factors; literal layer on rationals agrees."""
+    """The query's own update adds a cubic term; derived factors; literal layer on rationals
+    agrees."""
     from lintf_theory import (
         FamilyHead,
         derive_self_reading,
@@ -160,7 +166,8 @@ def check_closure(report: Report, member: str) -> None:
 
 
 def check_query_gate(report: Report, member: str) -> None:
-    """A query that reads itself with its own gate sigmoid(w^T e_t): y_hat(2 x_t) != 2 y_hat(x_t), exactly."""
+    """A query that reads itself with its own gate sigmoid(w^T e_t): y_hat(2 x_t) != 2 y_hat(x_t),
+    exactly."""
     from lintf_theory import gate_from_query_counterexample
 
     gap = gate_from_query_counterexample(member)
@@ -169,12 +176,14 @@ def check_query_gate(report: Report, member: str) -> None:
         gap != 0 and abs(value) > 1e-6,
         f"{member}: one layer, the query reads itself and takes its gate from its own token, the "
         f"query's key on y only (its own key and value add nothing): y_hat(2 x_t) - 2 y_hat(x_t) = "
-        f"{float(value):.6g} (exact expression in exp, evaluated to 30 certified digits): not linear",
+        f"{float(value):.6g} (exact expression in exp, evaluated to 30 certified digits): not "
+        f"linear",
     )
 
 
 def check_weighted_gd(report: Report, member: str, stated, loss_inputs=None) -> None:
-    """Derived weights omega_ik against ``stated(i, k, n, gates)``; y_hat against -grad of the weighted LS at 0."""
+    """Derived weights omega_ik against ``stated(i, k, n, gates)``; y_hat against -grad of the
+    weighted LS at 0."""
     from lintf_theory import derive_context_weights
 
     cw = derive_context_weights(member)
@@ -199,7 +208,8 @@ def check_weighted_gd(report: Report, member: str, stated, loss_inputs=None) -> 
         sp.expand(cw.y_hat - sum(s * x for s, x in zip(step, cw.xt, strict=True))) == 0,
         f"{member}: y_hat = <-grad L(0), x_t>, L = "
         + (
-            "1/2 sum_i (y_i - w^T D_i x_i)^2 with D_i = diag(omega_i.): least squares on gated inputs"
+            "1/2 sum_i (y_i - w^T D_i x_i)^2 with D_i = diag(omega_i.): least squares on gated "
+            "inputs"
             if loss_inputs == "gated"
             else "1/2 sum_i omega_i (y_i - w^T x_i)^2: one GD step (step 1) "
             "on weighted least squares from w = 0"

@@ -1,12 +1,16 @@
-r"""Causal linear attention: ``S_i = S_{i-1} + v_i k_iᵀ``, token ``i`` reads ``S_i``, the query reads ``S_n``.
+r"""Causal linear attention: ``S_i = S_{i-1} + v_i k_iᵀ``, token ``i`` reads ``S_i``, the query
+reads ``S_n``.
 
 Routes:
 
-1. *ring tokens*: ``ŷ`` decided linear in ``x_t`` on literal layers and compared with Lemma 4.3's ``w``-recursion
-   (bridge); the query's ``G_t`` is the last context token's; a query that reads itself (``o_t = S_t q_t``) adds
+1. *ring tokens*: ``ŷ`` decided linear in ``x_t`` on literal layers and compared with Lemma 4.3's
+``w``-recursion
+   (bridge); the query's ``G_t`` is the last context token's; a query that reads itself (``o_t = S_t
+   q_t``) adds
    a cubic term whose factors are derived in SymPy and checked on exact rationals;
 2. *exact forward pass*: the member against the reviewers' causal variant
-   (:func:`lintf_theory.weighted_layer_forward`); per-position tuples; two contexts with the same Gram matrix and
+   (:func:`lintf_theory.weighted_layer_forward`); per-position tuples; two contexts with the same
+   Gram matrix and
    state but different next-layer states (a permutation of orthogonal-key tokens);
 3. *SymPy gradient*: one layer is one GD step on ``½ Σ (y_i − wᵀx_i)²``.
 """
@@ -22,8 +26,10 @@ from proofs._family import check_closure, check_query, check_self_reading, check
 
 
 @claim(
-    "Causal linear attention: y_hat = <w_t^L, x_t> when the query reads the context state (it shares the last "
-    "token's tuple); reading itself adds (W_V x_t)_y (k_t^T q_t); the context is per position, not closed",
+    "Causal linear attention: y_hat = <w_t^L, x_t> when the query reads the context state (it "
+    "shares the last "
+    "token's tuple); reading itself adds (W_V x_t)_y (k_t^T q_t); the context is per position, "
+    "not closed",
     ref="Theorem 4.1, Lemma 4.3 (family)",
     routes=("ring tokens vs Lemma 4.3 (bridge)", "exact forward pass and swap", "SymPy gradient"),
 )

@@ -2,12 +2,16 @@ r"""Gated DeltaNet: ``S_i = α_i S_{i-1}(I − β_i k_i k_iᵀ) + β_i v_i k_i�
 
 Routes:
 
-1. *ring tokens*: every context token's ``α_i, β_i`` its own generators; ``ŷ`` decided linear in ``x_t`` against
-   Lemma 4.3's ``w``-recursion (bridge); a query that reads itself adds a derived cubic term, and with its own
+1. *ring tokens*: every context token's ``α_i, β_i`` its own generators; ``ŷ`` decided linear in
+``x_t`` against
+   Lemma 4.3's ``w``-recursion (bridge); a query that reads itself adds a derived cubic term, and
+   with its own
    gate it is not linear (exact, with ``exp``);
-2. *exact forward pass*: per-position tuples and the swap (``α = β = 1/2``); the layer with the regression head
+2. *exact forward pass*: per-position tuples and the swap (``α = β = 1/2``); the layer with the
+regression head
    against a shrink-then-step loop written here;
-3. *SymPy derivation*: the update on ``S = −e_y sᵀ`` is ``s̃ − β ∇ ½(y − s̃ᵀx)²`` at ``s̃ = α s``: weight decay by
+3. *SymPy derivation*: the update on ``S = −e_y sᵀ`` is ``s̃ − β ∇ ½(y − s̃ᵀx)²`` at ``s̃ = α s``:
+weight decay by
    the gate, then one SGD step.
 """
 
@@ -22,7 +26,8 @@ from proofs._family import check_closure, check_query, check_query_gate, check_s
 
 
 def shrink_then_step(X, y, alphas, betas):  # noqa: ANN001, ANN201
-    """s <- alpha_i s; s <- s + beta_i (y_i - s.x_i) x_i, from s = 0 (one sequence, exact or float)."""
+    """s <- alpha_i s; s <- s + beta_i (y_i - s.x_i) x_i, from s = 0 (one sequence, exact or
+    float)."""
     s = X[0] * 0
     for x, yi, a, b in zip(X, y, alphas, betas, strict=True):
         s = a * s
@@ -31,7 +36,8 @@ def shrink_then_step(X, y, alphas, betas):  # noqa: ANN001, ANN201
 
 
 @claim(
-    "Gated DeltaNet: y_hat = <w_t^L, x_t> whatever the context's gates; per position, not closed; one layer is "
+    "Gated DeltaNet: y_hat = <w_t^L, x_t> whatever the context's gates; per position, not closed; "
+    "one layer is "
     "one pass of SGD on the context with the gate as weight decay before each step",
     ref="Theorem 4.1, Lemma 4.3 (family)",
     routes=(

@@ -1,10 +1,14 @@
-r"""Gated linear attention: ``S_i = S_{i-1} diag(α_i) + v_i k_iᵀ``, ``α_i = sigmoid(W_α e_i)``; the query reads ``S_n``.
+r"""Gated linear attention: ``S_i = S_{i-1} diag(α_i) + v_i k_iᵀ``, ``α_i = sigmoid(W_α e_i)``; the
+query reads ``S_n``.
 
 Routes:
 
-1. *ring tokens*: each context token's gate vector is its own set of generators; ``ŷ`` decided linear in ``x_t``
-   against Lemma 4.3's ``w``-recursion (bridge); a query that reads itself with its own gate is not linear;
-2. *exact forward pass*: per-position tuples, the swap with zero gate weights, and the side of the gate
+1. *ring tokens*: each context token's gate vector is its own set of generators; ``ŷ`` decided
+linear in ``x_t``
+   against Lemma 4.3's ``w``-recursion (bridge); a query that reads itself with its own gate is not
+   linear;
+2. *exact forward pass*: per-position tuples, the swap with zero gate weights, and the side of the
+gate
    (``S diag(α)`` acts on key coordinates; ``diag(α) S`` is a different layer);
 3. *SymPy gradient*: one layer is one GD step on least squares with gated inputs ``D_i x_i``,
    ``D_i = diag(Π_{m>i} α_m)``: a weight per coordinate, not a weighted least squares.
@@ -28,7 +32,8 @@ from proofs._family import (
 
 
 @claim(
-    "GLA: y_hat = <w_t^L, x_t> whatever the gates (the authors' guess fails for the query); per position, not "
+    "GLA: y_hat = <w_t^L, x_t> whatever the gates (the authors' guess fails for the query); per "
+    "position, not "
     "closed; one layer is a GD step on least squares with per-coordinate gated inputs",
     ref="Theorem 4.1, Lemma 4.3 (family); the authors' reply on GLA",
     routes=("ring tokens vs Lemma 4.3 (bridge)", "exact forward pass and swap", "SymPy gradient"),
@@ -52,13 +57,16 @@ def check(report: Report) -> None:
     report.require(
         bool((right == S @ np.diag(alpha) + v[:, None] * k[None, :]).all())
         and not bool((right == left).all()),
-        "exact rationals: the gate multiplies the state's key columns (S diag(alpha)); the value-side "
+        "exact rationals: the gate multiplies the state's key columns (S diag(alpha)); the "
+        "value-side "
         "product diag(alpha) S gives a different state",
     )
     report.finding(
         "the authors guessed that Theorem 4.1 does not extend to GLA because of its gate "
-        "nonlinearities; the gates of context tokens never see x_t, so y_hat stays linear in x_t under "
-        "the query-reads-the-context convention; a query that reads itself with its own gate breaks it"
+        "nonlinearities; the gates of context tokens never see x_t, so y_hat stays linear in x_t "
+        "under "
+        "the query-reads-the-context convention; a query that reads itself with its own gate "
+        "breaks it"
     )
 
 

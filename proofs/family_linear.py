@@ -1,11 +1,15 @@
 r"""The paper's layer as the non-causal member of the linear-attention family.
 
-Every token reads ``S = Σ_{j≤n} v_j k_jᵀ``; with ``P = W_V`` and ``Q = W_Kᵀ W_Q`` (``W_O`` absorbed into ``W_V``) it is
+Every token reads ``S = Σ_{j≤n} v_j k_jᵀ``; with ``P = W_V`` and ``Q = W_Kᵀ W_Q`` (``W_O`` absorbed
+into ``W_V``) it is
 the paper's layer. Routes:
 
-1. *ring tokens*: the literal layers on polynomial-ring tokens, ``ŷ`` decided linear in ``x_t`` and compared with
-   Lemma 4.3's ``w``-recursion through the bridge; a query that reads itself adds a cubic term, derived in SymPy;
-2. *exact forward pass*: the member against :func:`lintf_theory.layer_forward` (two heads), and the context's Gram
+1. *ring tokens*: the literal layers on polynomial-ring tokens, ``ŷ`` decided linear in ``x_t`` and
+compared with
+   Lemma 4.3's ``w``-recursion through the bridge; a query that reads itself adds a cubic term,
+   derived in SymPy;
+2. *exact forward pass*: the member against :func:`lintf_theory.layer_forward` (two heads), and the
+context's Gram
    matrix after the layer against the derived Gram map (bridge);
 3. *SymPy gradient*: ``ŷ`` is one gradient step on ``½ Σ (y_i − wᵀx_i)²`` from ``w = 0``.
 """
@@ -21,7 +25,8 @@ from proofs._family import check_closure, check_query, check_self_reading, check
 
 
 @claim(
-    "Linear attention (non-causal, the paper's layer) as a family member: y_hat = <w^L, x_t> with one shared "
+    "Linear attention (non-causal, the paper's layer) as a family member: y_hat = <w^L, x_t> with "
+    "one shared "
     "tuple, the context closes over its Gram matrix, and one layer is one GD step",
     ref="Theorem 4.1, Lemma 4.3 (family)",
     routes=(
@@ -55,7 +60,8 @@ def check(report: Report) -> None:
     G = sum(p @ E @ q for p, q in zip(P, Q, strict=True))
     report.require(
         bool((Z1[:n].T @ Z1[:n] == gram_update(E, G)).all()),
-        "the context's Gram matrix after the layer equals the derived map E -> (I+G) E (I+G)^T (bridge)",
+        "the context's Gram matrix after the layer equals the derived map E -> (I+G) E (I+G)^T "
+        "(bridge)",
     )
     check_weighted_gd(report, "linear", lambda i, k, n, g: 1)
 

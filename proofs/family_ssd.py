@@ -1,13 +1,18 @@
-r"""Mamba-2 / SSD scalar gate: ``S_i = α_i S_{i-1} + v_i k_iᵀ``, ``α_i = sigmoid(w_αᵀ e_i)``; the query reads ``S_n``.
+r"""Mamba-2 / SSD scalar gate: ``S_i = α_i S_{i-1} + v_i k_iᵀ``, ``α_i = sigmoid(w_αᵀ e_i)``; the
+query reads ``S_n``.
 
 Routes:
 
-1. *ring tokens*: every context token's gate is its own generator (any function of the context), ``ŷ`` decided
-   linear in ``x_t`` against Lemma 4.3's ``w``-recursion (bridge); a query that reads itself with its own gate is
+1. *ring tokens*: every context token's gate is its own generator (any function of the context),
+``ŷ`` decided
+   linear in ``x_t`` against Lemma 4.3's ``w``-recursion (bridge); a query that reads itself with
+   its own gate is
    not linear (exact, with ``exp``);
 2. *exact forward pass*: per-position tuples, and the swap with zero gate weights (``α = 1/2``);
-3. *SymPy gradient and Monte Carlo*: one layer is one GD step on least squares weighted by ``Π_{m>i} α_m``;
-   ``sigmoid(z) + sigmoid(−z) = 1`` makes a first-layer gate's mean ``1/2`` at every noise level (Monte Carlo).
+3. *SymPy gradient and Monte Carlo*: one layer is one GD step on least squares weighted by ``Π_{m>i}
+α_m``;
+   ``sigmoid(z) + sigmoid(−z) = 1`` makes a first-layer gate's mean ``1/2`` at every noise level
+   (Monte Carlo).
 """
 
 from __future__ import annotations
@@ -45,8 +50,10 @@ def _gate_means(
 
 
 @claim(
-    "SSD scalar gate: y_hat = <w_t^L, x_t> whatever the context's gates (the authors' guess that SSMs do not "
-    "extend fails for the query); per position, not closed; one layer is GD on least squares weighted by the "
+    "SSD scalar gate: y_hat = <w_t^L, x_t> whatever the context's gates (the authors' guess that "
+    "SSMs do not "
+    "extend fails for the query); per position, not closed; one layer is GD on least squares "
+    "weighted by the "
     "products of later gates, whose first-layer mean is 1/2 at every noise level",
     ref="Theorem 4.1, Lemma 4.3 (family); the authors' reply on SSMs",
     routes=(
@@ -65,7 +72,8 @@ def check(report: Report) -> None:
     check_weighted_gd(report, "ssd", lambda i, k, n, gates: sp.prod(gates[i + 1 :]))
     report.require(
         derive_gate_symmetry() == 1,
-        "sigmoid(z) + sigmoid(-z) simplifies to 1: on first-layer tokens, whose law is symmetric under "
+        "sigmoid(z) + sigmoid(-z) simplifies to 1: on first-layer tokens, whose law is symmetric "
+        "under "
         "e -> -e, E sigmoid(w_alpha^T e_i) = 1/2 for every w_alpha and every noise level",
     )
     means = {s: _gate_means(s, seed=7) for s in (1.0, 3.0)}
@@ -78,8 +86,10 @@ def check(report: Report) -> None:
         + " (independent tokens: 1/4): a token's weight halves, on average, per later token",
     )
     report.finding(
-        "the authors guessed that Theorem 4.1 does not extend to SSMs because they are time-varying; "
-        "under the query-reads-the-context convention y_hat stays linear in x_t for every gate, since "
+        "the authors guessed that Theorem 4.1 does not extend to SSMs because they are "
+        "time-varying; "
+        "under the query-reads-the-context convention y_hat stays linear in x_t for every gate, "
+        "since "
         "the gates act only on context tokens; only the shared tuple is lost, as it is for RetNet"
     )
 

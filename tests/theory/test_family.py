@@ -1,4 +1,5 @@
-"""The family's literal recurrences: reductions to the paper's layer, the gates' order and side, bad input."""
+"""The family's literal recurrences: reductions to the paper's layer, the gates' order and side,
+bad input."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def _problem(seed: int, n: int = 4, d: int = 2, heads: int = 2):
 
 
 def rational_squash(z: Fraction) -> Fraction:
-    """A rational gate in (0, 1) (exact, unlike sigmoid): the recurrences hold for any gate function."""
+    """A rational gate in (0, 1) (exact, unlike sigmoid): the recurrences hold for any gate
+    function."""
     return 1 / (2 + z * z)
 
 
@@ -61,7 +63,8 @@ def test_linear_and_causal_reduce_to_the_papers_layer_and_the_causal_variant(see
 @settings(max_examples=10)
 @given(seeds)
 def test_ssd_state_is_the_sum_decayed_by_the_later_tokens_own_gates(seed: int) -> None:
-    """S_n = sum_j (prod_{m>j} alpha_m) v_j k_j^T, alpha_m from token m itself (written out here)."""
+    """S_n = sum_j (prod_{m>j} alpha_m) v_j k_j^T, alpha_m from token m itself (written out
+    here)."""
     hs, Z, n = _problem(seed, heads=1)
     h = hs[0]
     alphas = [rational_squash(np.dot(h.w_alpha, Z[m])) for m in range(n)]
@@ -82,7 +85,8 @@ def test_gla_gate_multiplies_the_key_columns() -> None:
 
 @pytest.mark.parametrize("member", FAMILY_MEMBERS)
 def test_the_query_reads_the_context_state_by_default(member: str) -> None:
-    """Default convention: y_hat(2 x_t) = 2 y_hat(x_t) on rationals (a query that reads itself is cubic)."""
+    """Default convention: y_hat(2 x_t) = 2 y_hat(x_t) on rationals (a query that reads itself is
+    cubic)."""
     hs, Z, n = _problem(7)
     hs = [
         FamilyHead(

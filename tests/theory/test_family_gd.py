@@ -1,4 +1,5 @@
-"""Regression readings: the delta rule is Widrow-Hoff, decays weight least squares, gates have mean 1/2."""
+"""Regression readings: the delta rule is Widrow-Hoff, decays weight least squares, gates have mean
+1/2."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def test_deltanet_layer_is_a_widrow_hoff_pass_in_float64() -> None:
     s = np.zeros(d)
     for i in range(n):  # LMS written out: s <- s + beta_i (y_i - s.x_i) x_i
         s = s + betas[i] * (Z[i, -1] - s @ Z[i, :d]) * Z[i, :d]
-    # one pass of 30 rank-one updates in float64: agreement to 1e-12 relative leaves room for rounding only
+    # one pass of 30 rank-one updates in float64: agreement to 1e-12 relative leaves room for
+    # rounding only
     assert float(y_hat) == pytest.approx(s @ Z[n, :d], rel=1e-12)
 
 

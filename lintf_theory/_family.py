@@ -1,9 +1,8 @@
 r"""The linear-attention family: one recurrent state per head, written literally (entry level).
 
-Context tokens ``e_1..e_n`` and queries ``e_t = (x_t, 0)`` are the rows of ``Z`` (context first). 
-FamilyHead ``h``
-has ``k_i = W_K e_i``, ``v_i = W_V e_i``, ``q_i = W_Q e_i`` (all ``D × D`` with ``D = d + 1``) and a
-``D × D`` state ``S``.  Each member is one state update (:func:`family_step`):
+Context tokens ``e_1..e_n`` and queries ``e_t = (x_t, 0)`` are the rows of ``Z`` (context first).
+Head ``h`` has ``k_i = W_K e_i``, ``v_i = W_V e_i``, ``q_i = W_Q e_i`` (all ``D × D`` with ``D
+= d + 1``) and a ``D × D`` state ``S``.  Each member is one state update (:func:`family_step`):
 
 .. math::
 
@@ -21,21 +20,15 @@ has ``k_i = W_K e_i``, ``v_i = W_V e_i``, ``q_i = W_Q e_i`` (all ``D × D`` with
     \end{aligned}
 
 with ``S_0 = 0``.  A token moves by the sum of its heads' outputs, ``e_i ← e_i + Σ_h o_i^h``: the
-output
-projection ``W_O`` is absorbed into ``W_V`` (every update is linear in ``S`` from the left, so
-``W_O S`` obeys the same recursion with ``W_O v_i``).  Context token ``i`` reads ``o_i = S_i q_i``
-(causal), except
-for ``linear``, the paper's non-causal layer, where every token reads ``S_n``.  A query reads the
-context state,
-``o_t = S_n q_t`` (the default convention), or, with ``query_reads_itself``, ``S_t q_t`` where
-``S_t`` is one more
-update with the query's own key, value and gates.  ``linear`` is the paper's layer with ``P = W_V``
-and
-``Q = W_Kᵀ W_Q``.  Keys and queries are not normalised unless ``normalise_keys`` or
-``normalise_queries`` says so
-(L2, for every token).  The gates of a token come from that token (:func:`family_gates`), or are
-given
-(``gates``), e.g. as free symbols.
+output projection ``W_O`` is absorbed into ``W_V`` (every update is linear in ``S`` from the left,
+so ``W_O S`` obeys the same recursion with ``W_O v_i``).  Context token ``i`` reads ``o_i = S_i
+q_i`` (causal), except for ``linear``, the paper's non-causal layer, where every token reads
+``S_n``.  A query reads the context state, ``o_t = S_n q_t`` (the default convention), or, with
+``query_reads_itself``, ``S_t q_t`` where ``S_t`` is one more update with the query's own key, value
+and gates.  ``linear`` is the paper's layer with ``P = W_V`` and ``Q = W_Kᵀ W_Q``.  Keys and queries
+are not normalised unless ``normalise_keys`` or ``normalise_queries`` says so (L2, for every token).
+The gates of a token come from that token (:func:`family_gates`), or are given (``gates``), e.g. as
+free symbols.
 """
 
 from __future__ import annotations
@@ -65,8 +58,7 @@ class FamilyHead:
     r"""One head: ``W_Q, W_K, W_V`` (``D × D``), and the gate parameters its member reads.
 
     ``gamma``: RetNet's decay; ``w_alpha``: ``(D,)`` for ``ssd`` and ``gated_deltanet``, ``(D, D)``
-    for ``gla``;
-    ``w_beta``: ``(D,)``, or ``None`` for the constant step ``beta``.
+    for ``gla``; ``w_beta``: ``(D,)``, or ``None`` for the constant step ``beta``.
     """
 
     WQ: Any
@@ -184,8 +176,7 @@ def family_layer(
     new rows.
 
     ``gates[h][i]`` gives head ``h``'s ``(α, β)`` of row ``i`` (context rows, then queries); by
-    default each
-    token's gates come from the token itself through ``squash`` (:func:`family_gates`).
+    default each token's gates come from the token itself through ``squash`` (:func:`family_gates`).
     """
     _check_member(member)
     if Z.ndim != 2 or not 1 <= n <= Z.shape[0]:

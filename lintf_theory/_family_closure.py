@@ -2,22 +2,15 @@ r"""Lemma 4.3's question for the family: does the context's evolution close over
 statistics?
 
 For the paper's (non-causal) layer it does: every token moves by one ``I + G`` with ``G = P E Q``,
-so the
-Gram matrix ``E`` and one tuple ``(M, u, a, w)`` carry the whole context from layer to layer.  A
-causal member
-moves context token ``i`` by its own ``T_i = I + Σ_h S_i^h W_Q^h``
-(:func:`~lintf_theory._family.family_positions`),
-so the next layer's tokens are ``T_i e_i`` with ``n`` different matrices: the state is per position,
-and its
-size grows with ``n``.  :func:`swap_contexts` makes that exact: two contexts of two tokens with keys
-on
-orthogonal axes whose final states ``S_n`` agree (the second swaps the tokens and rescales them by
-the decay
-``c`` that the first token's contribution takes, ``e_1' = e_2/√c``, ``e_2' = √c e_1``), yet whose
-next-layer
-states differ, so no map ``S_n^l ↦ S_n^{l+1}`` exists.  With ``c = 1`` (``causal``, ``deltanet``)
-the two contexts
-also share the Gram matrix ``E``, the paper's statistic.
+so the Gram matrix ``E`` and one tuple ``(M, u, a, w)`` carry the whole context from layer to layer.
+A causal member moves context token ``i`` by its own ``T_i = I + Σ_h S_i^h W_Q^h``
+(:func:`~lintf_theory._family.family_positions`), so the next layer's tokens are ``T_i e_i`` with
+``n`` different matrices: the state is per position, and its size grows with ``n``.
+:func:`swap_contexts` makes that exact: two contexts of two tokens with keys on orthogonal axes
+whose final states ``S_n`` agree (the second swaps the tokens and rescales them by the decay ``c``
+that the first token's contribution takes, ``e_1' = e_2/√c``, ``e_2' = √c e_1``), yet whose
+next-layer states differ, so no map ``S_n^l ↦ S_n^{l+1}`` exists.  With ``c = 1`` (``causal``,
+``deltanet``) the two contexts also share the Gram matrix ``E``, the paper's statistic.
 """
 
 from __future__ import annotations

@@ -2,25 +2,21 @@ r"""Optimisation readings of the family: which regression a member's state solve
 update.
 
 With the regression head of :func:`regression_head` (keys and queries read ``x``, the value is
-``−y`` in the
-target slot) the state is ``S = −e_y sᵀ`` and ``ŷ = ⟨s_n, x_t⟩``:
+``−y`` in the target slot) the state is ``S = −e_y sᵀ`` and ``ŷ = ⟨s_n, x_t⟩``:
 
 * ``deltanet``: ``s_i = s_{i-1} − β_i ∇_s ½(y_i − sᵀx_i)²|_{s_{i-1}}``, one Widrow–Hoff (LMS / SGD)
-step per token,
+  step per token,
   so one layer is one pass of online least squares over the context (:func:`derive_delta_rule`);
 * ``gated_deltanet``: the same step taken from the shrunk iterate ``α_i s_{i-1}``;
 * ``linear``, ``causal``, ``retnet``, ``ssd``, ``gla``: ``ŷ = Σ_i Σ_k ω_{ik} y_i x_{ik} x_{tk}``
-with weights read
+  with weights read
   off the layer (:func:`derive_context_weights`): one gradient step from ``w = 0`` on a weighted
-  least squares
-  (``ω_i = γ^{n-i}`` for RetNet, ``Π_{m>i} α_m`` for SSD), and for GLA a weight per coordinate,
-  which is the step
-  on least squares with gated inputs ``D_i x_i``.
+  least squares (``ω_i = γ^{n-i}`` for RetNet, ``Π_{m>i} α_m`` for SSD), and for GLA a weight per
+  coordinate, which is the step on least squares with gated inputs ``D_i x_i``.
 
 On mixed noise (:func:`derive_gate_symmetry`): ``sigmoid(z) + sigmoid(−z) = 1``, so a gate
-``sigmoid(wᵀ e_i)`` of a
-first-layer token, whose distribution is symmetric under ``e ↦ −e``, has mean ``1/2`` at every noise
-level.
+``sigmoid(wᵀ e_i)`` of a first-layer token, whose distribution is symmetric under ``e ↦ −e``, has
+mean ``1/2`` at every noise level.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@ r"""Checks that every ``proofs/family_*.py`` script runs for its member (the two
 question).
 
 * :func:`check_query`: ring tokens (symbolic context and gates, or rational context with symbolic
-``x_t`` for
+  ``x_t`` for
   depth) through the literal layers, against Lemma 4.3's ``M, w`` recursion through the bridge.
 * :func:`check_self_reading`: the derived extra term of a query that reads itself, against the
-literal layer on
+  literal layer on
   exact rationals, and the conditions read off its factors.
 * :func:`check_closure`: per-position tuples on rationals, and the exact swap counterexample.
 """

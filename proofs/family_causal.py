@@ -6,12 +6,10 @@ Routes:
 1. *ring tokens*: ``ŷ`` decided linear in ``x_t`` on literal layers and compared with Lemma 4.3's
 ``w``-recursion
    (bridge); the query's ``G_t`` is the last context token's; a query that reads itself (``o_t = S_t
-   q_t``) adds
-   a cubic term whose factors are derived in SymPy and checked on exact rationals;
+   q_t``) adds a cubic term whose factors are derived in SymPy and checked on exact rationals;
 2. *exact forward pass*: the member against the reviewers' causal variant
    (:func:`lintf_theory.weighted_layer_forward`); per-position tuples; two contexts with the same
-   Gram matrix and
-   state but different next-layer states (a permutation of orthogonal-key tokens);
+   Gram matrix and state but different next-layer states (a permutation of orthogonal-key tokens);
 3. *SymPy gradient*: one layer is one GD step on ``½ Σ (y_i − wᵀx_i)²``.
 """
 

@@ -6,9 +6,8 @@ Routes:
 1. *ring tokens*: ``ŷ`` decided linear in ``x_t`` on literal layers against Lemma 4.3's
 ``w``-recursion (bridge);
    a query that reads itself adds ``β_t (k_tᵀq_t) ((S_n W_K − W_V) x_t)_y`` (derived, checked on
-   rationals);
-   normalised keys keep the linearity, a normalised query makes ``ŷ`` homogeneous of degree 0
-   (SymPy);
+   rationals); normalised keys keep the linearity, a normalised query makes ``ŷ`` homogeneous of
+   degree 0 (SymPy);
 2. *exact forward pass*: per-position tuples and the swap; the layer with the regression head
 against a
    Widrow–Hoff loop written here;

@@ -5,8 +5,7 @@ Routes:
 1. *ring tokens*: every context token's ``α_i, β_i`` its own generators; ``ŷ`` decided linear in
 ``x_t`` against
    Lemma 4.3's ``w``-recursion (bridge); a query that reads itself adds a derived cubic term, and
-   with its own
-   gate it is not linear (exact, with ``exp``);
+   with its own gate it is not linear (exact, with ``exp``);
 2. *exact forward pass*: per-position tuples and the swap (``α = β = 1/2``); the layer with the
 regression head
    against a shrink-then-step loop written here;

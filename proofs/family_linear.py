@@ -1,8 +1,7 @@
 r"""The paper's layer as the non-causal member of the linear-attention family.
 
 Every token reads ``S = Σ_{j≤n} v_j k_jᵀ``; with ``P = W_V`` and ``Q = W_Kᵀ W_Q`` (``W_O`` absorbed
-into ``W_V``) it is
-the paper's layer. Routes:
+into ``W_V``) it is the paper's layer. Routes:
 
 1. *ring tokens*: the literal layers on polynomial-ring tokens, ``ŷ`` decided linear in ``x_t`` and
 compared with

@@ -6,10 +6,9 @@ Routes:
 1. *ring tokens*: every context token's gate is its own generator (any function of the context),
 ``ŷ`` decided
    linear in ``x_t`` against Lemma 4.3's ``w``-recursion (bridge); a query that reads itself with
-   its own gate is
-   not linear (exact, with ``exp``);
-2. *exact forward pass*: per-position tuples, and the swap with zero gate weights (``α = 1/2``);
-3. *SymPy gradient and Monte Carlo*: one layer is one GD step on least squares weighted by ``Π_{m>i}
+   its own gate is not linear (exact, with ``exp``);
+2. *exact forward pass*: per-position tuples, and the swap with zero gate weights (``α = 1/2``); 3.
+*SymPy gradient and Monte Carlo*: one layer is one GD step on least squares weighted by ``Π_{m>i}
 α_m``;
    ``sigmoid(z) + sigmoid(−z) = 1`` makes a first-layer gate's mean ``1/2`` at every noise level
    (Monte Carlo).

@@ -1,4 +1,4 @@
-r"""Where Theorem 4.1's conclusion breaks in the family: a query that reads itself, or is normalised.
+r"""Where Theorem 4.1's conclusion breaks in the family: a self-reading or a normalised query.
 
 When the query also reads itself (``S_t = step(S_n, k_t, v_t)``), the extra term is cubic in
 ``x_t``; :func:`derive_self_reading` derives it and its factors in SymPy (``D = 3``, every weight a

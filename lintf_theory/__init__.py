@@ -60,10 +60,10 @@ from ._family_gd import derive_delta_rule as derive_delta_rule
 from ._family_gd import derive_gate_symmetry as derive_gate_symmetry
 from ._family_gd import regression_head as regression_head
 from ._family_query import decide_query_linearity as decide_query_linearity
-from ._family_query import derive_query_scale as derive_query_scale
-from ._family_query import derive_self_reading as derive_self_reading
-from ._family_query import gate_from_query_counterexample as gate_from_query_counterexample
-from ._family_query import self_reading_symbols as self_reading_symbols
+from ._family_breaks import derive_query_scale as derive_query_scale
+from ._family_breaks import derive_self_reading as derive_self_reading
+from ._family_breaks import gate_from_query_counterexample as gate_from_query_counterexample
+from ._family_breaks import self_reading_symbols as self_reading_symbols
 from ._gdpp import derive_gdpp as derive_gdpp
 from ._gdpp import derive_rescaling as derive_rescaling
 from ._gdpp import gdpp_covariance_rule as gdpp_covariance_rule

@@ -1,17 +1,19 @@
 r"""Theorem 4.1's conclusion for the linear-attention family: is ``ŷ`` linear in ``x_t``?
 
-Decided on the literal layer (:func:`~lintf_theory._family.family_layer`) with every context entry, every
-entry of ``x_t`` and every context token's gate a generator of a polynomial ring over QQ
-(:func:`family_ring`): the gates stand for *any* function of the context tokens, which is what a gate
-``sigmoid(w_αᵀ e_i)`` of a context token is at every layer.  Under the default convention the query reads
-``S_n``, so its token moves as ``e_t ↦ (I + G_t) e_t`` with ``G_t = Σ_h S_n^h W_Q^h`` free of ``x_t``; its
-``(M_t, w_t)`` then follow Lemma 4.3's ``M, w`` part (:func:`~lintf_theory._variants.derive_query_recursion`)
-and ``ŷ = ⟨w_t^L, x_t⟩`` (:func:`decide_query_linearity`).
+Decided on the literal layer (:func:`~lintf_theory._family.family_layer`) with every context entry,
+every entry of ``x_t`` and every context token's gate a generator of a polynomial ring over QQ
+(:func:`family_ring`): the gates stand for *any* function of the context tokens, which is what a
+gate ``sigmoid(w_αᵀ e_i)`` of a context token is at every layer.  Under the default convention the
+query reads ``S_n``, so its token moves as ``e_t ↦ (I + G_t) e_t`` with ``G_t = Σ_h S_n^h W_Q^h``
+free of ``x_t``; its ``(M_t, w_t)`` then follow Lemma 4.3's ``M, w`` part
+(:func:`~lintf_theory._variants.derive_query_recursion`) and ``ŷ = ⟨w_t^L, x_t⟩``
+(:func:`decide_query_linearity`).
 
-When the query also reads itself (``S_t = step(S_n, k_t, v_t)``), the extra term is cubic in ``x_t``;
-:func:`derive_self_reading` derives it and its factors in SymPy (``D = 3``, every weight a symbol), so the
-condition for linearity is read off the factors: a product of polynomials vanishes iff a factor does.
-A normalised query ``q_t/‖q_t‖`` makes ``ŷ`` homogeneous of degree 0 in ``x_t`` (:func:`derive_query_scale`).
+When the query also reads itself (``S_t = step(S_n, k_t, v_t)``), the extra term is cubic in
+``x_t``; :func:`derive_self_reading` derives it and its factors in SymPy (``D = 3``, every weight a
+symbol), so the condition for linearity is read off the factors: a product of polynomials vanishes
+iff a factor does. A normalised query ``q_t/‖q_t‖`` makes ``ŷ`` homogeneous of degree 0 in ``x_t``
+(:func:`derive_query_scale`).
 """
 
 from __future__ import annotations
@@ -24,23 +26,42 @@ import numpy as np
 import sympy as sp
 from sympy.polys.domains import QQ
 
-from ._family import BETA_MEMBERS, FamilyHead, family_forward, family_layer, family_query_matrix, family_step, sigmoid
+from ._family import (
+    BETA_MEMBERS,
+    FamilyHead,
+    family_forward,
+    family_layer,
+    family_query_matrix,
+    family_step,
+    sigmoid,
+)
 from .exact import rational_array
 
 
 @dataclass(frozen=True)
 class FamilyRing:
-    r"""Ring tokens: ``Z`` (context rows, then one query), the ``x_t`` generators, per-layer gate generators."""
+    r"""Ring tokens: ``Z`` (context rows, then one query), the ``x_t`` generators, per-layer gate
+    generators."""
 
     R: Any
     Z: np.ndarray
     xt: list[Any]
-    gates: list[Any]  # [layer][head][row] -> (alpha, beta); None per layer for members without gates
+    gates: list[
+        Any
+    ]  # [layer][head][row] -> (alpha, beta); None per layer for members without gates
 
 
-def family_ring(member: str, n: int, d: int, layers: int, heads: int = 1, symbolic_context: bool = True,
-                seed: int = 0) -> FamilyRing:
-    r"""Generators for ``x_t`` and, if ``symbolic_context``, the data and each row's ``(α, β)`` per layer and head.
+def family_ring(
+    member: str,
+    n: int,
+    d: int,
+    layers: int,
+    heads: int = 1,
+    symbolic_context: bool = True,
+    seed: int = 0,
+) -> FamilyRing:
+    r"""Generators for ``x_t`` and, if ``symbolic_context``, the data and each row's ``(α, β)`` per
+    layer and head.
 
     Otherwise the context and the gates are random rationals from ``seed`` (gates in ``(0, 1]``).
     """
@@ -61,9 +82,16 @@ def family_ring(member: str, n: int, d: int, layers: int, heads: int = 1, symbol
     R, *gens = sp.ring(",".join(names + (gate_names if symbolic_context else [])), QQ)
     g = dict(zip(names + gate_names, gens, strict=False))
     if not symbolic_context:
-        g.update(zip(data, ring_const(R, rational_array(rng, (len(data),), num=3, den=2)), strict=True))
-        g.update(zip(gate_names, ring_const(R, 1 / (1 + np.abs(rational_array(rng, (len(gate_names),))))),
-                     strict=True))
+        g.update(
+            zip(data, ring_const(R, rational_array(rng, (len(data),), num=3, den=2)), strict=True)
+        )
+        g.update(
+            zip(
+                gate_names,
+                ring_const(R, 1 / (1 + np.abs(rational_array(rng, (len(gate_names),))))),
+                strict=True,
+            )
+        )
     rows = [[g[f"x{j}_{k}"] for k in range(d)] + [g[f"y{j}"]] for j in range(n)]
     xt = [g[f"xt_{k}"] for k in range(d)]
     Z = np.array(rows + [xt + [R.zero]], dtype=object)
@@ -77,17 +105,25 @@ def family_ring(member: str, n: int, d: int, layers: int, heads: int = 1, symbol
         return alpha, g.get(f"b{l}_{h}_{i}", R.one)
 
     gated = member in ("ssd", "gla", *BETA_MEMBERS)
-    gates = [[[gate(l, h, i) for i in range(n + 1)] for h in range(heads)] if gated else None for l in range(layers)]
+    gates = [
+        [[gate(l, h, i) for i in range(n + 1)] for h in range(heads)] if gated else None
+        for l in range(layers)
+    ]
     return FamilyRing(R, Z, xt, gates)
 
 
 def ring_const(R: Any, arr: Any) -> np.ndarray:
     """Rational constants (Fraction) as ring elements, elementwise."""
-    return np.vectorize(lambda v: R(QQ(v.numerator, v.denominator)), otypes=[object])(np.asarray(arr, dtype=object))
+    return np.vectorize(lambda v: R(QQ(v.numerator, v.denominator)), otypes=[object])(
+        np.asarray(arr, dtype=object)
+    )
 
 
-def random_heads(rng: np.random.Generator, R: Any, D: int, heads: int, gamma: Any = None) -> list[FamilyHead]:
-    """``heads`` heads with random rational ``W_Q, W_K, W_V`` (as ring constants) and RetNet ``γ``."""
+def random_heads(
+    rng: np.random.Generator, R: Any, D: int, heads: int, gamma: Any = None
+) -> list[FamilyHead]:
+    """``heads`` heads with random rational ``W_Q, W_K, W_V`` (as ring constants) and RetNet
+    ``γ``."""
     out = []
     for _ in range(heads):
         WQ, WK, WV = (ring_const(R, rational_array(rng, (D, D), num=2, den=2)) for _ in range(3))
@@ -108,15 +144,26 @@ class QueryLinearity:
     w: list[Any]  # implicit weights ∂ŷ/∂x_t (ring elements, free of x_t when linear)
     matches_query_recursion: bool  # w equals Lemma 4.3's w-recursion driven by G_t^l
     context_free_of_query: bool  # no context token depends on x_t at any layer
-    shares_last_token: bool  # the query's G_t^l equals the last context token's S_n W_Q at every layer
+    shares_last_token: (
+        bool  # the query's G_t^l equals the last context token's S_n W_Q at every layer
+    )
 
 
-def decide_query_linearity(member: str, n: int = 3, d: int = 1, layers: int = 2, heads: int = 1,
-                           seed: int = 0, query_reads_itself: bool = False,
-                           symbolic_context: bool = True) -> QueryLinearity:
-    r"""Run ``layers`` literal layers of ``member`` on ring tokens with random rational weights and decide.
+def decide_query_linearity(
+    member: str,
+    n: int = 3,
+    d: int = 1,
+    layers: int = 2,
+    heads: int = 1,
+    seed: int = 0,
+    query_reads_itself: bool = False,
+    symbolic_context: bool = True,
+) -> QueryLinearity:
+    r"""Run ``layers`` literal layers of ``member`` on ring tokens with random rational weights and
+    decide.
 
-    ``symbolic_context=False`` keeps only ``x_t`` symbolic (rational context and gates): fast for deep checks.
+    ``symbolic_context=False`` keeps only ``x_t`` symbolic (rational context and gates): fast for
+    deep checks.
     """
     from ._bridge import State
     from ._variants import query_step
@@ -125,8 +172,12 @@ def decide_query_linearity(member: str, n: int = 3, d: int = 1, layers: int = 2,
     R, rng = ring.R, np.random.default_rng(seed)
     idx = [R.gens.index(g) for g in ring.xt]
     Z = ring.Z
-    eye = np.array([[R.one if i == j else R.zero for j in range(d)] for i in range(d)], dtype=object)
-    st = State(eye, np.array([R.zero] * d, dtype=object), R.one, np.array([R.zero] * d, dtype=object))
+    eye = np.array(
+        [[R.one if i == j else R.zero for j in range(d)] for i in range(d)], dtype=object
+    )
+    st = State(
+        eye, np.array([R.zero] * d, dtype=object), R.one, np.array([R.zero] * d, dtype=object)
+    )
     free, shares, route = True, True, True
     for l in range(layers):
         hs = random_heads(rng, R, d + 1, heads)
@@ -143,91 +194,3 @@ def decide_query_linearity(member: str, n: int = 3, d: int = 1, layers: int = 2,
     w = [y_hat.diff(g) for g in ring.xt]
     route = linear and all(bool(a == b) for a, b in zip(w, st.w, strict=True))
     return QueryLinearity(linear, w, route, free, shares)
-
-
-# ---------------------------------------------------------------------------------------------
-# The query reads itself: the extra term, in SymPy.
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SelfReading:
-    r"""``ŷ = ℓ(x_t) + c(x_t)`` when the query reads ``S_t``: ``c`` the part of degree 3 and its factors."""
-
-    y_hat: sp.Expr
-    linear_part: sp.Expr
-    cubic_part: sp.Expr
-    factors: tuple[sp.Expr, ...]  # non-constant factors of the cubic part
-    xt: tuple[sp.Symbol, ...]
-
-
-def self_reading_symbols(d: int = 2) -> dict[str, Any]:
-    """The symbols of :func:`derive_self_reading`: ``WQ, WK, WV, S`` (``D × D``), ``xt``, ``alpha_t, beta_t``."""
-    D = d + 1
-    mats = {name: sp.Matrix(D, D, lambda i, j, name=name: sp.Symbol(f"{name}_{i}{j}")) for name in
-            ("WQ", "WK", "WV", "S")}
-    return dict(mats, xt=sp.symbols(f"xt_0:{d}"), alpha_t=sp.Symbol("alpha_t"), beta_t=sp.Symbol("beta_t"))
-
-
-@cache
-def derive_self_reading(member: str, d: int = 2) -> SelfReading:
-    r"""``ŷ = −(S_t q_t)_y`` with ``S_t`` one update of a symbolic ``S_n`` by the query's own key and value.
-
-    The query's gates are the symbols ``α_t, β_t`` (constant in ``x_t``); for ``retnet`` ``α_t = γ`` is.
-    """
-    s = self_reading_symbols(d)
-    xt = s["xt"]
-    e = np.array([*xt, 0], dtype=object)
-    arr = {k: np.array(s[k].tolist(), dtype=object) for k in ("WQ", "WK", "WV", "S")}
-    k_, v_, q_ = arr["WK"] @ e, arr["WV"] @ e, arr["WQ"] @ e
-    alpha = np.array([s["alpha_t"]] * (d + 1), dtype=object) if member == "gla" else s["alpha_t"]
-    S_t = family_step(member, arr["S"], k_, v_, alpha, s["beta_t"])
-    y_hat = sp.expand(-(S_t @ q_)[-1])
-    poly = sp.Poly(y_hat, *xt)
-    part = lambda deg: sp.Add(*[c * sp.prod([x**p for x, p in zip(xt, m)])  # noqa: E731
-                                for m, c in poly.terms() if sum(m) == deg])
-    cubic = part(3)
-    _, facs = sp.factor_list(cubic) if cubic != 0 else (0, [])
-    factors = tuple(f for f, _ in facs if f.free_symbols)
-    assert set(sum(m) for m in poly.monoms()) <= {1, 3}, "the query's own update adds only degree-3 terms"
-    return SelfReading(y_hat, part(1), cubic, factors, tuple(xt))
-
-
-def derive_query_scale(member: str, d: int = 2) -> tuple[sp.Expr, sp.Expr]:
-    r"""``(ŷ(x_t), ŷ(c x_t))`` for a normalised query ``q_t/‖q_t‖`` reading a symbolic ``S_n``, ``c > 0``.
-
-    Their difference simplifies to zero: ``ŷ`` is homogeneous of degree 0 in ``x_t``, never linear unless zero.
-    """
-    s = self_reading_symbols(d)
-    c = sp.Symbol("c", positive=True)
-    xt = sp.symbols(f"xt_0:{d}", real=True)
-    WQ, S = np.array(s["WQ"].tolist(), dtype=object), np.array(s["S"].tolist(), dtype=object)
-
-    def y_hat(scale: Any) -> sp.Expr:
-        q = WQ @ np.array([*(scale * x for x in xt), 0], dtype=object)
-        return -(S @ q)[-1] / sp.sqrt(sum(qi * qi for qi in q))
-
-    return y_hat(1), y_hat(c)
-
-
-def gate_from_query_counterexample(member: str, seed: int = 3, n: int = 2, d: int = 1) -> sp.Expr:
-    r"""``ŷ(2x_t) − 2ŷ(x_t)`` for one layer whose query reads itself with gates ``sigmoid(w^T e_t)``.
-
-    Exact SymPy value (rational data, gates with ``exp``); non-zero means ``ŷ`` is not linear in ``x_t``.
-    The value's key is zeroed on ``x`` (``W_K`` reads ``y`` only), so the query's own key and value add nothing:
-    what remains is the query's gate.
-    """
-    rng = np.random.default_rng(seed)
-    D = d + 1
-    WQ, WV = rational_array(rng, (D, D), num=2, den=2), rational_array(rng, (D, D), num=2, den=2)
-    WK = np.zeros((D, D), dtype=object)
-    WK[-1, -1] = 1
-    wa = rational_array(rng, (D, D) if member == "gla" else (D,), num=2, den=2, nonzero=True)
-    wb = rational_array(rng, (D,), num=2, den=2, nonzero=True)
-    head = FamilyHead(WQ, WK, WV, w_alpha=wa, w_beta=wb if member in BETA_MEMBERS else None)
-    ctx = rational_array(rng, (n, D), num=3, den=2)
-    xt = rational_array(rng, (d,), num=3, den=2, nonzero=True)
-
-    def y_hat(scale: int) -> sp.Expr:
-        Z = np.concatenate([ctx, np.array([[*(scale * xt), 0]], dtype=object)])
-        return -family_layer(member, [head], Z, n, query_reads_itself=True, squash=sigmoid)[n, -1]
-
-    return sp.nsimplify(y_hat(2) - 2 * y_hat(1))

@@ -1,4 +1,5 @@
-"""Regression readings: the delta rule is Widrow-Hoff, decays weight least squares, gates have mean 1/2."""
+"""Regression readings: the delta rule is Widrow-Hoff, decays weight least squares, gates have mean
+1/2."""
 
 from __future__ import annotations
 
@@ -6,8 +7,13 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from lintf_theory import (derive_context_weights, derive_delta_rule, derive_gate_symmetry, family_layer,
-                          regression_head)
+from lintf_theory import (
+    derive_context_weights,
+    derive_delta_rule,
+    derive_gate_symmetry,
+    family_layer,
+    regression_head,
+)
 
 
 @pytest.mark.parametrize("member", ["deltanet", "gated_deltanet"])
@@ -21,11 +27,14 @@ def test_deltanet_layer_is_a_widrow_hoff_pass_in_float64() -> None:
     Z = np.concatenate([rng.standard_normal((n + 1, d + 1))], 0)
     Z[n, -1] = 0.0
     betas = rng.uniform(0.05, 0.5, n + 1)
-    y_hat = -family_layer("deltanet", [regression_head(d)], Z, n, gates=[[(1, b) for b in betas]])[n, -1]
+    y_hat = -family_layer("deltanet", [regression_head(d)], Z, n, gates=[[(1, b) for b in betas]])[
+        n, -1
+    ]
     s = np.zeros(d)
     for i in range(n):  # LMS written out: s <- s + beta_i (y_i - s.x_i) x_i
         s = s + betas[i] * (Z[i, -1] - s @ Z[i, :d]) * Z[i, :d]
-    # one pass of 30 rank-one updates in float64: agreement to 1e-12 relative leaves room for rounding only
+    # one pass of 30 rank-one updates in float64: agreement to 1e-12 relative leaves room for
+    # rounding only
     assert float(y_hat) == pytest.approx(s @ Z[n, :d], rel=1e-12)
 
 

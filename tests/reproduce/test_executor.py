@@ -67,6 +67,17 @@ def test_two_workers_give_every_cell_of_the_serial_run(cluster, tmp_path):
     assert written(tmp_path / "out") == serial_files(tasks, tmp_path / "serial")
 
 
+def test_a_scheduler_file_reaches_the_cluster_it_names(cluster, tmp_path):
+    from distributed import Client
+
+    with Client(cluster) as client:
+        client.write_scheduler_file(str(tmp_path / "scheduler.json"))
+    tasks = cells(2)
+    executor.run(tasks, out=tmp_path / "out", scheduler=str(tmp_path / "scheduler.json"),
+                 progress=False)
+    assert written(tmp_path / "out") == serial_files(tasks, tmp_path / "serial")
+
+
 def test_results_travel_back_and_the_client_writes_every_cell(cluster, tmp_path, monkeypatch):
     """The workers keep their run directories in temporary directories of their own
     (``runs=None``), apart from the client's ``out``; every file under ``out`` is one the client

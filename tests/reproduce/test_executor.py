@@ -250,6 +250,16 @@ def test_bad_arguments_are_one_line_errors_before_any_work(tmp_path, kw, words):
     assert "\n" not in str(err.value) and not (tmp_path / "out" / "models").exists()
 
 
+def test_a_scheduler_that_does_not_answer_is_a_one_line_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(executor.on_dask, "CONNECT_TIMEOUT", "1s")
+    with pytest.raises(LintfError) as err:
+        executor.run(cells(1), out=tmp_path / "out", scheduler="tcp://127.0.0.1:1", progress=False)
+    msg = str(err.value)
+    assert msg.startswith("scheduler 'tcp://127.0.0.1:1': no Dask scheduler answers (")
+    assert "\n" not in msg
+    assert not (tmp_path / "out" / "models").exists()
+
+
 @pytest.mark.parametrize("name", ["", "..", "a/b", "-x"])
 def test_a_cell_name_that_is_not_a_folder_name_is_refused(tmp_path, name):
     task = (name, functools.partial(fakes.checkpointed_cell, seed=0))

@@ -34,8 +34,15 @@ ENV_NAMES = ("LINTF_HOST_DEVICES", "XLA_FLAGS", "JAX_DEFAULT_MATMUL_PRECISION")
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(tmp_path_factory):
+    """The module's local cluster, with a scheduler file written at its start (as ``dask scheduler
+    --scheduler-file`` writes one) at ``cluster.scheduler_file``."""
+    from distributed import Client
+
     c = executor.local_cluster(2)
+    c.scheduler_file = str(tmp_path_factory.mktemp("scheduler") / "scheduler.json")
+    with Client(c) as client:
+        client.write_scheduler_file(c.scheduler_file)
     yield c
     c.close()
 
@@ -68,13 +75,8 @@ def test_two_workers_give_every_cell_of_the_serial_run(cluster, tmp_path):
 
 
 def test_a_scheduler_file_reaches_the_cluster_it_names(cluster, tmp_path):
-    from distributed import Client
-
-    with Client(cluster) as client:
-        client.write_scheduler_file(str(tmp_path / "scheduler.json"))
     tasks = cells(2)
-    executor.run(tasks, out=tmp_path / "out", scheduler=str(tmp_path / "scheduler.json"),
-                 progress=False)
+    executor.run(tasks, out=tmp_path / "out", scheduler=cluster.scheduler_file, progress=False)
     assert written(tmp_path / "out") == serial_files(tasks, tmp_path / "serial")
 
 

@@ -34,8 +34,15 @@ ENV_NAMES = ("LINTF_HOST_DEVICES", "XLA_FLAGS", "JAX_DEFAULT_MATMUL_PRECISION")
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(tmp_path_factory):
+    """The module's local cluster, with a scheduler file written at its start (as ``dask scheduler
+    --scheduler-file`` writes one) at ``cluster.scheduler_file``."""
+    from distributed import Client
+
     c = executor.local_cluster(2)
+    c.scheduler_file = str(tmp_path_factory.mktemp("scheduler") / "scheduler.json")
+    with Client(c) as client:
+        client.write_scheduler_file(c.scheduler_file)
     yield c
     c.close()
 
@@ -64,6 +71,12 @@ def test_two_workers_give_every_cell_of_the_serial_run(cluster, tmp_path):
     tasks = cells(5)
     executor.run(tasks, out=tmp_path / "out", scheduler=cluster.scheduler_address,
                  runs=tmp_path / "runs", progress=False)
+    assert written(tmp_path / "out") == serial_files(tasks, tmp_path / "serial")
+
+
+def test_a_scheduler_file_reaches_the_cluster_it_names(cluster, tmp_path):
+    tasks = cells(2)
+    executor.run(tasks, out=tmp_path / "out", scheduler=cluster.scheduler_file, progress=False)
     assert written(tmp_path / "out") == serial_files(tasks, tmp_path / "serial")
 
 
@@ -237,6 +250,16 @@ def test_bad_arguments_are_one_line_errors_before_any_work(tmp_path, kw, words):
     with pytest.raises(LintfError, match=words) as err:
         executor.run(cells(1), out=tmp_path / "out", progress=False, **kw)
     assert "\n" not in str(err.value) and not (tmp_path / "out" / "models").exists()
+
+
+def test_a_scheduler_that_does_not_answer_is_a_one_line_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(executor.on_dask, "CONNECT_TIMEOUT", "1s")
+    with pytest.raises(LintfError) as err:
+        executor.run(cells(1), out=tmp_path / "out", scheduler="tcp://127.0.0.1:1", progress=False)
+    msg = str(err.value)
+    assert msg.startswith("scheduler 'tcp://127.0.0.1:1': no Dask scheduler answers (")
+    assert "\n" not in msg
+    assert not (tmp_path / "out" / "models").exists()
 
 
 @pytest.mark.parametrize("name", ["", "..", "a/b", "-x"])

@@ -31,7 +31,8 @@ def test_the_example_prints_what_the_page_says_in_this_process(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(block.replace("jobs=2", "jobs=1"), str(PAGE), "exec"), {"__name__": "__main__"})
+        code = compile(block.replace("jobs=2", "jobs=1"), str(PAGE), "exec")
+        exec(code, {"__name__": "__main__"})
     assert out.getvalue().splitlines() == shown
 
 

@@ -20,6 +20,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import proofs
+    import proofs  # lazy: start-up
 
-    return proofs.run(args)
+    printed = printed_claim(args.printed) if args.printed else None  # bad input fails here, before any work
+    return proofs.run(args, [printed] if printed else [])
+
+
+def printed_claim(path: str):  # noqa: ANN201  (a proofs.Claim; proofs is imported when the command runs)
+    r"""``--printed FILE``: the printed GD++ values against the ``λ = E σ²`` floor, as one more claim row.
+
+    The table is parsed and validated now (a one-line ``ValueError`` before any work) and checked when the
+    claim runs; the format and the rule are in :mod:`numerics.reproduce.floor`, the theorem behind it in
+    ``proofs/gdpp_ridge_floor.py``."""
+    import proofs  # lazy: start-up
+    from numerics.reproduce import floor  # lazy: start-up
+
+    rows = floor.read_printed(path)
+
+    def check(report: proofs.Report) -> None:
+        results = floor.check_printed(rows)
+        for _, _, _, text in results:
+            report.ok(text)
+        bad = [text for _, _, flag, text in results if flag]
+        report.require(not bad, f"{len(bad)} of {len(rows)} printed GD++ values are below the floor: "
+                       + "; ".join(bad))
+
+    return proofs.Claim(f"printed GD++ values in {path} are at or above ridge at lambda = E sigma^2",
+                        "printed table", ("printed values", "Monte Carlo floor (n=20, d=10)"), check,
+                        "numerics.cli.verify")

@@ -280,3 +280,27 @@ def test_every_closed_form_prediction_matches_numpy_per_sequence() -> None:
     capped = s2 > cap
     assert 0 < capped.sum() < B  # the cap binds on some sequences and not on the others
     assert np.min(np.abs(np.array(want["TunedRR"]) - np.array(want["AdaRR"]))[capped]) > 1e-6
+
+
+def test_the_tuning_loss_grids_are_mean_losses_of_numpy_ridge() -> None:
+    """``mean_loss_grid`` (ConstRR's objective) and ``tuned_loss_grid`` (TunedRR's, at ``m · min(σ̂², c)``) against
+    the mean of ``½(y_t − ŷ)²`` with ``ŷ`` by NumPy, on caps that bind on some sequences and not on others."""
+    B, n, d = 30, 10, 3
+    X, y, xq = _rand(23, B, n, d, noise=1.0)
+    yq = np.random.default_rng(24).standard_normal(B)
+    s2 = np.array([np.sum((y[b] - X[b] @ np.linalg.lstsq(X[b], y[b], rcond=None)[0]) ** 2) / (n - d)
+                   for b in range(B)])
+
+    def mean_loss(s: np.ndarray) -> float:
+        pred = [xq[b] @ np.linalg.solve(X[b].T @ X[b] + s[b] * np.eye(d), X[b].T @ y[b]) for b in range(B)]
+        return float(np.mean(0.5 * (yq - np.array(pred)) ** 2))
+
+    grid = np.array([0.0, 0.3, 2.0])
+    caps, mults = np.quantile(s2, [0.3, 0.7]), np.array([0.5, 2.0])
+    with jax.enable_x64(True):
+        sp = spectral(jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq))
+        const = np.asarray(baselines.mean_loss_grid(sp, jnp.asarray(yq), jnp.asarray(grid)))
+        tuned = np.asarray(baselines.tuned_loss_grid(sp, jnp.asarray(yq), jnp.asarray(caps), jnp.asarray(mults)))
+    np.testing.assert_allclose(const, [mean_loss(np.full(B, s)) for s in grid], rtol=LINALG_RTOL)
+    np.testing.assert_allclose(tuned, [mean_loss(m * np.minimum(s2, c)) for c, m in zip(caps, mults)],
+                               rtol=LINALG_RTOL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from tests.fakes import near_miss
 from tests.strategies import scaled_model, toy_batch
 
 from lintf_theory import weighted_layer_forward
@@ -132,11 +133,8 @@ def test_a_near_miss_fails_at_the_default_tolerance_and_rounding_does_not(model,
              "predict": lambda X, y, q: np.asarray(models.predict(P, Q, X, y, q))}[output]
     X, y, xq = _batch(93)
 
-    def off_by(rel: float):  # every layer's output (the tokens past the input, or the predictions) off by rel
-        def forward(X, y, q):
-            out = exact(X, y, q)
-            return np.concatenate([out[:1], out[1:] * (1 + rel)]) if output == "tokens" else out * (1 + rel)
-        return forward
+    def off_by(rel: float):
+        return near_miss(exact, rel, tokens=output == "tokens")
 
     with pytest.raises(AssertionError, match=f"^{first}: .*relative difference 1e-06 > rtol 1e-10"):
         testing.assert_follows_theorem_4_1(off_by(NEAR_MISS), P, Q, max_examples=2)

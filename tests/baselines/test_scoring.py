@@ -64,7 +64,7 @@ def test_evaluate_is_the_mean_and_paired_se_of_numpy_losses_on_the_drawn_sequenc
 
 
 def test_a_chunk_is_drawn_from_its_own_key_and_a_short_chunk_is_a_prefix() -> None:
-    """Chunk ``i`` is the sampler's draw from ``fold_in(key, i)``; a short last chunk keeps its first
+    """Chunk ``i`` is the draw from ``fold_in(key, i)``; a short last chunk keeps its first
     sequences."""
     with jax.enable_x64(True):
         short = scoring.chunk_batch(KEY, Noise.parse("uniform:2"), 1, 30, 6, 2, 50)

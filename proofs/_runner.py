@@ -21,9 +21,12 @@ from ._check import REGISTRY, Claim, Result
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``python -m proofs`` (``lintf verify`` has these and ``--printed``)."""
     parser.add_argument("--json", action="store_true", help="print the results as a JSON list")
-    parser.add_argument("--only", metavar="NAMES", help="comma-separated module names or paper refs to run")
-    parser.add_argument("--latex", metavar="FILE", help="also write every derived statement as LaTeX/Markdown")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print what each claim checked")
+    parser.add_argument("--only", metavar="NAMES",
+                        help="comma-separated module names or paper refs to run")
+    parser.add_argument("--latex", metavar="FILE",
+                        help="also write every derived statement as LaTeX/Markdown")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print what each claim checked")
 
 
 def discover() -> list[Claim]:
@@ -80,8 +83,9 @@ def print_table(results: list[Result]) -> None:
 
 
 def run(args: argparse.Namespace, extra: Sequence[Claim] = ()) -> int:
-    """Run the claims ``args.only`` selects, then ``extra`` (claims the caller built, such as ``lintf verify
-    --printed``'s), print them as ``args`` says, and return the exit status (0 when every claim passes)."""
+    """Run the claims ``args.only`` selects, then ``extra`` (claims the caller built, such as
+    ``lintf verify --printed``'s), print them as ``args`` says, and return the exit status (0 when
+    every claim passes)."""
     results = run_all(args.only) + [c.run() for c in extra]
     if args.latex:
         atomic_write_text(args.latex, render_markdown(), exclusive=True)

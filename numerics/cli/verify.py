@@ -22,16 +22,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import proofs  # lazy: start-up
 
-    printed = printed_claim(args.printed) if args.printed else None  # bad input fails here, before any work
+    # bad input fails here, before any work
+    printed = printed_claim(args.printed) if args.printed else None
     return proofs.run(args, [printed] if printed else [])
 
 
-def printed_claim(path: str):  # noqa: ANN201  (a proofs.Claim; proofs is imported when the command runs)
-    r"""``--printed FILE``: the printed GD++ values against the ``λ = E σ²`` floor, as one more claim row.
+def printed_claim(path: str):  # noqa: ANN201  (a proofs.Claim; proofs is imported when run)
+    r"""``--printed FILE``: the printed GD++ values against the ``λ = E σ²`` floor, as one more
+    claim row.
 
-    The table is parsed and validated now (a one-line ``ValueError`` before any work) and checked when the
-    claim runs; the format and the rule are in :mod:`numerics.reproduce.floor`, the theorem behind it in
-    ``proofs/gdpp_ridge_floor.py``."""
+    The table is parsed and validated now (a one-line ``ValueError`` before any work) and checked
+    when the claim runs; the format and the rule are in :mod:`numerics.reproduce.floor`, the
+    theorem behind it in ``proofs/gdpp_ridge_floor.py``."""
     import proofs  # lazy: start-up
     from numerics.reproduce import floor  # lazy: start-up
 
@@ -42,9 +44,9 @@ def printed_claim(path: str):  # noqa: ANN201  (a proofs.Claim; proofs is import
         for _, _, _, text in results:
             report.ok(text)
         bad = [text for _, _, flag, text in results if flag]
-        report.require(not bad, f"{len(bad)} of {len(rows)} printed GD++ values are below the floor: "
-                       + "; ".join(bad))
+        below = f"{len(bad)} of {len(rows)} printed GD++ values are below the floor: "
+        report.require(not bad, below + "; ".join(bad))
 
-    return proofs.Claim(f"printed GD++ values in {path} are at or above ridge at lambda = E sigma^2",
-                        "printed table", ("printed values", "Monte Carlo floor (n=20, d=10)"), check,
-                        "numerics.cli.verify")
+    text = f"printed GD++ values in {path} are at or above ridge at lambda = E sigma^2"
+    routes = ("printed values", "Monte Carlo floor (n=20, d=10)")
+    return proofs.Claim(text, "printed table", routes, check, "numerics.cli.verify")

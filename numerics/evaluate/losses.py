@@ -10,10 +10,10 @@ noise level (the *oracle*) on the same sequences:
     \qquad \text{adjusted} = \frac1N \sum_\tau (\ell_\tau - \ell^{\rm or}_\tau),
 
 with standard error ``std(ℓ − ℓ^or)/√N`` of the *paired* difference (the oracle's own sampling
-noise cancels). The evaluation sequences, the oracle and the accumulator of adjusted losses live in
-:mod:`numerics.baselines.scoring` (the baselines are scored with them too); this module re-exports them and adds
-the models' evaluation: per-variance profiles, per-layer read-outs, the float64 passes of a universal model in
-slices, and the tail check.
+noise cancels). The evaluation sequences, the oracle and the accumulator of adjusted losses
+live in :mod:`numerics.baselines.scoring` (the baselines are scored with them too); this module
+re-exports them and adds the models' evaluation: per-variance profiles, per-layer read-outs, the
+float64 passes of a universal model in slices, and the tail check.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ axes of each):
   ``k`` is columns ``kK..(k+1)K−1`` of ``W_{Q,K,V}`` and the same rows of ``W_O``), split by ``heads``;
 * 2-D: one layer of the 3-D form.
 
-A weight-tied model stores one layer and gives ``layers``: the layer is repeated.  :func:`model_meta` is the
-``meta`` a converted model file carries.
+A weight-tied model stores one layer and gives ``layers``: the layer is repeated.
+:func:`model_meta` is the ``meta`` a converted model file carries.
 """
 
 from __future__ import annotations
@@ -157,9 +157,9 @@ def from_universal(P: Any, Q: Any, convention: str = "row", value_scale: float =
 
 def model_meta(source: dict[str, Any], noise: str | Noise | None = None,
                x: str | XDist | None = None) -> dict[str, Any]:
-    """The ``meta`` of a model converted from attention weights: ``kind`` ``full``, the ``source`` record and,
-    when given, the data setting ``lintf inspect`` then uses by default, in canonical spelling with every level
-    (``categorical:1,3,5`` keeps all three)."""
+    """The ``meta`` of a model converted from attention weights: ``kind`` ``full``, the ``source``
+    record and, when given, the data setting ``lintf inspect`` then uses by default, in canonical
+    spelling with every level (``categorical:1,3,5`` keeps all three)."""
     meta: dict[str, Any] = {"kind": "full", "source": source}
     if noise is not None:
         meta["noise"] = str(Noise.parse(noise))

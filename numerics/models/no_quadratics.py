@@ -86,7 +86,8 @@ def limit_tail(t: float, n: int, d: int, weights: tuple[float, float]) -> float:
     ``s = n t²``, ``r = √(s/w_1)``, ``S`` the χ² survival function; a smooth integrand, so 200-node
     Gauss–Legendre is exact to ~1e-12 (checked against ``scipy.integrate.quad`` in the tests).
     """
-    # χ²_k survival = Q(k/2, x/2); scipy.special (lighter than scipy.stats) costs importing numerics.models 0.4 s
+    # χ²_k survival = Q(k/2, x/2); scipy.special (lighter than scipy.stats) would cost importing
+    # numerics.models 0.4 s
     from scipy.special import erfc, gammaincc  # lazy: start-up
 
     if int(d) < 1 or int(n) < 1 or not t > 0:

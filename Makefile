@@ -6,7 +6,7 @@ PY      = $(VENV)/bin/python
 LINTF   = $(VENV)/bin/lintf
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-slow verify install clean
+.PHONY: demo test test-slow lint format verify install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,18 @@ demo: $(STAMP)
 	    --eval-sequences 20000 --out runs/demo-diag3
 	$(LINTF) inspect runs/demo-diag3/model.npz --noise $(DEMO_NOISE) --sequences 2048
 
+# ruff's lint rules and formatting (pyproject.toml) on the whole tree, then the tests.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# Apply the formatting and the fixes ruff can make safely (import order, pyupgrade).
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
 # Two test processes, one per core of a small machine; a file's tests stay in one process (module fixtures).
-test: $(STAMP)
+test: lint
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 test-slow: $(STAMP)

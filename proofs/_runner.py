@@ -7,17 +7,32 @@ import importlib
 import pkgutil
 import re
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
-from numerics.io import strict_json
+from rich.console import Console
+from rich.table import Table
+
+from lintf_theory import render_markdown
+from numerics.io import atomic_write_text, strict_json
 
 from ._check import REGISTRY, Claim, Result
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``python -m proofs`` (``lintf verify`` has these and ``--printed``)."""
+    parser.add_argument("--json", action="store_true", help="print the results as a JSON list")
+    parser.add_argument("--only", metavar="NAMES",
+                        help="comma-separated module names or paper refs to run")
+    parser.add_argument("--latex", metavar="FILE",
+                        help="also write every derived statement as LaTeX/Markdown")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print what each claim checked")
+
+
 def discover() -> list[Claim]:
     """Import every public module of :mod:`proofs` (sorted by name) and return their claims."""
-    import proofs
-
-    for info in sorted(pkgutil.iter_modules(proofs.__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
         if not info.name.startswith("_"):
             importlib.import_module(f"proofs.{info.name}")
     seen: dict[int, Claim] = {}
@@ -56,9 +71,6 @@ def run_all(only: str | None = None) -> list[Result]:
 
 
 def print_table(results: list[Result]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     table = Table(title="lintf verify: claims of Vladymyrov et al. (NeurIPS 2024)", show_lines=False)
     for col in ("claim", "paper", "route(s)", "status", "seconds"):
         table.add_column(col, overflow="fold")
@@ -82,15 +94,12 @@ def print_table(results: list[Result]) -> None:
     console.print(f"{len(results) - n_fail} passed, {n_fail} failed")
 
 
-def run(args: argparse.Namespace) -> int:
-    from . import _printed
-
-    printed = _printed.load(args.printed) if args.printed else None  # bad input fails here, before any work
-    results = run_all(args.only) + ([printed.run()] if printed else [])
+def run(args: argparse.Namespace, extra: Sequence[Claim] = ()) -> int:
+    """Run the claims ``args.only`` selects, then ``extra`` (claims the caller built, such as
+    ``lintf verify --printed``'s), print them as ``args`` says, and return the exit status (0 when
+    every claim passes)."""
+    results = run_all(args.only) + [c.run() for c in extra]
     if args.latex:
-        from lintf_theory import render_markdown
-        from numerics.io import atomic_write_text
-
         atomic_write_text(args.latex, render_markdown(), exclusive=True)
     if args.json:
         print(strict_json([r.as_dict() for r in results], indent=2))
@@ -107,8 +116,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from numerics.cli.verify import add_arguments
-
     parser = argparse.ArgumentParser(prog="python -m proofs", description="Run every proof-check script.")
     add_arguments(parser)
     args = parser.parse_args(argv)

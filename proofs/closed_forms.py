@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from lintf_theory import ONE_STEP_SYMBOLS, derive_one_step_gd, one_step_rule, wishart_moments
 from proofs._check import Report, claim
 
 
@@ -13,11 +14,11 @@ def _mc_losses(key, noise: str, etas, n: int, d: int, batch: int) -> list[tuple[
 
     Data as in :mod:`numerics.data` (w, x_i, x_t ~ N(0, I), per-sequence sigma from ``Noise``), drawn with NumPy
     to avoid compiling the JAX sampler inside ``lintf verify`` (tests/theory/test_closed_forms.py uses ``sample``)."""
-    import jax
+    import jax  # lazy: start-up
 
-    from numerics.models.constructions import gd
-    from numerics.data import Noise
-    from numerics.models import forward_tokens, universal
+    from numerics.data import Noise  # lazy: start-up
+    from numerics.models import forward_tokens, universal  # lazy: start-up
+    from numerics.models.constructions import gd  # lazy: start-up
 
     out = []
     rng = np.random.default_rng(int(key))
@@ -37,12 +38,10 @@ def _mc_losses(key, noise: str, etas, n: int, d: int, batch: int) -> list[tuple[
 @claim("One GD step with step eta: E-loss d/2 (1 - 2 eta n + eta^2 n (n+d+1+sigma^2)); optimum eta = 1/(n+d+1+E sigma^2); "
        "at sigma = 0 the loss is d(d+1)/(2(n+d+1))", ref="docs/model.md closed form", routes=("symbolic", "numeric"))
 def check(report: Report) -> None:
-    import jax
-
-    from lintf_theory import ONE_STEP_SYMBOLS, derive_one_step_gd, one_step_rule, wishart_moments
+    import jax  # lazy: start-up
 
     d, n, sigma2 = ONE_STEP_SYMBOLS.d, ONE_STEP_SYMBOLS.n, ONE_STEP_SYMBOLS.sigma2
-    from numerics.data import Noise
+    from numerics.data import Noise  # lazy: start-up
 
     m, g = wishart_moments(), derive_one_step_gd()
     report.ok(f"Wishart moments from chi-square moments: E Sigma = {m.m1} I, E Sigma^2 = {m.m2} I")

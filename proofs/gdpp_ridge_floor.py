@@ -26,6 +26,18 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
+from lintf_theory import (
+    GDPP_FLOOR_SYMBOLS,
+    GDPP_SYMBOLS,
+    degree_law,
+    derive_gdpp_spectral,
+    derive_pointwise_optimum,
+    filter_coefficient_rule,
+    filter_polynomials,
+    mean_sigma2,
+    ridge_floor_rule,
+)
+from lintf_theory.exact import fraction_eye
 from proofs._check import Report, claim
 from proofs._diag_data import F, context, diag_model, forward_all
 
@@ -62,11 +74,10 @@ def exact_prediction(heads, d: int, ctx):  # noqa: ANN001, ANN201
 
 def float_gap(L: int, seed: int) -> float:
     r"""Max relative gap between ``predict`` and ``x_tᵀ p_L(Σ) α`` (coefficients from the bridge) on 8 sequences."""
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: start-up
+    import jax.numpy as jnp  # lazy: start-up
 
-    from lintf_theory import filter_coefficient_rule
-    from numerics.models import Gdpp, predict, universal
+    from numerics.models import Gdpp, predict, universal  # lazy: start-up
 
     rng = np.random.default_rng(seed)
     wxx, wyx = -rng.uniform(0.005, 0.05, L), -rng.uniform(0.01, 0.5, L)
@@ -84,7 +95,7 @@ def float_gap(L: int, seed: int) -> float:
 
 
 def _sequences(rng: np.random.Generator, noise: str, N: int):  # noqa: ANN202
-    from numerics.data import Noise
+    from numerics.data import Noise  # lazy: start-up
 
     nz = Noise.parse(noise)
     if nz.kind == "uniform":
@@ -100,10 +111,9 @@ def _sequences(rng: np.random.Generator, noise: str, N: int):  # noqa: ANN202
 
 def filter_family_mc(noise: str, seed: int, edges: np.ndarray | None = None) -> dict:
     r"""Least-squares piecewise-constant filter on raw sequences, and its comparison with ``f*`` (see module docstring)."""
-    from lintf_theory import GDPP_FLOOR_SYMBOLS, GDPP_SYMBOLS, derive_pointwise_optimum, ridge_floor_rule
 
     f_s, v_s, mu_sym = GDPP_FLOOR_SYMBOLS.f_s, GDPP_FLOOR_SYMBOLS.v_s, GDPP_SYMBOLS.mu
-    from numerics.data import Noise
+    from numerics.data import Noise  # lazy: start-up
 
     mu, z, yt = _sequences(np.random.default_rng(seed), noise, MC_SEQUENCES)
     if edges is None:
@@ -149,10 +159,7 @@ def counterexample(kind: str) -> tuple[Fraction, Fraction]:
        routes=("symbolic p_L recursion", "exact + float64 forward pass", "symbolic pointwise optimum",
                "Monte Carlo filter family", "exact DIAG counterexample"))
 def check(report: Report) -> None:
-    from lintf_theory import (GDPP_FLOOR_SYMBOLS, GDPP_SYMBOLS, degree_law, derive_gdpp_spectral,
-                              derive_pointwise_optimum, filter_coefficient_rule, filter_polynomials, mean_sigma2)
-    from lintf_theory.exact import fraction_eye
-    from numerics.data import Noise
+    from numerics.data import Noise  # lazy: start-up
 
     mu, v_s = GDPP_SYMBOLS.mu, GDPP_FLOOR_SYMBOLS.v_s
     A_, b_, c_, delta_ = derive_gdpp_spectral().blocks
@@ -205,7 +212,6 @@ def depth_sym(law) -> sp.Symbol:  # noqa: ANN001
 
 
 def _check_optimum(report: Report, po, mean_sigma2, v_s, Noise) -> None:  # noqa: ANN001
-    from lintf_theory import GDPP_SYMBOLS
 
     mu = GDPP_SYMBOLS.mu
 

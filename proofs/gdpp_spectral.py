@@ -15,6 +15,15 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from lintf_theory import (
+    GDPP_SPECTRAL_SYMBOLS,
+    GDPP_SYMBOLS,
+    SECOND_ORDER_SYMBOLS,
+    derive_gdpp_spectral,
+    gdpp_eigenvalue_map,
+    gdpp_spectral_loss_rule,
+)
+from lintf_theory.symbols import omega_xx
 from proofs._check import Report, claim
 
 #: float64 comparisons of a 3-layer model on n=20, d=10 data: both sides are O(1) sums of
@@ -35,11 +44,11 @@ def _data(seed: int, sigma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def spectral_prediction_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_XX, omega_yx=OMEGA_YX) -> float:
     r"""Max relative gap between ``predict`` and ``x_tᵀ V diag(s_L(μ)) Vᵀ α`` over 8 sequences."""
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: start-up
+    import jax.numpy as jnp  # lazy: start-up
 
-    from numerics.baselines.gdpp_fit import factors
-    from numerics.models import Gdpp, predict, universal
+    from numerics.baselines.gdpp_fit import factors  # lazy: start-up
+    from numerics.models import Gdpp, predict, universal  # lazy: start-up
 
     with jax.enable_x64(True):
         wxx, wyx = np.asarray(omega_xx, float), np.asarray(omega_yx, float)
@@ -56,12 +65,11 @@ def spectral_prediction_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_
 
 def conditional_loss_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_XX, omega_yx=OMEGA_YX) -> tuple[float, float]:
     r"""``(relative gap, exact loss)``: ``½(‖K X − I‖² + σ²‖K‖²)`` from ``predict`` vs ``Σ_j ℓ(μ_j)``."""
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: start-up
+    import jax.numpy as jnp  # lazy: start-up
 
-    from lintf_theory import gdpp_spectral_loss_rule
-    from numerics.baselines.gdpp_fit import factors
-    from numerics.models import Gdpp, predict, universal
+    from numerics.baselines.gdpp_fit import factors  # lazy: start-up
+    from numerics.models import Gdpp, predict, universal  # lazy: start-up
 
     with jax.enable_x64(True):
         wxx, wyx = np.asarray(omega_xx, float), np.asarray(omega_yx, float)
@@ -84,9 +92,6 @@ def conditional_loss_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_XX,
        "E[(y_hat - y_t)^2 | X]/2 = sum_j (r_j^2 + sigma^2 mu_j s_j^2)/2",
        ref="Section 5.1 (GD++), Theorem 4.1", routes=("symbolic", "float64 model pass", "float64 exact expectation"))
 def check(report: Report) -> None:
-    from lintf_theory import GDPP_SPECTRAL_SYMBOLS, GDPP_SYMBOLS, SECOND_ORDER_SYMBOLS, derive_gdpp_spectral, gdpp_eigenvalue_map
-    from lintf_theory.symbols import omega_xx
-
     m_s, mu = GDPP_SPECTRAL_SYMBOLS.m_s, GDPP_SYMBOLS.mu
     mu_gram, omega_gram = SECOND_ORDER_SYMBOLS.mu, SECOND_ORDER_SYMBOLS.omega_xx
 

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from lintf_theory import SECOND_ORDER_SYMBOLS, derive_lemma_a2
 from proofs._check import Report, claim
 
 
 @claim("Eigenvalues of Sigma in [1, 1+eps]: one GD step w_hat = sum_i y_i x_i has ||w_hat - w*|| <= eps ||w*||",
        ref="Lemma A.2", routes=("symbolic", "numeric"))
 def check(report: Report) -> None:
-    from lintf_theory import derive_lemma_a2
-    from lintf_theory import SECOND_ORDER_SYMBOLS
-
     eps = SECOND_ORDER_SYMBOLS.eps
-    from numerics.models.constructions import gd, implicit_weight
+    from numerics.models.constructions import gd, implicit_weight  # lazy: start-up
 
     A2 = derive_lemma_a2()
     report.require(A2.bound.holds, f"per eigen-direction error factor {A2.error_factor} (eta=1); "

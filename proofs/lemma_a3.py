@@ -5,6 +5,13 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from lintf_theory import (
+    SECOND_ORDER_SYMBOLS,
+    derive_lemma_a3,
+    gdpp_eigenvalue_map,
+    gram_update,
+    kappa_next_rule,
+)
 from proofs._check import Report, claim
 
 
@@ -12,9 +19,6 @@ from proofs._check import Report, claim
        "kappa' <= 1 + 2 eps^2 (eps <= 0.1); gamma*nu = 1/3 cancels the first-order term",
        ref="Lemma A.3", routes=("symbolic", "numeric"))
 def check(report: Report) -> None:
-    from lintf_theory import derive_lemma_a3, gdpp_eigenvalue_map, gram_update, kappa_next_rule
-    from lintf_theory import SECOND_ORDER_SYMBOLS
-
     t = SECOND_ORDER_SYMBOLS.t
 
     L = derive_lemma_a3()

@@ -19,11 +19,23 @@ Routes:
 from __future__ import annotations
 
 import random
+from fractions import Fraction
 
 import numpy as np
 import sympy as sp
 from sympy.polys.domains import QQ
 
+from lintf_theory import (
+    State,
+    attention_weights,
+    derive_query_recursion,
+    layer_forward,
+    query_step,
+    recursion_step,
+    shared_tuple,
+    token_G,
+    weighted_layer_forward,
+)
 from proofs._check import Report, claim
 from proofs._exact import rational_array, state_matrix
 
@@ -49,8 +61,6 @@ def _const(R, arr):
 
 def _ring_layers(kind: str, rng: random.Random, n: int, d: int, layers: int) -> dict[str, bool]:
     """``layers`` (1 or 2) literal layers of ``kind`` on ring tokens; the facts route 2 decides."""
-    from lintf_theory import recursion_step
-    from lintf_theory import State, attention_weights, query_step, token_G, weighted_layer_forward
 
     R, Z0, xt_idx, g1, g2 = _ring(n, d)
     params = [([_const(R, rational_array(rng, (d + 1, d + 1), scale=1, den=2))],
@@ -81,9 +91,6 @@ def _ring_layers(kind: str, rng: random.Random, n: int, d: int, layers: int) -> 
 
 def _counterexample(kind: str, rng: random.Random, n: int = 4, d: int = 2) -> bool:
     """True iff one rational layer of ``kind`` admits a shared ``T`` over 4 context tokens and 2 queries."""
-    from fractions import Fraction
-
-    from lintf_theory import attention_weights, shared_tuple, weighted_layer_forward
 
     P = [rational_array(rng, (d + 1, d + 1), scale=1, den=2)]
     Q = [rational_array(rng, (d + 1, d + 1), scale=1, den=2)]
@@ -99,8 +106,6 @@ def _counterexample(kind: str, rng: random.Random, n: int = 4, d: int = 2) -> bo
        "stays linear in x_t; with causal masking the query shares the last context token's tuple",
        ref="docs/model.md (reviewers)", routes=("symbolic block", "entry-level polynomial ring", "exact counterexample"))
 def check(report: Report) -> None:
-    from lintf_theory import derive_query_recursion
-
     q = derive_query_recursion()
     report.require(not q.uses_u_or_a and q.matches_lemma_4_3,
                    f"block level: query under its own G_t keeps (M x_t, -<w, x_t>) with M' = {q.M_next}, w' = {q.w_next}; "
@@ -125,10 +130,6 @@ def check(report: Report) -> None:
     found = {kind: _counterexample(kind, rng) for kind in ("standard", "key_decay", "causal", "retnet")}
     report.require(found["standard"] and found["key_decay"] and not found["causal"] and not found["retnet"],
                    f"exact rationals, one layer, 4 context tokens + 2 queries, gamma = 1/2: a shared T exists: {found}")
-    from fractions import Fraction
-
-    from lintf_theory import layer_forward
-    from lintf_theory import attention_weights, weighted_layer_forward
 
     P, Q = [rational_array(rng, (3, 3), den=2)], [rational_array(rng, (3, 3), den=2)]
     Z0 = rational_array(rng, (4, 3), den=3)

@@ -21,6 +21,15 @@ import numpy as np
 import sympy as sp
 from sympy.polys.domains import QQ
 
+from lintf_theory import (
+    VARIANT_SYMBOLS,
+    derive_ffn_break,
+    layer_forward,
+    quadratic_ffn,
+    shared_tuple,
+    square_feature,
+)
+from lintf_theory.symbols import M, d
 from proofs._check import Report, claim
 from proofs._exact import rational_array
 
@@ -29,7 +38,6 @@ N, D = 3, 2
 
 def _model(ffn, rng: random.Random):
     """``(Z ↦ ffn(layer(Z)), Z ↦ layer(ffn(layer(Z))))`` with fixed rational parameters; any exact entries."""
-    from lintf_theory import layer_forward
 
     P = [[rational_array(rng, (D + 1, D + 1), scale=1, den=2)] for _ in range(2)]
     Q = [[rational_array(rng, (D + 1, D + 1), scale=1, den=2)] for _ in range(2)]
@@ -45,9 +53,6 @@ def _tokens(ctx: np.ndarray, xts: list) -> np.ndarray:
        "(M, u, a, w) reproduces the tokens; a linear FFN keeps it", ref="docs/model.md (reviewers)",
        routes=("symbolic block", "polynomial ring", "explicit exact forward pass"))
 def check(report: Report) -> None:
-    from lintf_theory import VARIANT_SYMBOLS, derive_ffn_break, quadratic_ffn, shared_tuple, square_feature
-    from lintf_theory.symbols import M, d
-
     k_sym = VARIANT_SYMBOLS.k_sym
     f = derive_ffn_break()
     e1 = sp.ImmutableMatrix([1] + [0] * (D - 1))  # k = e_1: the feature y += beta x(1)^2 at layer 0 (M = I)

@@ -15,7 +15,10 @@ Routes:
 from __future__ import annotations
 
 import numpy as np
+import sympy as sp
 
+from lintf_theory import THEOREM_4_2_SYMBOLS, derive_theorem_4_2, noiseless_weight, run_recursion
+from lintf_theory.symbols import d
 from proofs._check import Report, claim
 
 D = 5  # input dimension of the Monte Carlo
@@ -26,12 +29,10 @@ RTOL = 1e-9
 
 
 def _route_agreement(report: Report) -> None:
-    import jax
+    import jax  # lazy: start-up
 
-    from lintf_theory import run_recursion
-    from lintf_theory import noiseless_weight
-    from numerics.models import init, universal
-    from numerics.models.no_quadratics import layer_targets
+    from numerics.models import init, universal  # lazy: start-up
+    from numerics.models.no_quadratics import layer_targets  # lazy: start-up
 
     rng = np.random.default_rng(7)
     worst_v, worst_ls = 0.0, 0.0
@@ -58,13 +59,12 @@ def _route_agreement(report: Report) -> None:
        "||P_X q||/||q|| ~ sqrt((d+4)/n), below 0.1 with high probability once n >> d",
        ref="Theorem 4.2", routes=("symbolic block", "numeric (random FULL models, literal forward pass)"))
 def check(report: Report) -> None:
-    import sympy as sp
-
-    from lintf_theory import THEOREM_4_2_SYMBOLS, derive_theorem_4_2
-    from lintf_theory.symbols import d
-
     n_sym = THEOREM_4_2_SYMBOLS.n_sym
-    from numerics.models.no_quadratics import limit_tail, n_for_tail, random_full_cosines
+    from numerics.models.no_quadratics import (  # lazy: start-up
+        limit_tail,
+        n_for_tail,
+        random_full_cosines,
+    )
 
     t = derive_theorem_4_2()
     report.require(t.linear_in_x, f"y = w_tau^T x: y^l = v^T x with v = {t.weight}, and after one more layer "
@@ -95,7 +95,7 @@ def check(report: Report) -> None:
     means = [r[1] for r in rows]
     report.require(all(x > y for x, y in zip(means, means[1:])), "mean |cos| decreases as n grows away from d")
     rng = np.random.default_rng(11)
-    from numerics.models.no_quadratics import projection_bound, quadratic_feature
+    from numerics.models.no_quadratics import projection_bound, quadratic_feature  # lazy: start-up
 
     X = rng.standard_normal((400, n_big, D))
     b = projection_bound(X, quadratic_feature(X))

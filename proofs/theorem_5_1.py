@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lintf_theory import derive_lemma_a3, layer_count, layer_count_exact
 from proofs._check import Report, claim
 
 FLOOR = 1e-13  # float64: the read-out error stalls near 1e-16 * kappa-dependent growth (measured <= 5e-14 at kappa=1e3)
@@ -13,9 +14,13 @@ FLOOR = 1e-13  # float64: the read-out error stalls near 1e-16 * kappa-dependent
        "l(kappa, eps) = K1 + K2 + 1 layers; accuracy vs depth is doubly exponential once kappa' < 1.1",
        ref="Theorem 5.1", routes=("symbolic", "numeric"))
 def check(report: Report) -> None:
-    from lintf_theory import derive_lemma_a3, layer_count, layer_count_exact
-    from numerics.models.constructions import (gd_best_step_errors, gdpp_second_order, implicit_weight,
-                                        newton_schulz_errors, spectrum_data)
+    from numerics.models.constructions import (  # lazy: start-up
+        gd_best_step_errors,
+        gdpp_second_order,
+        implicit_weight,
+        newton_schulz_errors,
+        spectrum_data,
+    )
 
     c = derive_lemma_a3().c
     report.ok(f"l(kappa, eps) = ceil(log(kappa/1.1)/log(1/c))+ + ceil(log2(log(1/(2 eps))/log 5))+ + 1, c = {c}; "

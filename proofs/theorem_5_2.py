@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from lintf_theory import THEOREM_5_2_SYMBOLS, derive_theorem_5_2
 from proofs._check import Report, claim
 
 
 def _ridge_errors(sig_model: tuple[float, float], sigma: float, ns, trials: int, d: int = 4, seed: int = 0) -> np.ndarray:
     """Mean ||w^2 - w*_{sigma^2}|| / ||w*_{sigma^2}|| over trials, x_i ~ N(0, I/n), for each n."""
-    from numerics.models.constructions import implicit_weight, theorem_5_2
+    from numerics.models.constructions import implicit_weight, theorem_5_2  # lazy: start-up
 
     rng = np.random.default_rng(seed)
     out = []
@@ -30,8 +31,6 @@ def _ridge_errors(sig_model: tuple[float, float], sigma: float, ns, trials: int,
        "(omega_yx, n omega_yx omega_yy): w^2 -> ridge for both noise levels as n -> infinity",
        ref="Theorem 5.2", routes=("symbolic", "numeric"))
 def check(report: Report) -> None:
-    from lintf_theory import THEOREM_5_2_SYMBOLS, derive_theorem_5_2
-
     P_nyy, omega_yx, sig2 = THEOREM_5_2_SYMBOLS.P_nyy, THEOREM_5_2_SYMBOLS.omega_yx, THEOREM_5_2_SYMBOLS.sig2
     s1, s2 = THEOREM_5_2_SYMBOLS.s1, THEOREM_5_2_SYMBOLS.s2
 

@@ -8,7 +8,9 @@ import io
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -142,3 +144,21 @@ def fake_baselines(noise: str, budget: Budget) -> dict:
     return {"noise": noise, "eval_sequences": budget.eval_sequences, "tune_sequences": budget.tune_sequences,
             "profile_sequences": budget.profile_sequences, "profile_points": budget.profile_points,
             "methods": methods, "profile": {"sigma": [0.0, 1.0, 2.0]} | {m: {k: list(v) for k, v in curve.items()} for m in methods}}
+
+
+# ------------------------------------------------------------------------------------------------
+# Implementations under test (numerics.evaluate.testing)
+# ------------------------------------------------------------------------------------------------
+
+Forward = Callable[[Any, Any, Any], Any]
+
+
+def near_miss(forward: Forward, rel: float, tokens: bool) -> Forward:
+    """``forward`` with every layer's output off by the relative ``rel``: the tokens past the input
+    (``tokens``: ``forward`` returns ``(L+1, B, n+1, d+1)``) or the predictions ``(B,)``."""
+
+    def off(X: Any, y: Any, x_query: Any) -> np.ndarray:
+        out = np.asarray(forward(X, y, x_query))
+        return np.concatenate([out[:1], out[1:] * (1 + rel)]) if tokens else out * (1 + rel)
+
+    return off

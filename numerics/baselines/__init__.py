@@ -1,9 +1,10 @@
 """Baselines: ridge-type predictors (ConstRR, AdaRR, TunedRR, GD) and the oracle ridge
 (:mod:`numerics.baselines.ridge`), the Bayes-optimal predictor (:mod:`numerics.baselines.bayes`), the spectral form
-they share (:mod:`numerics.baselines.spectral`) and the exact spectral fit of GD++
-(:mod:`numerics.baselines.gdpp_fit`)."""
+they share (:mod:`numerics.baselines.spectral`), the sequences and oracle-paired loss every method is scored with
+(:mod:`numerics.baselines.scoring`) and the exact spectral fit of GD++ (:mod:`numerics.baselines.gdpp_fit`)."""
 
 from numerics.baselines import spectral as spectral
+from numerics.baselines import scoring as scoring
 from numerics.baselines.spectral import Spectral as Spectral
 from numerics.baselines.spectral import ridge as ridge_predictor
 from numerics.baselines.ridge import CONST_GRID as CONST_GRID

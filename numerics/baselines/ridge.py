@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from numerics.baselines import bayes
-from numerics.evaluate import losses as evaluation
+from numerics.baselines import scoring
 from numerics.data import Noise
 from numerics.baselines.spectral import Spectral, check_ols, check_s, ridge_predict, ridge_predict_grid
 
@@ -84,7 +84,7 @@ def gd_direction(sp: Spectral) -> jax.Array:
 
 @jax.jit
 def mean_loss_grid(sp: Spectral, y_query: jax.Array, s_grid: jax.Array) -> jax.Array:
-    return jnp.mean(evaluation.per_sequence_loss(ridge_predict_grid(sp, s_grid), y_query), -1)
+    return jnp.mean(scoring.per_sequence_loss(ridge_predict_grid(sp, s_grid), y_query), -1)
 
 
 @jax.jit
@@ -92,7 +92,7 @@ def tuned_loss_grid(sp: Spectral, y_query: jax.Array, caps: jax.Array, mults: ja
     s2 = sigma2_hat(sp)
 
     def one(cm: jax.Array) -> jax.Array:
-        return jnp.mean(evaluation.per_sequence_loss(ridge_predict(sp, cm[1] * jnp.minimum(s2, cm[0])), y_query))
+        return jnp.mean(scoring.per_sequence_loss(ridge_predict(sp, cm[1] * jnp.minimum(s2, cm[0])), y_query))
 
     return jax.lax.map(one, jnp.stack([caps, mults], -1))
 
@@ -163,11 +163,11 @@ def tune_eta(sp: Spectral, y_query: jax.Array) -> float:
 def tune(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, methods=NAMES,
          chunk: int | None = None) -> Tuned:
     """Tune ConstRR, TunedRR and GD on ``sequences`` fresh sequences drawn with ``key`` (float64)."""
-    chunk = evaluation.CHUNK if chunk is None else chunk
+    chunk = scoring.CHUNK if chunk is None else chunk
     if not set(TUNED) & set(methods):
         return Tuned()
     with jax.enable_x64(True):
-        parts = list(evaluation.batches(key, noise, sequences, n, d, chunk))
+        parts = list(scoring.batches(key, noise, sequences, n, d, chunk))
         sp = Spectral(*(jnp.concatenate(f) for f in zip(*(p[1] for p in parts))))
         yq = jnp.concatenate([p[0].y_query for p in parts])
         kw = {}
@@ -181,7 +181,8 @@ def tune(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, met
 
 
 def predictor(tuned: Tuned, noise: Noise | str, methods=NAMES, nodes: int = bayes.DEFAULT_NODES):
-    """``predict(batch, spectra) -> {name: ŷ (B,)}`` for :func:`numerics.evaluate.losses.evaluate` / ``profile``."""
+    """``predict(batch, spectra) -> {name: ŷ (B,)}`` for :func:`numerics.baselines.scoring.evaluate` and
+    :func:`numerics.evaluate.profile`."""
     q = bayes.quadrature(noise, nodes)
     mean_sigma2 = Noise.parse(noise).mean_sigma2
     s_nodes, log_w = jnp.asarray(q.s), jnp.asarray(q.log_w)
@@ -228,7 +229,7 @@ def table(noise: Noise | str, n: int = 20, d: int = 10, sequences: int = 100_000
     among the methods also ``minus_Bayes`` ± ``minus_Bayes_se`` (paired ``ℓ_m − ℓ_Bayes``). The tuning set
     uses ``split(PRNGKey(seed))[0]``, the evaluation set ``[1]``.
     """
-    chunk = evaluation.CHUNK if chunk is None else chunk
+    chunk = scoring.CHUNK if chunk is None else chunk
     noise = Noise.parse(noise)
     methods = check_methods(methods, n, d)
     check_s(noise.values, "noise sigma")
@@ -237,7 +238,7 @@ def table(noise: Noise | str, n: int = 20, d: int = 10, sequences: int = 100_000
     k_tune, k_eval = jax.random.split(jax.random.PRNGKey(int(seed)))
     tuned = tune(k_tune, noise, tune_sequences, n, d, methods, chunk)
     with jax.enable_x64(True):
-        res = evaluation.evaluate(predictor(tuned, noise, methods, nodes), noise, sequences, n, d, k_eval, chunk,
+        res = scoring.evaluate(predictor(tuned, noise, methods, nodes), noise, sequences, n, d, k_eval, chunk,
                                   against="Bayes" if "Bayes" in methods else None)
     params = {"ConstRR": {"lam_const": tuned.lam_const}, FLOOR: {"lam": noise.mean_sigma2},
               "TunedRR": {"cap": tuned.cap, "mult": tuned.mult}, "GD": {"eta": tuned.eta}, "Bayes": {"nodes": len(bayes.quadrature(noise, nodes).s)}}

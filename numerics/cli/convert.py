@@ -94,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.source} -> {args.out}: W_Q, W_K, W_V, W_O of shape {W['W_Q'].shape} "
               f"({args.convention} convention, value scale {args.value_scale:g}, W_K = W_V = I); L={L}, H={H}")
         return 0
-    noise = str(Noise.parse(args.noise)) if args.noise else None  # the canonical spelling; every level exact
-    x = str(XDist.parse(args.x)) if args.x else None
+    noise = Noise.parse(args.noise) if args.noise else None  # bad input fails here, before any work
+    x = XDist.parse(args.x) if args.x else None
     try:
         W = convert.weights_as_heads(arrays, args.convention, args.heads)
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is the one-line error below
@@ -111,8 +111,7 @@ def run(args: argparse.Namespace) -> int:
               "value_scale": args.value_scale, "y_only": args.y_only,
               "key_size": W["W_Q"].shape[-1 if args.convention == "row" else -2],
               "heads": H, "layers": L, "weight_tied": W["W_Q"].shape[0] == 1 and L > 1}
-    meta = {"kind": "full", "source": source} | ({"noise": noise} if noise else {}) | ({"x": x} if x else {})
-    save_model(args.out, P, Q, meta, exclusive=True)
+    save_model(args.out, P, Q, convert.model_meta(source, noise, x), exclusive=True)
     print(f"{args.source} -> {args.out}: P, Q of shape {P.shape} (L={L} layers, H={H} heads, d={D - 1}; "
           f"{args.convention} convention, value scale {args.value_scale:g}{', y-only' if args.y_only else ''})")
     return 0

@@ -7,6 +7,9 @@ command line (and importing :mod:`numerics`) never imports :mod:`proofs`.
 from __future__ import annotations
 
 import argparse
+import codecs
+import tempfile
+from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +23,62 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import proofs
+    import proofs  # lazy: start-up
 
-    return proofs.run(args)
+    # bad input fails here, before any work
+    printed = printed_claim(args.printed) if args.printed else None
+    return proofs.run(args, [printed] if printed else [])
+
+
+def printed_claim(path: str):  # noqa: ANN201  (a proofs.Claim; proofs is imported when run)
+    r"""``--printed FILE``: the printed GD++ values against the ``λ = E σ²`` floor, as one more
+    claim row.
+
+    The table is parsed and validated now (a one-line ``ValueError`` before any work) and checked
+    when the claim runs; the format and the rule are in :mod:`numerics.reproduce.floor`, the
+    theorem behind it in ``proofs/gdpp_ridge_floor.py``."""
+    import proofs  # lazy: start-up
+    from numerics.reproduce import floor  # lazy: start-up
+
+    rows = read_printed(path)
+
+    def check(report: proofs.Report) -> None:
+        results = floor.check_printed(rows)
+        for _, _, _, text in results:
+            report.ok(text)
+        bad = [text for _, _, flag, text in results if flag]
+        below = f"{len(bad)} of {len(rows)} printed GD++ values are below the floor: "
+        report.require(not bad, below + "; ".join(bad))
+
+    text = f"printed GD++ values in {path} are at or above ridge at lambda = E sigma^2"
+    routes = ("printed values", "Monte Carlo floor (n=20, d=10)")
+    return proofs.Claim(text, "printed table", routes, check, "numerics.cli.verify")
+
+
+def read_printed(path: str | Path) -> list:
+    """:func:`numerics.reproduce.floor.read_printed`, after the checks of :mod:`numerics.io` on a file lintf did not
+    write: its size, UTF-8, and for JSON its nesting depth (before it is parsed).  A byte-order mark, as spreadsheets
+    write one, is dropped: the table is then parsed from a copy without it, and messages name ``path``."""
+    from numerics.errors import LintfError  # lazy: start-up
+    from numerics.io import JSON_DEPTH_MAX, json_depth, read_text  # lazy: start-up
+    from numerics.reproduce import floor  # lazy: start-up
+
+    if not Path(path).is_file():
+        return floor.read_printed(path)  # its own one-line error: no such file, not a regular file
+    try:
+        text = read_text(path, f"--printed {path}")
+    except LintfError as exc:
+        raise ValueError(str(exc)) from None
+    if Path(path).suffix.lower() == ".json" and (depth := json_depth(text)) > JSON_DEPTH_MAX:
+        raise ValueError(f"--printed {path}: JSON nested {depth} levels deep, more than the {JSON_DEPTH_MAX} a table "
+                         "of printed values needs (a list of objects)")
+    with open(path, "rb") as f:
+        if f.read(3) != codecs.BOM_UTF8:
+            return floor.read_printed(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / Path(path).name
+        copy.write_text(text, encoding="utf-8")
+        try:
+            return floor.read_printed(copy)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace(str(copy), str(path))) from None

@@ -49,6 +49,7 @@ import numpy as np
 
 from lintf_theory import run_recursion
 
+from numerics.baselines.ridge import oracle_weights
 from numerics.models import check_data, predict
 
 
@@ -118,8 +119,6 @@ def ols(X: Any, y: Any) -> jax.Array:
 def ridge(X: Any, y: Any, sigma: Any) -> jax.Array:
     r"""``w*_{σ²} = (Σ + σ² I)^{-1} α`` per sequence, ``(B, d)``; ``sigma`` is ``(B,)`` or a scalar
     (:func:`numerics.baselines.ridge.oracle_weights`)."""
-    from numerics.baselines.ridge import oracle_weights  # the baselines import numerics.evaluate
-
     X, y = jnp.asarray(X), jnp.asarray(y)
     return oracle_weights(X, y, jnp.broadcast_to(jnp.asarray(sigma, dtype=X.dtype), X.shape[:1]))
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import numpy as np
 
-from numerics.models.kinds import Diag, Gdpp
+from lintf_theory import kappa_next_rule, layer_count, run_recursion, theorem_5_2_parameters
+from numerics.models.kinds import Diag, Gdpp, universal
 
 
 def _check_positive(name: str, value: float) -> float:
@@ -65,8 +67,6 @@ def gdpp_second_order(mu: float, nu: float, eps: float | None = None, preconditi
     bounds ``μ_{l+1} = f(μ_l)``, ``ν_{l+1} = f(ν_l)`` (``f`` monotone on ``[0, ν_l]``).  Layer ``K+1``:
     ``ω_xx = 0``, ``ω_yx = -1/μ_K``.  Total ``K + 1`` layers.
     """
-    from lintf_theory import kappa_next_rule, layer_count
-
     mu, nu = _check_positive("mu", mu), _check_positive("nu", nu)
     if mu > nu:
         raise ValueError(f"need mu <= nu, got mu={mu}, nu={nu}")
@@ -128,8 +128,6 @@ def theorem_5_2(sigma1: float, sigma2: float, n: int) -> Diag:
 
     Layer 1: ``p_y = ω_yx, q_x = 1``; layer 2: ``p_y = ω_yy, q_y = 1``; other entries zero.
     """
-    from lintf_theory import theorem_5_2_parameters
-
     if int(n) < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     s1, s2 = float(sigma1), float(sigma2)
@@ -149,11 +147,6 @@ def implicit_weight(params: Gdpp | Diag, X: np.ndarray, y: np.ndarray, all_layer
     Computed by the bridge :func:`lintf_theory.run_recursion` (NumPy backend) on the universal
     ``P, Q`` of :func:`numerics.models.universal`; ``ŷ = ⟨w^L, x_t⟩`` (Theorem 4.1).
     """
-    import jax
-
-    from lintf_theory import run_recursion
-    from numerics.models.kinds import universal
-
     X = np.asarray(X, dtype=np.float64)
     arrays = [np.asarray(p, dtype=np.float64) for p in params]
     L = arrays[0].shape[0]

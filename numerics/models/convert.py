@@ -23,6 +23,7 @@ axes of each):
 * 2-D: one layer of the 3-D form.
 
 A weight-tied model stores one layer and gives ``layers``: the layer is repeated.
+:func:`model_meta` is the ``meta`` a converted model file carries.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy as np
 
 from lintf_theory import attention_inverse_rule, attention_rule, check_parameters
 
+from numerics.data import Noise, XDist
 from numerics.io import check_real_finite
 
 CONVENTIONS = ("row", "column")
@@ -151,3 +153,16 @@ def from_universal(P: Any, Q: Any, convention: str = "row", value_scale: float =
             WQ[l, k], WO[l, k] = rule(P[l, k], Q[l, k], s)
     eye = np.broadcast_to(np.eye(d + 1), P.shape).copy()
     return {"W_Q": WQ, "W_K": eye, "W_V": eye.copy(), "W_O": WO}
+
+
+def model_meta(source: dict[str, Any], noise: str | Noise | None = None,
+               x: str | XDist | None = None) -> dict[str, Any]:
+    """The ``meta`` of a model converted from attention weights: ``kind`` ``full``, the ``source``
+    record and, when given, the data setting ``lintf inspect`` then uses by default, in canonical
+    spelling with every level (``categorical:1,3,5`` keeps all three)."""
+    meta: dict[str, Any] = {"kind": "full", "source": source}
+    if noise is not None:
+        meta["noise"] = str(Noise.parse(noise))
+    if x is not None:
+        meta["x"] = str(XDist.parse(x))
+    return meta

@@ -19,7 +19,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import jax
 import numpy as np
+
+from numerics.models.forward import forward_tokens
+from numerics.models.kinds import init, universal
 
 
 def quadratic_feature(X: np.ndarray, coord: int = 0) -> np.ndarray:
@@ -42,10 +46,6 @@ def projection_bound(X: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 def layer_targets(P: Any, Q: Any, X: np.ndarray, y: np.ndarray, x_query: np.ndarray) -> np.ndarray:
     """Context targets ``y^l`` of every layer from the literal forward pass (float64): ``(L+1, B, n)``."""
-    import jax
-
-    from numerics.models.forward import forward_tokens
-
     n = X.shape[-2]
     with jax.enable_x64(True):  # one XLA program per shape instead of one per operation
         Z = jax.jit(forward_tokens)(np.asarray(P, np.float64), np.asarray(Q, np.float64), X, y, x_query)
@@ -60,10 +60,6 @@ class CosineSample(NamedTuple):
 def random_full_cosines(seed: int, n: int, d: int, layers: int, models: int, seqs: int) -> CosineSample:
     r"""Random FULL models (``numerics.models.init``, entries of std ``(n(d+1))^{-1/2}`` so ``G = P E Q`` is
     ``O(1)``) on fresh noiseless sequences ``x_i, w_τ ~ N(0, I)``; deterministic in ``seed``."""
-    import jax
-
-    from numerics.models.kinds import init, universal
-
     for name, v, lo in (("n", n, 1), ("d", d, 1), ("layers", layers, 1), ("models", models, 1), ("seqs", seqs, 1)):
         if int(v) < lo:
             raise ValueError(f"{name} must be >= {lo}, got {v}")
@@ -90,7 +86,9 @@ def limit_tail(t: float, n: int, d: int, weights: tuple[float, float]) -> float:
     ``s = n t²``, ``r = √(s/w_1)``, ``S`` the χ² survival function; a smooth integrand, so 200-node
     Gauss–Legendre is exact to ~1e-12 (checked against ``scipy.integrate.quad`` in the tests).
     """
-    from scipy.special import erfc, gammaincc  # χ²_k survival = Q(k/2, x/2); lighter than scipy.stats
+    # χ²_k survival = Q(k/2, x/2); scipy.special (lighter than scipy.stats) would cost importing
+    # numerics.models 0.4 s
+    from scipy.special import erfc, gammaincc  # lazy: start-up
 
     if int(d) < 1 or int(n) < 1 or not t > 0:
         raise ValueError(f"need n >= 1, d >= 1, t > 0; got n={n}, d={d}, t={t}")

@@ -246,3 +246,61 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     out = json.loads(capsys.readouterr().out)
     res = out["results"]["categorical:1,3"]
     assert set(res) == set(baselines.NAMES) and res["Oracle"]["loss"] == 0.0
+
+
+def test_every_closed_form_prediction_matches_numpy_per_sequence() -> None:
+    """:func:`numerics.baselines.predictor` against a NumPy loop over sequences: OLS by ``lstsq``, AdaRR at
+    ``σ̂² = ‖y − X w_ols‖²/(n − d)``, TunedRR at ``m · min(σ̂², c)`` with the cap binding on about half of the
+    sequences, ConstRR at ``λ_c``, the floor at ``E σ²``, the oracle at ``σ_τ²`` and GD as ``η x_tᵀ Xᵀ y``."""
+    B, n, d = 40, 12, 4
+    X, y, xq = _rand(21, B, n, d, noise=1.5)
+    sigma = np.random.default_rng(22).uniform(0.5, 2.0, B)
+    s2 = np.array([np.sum((y[b] - X[b] @ np.linalg.lstsq(X[b], y[b], rcond=None)[0]) ** 2) / (n - d)
+                   for b in range(B)])
+    cap, mult = float(np.median(s2)), 1.7
+    tuned = baselines.Tuned(lam_const=0.8, cap=cap, mult=mult, eta=0.03)
+    noise = "uniform:2"  # E σ² = 4/3
+    names = ("OLS", "AdaRR", "TunedRR", "ConstRR", "ConstRR_Esigma2", "Oracle", "GD")
+    with jax.enable_x64(True):
+        batch = Batch(*(jnp.asarray(a) for a in (X, y, xq, np.zeros(B), sigma, np.zeros((B, d)))))
+        got = baselines.predictor(tuned, noise, names)(batch, spectral(batch.X, batch.y, batch.x_query))
+
+    def ridge_np(b: int, s: float) -> float:
+        return float(xq[b] @ np.linalg.solve(X[b].T @ X[b] + s * np.eye(d), X[b].T @ y[b]))
+
+    want = {"OLS": [ridge_np(b, 0.0) for b in range(B)],
+            "AdaRR": [ridge_np(b, s2[b]) for b in range(B)],
+            "TunedRR": [ridge_np(b, mult * min(s2[b], cap)) for b in range(B)],
+            "ConstRR": [ridge_np(b, 0.8) for b in range(B)],
+            "ConstRR_Esigma2": [ridge_np(b, 4.0 / 3.0) for b in range(B)],
+            "Oracle": [ridge_np(b, sigma[b] ** 2) for b in range(B)],
+            "GD": [0.03 * float(xq[b] @ X[b].T @ y[b]) for b in range(B)]}
+    for name in names:
+        np.testing.assert_allclose(np.asarray(got[name]), want[name], rtol=LINALG_RTOL, err_msg=name)
+    capped = s2 > cap
+    assert 0 < capped.sum() < B  # the cap binds on some sequences and not on the others
+    assert np.min(np.abs(np.array(want["TunedRR"]) - np.array(want["AdaRR"]))[capped]) > 1e-6
+
+
+def test_the_tuning_loss_grids_are_mean_losses_of_numpy_ridge() -> None:
+    """``mean_loss_grid`` (ConstRR's objective) and ``tuned_loss_grid`` (TunedRR's, at ``m · min(σ̂², c)``) against
+    the mean of ``½(y_t − ŷ)²`` with ``ŷ`` by NumPy, on caps that bind on some sequences and not on others."""
+    B, n, d = 30, 10, 3
+    X, y, xq = _rand(23, B, n, d, noise=1.0)
+    yq = np.random.default_rng(24).standard_normal(B)
+    s2 = np.array([np.sum((y[b] - X[b] @ np.linalg.lstsq(X[b], y[b], rcond=None)[0]) ** 2) / (n - d)
+                   for b in range(B)])
+
+    def mean_loss(s: np.ndarray) -> float:
+        pred = [xq[b] @ np.linalg.solve(X[b].T @ X[b] + s[b] * np.eye(d), X[b].T @ y[b]) for b in range(B)]
+        return float(np.mean(0.5 * (yq - np.array(pred)) ** 2))
+
+    grid = np.array([0.0, 0.3, 2.0])
+    caps, mults = np.quantile(s2, [0.3, 0.7]), np.array([0.5, 2.0])
+    with jax.enable_x64(True):
+        sp = spectral(jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq))
+        const = np.asarray(baselines.mean_loss_grid(sp, jnp.asarray(yq), jnp.asarray(grid)))
+        tuned = np.asarray(baselines.tuned_loss_grid(sp, jnp.asarray(yq), jnp.asarray(caps), jnp.asarray(mults)))
+    np.testing.assert_allclose(const, [mean_loss(np.full(B, s)) for s in grid], rtol=LINALG_RTOL)
+    np.testing.assert_allclose(tuned, [mean_loss(m * np.minimum(s2, c)) for c, m in zip(caps, mults)],
+                               rtol=LINALG_RTOL)

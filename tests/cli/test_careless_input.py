@@ -21,7 +21,8 @@ from numerics.cli import reproduce as cli_reproduce
 from numerics.errors import LintfError
 from numerics.io import save_model
 from numerics.train.devices import FLAG
-from proofs import discover, read_printed, ref_parts
+from numerics.cli.verify import read_printed
+from proofs import discover, ref_parts
 
 #: Numbers whose exact value no float holds: an option that expands them exactly (a ``Fraction``) hangs.
 HUGE_NUMBERS = ["1e999999999", "-1e999999999", "1e-999999999", "1/1e-999999999", "1e999999999/3", "9" * 5000]

@@ -108,3 +108,35 @@ def test_inspect_summary_base_case_and_errors():
     few = toy_batch(61, n=2)  # n < d: no OLS reference
     ins = inspector.inspect(P, Q, few.X, few.y, few.x_query)
     assert ins.w_ols is None and "dist_ols" not in inspector.summary(ins)[1]
+
+
+def _numpy_cos_dist(w: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
+    """Batch means of the cosine (0 for a zero ``w``) and relative distance, by a NumPy loop."""
+    cos, dist = [], []
+    for wb, rb in zip(w, ref):
+        nw, nr = np.linalg.norm(wb), np.linalg.norm(rb)
+        cos.append(float(wb @ rb) / (nw * nr) if nw > 0 else 0.0)
+        dist.append(np.linalg.norm(wb - rb) / nr)
+    return float(np.mean(cos)), float(np.mean(dist))
+
+
+def test_summary_compares_each_layer_with_least_squares_and_with_ridge():
+    """``cos_ols``/``dist_ols`` against ``np.linalg.lstsq`` and ``cos_ridge``/``dist_ridge`` against the normal
+    equations with ``σ² I`` (NumPy, per sequence), on a ``σ`` large enough that the two references differ."""
+    data = toy_batch(62)
+    P, Q = scaled_model("full", 63, 3, 1, data)
+    sigma = 1.0 + 4.0 * data.sigma
+    rows = inspector.summary(inspector.inspect(P, Q, data.X, data.y, data.x_query, sigma))
+    X, y, s = (np.asarray(a, np.float64) for a in (data.X, data.y, sigma))
+    d = X.shape[-1]
+    ols = np.stack([np.linalg.lstsq(Xb, yb, rcond=None)[0] for Xb, yb in zip(X, y)])
+    ridge = np.stack([np.linalg.solve(Xb.T @ Xb + sb**2 * np.eye(d), Xb.T @ yb) for Xb, yb, sb in zip(X, y, s)])
+    w = np.asarray(inspector.implicit_states(P, Q, data.X, data.y, "numpy").w)
+    apart = 0.0
+    for l, row in enumerate(rows):
+        for name, ref in (("ols", ols), ("ridge", ridge)):
+            cos, dist = _numpy_cos_dist(w[l], ref)
+            assert row[f"cos_{name}"] == pytest.approx(cos, rel=1e-9, abs=1e-12), (l, name)
+            assert row[f"dist_{name}"] == pytest.approx(dist, rel=1e-9), (l, name)
+        apart = max(apart, abs(row["dist_ols"] - row["dist_ridge"]))
+    assert apart > 0.05  # a summary against the wrong reference could not pass

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from numerics.baselines import scoring
 from numerics.evaluate import losses
 from numerics.models import universal
 from numerics.models.constructions import gd
@@ -69,7 +70,7 @@ def test_a_drawn_chunk_is_kept_and_read_again():
 def test_the_chunk_cache_stays_within_its_bytes(monkeypatch):
     losses.BATCH_CACHE.clear()
     one = 100 * (20 * 10 + 20 + 10 + 1 + 1 + 10) * 8  # X, y, x_query, y_query, sigma, w of one float64 chunk
-    monkeypatch.setattr(losses, "BATCH_CACHE_BYTES", 3 * one)
+    monkeypatch.setattr(scoring, "BATCH_CACHE_BYTES", 3 * one)
     first = losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 500, chunk=100)
     assert len(losses.BATCH_CACHE) == 2  # three chunks fill it, the fourth empties it: the fourth and fifth kept
     np.testing.assert_array_equal(losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 500, chunk=100), first)
@@ -79,6 +80,7 @@ def test_the_chunk_cache_stays_within_its_bytes(monkeypatch):
 _MMAP_SCRIPT = r"""
 import ctypes, json, sys
 import numpy as np
+from numerics.baselines import scoring
 from numerics.evaluate import losses
 
 class Info(ctypes.Structure):
@@ -139,7 +141,7 @@ def test_a_profile_reads_the_chunks_it_drew_again_and_its_cache_stays_within_its
     assert not np.allclose(prof(), first)
     losses.PROFILE_CACHE.clear()
     np.testing.assert_array_equal(prof(), first)
-    one = losses._nbytes(next(iter(losses.PROFILE_CACHE.values())))
+    one = scoring.nbytes(next(iter(losses.PROFILE_CACHE.values())))
     monkeypatch.setattr(losses, "PROFILE_CACHE_BYTES", 4 * one)
     losses.PROFILE_CACHE.clear()
     np.testing.assert_array_equal(prof(), first)
@@ -153,7 +155,7 @@ def test_an_overflowing_square_gives_an_infinite_se_and_a_failed_tail_without_a_
     import warnings
 
     x = np.array([1.0, 2.0, 1e160])
-    m = losses._Moments()
+    m = scoring.Moments()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         m.add(x[:2])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from tests.fakes import near_miss
 from tests.strategies import scaled_model, toy_batch
 
 from lintf_theory import weighted_layer_forward
@@ -118,3 +119,42 @@ def test_strategies_draw_valid_models_and_contexts(PQ, ctx):
     B, n, d = ctx.X.shape
     assert (B, d) == (2, 2) and 1 <= n <= 6 and ctx.y.shape == (B, n) and ctx.x_query.shape == (B, d)
     assert np.all(np.isfinite(np.asarray(models.predict(P, Q, ctx.X, ctx.y, ctx.x_query))))
+
+
+NEAR_MISS = 1e-6  # one part in a million: far above float64 rounding, far below any visible error
+
+
+@pytest.mark.parametrize(("output", "first"), [("tokens", "token form"), ("predict", "implicit weight")])
+def test_a_near_miss_fails_at_the_default_tolerance_and_rounding_does_not(model, output, first):
+    """Outputs off by a relative ``1e-6`` fail every entry point at its default ``rtol`` (1e-10), naming the
+    property and the difference measured; off by ``1e-13`` (float64 rounding of a few operations) they pass."""
+    P, Q = model
+    exact = {"tokens": lambda X, y, q: np.asarray(models.forward_tokens(P, Q, X, y, q)),
+             "predict": lambda X, y, q: np.asarray(models.predict(P, Q, X, y, q))}[output]
+    X, y, xq = _batch(93)
+
+    def off_by(rel: float):
+        return near_miss(exact, rel, tokens=output == "tokens")
+
+    with pytest.raises(AssertionError, match=f"^{first}: .*relative difference 1e-06 > rtol 1e-10"):
+        testing.assert_follows_theorem_4_1(off_by(NEAR_MISS), P, Q, max_examples=2)
+    with pytest.raises(AssertionError, match=f"^{first}: .*relative difference 1e-06 > rtol 1e-10"):
+        testing.check_theorem_4_1(off_by(NEAR_MISS), P, Q, X, y, xq)
+    check = {"tokens": testing.check_token_form, "predict": testing.check_implicit_weight}[output]
+    with pytest.raises(AssertionError, match="relative difference 1e-06 > rtol 1e-10"):
+        check(off_by(NEAR_MISS), P, Q, X, y, xq)
+    testing.check_theorem_4_1(off_by(1e-13), P, Q, X, y, xq)
+    testing.assert_follows_theorem_4_1(off_by(1e-13), P, Q, max_examples=2)
+
+
+def test_a_near_miss_under_permutation_fails_at_the_default_tolerance(model):
+    """A prediction that depends on the context's order by a relative ``1e-6`` fails permutation invariance."""
+    P, Q = model
+    X, y, xq = _batch(94)
+
+    def ordered(X, y, q):
+        f = np.asarray(models.predict(P, Q, X, y, q))
+        return f * (1 + NEAR_MISS * np.tanh(y[:, 0]))  # the first context token's target nudges the prediction
+
+    with pytest.raises(AssertionError, match="^permutation invariance: .* relative difference [0-9.e-]+ > rtol 1e-10"):
+        testing.check_permutation_invariance(ordered, P, Q, X, y, xq)

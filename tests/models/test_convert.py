@@ -21,7 +21,8 @@ from numerics import models
 from numerics.models import convert
 from numerics.cli import main
 from numerics.errors import LintfError
-from numerics.io import load_model
+from numerics.data import Noise
+from numerics.io import load_model, save_model
 
 L, H, K = 3, 2, 3  # layers, heads, key size; the data has d = 3 (D = 4)
 
@@ -226,3 +227,18 @@ def test_convert_refuses_weights_without_attention_and_layers_that_cannot_fit(tm
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and re.search(match, err), err
     assert not (tmp_path / "x.npz").exists()
+
+
+@pytest.mark.parametrize(("noise", "levels"), [("categorical:1,3,5", (1.0, 3.0, 5.0)),
+                                               ("categorical: 0.1, 0.25 ,7", (0.1, 0.25, 7.0)),
+                                               ("uniform:2", (2.0,))])
+def test_model_meta_keeps_every_noise_level_through_the_model_file(tmp_path, noise, levels):
+    """The data setting written into a converted model's meta reads back, from the file, as the same
+    distribution: every categorical level, each exactly, and the input distribution."""
+    meta = convert.model_meta({"from": "attention weights", "file": "w.npz"}, noise, "uniform:-0.5,0.5")
+    path = tmp_path / "m.npz"
+    save_model(path, np.zeros((1, 1, 3, 3)), np.zeros((1, 1, 3, 3)), meta, exclusive=True)
+    back = load_model(path)[2]
+    assert Noise.parse(back["noise"]) == Noise(noise.partition(":")[0], levels)
+    assert back["x"] == "uniform:-0.5,0.5" and back["kind"] == "full" and back["source"]["file"] == "w.npz"
+    assert "noise" not in convert.model_meta({}) and "x" not in convert.model_meta({})

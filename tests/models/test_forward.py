@@ -75,3 +75,39 @@ def test_flat_normal_draw_equals_shaped_draw() -> None:
     k = jax.random.PRNGKey(5)
     for dt in (jnp.float32, jnp.float64):
         np.testing.assert_array_equal(np.asarray(normal(k, (8, 6, 3), dt)), np.asarray(jax.random.normal(k, (8, 6, 3), dt)))
+
+
+def _literal_prediction(P: np.ndarray, Q: np.ndarray, X: np.ndarray, y: np.ndarray,
+                        xq: np.ndarray) -> np.ndarray:
+    """The layer rule of docs/model.md as a NumPy loop over sequences, layers, heads and tokens:
+    ``e_i ← e_i + Σ_h P_h (Σ_{j≤n} e_j e_jᵀ) Q_h e_i`` for every token (query last, ``y = 0``),
+    ``ŷ = −y_{n+1}^L``."""
+    out = []
+    for b in range(X.shape[0]):
+        Z = np.concatenate([np.c_[X[b], y[b]], np.r_[xq[b], 0.0][None]])
+        n = X.shape[1]
+        for l in range(P.shape[0]):
+            E = sum(np.outer(Z[j], Z[j]) for j in range(n))
+            G = sum(P[l, h] @ E @ Q[l, h] for h in range(P.shape[1]))
+            Z = np.stack([Z[i] + G @ Z[i] for i in range(n + 1)])
+        out.append(-Z[n, -1])
+    return np.array(out)
+
+
+@pytest.mark.parametrize("kind", ["full", "diag", "gdpp"])
+def test_the_plain_and_the_fast_pass_predict_what_a_literal_numpy_loop_predicts(kind: str) -> None:
+    """``predict_plain`` and ``predict_fast`` of a random model (its native parameters) against the
+    layer rule written as a NumPy loop on the universal ``P, Q``, in float64."""
+    d, n, B = 3, 5, 4
+    with jax.enable_x64(True):
+        params = models.init(kind, jax.random.PRNGKey(8), 2, d, scale=0.3, dtype=jnp.float64)
+        rng = np.random.default_rng(9)
+        X, y, xq = (rng.standard_normal(s) for s in ((B, n, d), (B, n), (B, d)))
+        P, Q = (np.asarray(a) for a in models.universal(params, d))
+        want = _literal_prediction(P, Q, X, y, xq)
+        args = (jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq))
+        plain = np.asarray(models.predict_plain(params, *args))
+        fast = np.asarray(predict_fast(params, *args))
+    assert np.max(np.abs(want)) > 1e-3  # a model that predicts something
+    np.testing.assert_allclose(plain, want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fast, want, rtol=1e-10, atol=1e-12)

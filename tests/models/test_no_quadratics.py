@@ -8,7 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lintf_theory import derive_theorem_4_2, layer_forward, noiseless_weight, run_recursion
-from numerics.models.no_quadratics import abs_cosine, limit_tail, projection_bound, quadratic_feature, random_full_cosines
+from numerics.models.no_quadratics import (
+    abs_cosine,
+    layer_targets,
+    limit_tail,
+    projection_bound,
+    quadratic_feature,
+    random_full_cosines,
+)
 from tests.strategies import Config, exact_problems, rational_arrays
 
 # Smaller than the shared ``configs`` (L <= 2, n <= 5): exact Fractions through three layers are slow.
@@ -63,3 +70,22 @@ def test_random_models_respect_the_bound_and_bad_input():
         random_full_cosines(0, 0, 3, 2, 2, 4)
     with pytest.raises(ValueError, match="coord"):
         quadratic_feature(np.zeros((1, 3, 2)), coord=2)
+
+
+def test_layer_targets_are_the_context_targets_of_the_literal_layer_rule():
+    """``layer_targets`` (the JAX token pass) against :func:`lintf_theory.layer_forward` applied layer by
+    layer in float64 to each sequence: ``y^l`` of the context tokens, ``l = 0..L``."""
+    rng = np.random.default_rng(4)
+    L, H, d, n, B = 2, 2, 3, 6, 3
+    P, Q = (0.2 * rng.standard_normal((L, H, d + 1, d + 1)) for _ in range(2))
+    X, y, xq = rng.standard_normal((B, n, d)), rng.standard_normal((B, n)), rng.standard_normal((B, d))
+    got = layer_targets(P, Q, X, y, xq)
+    assert got.shape == (L + 1, B, n)
+    for b in range(B):
+        Z = np.concatenate([np.c_[X[b], y[b]], np.r_[xq[b], 0.0][None]])
+        want = [Z[:n, -1]]
+        for l in range(L):
+            Z = layer_forward(list(P[l]), list(Q[l]), Z, n)
+            want.append(Z[:n, -1])
+        np.testing.assert_allclose(got[:, b], np.stack(want), rtol=1e-10, atol=1e-12)
+    assert not np.allclose(got[1], got[0])  # the layers move the targets

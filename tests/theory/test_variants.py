@@ -8,6 +8,7 @@ from fractions import Fraction
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -107,3 +108,24 @@ def test_bad_input_is_a_one_line_value_error():
         weighted_layer_forward([np.eye(2)], [np.eye(2)], np.zeros((3, 2)), 2, np.ones((2, 2)))
     with pytest.raises(ValueError, match="coord"):
         square_feature(2, 5)
+
+
+@pytest.mark.parametrize("kind", ["standard", "key_decay", "causal", "retnet"])
+def test_row_weights_are_the_recurrent_key_sums(kind):
+    """``Σ_j W_ij k_j`` (``k_j`` a symbol for ``e_j e_jᵀ``) against the key sum each variant keeps as a running state,
+    ``S_j = γ S_{j−1} + k_j`` over the context (γ = 1 without decay): RetNet's recurrent form (Sun et al. 2023)
+    gives context token ``i`` the state ``S_i`` and the query, at position ``n``, ``γ S_{n−1}``; causal attention
+    gives ``S_i`` at ``γ = 1``; key decay gives every token ``S_{n−1}``; the standard layer, ``S_{n−1}`` at ``γ = 1``."""
+    n, queries = 4, 2
+    gamma, keys = sp.Symbol("gamma"), sp.symbols(f"k0:{n}")
+    g = gamma if kind in ("key_decay", "retnet") else sp.Integer(1)
+    S, states = sp.Integer(0), []
+    for k in keys:
+        S = g * S + k
+        states.append(S)
+    last = states[-1]
+    want = {"standard": [last] * (n + queries), "key_decay": [last] * (n + queries),
+            "causal": states + [last] * queries, "retnet": states + [gamma * last] * queries}[kind]
+    W = attention_weights(kind, n, gamma, queries=queries)
+    got = [sum(W[i, j] * keys[j] for j in range(n)) for i in range(n + queries)]
+    assert all(sp.expand(a - b) == 0 for a, b in zip(got, want, strict=True))

@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
              "ridge uses each sequence's true sigma" if sigma is not None else "no ridge")
     print(f"(batch means; w* = OLS, {ridge}; loss = 1/2 mean (y_t - <w^l, x_t>)^2)")
     n = data["X"].shape[1]
-    singular = (f"n={n} < d={d}" if n < d else
+    singular = (f"n={n} < d={d} (singular)" if n < d else
                 "X^T X is singular on some sequence (its inputs span fewer than d directions)")
     if ins.w_ols is None:
         print(f"no OLS reference: {singular}")

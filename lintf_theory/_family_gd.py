@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ._family import FamilyHead, family_layer, sigmoid, family_step
+from ._family import FamilyHead, family_layer, family_step, sigmoid
+from ._render import Statement
 
 #: Members whose one-layer prediction under :func:`regression_head` is bilinear in ``(y_i x_i,
 # x_t)``.
@@ -138,7 +139,6 @@ def derive_gate_symmetry() -> sp.Expr:
 
 
 def family_statements() -> list:
-    from ._render import Statement
 
     ref = "Linear-attention family (beyond the paper)"
     rule, gated = derive_delta_rule("deltanet"), derive_delta_rule("gated_deltanet")

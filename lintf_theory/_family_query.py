@@ -35,6 +35,8 @@ from ._family import (
     family_step,
     sigmoid,
 )
+from ._bridge import State
+from ._variants import query_step
 from .exact import rational_array
 
 
@@ -165,8 +167,6 @@ def decide_query_linearity(
     ``symbolic_context=False`` keeps only ``x_t`` symbolic (rational context and gates): fast for
     deep checks.
     """
-    from ._bridge import State
-    from ._variants import query_step
 
     ring = family_ring(member, n, d, layers, heads, symbolic_context, seed)
     R, rng = ring.R, np.random.default_rng(seed)

@@ -18,12 +18,13 @@ import numpy as np
 import sympy as sp
 
 from proofs._check import Report
+from lintf_theory import FamilyHead, decide_query_linearity, derive_context_weights, derive_query_recursion, derive_self_reading, distinct_positions, family_layer, family_states, gate_from_query_counterexample, self_reading_symbols, swap_contexts
+from lintf_theory.exact import rational_array
 
 
 def check_query(report: Report, member: str) -> None:
     """ŷ linear in x_t with w from the query's recursion: symbolic context (2 layers) and deep
     rational context."""
-    from lintf_theory import decide_query_linearity, derive_query_recursion
 
     q = derive_query_recursion()
     report.require(
@@ -64,14 +65,6 @@ def check_query(report: Report, member: str) -> None:
 def check_self_reading(report: Report, member: str) -> None:
     """The query's own update adds a cubic term; derived factors; literal layer on rationals
     agrees."""
-    from lintf_theory import (
-        FamilyHead,
-        derive_self_reading,
-        family_layer,
-        family_states,
-        self_reading_symbols,
-    )
-    from lintf_theory.exact import rational_array
 
     sr = derive_self_reading(member)
     s = self_reading_symbols()
@@ -127,8 +120,6 @@ def check_self_reading(report: Report, member: str) -> None:
 
 def check_closure(report: Report, member: str) -> None:
     """Per-position tuples on rationals, and the swap: same S_n^0, different S_n^1 (exact)."""
-    from lintf_theory import FamilyHead, distinct_positions, swap_contexts
-    from lintf_theory.exact import rational_array
 
     rng = np.random.default_rng(5)
     D, n = 3, 4
@@ -168,7 +159,6 @@ def check_closure(report: Report, member: str) -> None:
 def check_query_gate(report: Report, member: str) -> None:
     """A query that reads itself with its own gate sigmoid(w^T e_t): y_hat(2 x_t) != 2 y_hat(x_t),
     exactly."""
-    from lintf_theory import gate_from_query_counterexample
 
     gap = gate_from_query_counterexample(member)
     value = sp.N(gap, 30, strict=True)
@@ -184,7 +174,6 @@ def check_query_gate(report: Report, member: str) -> None:
 def check_weighted_gd(report: Report, member: str, stated, loss_inputs=None) -> None:
     """Derived weights omega_ik against ``stated(i, k, n, gates)``; y_hat against -grad of the
     weighted LS at 0."""
-    from lintf_theory import derive_context_weights
 
     cw = derive_context_weights(member)
     n, d = cw.weights.shape

@@ -21,6 +21,8 @@ import numpy as np
 
 from proofs._check import Report, claim
 from proofs._family import check_closure, check_query, check_self_reading, check_weighted_gd
+from lintf_theory import FamilyHead, attention_weights, family_layer, family_paper_form, weighted_layer_forward
+from lintf_theory.exact import rational_array
 
 
 @claim(
@@ -32,14 +34,6 @@ from proofs._family import check_closure, check_query, check_self_reading, check
     routes=("ring tokens vs Lemma 4.3 (bridge)", "exact forward pass and swap", "SymPy gradient"),
 )
 def check(report: Report) -> None:
-    from lintf_theory import (
-        FamilyHead,
-        attention_weights,
-        family_layer,
-        family_paper_form,
-        weighted_layer_forward,
-    )
-    from lintf_theory.exact import rational_array
 
     check_query(report, "causal")
     check_self_reading(report, "causal")

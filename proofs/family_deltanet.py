@@ -26,6 +26,8 @@ import sympy as sp
 
 from proofs._check import Report, claim
 from proofs._family import check_closure, check_query, check_self_reading
+from lintf_theory import FamilyHead, derive_delta_rule, derive_query_scale, family_layer, regression_head, sigmoid
+from lintf_theory.exact import rational_array
 
 
 def widrow_hoff(X, y, betas):  # noqa: ANN001, ANN201
@@ -43,7 +45,6 @@ def _gains(
 ) -> tuple[float, float, float]:
     """Theorem 5.2's setting (x_i ~ N(0, I/n)): the LMS layer's and ridge's gain on w, with the LMS
     gain's SE."""
-    from lintf_theory import sigmoid
 
     rng = np.random.default_rng(seed)
     w = rng.standard_normal((batch, d))
@@ -76,8 +77,6 @@ def _gains(
     ),
 )
 def check(report: Report) -> None:
-    from lintf_theory import derive_delta_rule, derive_query_scale, family_layer, regression_head
-    from lintf_theory.exact import rational_array
 
     check_query(report, "deltanet")
     check_self_reading(report, "deltanet")
@@ -108,7 +107,6 @@ def check(report: Report) -> None:
         "a normalised query q_t/|q_t| reading S_n: y_hat(c x_t) = y_hat(x_t) "
         "for every c > 0 (SymPy), so y_hat is homogeneous of degree 0 in x_t, not linear",
     )
-    from lintf_theory import FamilyHead
 
     def heads(D: int) -> list:  # noqa: ANN001
         return [

@@ -22,6 +22,8 @@ import numpy as np
 
 from proofs._check import Report, claim
 from proofs._family import check_closure, check_query, check_query_gate, check_self_reading
+from lintf_theory import derive_delta_rule, family_layer, regression_head
+from lintf_theory.exact import rational_array
 
 
 def shrink_then_step(X, y, alphas, betas):  # noqa: ANN001, ANN201
@@ -46,8 +48,6 @@ def shrink_then_step(X, y, alphas, betas):  # noqa: ANN001, ANN201
     ),
 )
 def check(report: Report) -> None:
-    from lintf_theory import derive_delta_rule, family_layer, regression_head
-    from lintf_theory.exact import rational_array
 
     check_query(report, "gated_deltanet")
     check_self_reading(report, "gated_deltanet")

@@ -29,6 +29,8 @@ from proofs._family import (
     check_self_reading,
     check_weighted_gd,
 )
+from lintf_theory import family_step
+from lintf_theory.exact import rational_array
 
 
 @claim(
@@ -39,8 +41,6 @@ from proofs._family import (
     routes=("ring tokens vs Lemma 4.3 (bridge)", "exact forward pass and swap", "SymPy gradient"),
 )
 def check(report: Report) -> None:
-    from lintf_theory import family_step
-    from lintf_theory.exact import rational_array
 
     check_query(report, "gla")
     check_self_reading(report, "gla")

@@ -21,6 +21,8 @@ import numpy as np
 
 from proofs._check import Report, claim
 from proofs._family import check_closure, check_query, check_self_reading, check_weighted_gd
+from lintf_theory import FamilyHead, family_layer, family_paper_form, gram_update, layer_forward
+from lintf_theory.exact import rational_array
 
 
 @claim(
@@ -35,8 +37,6 @@ from proofs._family import check_closure, check_query, check_self_reading, check
     ),
 )
 def check(report: Report) -> None:
-    from lintf_theory import FamilyHead, family_layer, family_paper_form, gram_update, layer_forward
-    from lintf_theory.exact import rational_array
 
     check_query(report, "linear")
     check_self_reading(report, "linear")

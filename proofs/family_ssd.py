@@ -27,13 +27,13 @@ from proofs._family import (
     check_self_reading,
     check_weighted_gd,
 )
+from lintf_theory import derive_gate_symmetry, sigmoid
 
 
 def _gate_means(
     sigma: float, seed: int, n: int = 20, d: int = 10, batch: int = 20000
 ) -> tuple[float, float, float]:
     """Mean of alpha_n and of alpha_n alpha_{n-1} on the paper's data, and the SE of the first."""
-    from lintf_theory import sigmoid
 
     rng = np.random.default_rng(seed)
     w_alpha = rng.standard_normal(d + 1)
@@ -62,7 +62,6 @@ def _gate_means(
     ),
 )
 def check(report: Report) -> None:
-    from lintf_theory import derive_gate_symmetry
 
     check_query(report, "ssd")
     check_self_reading(report, "ssd")

@@ -182,7 +182,7 @@ TIERS = (
     ("numerics.evaluate",),
     ("numerics.baselines",),
     ("numerics.models",),
-    ("numerics.data", "numerics.io"),
+    ("numerics.data", "numerics.io", "numerics.archive"),
     ("numerics", "numerics.errors", "numerics.types"),
     ("lintf_theory",),
 )

@@ -166,8 +166,7 @@ def plot_curves(runs: list[dict], path: Path) -> None:
             # a running median over 25 chunks: one chunk's mean carries a rare sequence's huge loss
             med = [np.median(c[max(0, i - k + 1): i + 1]) for i in range(len(c))]
             seen = np.asarray(r["curve_step"]) * r["batch"] / 1e6
-            ax.plot(seen, med, label=f"lr {r['lr']:g}, batch {r['batch']}, {r['steps']} steps: "
-                                     f"{r['adjusted_loss']:.4f}")
+            ax.plot(seen, med, label=f"{r['name']}: {r['adjusted_loss']:.4f}")
         for y, ls, lab in ((PRINTED[("full", L, noise)], "--", "paper FULL"),
                            (PRINTED[("diag", L, noise)], ":", "paper DIAG"),
                            (diag_cell(L, noise), "-.", "lintf DIAG cell")):

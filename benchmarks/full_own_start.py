@@ -29,10 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics.io import atomic_write_json, load_model
+from numerics.io import atomic_write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.full_own_start_weights import diag_part, off_diag_share, weights  # noqa: E402
+from benchmarks.full_own_start_pattern import HELD_OUT, gradient, held_out, kick  # noqa: E402
+from benchmarks.full_own_start_pattern import off_diag_share, weights  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "runs" / "full-own-start"
@@ -42,12 +43,9 @@ CELLS = ROOT / "results" / "paper" / "models"
 DIAG4 = CELLS / "diag-L4-categorical1_3" / "model.npz"
 LINTF = str(ROOT / ".venv" / "bin" / "lintf")
 C13, C135 = "categorical:1,3", "categorical:1,3,5"
-HELD_OUT = 16384  # probe and kick: the same held-out sequences (stream 2) at every evaluation
 #: The paper's printed Table 1 values the study aims at (Vladymyrov et al., 2024).
-PRINTED = {("full", 3, C13): 0.076, ("full", 4, C13): 0.032, ("full", 5, C13): 0.016,
-           ("diag", 3, C13): 0.098, ("diag", 4, C13): 0.043, ("diag", 5, C13): 0.026,
-           ("full", 3, C135): 0.113, ("full", 4, C135): 0.061, ("diag", 3, C135): 0.119,
-           ("diag", 4, C135): 0.062}
+PRINTED = {("full", 3, C13): 0.076, ("full", 4, C13): 0.032, ("diag", 3, C13): 0.098,
+           ("diag", 4, C13): 0.043, ("full", 4, C135): 0.061, ("diag", 4, C135): 0.062}
 #: FULL from its own random start (no DIAG phase), two seeds (master seed 0 unless ``seed`` says),
 #: 100 000 evaluation sequences.
 RECIPES = {
@@ -55,20 +53,17 @@ RECIPES = {
     "L4-c13-lr3e-3-b512": dict(layers=4, noise=C13, lr=3e-3, batch=512, steps=16000),
     "L4-c13-lr1e-4-b512-s8000": dict(layers=4, noise=C13, lr=1e-4, batch=512, steps=8000),
     "L4-c13-lr1e-3-b2048": dict(layers=4, noise=C13, lr=1e-3, batch=2048, steps=4000),
-    "L4-c13-lr3e-3-b2048": dict(layers=4, noise=C13, lr=3e-3, batch=2048, steps=4000),
     "L4-c13-lr1e-3-b512-s8000": dict(layers=4, noise=C13, lr=1e-3, batch=512, steps=8000),
     "L4-c13-lr1e-3-b512-s32000": dict(layers=4, noise=C13, lr=1e-3, batch=512, steps=32000),
     "L3-c13-lr1e-3-b512": dict(layers=3, noise=C13, lr=1e-3, batch=512, steps=16000),
     "L3-c13-lr1e-3-b512-seed1": dict(layers=3, noise=C13, lr=1e-3, batch=512, steps=16000, seed=1),
-    "L3-c135-lr1e-3-b512": dict(layers=3, noise=C135, lr=1e-3, batch=512, steps=16000),
     "L4-c135-lr1e-3-b512": dict(layers=4, noise=C135, lr=1e-3, batch=512, steps=16000),
-    "L5-c13-lr1e-3-b512": dict(layers=5, noise=C13, lr=1e-3, batch=512, steps=16000),
 }
 
 
 #: The runs whose model the report keeps under ``docs/experiments/full-own-start/models/``.
 KEEP = ("L4-c13-lr1e-3-b512", "L4-c13-lr1e-3-b512-s32000", "L3-c13-lr1e-3-b512",
-        "L3-c13-lr1e-3-b512-seed1", "L4-c135-lr1e-3-b512", "L3-c135-lr1e-3-b512", "L5-c13-lr1e-3-b512")
+        "L3-c13-lr1e-3-b512-seed1", "L4-c135-lr1e-3-b512")
 
 
 #: The probe's variants in the report's table, in its order.
@@ -89,14 +84,6 @@ def launch(names: list[str]) -> None:
                "--eval-sequences", "100000", "--json", "--out", str(RUNS / name)]
         with open(RUNS / f"{name}.log", "a") as log:
             subprocess.run(["nice", "-n", "10", *cmd], env=env, stdout=log, stderr=log, check=True)
-
-
-def held_out(cfg, params) -> float:  # noqa: ANN001
-    """Mean adjusted loss of the first seed of ``params`` on the :data:`HELD_OUT` sequences."""
-    from numerics.train import adjusted_losses
-
-    m, o = adjusted_losses(cfg, params, stream=2, sequences=HELD_OUT)
-    return float(np.mean(m[0] - o))
 
 
 def probe(every: int, stop: int, variants: list[str]) -> None:
@@ -140,56 +127,6 @@ def probe(every: int, stop: int, variants: list[str]) -> None:
         atomic_write_json(path, out)
 
 
-def kick(scales: list[float], directions: int) -> None:
-    """The DIAG-4 cell as a FULL model, moved by ``s`` (Frobenius norm over every ``P^l, Q^l``)
-    along random directions off DIAG's pattern and on it, held out (``kick.json``)."""
-    from numerics.models.kinds import Full
-    from numerics.train import TrainConfig
-
-    P, Q, _ = load_model(str(DIAG4))
-    W = np.stack([np.asarray(P, float), np.asarray(Q, float)])  # (2, L, H, d+1, d+1)
-    cfg = TrainConfig(model="full", layers=W.shape[1], noise=C13)
-
-    def loss(V: np.ndarray) -> float:
-        return held_out(cfg, Full(np.float32(V[0])[None], np.float32(V[1])[None]))
-
-    rng = np.random.default_rng(0)
-    out = {"start": loss(W), "scales": scales, "off": [], "on": []}
-    for _ in range(directions):
-        N = rng.standard_normal(W.shape)
-        for where, D in (("off", N - diag_part(N)), ("on", diag_part(N))):
-            out[where].append([loss(W + s * D / np.linalg.norm(D)) for s in scales])
-            print(where, np.round(out[where][-1], 5), flush=True)
-    LOGS.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(LOGS / "kick.json", out)
-
-
-def gradient(batches: int) -> None:
-    """The training gradient at the DIAG-4 cell, as a FULL model, over ``batches`` batches of 2048:
-    the norm of its mean and its per-batch RMS norm, off DIAG's pattern and on it
-    (``gradient.json``).  A mean of pure noise has norm RMS / sqrt(batches)."""
-    from numerics.models.kinds import Full
-    from numerics.train import TrainConfig
-    from numerics.train.objective import data_key, draw, loss_and_grad, noise_values
-
-    P, Q, _ = load_model(str(DIAG4))
-    cfg = TrainConfig(model="full", layers=P.shape[0], noise=C13)
-    params = Full(np.float32(P), np.float32(Q))
-    G = []
-    for i in range(batches):
-        b = draw(cfg, data_key(0, 1, i), 2048, None, noise_values(cfg))
-        g = loss_and_grad(params, b, delta=cfg.huber_delta)[1]
-        G.append(np.stack([np.asarray(g.P, float), np.asarray(g.Q, float)]))
-    G = np.asarray(G)
-    out = {"batches": batches}
-    for where, H in (("off", G - diag_part(G)), ("on", diag_part(G))):
-        rms = float(np.sqrt(np.mean(np.sum(H.reshape(batches, -1) ** 2, axis=1))))
-        out[where] = {"mean_norm": float(np.linalg.norm(H.mean(0))), "batch_rms_norm": rms,
-                      "noise_mean_norm": float(rms / np.sqrt(batches))}
-    print(out)
-    atomic_write_json(LOGS / "gradient.json", out)
-
-
 def diag_cell(layers: int, noise: str) -> float:
     """The adjusted loss of the paper grid's DIAG cell of this depth and setting."""
     name = f"diag-L{layers}-{noise.replace(':', '').replace(',', '_')}"
@@ -229,8 +166,7 @@ def plot_curves(runs: list[dict], path: Path) -> None:
             # a running median over 25 chunks: one chunk's mean carries a rare sequence's huge loss
             med = [np.median(c[max(0, i - k + 1): i + 1]) for i in range(len(c))]
             seen = np.asarray(r["curve_step"]) * r["batch"] / 1e6
-            ax.plot(seen, med, label=f"lr {r['lr']:g}, batch {r['batch']}, {r['steps']} steps: "
-                                     f"{r['adjusted_loss']:.4f}")
+            ax.plot(seen, med, label=f"{r['name']}: {r['adjusted_loss']:.4f}")
         for y, ls, lab in ((PRINTED[("full", L, noise)], "--", "paper FULL"),
                            (PRINTED[("diag", L, noise)], ":", "paper DIAG"),
                            (diag_cell(L, noise), "-.", "lintf DIAG cell")):
@@ -312,9 +248,9 @@ def main() -> None:
     elif a.cmd == "probe":
         probe(a.every, a.stop, a.variants)
     elif a.cmd == "kick":
-        kick(a.scales, a.directions)
+        atomic_write_json(LOGS / "kick.json", kick(DIAG4, a.scales, a.directions))
     elif a.cmd == "gradient":
-        gradient(a.batches)
+        atomic_write_json(LOGS / "gradient.json", gradient(DIAG4, a.batches))
     elif a.cmd == "weights":
         keep = FIGS / "models" / f"{a.run}.npz"
         keep.parent.mkdir(parents=True, exist_ok=True)

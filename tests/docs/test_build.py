@@ -155,6 +155,11 @@ def test_stability_report_is_grid_summary_of_its_logs() -> None:
     assert quoted in " ".join(page.split()), f"stability.md does not quote the ratios: {quoted}"
 
 
+#: Reports allowed past 80 lines, with the reason: the study that FULL's default recipe rests on has
+#: three tables (recipes, the climb from the DIAG optimum, FULL-4's weights) and the figure of each.
+LONGER_REPORTS = {"full-own-start.md": 240}
+
+
 def test_every_report_is_short_complete_and_listed() -> None:
     # A report is question, command, table and conclusion, well under 80 lines, and the index and
     # the nav list it.
@@ -164,7 +169,8 @@ def test_every_report_is_short_complete_and_listed() -> None:
     assert reports
     for page in reports:
         text = page.read_text()
-        assert len(text.splitlines()) < 80, f"{page.name} has {len(text.splitlines())} lines"
+        most = LONGER_REPORTS.get(page.name, 80)
+        assert len(text.splitlines()) < most, f"{page.name} has {len(text.splitlines())} lines"
         for part in ("Question", "Command", "Conclusion"):  # a bold label or a heading
             assert re.search(rf"^(\*\*|#+ ){part}", text, re.M), f"{page.name} has no {part}"
         assert re.search(r"^\|.*\|$", text, re.M), f"{page.name} has no table"
@@ -216,3 +222,17 @@ def test_every_script_is_in_the_benchmarks_readme() -> None:
     rows = re.findall(r"^\| `(\w+\.py)` \|", readme, re.M)
     scripts = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py"))
     assert sorted(rows) == scripts, f"benchmarks/README.md lists {rows}; benchmarks/ has {scripts}"
+
+
+def test_full_own_start_tables_are_its_logs() -> None:
+    # The recipe and probe tables of docs/experiments/full-own-start.md are benchmarks/full_own_start.py's rows of its
+    # committed logs, row for row.
+    import runpy
+
+    page = (ROOT / "docs" / "experiments" / "full-own-start.md").read_text()
+    script = runpy.run_path(str(ROOT / "benchmarks" / "full_own_start.py"))
+    logs = ROOT / "benchmarks" / "logs" / "full-own-start"
+    runs, probe = (json.loads((logs / f"{n}.json").read_text()) for n in ("runs", "probe"))
+    rows = [script["recipe_row"](r) for r in runs] + [script["probe_row"](v, probe[v]) for v in script["PROBE_ROWS"]]
+    assert [r["name"] for r in runs] == list(script["RECIPES"]), "a recipe without its run in runs.json"
+    assert all(row in page for row in rows), [row for row in rows if row not in page]

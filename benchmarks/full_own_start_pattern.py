@@ -1,6 +1,7 @@
-"""FULL's learned ``P^l, Q^l`` against DIAG's pattern: the parts of each matrix, the direction its
-rest shares, the model without its rest, heatmaps, and ``lintf inspect`` per layer.  Used by
-``benchmarks/full_own_start.py weights`` (docs/experiments/full-own-start.md).
+"""DIAG's pattern inside FULL: the projection on it; at a DIAG cell, the batch gradient off it and
+the loss of kicks off and on it; FULL's learned ``P^l, Q^l`` against it (the parts of each matrix,
+the direction the rests share, the model without its rest, heatmaps, ``lintf inspect`` per layer).
+Used by ``benchmarks/full_own_start.py`` (docs/experiments/full-own-start.md).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 from numerics.io import load_model
 
 NOISE = "categorical:1,3"
+HELD_OUT = 16384  # the same held-out sequences (stream 2) at every evaluation
 
 
 def diag_part(M: np.ndarray) -> np.ndarray:
@@ -28,6 +30,62 @@ def diag_part(M: np.ndarray) -> np.ndarray:
 def off_diag_share(M: np.ndarray) -> float:
     """``‖M − D(M)‖_F / ‖M‖_F``."""
     return float(np.linalg.norm(M - diag_part(M)) / np.linalg.norm(M))
+
+
+def held_out(cfg, params) -> float:  # noqa: ANN001
+    """Mean adjusted loss of the first seed of ``params`` on the :data:`HELD_OUT` sequences."""
+    from numerics.train import adjusted_losses
+
+    m, o = adjusted_losses(cfg, params, stream=2, sequences=HELD_OUT)
+    return float(np.mean(m[0] - o))
+
+
+def kick(diag: Path, scales: list[float], directions: int) -> dict:
+    """The DIAG-4 cell as a FULL model, moved by ``s`` (Frobenius norm over every ``P^l, Q^l``)
+    along random directions off DIAG's pattern and on it, held out."""
+    from numerics.models.kinds import Full
+    from numerics.train import TrainConfig
+
+    P, Q, _ = load_model(str(diag))
+    W = np.stack([np.asarray(P, float), np.asarray(Q, float)])  # (2, L, H, d+1, d+1)
+    cfg = TrainConfig(model="full", layers=W.shape[1], noise=NOISE)
+
+    def loss(V: np.ndarray) -> float:
+        return held_out(cfg, Full(np.float32(V[0])[None], np.float32(V[1])[None]))
+
+    rng = np.random.default_rng(0)
+    out = {"start": loss(W), "scales": scales, "off": [], "on": []}
+    for _ in range(directions):
+        N = rng.standard_normal(W.shape)
+        for where, D in (("off", N - diag_part(N)), ("on", diag_part(N))):
+            out[where].append([loss(W + s * D / np.linalg.norm(D)) for s in scales])
+            print(where, np.round(out[where][-1], 5), flush=True)
+    return out
+
+
+def gradient(diag: Path, batches: int) -> dict:
+    """The training gradient at the DIAG-4 cell, as a FULL model, over ``batches`` batches of 2048:
+    the norm of its mean and its per-batch RMS norm, off DIAG's pattern and on it.  A mean of pure
+    noise has norm RMS / sqrt(batches)."""
+    from numerics.models.kinds import Full
+    from numerics.train import TrainConfig
+    from numerics.train.objective import data_key, draw, loss_and_grad, noise_values
+
+    P, Q, _ = load_model(str(diag))
+    cfg = TrainConfig(model="full", layers=P.shape[0], noise=NOISE)
+    params = Full(np.float32(P), np.float32(Q))
+    G = []
+    for i in range(batches):
+        b = draw(cfg, data_key(0, 1, i), 2048, None, noise_values(cfg))
+        g = loss_and_grad(params, b, delta=cfg.huber_delta)[1]
+        G.append(np.stack([np.asarray(g.P, float), np.asarray(g.Q, float)]))
+    G = np.asarray(G)
+    out = {"batches": batches}
+    for where, H in (("off", G - diag_part(G)), ("on", diag_part(G))):
+        rms = float(np.sqrt(np.mean(np.sum(H.reshape(batches, -1) ** 2, axis=1))))
+        out[where] = {"mean_norm": float(np.linalg.norm(H.mean(0))), "batch_rms_norm": rms,
+                      "noise_mean_norm": float(rms / np.sqrt(batches))}
+    return out
 
 
 def matrix_parts(M: np.ndarray) -> dict:

@@ -1,4 +1,5 @@
-"""Shared fakes of the reproduction's tests: a tiny budget, and cell functions that make records without training.
+"""Shared fakes of the reproduction's tests: a tiny budget, and cell functions that make records
+without training.
 
 Test modules import these names (never each other)."""
 
@@ -39,9 +40,9 @@ def fake_record(cell: Cell, budget: Budget, failed: str | None = None) -> Record
 
 
 class FakeCell:
-    """A cell function ``(cell, budget, rundir) -> files`` that trains nothing: it records each call in
-    ``rundir/calls`` and, once ``stop_after`` cells are done in this process, raises ``KeyboardInterrupt`` (an
-    interrupted sweep)."""
+    """A cell function ``(cell, budget, rundir) -> files`` that trains nothing: it records each call
+    in ``rundir/calls`` and, once ``stop_after`` cells are done in this process, raises
+    ``KeyboardInterrupt`` (an interrupted sweep)."""
 
     def __init__(self, stop_after: int | None = None) -> None:
         self.done, self.stop_after = 0, stop_after

@@ -1,10 +1,12 @@
-r"""``lintf reproduce [--budget quick|overnight|paper] [--only table1,fig1,...] [--noise NOISE ... | --cell CELL ...
+r"""``lintf reproduce [--budget quick|overnight|paper] [--only table1,fig1,...] [--noise NOISE ... |
+--cell CELL ...
 | --no-train] [--out DIR] [--jobs N] [--json]``.
 
-Trains every cell the requested parts need that ``--out`` does not hold yet (:mod:`numerics.reproduce.sweep`; an
-interrupted cell resumes from its checkpoints under ``--runs``), evaluates the baselines on the same sequences,
-then writes ``table1.csv``, ``table1.md``, the figures and ``report.md`` into ``--out``.  A non-empty ``--out``
-without the sweep's marker (``lintf-sweep.json``) is refused before any work.
+Trains every cell the requested parts need that ``--out`` does not hold yet
+(:mod:`numerics.reproduce.sweep`; an interrupted cell resumes from its checkpoints under
+``--runs``), evaluates the baselines on the same sequences, then writes ``table1.csv``,
+``table1.md``, the figures and ``report.md`` into ``--out``.  A non-empty ``--out`` without the
+sweep's marker (``lintf-sweep.json``) is refused before any work.
 
 Example (the qualitative picture, minutes)::
 

@@ -16,8 +16,8 @@ training data       ``fold_in(fold_in(PRNGKey(seed), 1), step)`` of the cell's m
 spectral check      numpy ``PCG64(SPECTRAL_SEED + chunk)``
 ==================  ==============================================================================
 
-A cell's master seed is 0; the Fig. 5 replica ``r`` of a cell trains with master seed ``REPLICA_SEED
-· r``.
+A cell's master seed is 0; the Fig. 5 replica ``r`` of a cell trains with master seed
+``replica_seed · r``.
 """
 
 from __future__ import annotations

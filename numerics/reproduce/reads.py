@@ -12,7 +12,7 @@ from numerics.reproduce.claims import Claim, Table, check_claims
 
 #: The model cells each claim reads, as ``reads(model, L, noise) -> bool`` (``noise`` parsed): a
 #: cell of the grid that is not trained yet and that a claim reads makes the claim's verdict one "so
-#: far" (:func:`judged_claims`).  ``tests/reproduce/test_claims_reads.py`` checks each against its
+#: far" (:func:`judged_claims`).  ``tests/reproduce/test_reads.py`` checks each against its
 #: claim: taking away a cell it reads changes the claim's evidence, and taking away any other cell
 #: does not.
 READS: dict[str, Callable[[str, int, Noise], bool]] = {

@@ -1,10 +1,12 @@
-r"""``lintf reproduce [--budget quick|overnight|paper] [--only table1,fig1,...] [--noise NOISE ... | --cell CELL ...
+r"""``lintf reproduce [--budget quick|overnight|paper] [--only table1,fig1,...] [--noise NOISE ... |
+--cell CELL ...
 | --no-train] [--out DIR] [--jobs N] [--json]``.
 
-Trains every cell the requested parts need that ``--out`` does not hold yet (:mod:`numerics.reproduce.sweep`; an
-interrupted cell resumes from its checkpoints under ``--runs``), evaluates the baselines on the same sequences,
-then writes ``table1.csv``, ``table1.md``, the figures and ``report.md`` into ``--out``.  A non-empty ``--out``
-without the sweep's marker (``lintf-sweep.json``) is refused before any work.
+Trains every cell the requested parts need that ``--out`` does not hold yet
+(:mod:`numerics.reproduce.sweep`; an interrupted cell resumes from its checkpoints under
+``--runs``), evaluates the baselines on the same sequences, then writes ``table1.csv``,
+``table1.md``, the figures and ``report.md`` into ``--out``.  A non-empty ``--out`` without the
+sweep's marker (``lintf-sweep.json``) is refused before any work.
 
 Example (the qualitative picture, minutes)::
 
@@ -43,6 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     only.add_argument("--cell", action="append", metavar="CELL",
                       help="train only this cell, named as under OUT/models/ (such as diag-L7-uniform5; repeat for "
                            "more); cells are independent, so processes given different cells can share one --out")
+    p.add_argument("--convergence", action="store_true",
+                   help="with --cell: train those finished cells again with every stage twice as long and "
+                        "compare (writes OUT/convergence.json; the cells themselves are not changed)")
     only.add_argument("--no-train", action="store_true",
                       help="write the tables, figures and report from the cells finished so far, training none")
 
@@ -61,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(_out(args))
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.convergence and not args.cell:
+        raise ValueError("--convergence needs --cell: name the finished cells to train again")
     sw_mod.check_out(out, budget)  # before any work: a foreign --out is refused
     if getattr(args, "_console", False):  # the processes of --jobs and a resumed sweep share compiled programs
         from numerics.train import devices
@@ -70,6 +77,14 @@ def run(args: argparse.Namespace) -> int:
         # files that cannot be written are the one-line error
         warnings.filterwarnings("ignore", message="Error (reading|writing) persistent compilation cache")
     t0 = time.perf_counter()
+    if args.convergence:
+        from numerics.reproduce import convergence
+
+        res = convergence.check(budget, out, Path(args.runs), tuple(dict.fromkeys(args.cell)))
+        for name, e in res["cells"].items():
+            print(f"{name}: {e['loss']:.4g} -> {e['loss_longer']:.4g} ({e['relative']:+.1%}), "
+                  + ("holds" if e["holds"] else "does not hold"))
+        return 0
 
     def show(event: str, info: dict) -> None:
         if args.json:

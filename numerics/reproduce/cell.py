@@ -1,7 +1,8 @@
-r"""Training one cell: :func:`train_cell` takes a :class:`numerics.reproduce.grid.Cell`, its budget and a run
-directory, and returns the finished cell's files (``metrics.json``, and for a passing cell ``model.npz``, plus
-``seeds.npz`` for a Fig. 5 cell).  It reads nothing but ``rundir``, where every stage keeps its checkpoints, so an
-interrupted cell resumes, and cells can train anywhere, side by side.
+r"""Training one cell: :func:`train_cell` takes a :class:`numerics.reproduce.grid.Cell`, its budget
+and a run directory, and returns the finished cell's files (``metrics.json``, and for a passing cell
+``model.npz``, plus ``seeds.npz`` for a Fig. 5 cell).  It reads nothing but ``rundir``, where every
+stage keeps its checkpoints, so an interrupted cell resumes, and cells can train anywhere, side by
+side.
 
 The path: the cell's config from its start (:func:`cell_config`), the stages of its schedule
 (:func:`train_stages`, :class:`numerics.reproduce.grid.Schedule`), the verdict on its best stage
@@ -43,7 +44,8 @@ Trainer = Callable[[TrainConfig, Path], Trained]
 
 
 def train_run(cfg: TrainConfig, run: Path) -> Trained:
-    """The default stage trainer: :func:`numerics.train.rundir.run` into ``run`` (resumes from its checkpoint)."""
+    """The default stage trainer: :func:`numerics.train.rundir.run` into ``run`` (resumes from its
+    checkpoint)."""
     tm = run_dir.run(cfg, run, progress=False, baselines=False, flag="--runs")
     if tm is None:  # pragma: no cover - only with stop_at
         raise LintfError(f"training into {run} did not finish")
@@ -51,7 +53,8 @@ def train_run(cfg: TrainConfig, run: Path) -> Trained:
 
 
 def cell_config(cell: Cell, budget: Budget, seed: int = 0) -> TrainConfig:
-    """The cell's first-stage training configuration, from its start (:func:`numerics.reproduce.grid.start_of`)."""
+    """The cell's first-stage training configuration, from its start
+    (:func:`numerics.reproduce.grid.start_of`)."""
     s = budget.schedule
     return TrainConfig(model=cell.model, layers=cell.layers, noise=cell.noise, seeds=s.seeds, steps=s.steps,
                        batch=s.batch, seed=seed, select_sequences=budget.select_sequences,
@@ -61,7 +64,8 @@ def cell_config(cell: Cell, budget: Budget, seed: int = 0) -> TrainConfig:
 
 @dataclass(frozen=True)
 class Stage:
-    """A trained stage: its model (scale fitted; ``None`` when its training diverged), held-out losses, summary."""
+    """A trained stage: its model (scale fitted; ``None`` when its training diverged), held-out
+    losses, summary."""
 
     k: int
     model: Path | None
@@ -78,13 +82,14 @@ class Stage:
 
 
 def best_of(stages: list[Stage]) -> Stage:
-    """The best stage: the lowest held-out loss among those not blown (among all where every one is)."""
+    """The best stage: the lowest held-out loss among those not blown (among all where every one
+    is)."""
     return min([s for s in stages if not s.blown] or stages, key=lambda s: s.mean)
 
 
 def stopped(new: Stage, old: Stage) -> bool:
-    """The schedule's stopping rule (:meth:`numerics.reproduce.grid.Schedule.stop`) from ``old`` to ``new``; a stage
-    whose training diverged stops the cell."""
+    """The schedule's stopping rule (:meth:`numerics.reproduce.grid.Schedule.stop`) from ``old`` to
+    ``new``; a stage whose training diverged stops the cell."""
     if new.held is None:
         return True
     diff = old.held - new.held
@@ -94,7 +99,8 @@ def stopped(new: Stage, old: Stage) -> bool:
 
 def train_stages(cfg: TrainConfig, schedule: Schedule, run: Path, trainer: Trainer = train_run
                  ) -> tuple[Stage, dict[str, Any]]:
-    """Train ``cfg``'s cell in the stages of ``schedule`` into ``run/stage<k>``; the best stage and the summary."""
+    """Train ``cfg``'s cell in the stages of ``schedule`` into ``run/stage<k>``; the best stage and
+    the summary."""
     stages: list[Stage] = []
     done = False
     for k in range(1, schedule.most + 1):
@@ -132,8 +138,8 @@ def train_stages(cfg: TrainConfig, schedule: Schedule, run: Path, trainer: Train
 
 
 def _scaled(model: Path, cfg: TrainConfig, pool: int) -> tuple[Path, dict[str, Any]]:
-    """``model`` with its scale fitted (:func:`numerics.train.scale_fit.fit_scale`), saved beside it as
-    ``scaled.npz``; ``model`` itself when the fit keeps ``c = 1``."""
+    """``model`` with its scale fitted (:func:`numerics.train.scale_fit.fit_scale`), saved beside it
+    as ``scaled.npz``; ``model`` itself when the fit keeps ``c = 1``."""
     P, Q, meta = load_model(model)
     c, info = fit_scale(P, Q, cfg.noise, cfg.n, cfg.d, pool)
     if c == 1.0:
@@ -145,9 +151,9 @@ def _scaled(model: Path, cfg: TrainConfig, pool: int) -> tuple[Path, dict[str, A
 
 def replicas(cell: Cell, budget: Budget, model: Path, judged: dict[str, Any], summary: dict[str, Any], run: Path,
              trainer: Trainer) -> tuple[dict[str, Any], bytes]:
-    """Fig. 5's spread: the cell's model and ``budget.seeds − 1`` replicas trained as the cell was, with master seeds
-    ``RULES.replica_seed · r``, each evaluated read-out by read-out and judged; the record's ``replicas`` and the
-    stacked ``P, Q`` as ``seeds.npz`` bytes."""
+    """Fig. 5's spread: the cell's model and ``budget.seeds − 1`` replicas trained as the cell was,
+    with master seeds ``RULES.replica_seed · r``, each evaluated read-out by read-out and judged;
+    the record's ``replicas`` and the stacked ``P, Q`` as ``seeds.npz`` bytes."""
     P, Q, _ = load_model(model)
     Ps, Qs, info = [P], [Q], [(0, summary, {k: judged[k] for k in ("tail_check", "spectral")})]
     for r in range(1, budget.seeds):
@@ -168,7 +174,8 @@ def replicas(cell: Cell, budget: Budget, model: Path, judged: dict[str, Any], su
 
 
 def train_cell(cell: Cell, budget: Budget, rundir: Path, trainer: Trainer = train_run) -> dict[str, bytes]:
-    """Train, judge and record one cell in ``rundir`` (resumable); the finished cell's files by name."""
+    """Train, judge and record one cell in ``rundir`` (resumable); the finished cell's files by
+    name."""
     rundir, t0 = Path(rundir), time.perf_counter()
     cfg = cell_config(cell, budget)
     best, summary = train_stages(cfg, budget.schedule, rundir, trainer)

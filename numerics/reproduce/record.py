@@ -1,11 +1,12 @@
 r"""A finished cell's :class:`Record` (``OUT/models/<cell>/metrics.json``) and a setting's baselines
 (``OUT/baselines/<noise>.json``), each with its one reader.
 
-A record is a frozen, versioned dataclass (:data:`FORMAT`).  :func:`read_record` and :func:`read_baselines` check a
-file's format, structure and types (a ``null`` or a list where an object is expected, a missing key, a string where
-a number is expected, an integer too large for a float) and the finiteness of every number that reaches a table or a
-figure (losses, SEs, gaps to Bayes, per-layer arrays, profiles); each failure is one line naming the file and the
-cell: ``'...metrics.json' (cell diag-L4-uniform5) is corrupt (eval.loss is NaN); delete it and rerun``.
+A record is a frozen, versioned dataclass (:data:`FORMAT`).  :func:`read_record` and
+:func:`read_baselines` check a file's format, structure and types (a ``null`` or a list where an
+object is expected, a missing key, a string where a number is expected, an integer too large for a
+float) and the finiteness of every number that reaches a table or a figure (losses, SEs, gaps to
+Bayes, per-layer arrays, profiles); each failure is one line naming the file and the cell:
+``'...metrics.json' (cell diag-L4-uniform5) is corrupt (eval.loss is NaN); delete it and rerun``.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from numerics.reproduce.grid import STARTS
 
 #: Version of the record format; a record of another version is refused.
 FORMAT = 2
-#: The starts a record may name: a plan's (:data:`numerics.reproduce.grid.STARTS`) and two of earlier recipes.
+#: The starts a record may name: a plan's (:data:`numerics.reproduce.grid.STARTS`) and two of
+#: earlier recipes.
 RECORD_STARTS = (*STARTS, "diag", "shallower")
 #: Largest integer accepted where a count or an index is expected.
 INT_MAX = 2**53
 
-# The schema language: a type tag, ("list", item), ("opt", spec), or a dict of key -> spec ("*": other keys allowed).
+# The schema language: a type tag, ("list", item), ("opt", spec), or a dict of key -> spec ("*":
+# other keys allowed).
 NUM, FIN, INT, STR, BOOL, ANY = "num", "finite", "int", "str", "bool", "any"
 
 
@@ -39,15 +42,18 @@ def _list(spec: Any) -> tuple:
 
 
 _LAYERS = {k: _list(FIN) for k in ("loss", "se", "minus_Bayes", "minus_Bayes_se")} | {"*": ANY}
-_EVAL = {"loss": FIN, "se": FIN, "minus_Bayes": FIN, "minus_Bayes_se": FIN, "Bayes": FIN, "sequences": INT,
-         "layers": _LAYERS, "tail": {"*": ANY}, "*": ANY}
+_EVAL = {"loss": FIN, "se": FIN, "minus_Bayes": FIN, "minus_Bayes_se": FIN, "Bayes": FIN,
+         "sequences": INT, "layers": _LAYERS, "tail": {"*": ANY}, "*": ANY}
 _PROFILE = {"sigma": _list(FIN), "loss": _list(_list(FIN)), "se": _list(_list(FIN))}
-_REPLICAS = {"seed": _list(INT), "loss": _list(_list(FIN)), "se": _list(_list(FIN)), "failed": _list(_opt(STR)),
+_REPLICAS = {"seed": _list(INT), "loss": _list(_list(FIN)), "se": _list(_list(FIN)),
+             "failed": _list(_opt(STR)), "*": ANY}
+_TRAINING = {"steps": INT, "converged": BOOL, "chosen_stage": INT, "stages": _list({"*": ANY}),
              "*": ANY}
-_TRAINING = {"steps": INT, "converged": BOOL, "chosen_stage": INT, "stages": _list({"*": ANY}), "*": ANY}
-_FIELDS = {"format": INT, "cell": STR, "model": STR, "layers": INT, "noise": STR, "budget": STR, "start": STR,
+_FIELDS = {"format": INT, "cell": STR, "model": STR, "layers": INT, "noise": STR, "budget": STR,
+           "start": STR,
            "plan": {"*": ANY}, "failed": _opt(STR), "eval": _EVAL, "profile": _PROFILE,
-           "tail_check": _opt({"*": ANY}), "spectral": _opt({"*": ANY}), "replicas": _opt(_REPLICAS),
+           "tail_check": _opt({"*": ANY}), "spectral": _opt({"*": ANY}),
+           "replicas": _opt(_REPLICAS),
            "training": _TRAINING, "provenance": {"notes": _list(STR), "*": ANY}}
 #: A failed cell's numbers reach no table: only their types are checked (``null`` allowed).
 _LOOSE = {FIN: NUM}
@@ -58,7 +64,8 @@ class Corrupt(ValueError):
 
 
 def check(value: Any, spec: Any, at: str, loose: bool = False) -> None:
-    """``value`` follows ``spec`` (the schema language above), else :class:`Corrupt` naming the path ``at``."""
+    """``value`` follows ``spec`` (the schema language above), else :class:`Corrupt` naming the path
+    ``at``."""
     where = at or "the top level"
     if isinstance(spec, tuple) and spec[0] == "opt":
         if value is not None:
@@ -93,8 +100,8 @@ def _optional(spec: Any) -> bool:
 
 
 def _kind(v: Any) -> str:
-    return "null" if v is None else {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
-        type(v), f"a {type(v).__name__}")
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+    return "null" if v is None else kinds.get(type(v), f"a {type(v).__name__}")
 
 
 def _scalar(v: Any, spec: str, where: str) -> None:
@@ -115,10 +122,11 @@ def _scalar(v: Any, spec: str, where: str) -> None:
 
 @dataclass(frozen=True)
 class Record:
-    """A finished cell: what it is (``cell``, ``model``, ``layers``, ``noise``), how it was made (``budget``,
-    ``start``, ``plan``: :func:`numerics.reproduce.grid.plan_of`; ``training``: its stages; ``provenance``: device,
-    seconds and notes on how it was trained), and its verdict (``failed``: why it fails, or ``None``; ``eval``,
-    ``profile``, ``tail_check``, ``spectral``, ``replicas``: :mod:`numerics.reproduce.verdict`)."""
+    """A finished cell: what it is (``cell``, ``model``, ``layers``, ``noise``), how it was made
+    (``budget``, ``start``, ``plan``: :func:`numerics.reproduce.grid.plan_of`; ``training``: its
+    stages; ``provenance``: device, seconds and notes on how it was trained), and its verdict
+    (``failed``: why it fails, or ``None``; ``eval``, ``profile``, ``tail_check``, ``spectral``,
+    ``replicas``: :mod:`numerics.reproduce.verdict`)."""
 
     cell: str
     model: str
@@ -143,7 +151,8 @@ class Record:
 
 
 def parse_record(data: Any, cell: str | None = None) -> Record:
-    """The :class:`Record` of parsed JSON ``data`` (of the cell ``cell``, if given); :class:`Corrupt` otherwise."""
+    """The :class:`Record` of parsed JSON ``data`` (of the cell ``cell``, if given);
+    :class:`Corrupt` otherwise."""
     if isinstance(data, dict) and data.get("format") != FORMAT:
         raise Corrupt(f"format is {data.get('format')!r}, this lintf reads format {FORMAT}")
     check(data, _FIELDS | {"eval": {"*": ANY}, "profile": {"*": ANY}}, "")
@@ -161,12 +170,14 @@ def parse_record(data: Any, cell: str | None = None) -> Record:
 
 
 def read_record(path: str | Path, cell: str) -> Record:
-    """The record at ``path`` of cell ``cell``; a one-line :class:`LintfError` naming the file and the cell."""
+    """The record at ``path`` of cell ``cell``; a one-line :class:`LintfError` naming the file and
+    the cell."""
     data = read_json(path)
     try:
         return parse_record(data, cell)
     except Corrupt as exc:
-        raise LintfError(f"{str(path)!r} (cell {cell}) is corrupt ({exc}); delete it and rerun") from None
+        raise LintfError(f"{str(path)!r} (cell {cell}) is corrupt ({exc}); "
+                         "delete it and rerun") from None
 
 
 _METHOD = {"loss": FIN, "se": FIN, "minus_Bayes": FIN, "minus_Bayes_se": FIN, "*": ANY}
@@ -174,8 +185,9 @@ _CURVE = {"loss": _list(FIN), "se": _list(FIN)}
 
 
 def read_baselines(path: str | Path, methods: tuple[str, ...]) -> dict[str, Any]:
-    """A setting's baselines file: ``noise``, its sizes, ``methods`` (each ``method``'s loss, SE and paired gap to
-    Bayes, finite) and ``profile`` (``sigma`` and each method's curve, finite); one-line error otherwise."""
+    """A setting's baselines file: ``noise``, its sizes, ``methods`` (each ``method``'s loss, SE and
+    paired gap to Bayes, finite) and ``profile`` (``sigma`` and each method's curve, finite);
+    one-line error otherwise."""
     data = read_json(path)
     spec = {"noise": STR, "eval_sequences": INT, "tune_sequences": INT, "profile_sequences": INT,
             "profile_points": INT, "methods": {m: _METHOD for m in methods} | {"*": ANY},
@@ -183,7 +195,8 @@ def read_baselines(path: str | Path, methods: tuple[str, ...]) -> dict[str, Any]
     try:
         check(data, spec, "")
     except Corrupt as exc:
-        raise LintfError(f"{str(path)!r} (baselines of {Path(path).stem}) is corrupt ({exc}); delete it and "
+        raise LintfError(f"{str(path)!r} (baselines of {Path(path).stem}) is corrupt ({exc}); "
+                         "delete it and "
                          "rerun") from None
     return data
 

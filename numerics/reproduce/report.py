@@ -2,10 +2,11 @@ r"""Table 1 and the automatic check of the paper's qualitative claims (docs/mode
 
 Every entry is an adjusted loss (method − oracle ridge, docs/model.md) on the same evaluation
 sequences, with its paired standard error; ``minus_Bayes`` is the paired gap to the Bayes-optimal
-floor (docs/model.md).  A claim check reads a :data:`Table` (``(method, L, noise) → Entry``; baselines
-have ``L = 0``) and, for extrapolation, per-variance profiles, and returns a :class:`Claim` whose
-verdict is ``"holds"``, ``"does not hold"``, ``"undecided"`` (nothing contradicts it, but some comparison is
-too noisy to call: an entry's SE exceeds the match scale) or ``"not evaluated"`` (cells missing from the budget).
+floor (docs/model.md).  A claim check reads a :data:`Table` (``(method, L, noise) → Entry``;
+baselines have ``L = 0``) and, for extrapolation, per-variance profiles, and returns a
+:class:`Claim` whose verdict is ``"holds"``, ``"does not hold"``, ``"undecided"`` (nothing
+contradicts it, but some comparison is too noisy to call: an entry's SE exceeds the match scale) or
+``"not evaluated"`` (cells missing from the budget).
 
 Tolerances (what "matches" means; the paper gives none):
 
@@ -32,9 +33,9 @@ import numpy as np
 
 from numerics.io import atomic_write_text, load_model
 from numerics.reproduce import beyond, floor, plots
-from numerics.reproduce.claims import (BASE_NAMES, Claim, MODEL_NAMES, Table, _f, _noises, build_table,
-                                       judged_claims, pm)
+from numerics.reproduce.claims import (BASE_NAMES, Claim, MODEL_NAMES, Table, _f, _noises, build_table, pm)
 from numerics.reproduce.grid import CATEGORICAL, FOCUS, PARTS, Budget, Cell, cells_for
+from numerics.reproduce.reads import judged_claims
 from numerics.reproduce.rules import RULES
 
 #: How the report names the starts of records that are not a plan's cells.
@@ -54,8 +55,8 @@ def table_csv(t: Table) -> str:
 
 
 def table_markdown(t: Table, gap: bool = False) -> str:
-    """Rows: each model × depth, then ConstRR, AdaRR, TunedRR and the Bayes row; columns: noise settings.
-    ``gap``: the paired gap to Bayes instead of the adjusted loss."""
+    """Rows: each model × depth, then ConstRR, AdaRR, TunedRR and the Bayes row; columns: noise
+    settings. ``gap``: the paired gap to Bayes instead of the adjusted loss."""
     noises = _noises(t)
     rows = sorted({(m, L) for m, L, _ in t if L > 0}, key=lambda r: (list(MODEL_NAMES).index(r[0]), r[1]))
     rows += [(b, 0) for b in BASE_NAMES if any((b, 0, nz) in t for nz in noises)]
@@ -75,7 +76,8 @@ def table_markdown(t: Table, gap: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-# ----------------------------------------------------------------------------------------------- outputs
+# -----------------------------------------------------------------------------------------------
+# outputs
 
 
 def command(budget: str, out: str, part: str) -> str:
@@ -90,7 +92,8 @@ def profiles_of(cells: dict[str, Any]) -> dict[tuple[str, int, str], dict[str, l
 
 
 def training_reason(m: Any) -> str:
-    """How a cell was trained, as the reason a comparison with it failed: steps, stages, the stopping rule."""
+    """How a cell was trained, as the reason a comparison with it failed: steps, stages, the
+    stopping rule."""
     t = m.training
     text = (f"{MODEL_NAMES[m.model]}-{m.layers} at {m.noise}: {t['steps']} steps in {len(t['stages'])} stages, "
             + ("stopped by the stopping rule" if t["converged"] else
@@ -100,8 +103,8 @@ def training_reason(m: Any) -> str:
 
 
 def claims_markdown(claims: list[Claim], cmd: str, cells: dict[str, Any]) -> str:
-    """The verdict table, then each claim's evidence; for a claim that does not hold, how each failing cell was
-    trained (:func:`training_reason`)."""
+    """The verdict table, then each claim's evidence; for a claim that does not hold, how each
+    failing cell was trained (:func:`training_reason`)."""
     out = ["| claim (docs/reproduce.md, 'The report') | verdict | regenerate |", "|---|---|---|"]
     out += [f"| {c.text} | **{c.status()}** | `{cmd}` |" for c in claims]
     by_key = {(m.model, m.layers, m.noise): m for m in cells.values()}
@@ -121,7 +124,8 @@ def from_diag(cells: dict[str, Any]) -> frozenset[tuple[str, int, str]]:
 def write_outputs(sw: Any, budget: Budget, parts: tuple[str, ...], out: str | Path,
                   out_arg: str | None = None) -> dict[str, Any]:
     """Write the parts' tables and figures whose cells are all finished, and ``report.md``, from a
-    :class:`numerics.reproduce.sweep.Sweep`.  Returns ``{"files": [...], "claims": [Claim, ...]}``."""
+    :class:`numerics.reproduce.sweep.Sweep`.  Returns ``{"files": [...], "claims": [Claim,
+    ...]}``."""
     out, arg = Path(out), out_arg or str(out)
     cmd = lambda part: command(budget.name, arg, part)  # noqa: E731
     cells, base, L = sw.cells, sw.baselines, budget.max_depth
@@ -200,7 +204,8 @@ def _beyond_markdown(cells: dict, noises: list[str], L: int, tr: dict | None, cm
 
 
 def _heavy_tails(t: Table) -> str:
-    """A note on entries whose SE exceeds a quarter of the loss (a few sequences dominate the mean)."""
+    """A note on entries whose SE exceeds a quarter of the loss (a few sequences dominate the
+    mean)."""
     bad = [f"{MODEL_NAMES[m]}-{L} {nz} ({e.loss:.3g} ± {e.se:.3g})" for (m, L, nz), e in sorted(t.items())
            if L > 0 and e.se > 0.25 * abs(e.loss) and abs(e.loss) > 0.1]
     if not bad:
@@ -210,7 +215,8 @@ def _heavy_tails(t: Table) -> str:
 
 
 def provenance_lines(sw: Any, budget: Budget, out: Path) -> list[str]:
-    """The report's lines on cells that failed, stopped still moving, or are not the plan's cells."""
+    """The report's lines on cells that failed, stopped still moving, or are not the plan's
+    cells."""
     cells, n = sw.cells, len(sw.cells)
     lines = []
     failed = sorted(k for k, m in cells.items() if m.failed)

@@ -1,15 +1,16 @@
 r"""The sweep's driver: from a budget and the parts asked for to the cells' records under ``--out``.
 
-``OUT`` is a sweep's own once it holds the marker :data:`MARKER` (budget and record format), written when the sweep
-first writes there; a non-empty ``OUT`` without it, or with another budget's, is refused before any work, so a
-user's files are never replaced.  Each cell left to train is one task ``(name, fn)``, ``fn(rundir) → {file: bytes}``
-(:func:`numerics.reproduce.cell.train_cell`, pure with respect to ``OUT``); the driver writes a task's files into
-``OUT/models/<cell>/`` atomically, ``metrics.json`` last.  Tasks run in this process, or in ``jobs`` processes
-side by side, each taking the next cell when it comes free.
+``OUT`` is a sweep's own once it holds the marker :data:`MARKER` (budget and record format), written
+when the sweep first writes there; a non-empty ``OUT`` without it, or with another budget's, is
+refused before any work, so a user's files are never replaced.  Each cell left to train is one task
+``(name, fn)``, ``fn(rundir) → {file: bytes}`` (:func:`numerics.reproduce.cell.train_cell`, pure
+with respect to ``OUT``); the driver writes a task's files into ``OUT/models/<cell>/`` atomically,
+``metrics.json`` last.  Tasks run in this process, or in ``jobs`` processes side by side, each
+taking the next cell when it comes free.
 
 A stored record is the plan's cell when its start and evaluation sizes are the plan's
-(:func:`numerics.reproduce.grid.plan_of`); another one (such as a FULL cell trained from the DIAG start) is due
-for retraining, and stays in the tables until its replacement is written.
+(:func:`numerics.reproduce.grid.plan_of`); another one (such as a FULL cell trained from the DIAG
+start) is due for retraining, and stays in the tables until its replacement is written.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ Task = tuple[str, Callable[[Path], dict[str, bytes]]]
 
 
 def check_out(out: Path, budget: Budget, flag: str = "--out") -> bool:
-    """Refuse (one line) an ``out`` that is a file, non-empty without :data:`MARKER`, or another budget's; whether
-    it holds the marker."""
+    """Refuse (one line) an ``out`` that is a file, non-empty without :data:`MARKER`, or another
+    budget's; whether it holds the marker."""
     if out.exists() and not out.is_dir():
         raise LintfError(f"{flag} {str(out)!r} is a file; give a directory")
     marker = out / MARKER
@@ -86,8 +87,8 @@ def is_plans(record: Record, cell: Cell, budget: Budget) -> bool:
 
 
 def write_cell(out: Path, name: str, files: dict[str, bytes]) -> None:
-    """Write a finished cell's files into ``out/models/<name>/`` atomically, ``metrics.json`` last; a model file
-    the new record does not have (a failed cell) is removed first."""
+    """Write a finished cell's files into ``out/models/<name>/`` atomically, ``metrics.json`` last;
+    a model file the new record does not have (a failed cell) is removed first."""
     dest = out / "models" / name
     for stale in ("model.npz", "seeds.npz"):
         if stale not in files:
@@ -112,10 +113,10 @@ def _terminated(signum: int, frame: object) -> None:
 
 def execute(tasks: list[Task], *, out: Path, jobs: int = 1, runs: Path,
             done: Callable[[str, dict[str, bytes]], None] | None = None) -> None:
-    """Run ``tasks``, each ``fn(runs/<name>)``, and write each one's files (:func:`write_cell`) as it finishes: in
-    this process, or in ``jobs`` processes side by side, each taking the next task when it comes free.  An
-    interrupt or a ``SIGTERM`` ends those processes too (their cells resume from ``runs`` next time).
-    ``done(name, files)`` follows every write."""
+    """Run ``tasks``, each ``fn(runs/<name>)``, and write each one's files (:func:`write_cell`) as
+    it finishes: in this process, or in ``jobs`` processes side by side, each taking the next task
+    when it comes free.  An interrupt or a ``SIGTERM`` ends those processes too (their cells resume
+    from ``runs`` next time). ``done(name, files)`` follows every write."""
     def finish(name: str, files: dict[str, bytes]) -> None:
         write_cell(out, name, files)
         if done:
@@ -137,7 +138,8 @@ def execute(tasks: list[Task], *, out: Path, jobs: int = 1, runs: Path,
 
 def baselines_for(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
     """ConstRR, AdaRR, TunedRR and Bayes on the cells' evaluation sequences, with their profiles
-    (``OUT/baselines/<noise>.json``, read back by :func:`numerics.reproduce.record.read_baselines`)."""
+    (``OUT/baselines/<noise>.json``, read back by
+    :func:`numerics.reproduce.record.read_baselines`)."""
     path = out / "baselines" / f"{slug(noise)}.json"
     want = {"noise": noise, "eval_sequences": budget.eval_sequences, "tune_sequences": budget.tune_sequences,
             "profile_sequences": budget.profile_sequences, "profile_points": budget.profile_points}
@@ -163,14 +165,16 @@ def baselines_for(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
 
 
 def _plain(v: Any) -> Any:
-    """A number or array of the baselines' table as JSON (NaN stays NaN: the reader refuses it in a table entry)."""
+    """A number or array of the baselines' table as JSON (NaN stays NaN: the reader refuses it in a
+    table entry)."""
     return np.asarray(v).tolist() if isinstance(v, (np.ndarray, np.generic)) else v
 
 
 @dataclass
 class Sweep:
-    """A sweep's outcome: the records per cell name, the baselines per noise, the cells trained in this call, the
-    cells not finished, and the stored records that are not the plan's cells (due for retraining)."""
+    """A sweep's outcome: the records per cell name, the baselines per noise, the cells trained in
+    this call, the cells not finished, and the stored records that are not the plan's cells (due for
+    retraining)."""
 
     cells: dict[str, Record]
     baselines: dict[str, dict[str, Any]]
@@ -183,9 +187,10 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
           train: bool = True, noises: Iterable[str] | None = None, only: Iterable[str] | None = None,
           jobs: int = 1, progress: Callable[[str, dict[str, Any]], None] | None = None,
           cell_fn: Callable[..., dict[str, bytes]] = train_cell) -> Sweep:
-    """Train every cell the parts need that has no record of the plan (``noises``/``only``: only those settings or
-    cells), then compute the baselines; ``train=False`` only reads.  ``progress(event, info)``: ``("start",
-    {"todo"})``, ``("cell", {"name", "loss", "failed"})``, ``("baselines", {"noise"})``."""
+    """Train every cell the parts need that has no record of the plan (``noises``/``only``: only
+    those settings or cells), then compute the baselines; ``train=False`` only reads.
+    ``progress(event, info)``: ``("start", {"todo"})``, ``("cell", {"name", "loss", "failed"})``,
+    ``("baselines", {"noise"})``."""
     out, runs = Path(out), Path(runs) / budget.name
     marked = check_out(out, budget)
     cells = cells_for(budget, parts)

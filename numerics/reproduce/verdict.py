@@ -1,9 +1,10 @@
-r"""A trained model's verdict: its evaluation on the paper's sequences (every read-out, tails included, with the
-paired gap to Bayes), its per-variance profile, the tail check, the GD++ spectral check, and :func:`failure`, the
-one rule that says why a cell fails (``None`` when it passes).
+r"""A trained model's verdict: its evaluation on the paper's sequences (every read-out, tails
+included, with the paired gap to Bayes), its per-variance profile, the tail check, the GD++ spectral
+check, and :func:`failure`, the one rule that says why a cell fails (``None`` when it passes).
 
-Every key comes from :data:`numerics.reproduce.rules.RULES`, so every cell and every baseline of a setting meets the
-same sequences.  A failed cell keeps its record but no model, and is never a table entry.
+Every key comes from :data:`numerics.reproduce.rules.RULES`, so every cell and every baseline of a
+setting meets the same sequences.  A failed cell keeps its record but no model, and is never a table
+entry.
 """
 
 from __future__ import annotations
@@ -29,14 +30,16 @@ def _reads(P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_query: jax.
 
 
 def _reads_fn(P: Any, Q: Any) -> Callable:
-    """``predict(batch, spectra) -> {"layers": (L+1, B)}``; compiled once per shape, not per model."""
+    """``predict(batch, spectra) -> {"layers": (L+1, B)}``; compiled once per shape, not per
+    model."""
     P, Q = jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64)
     return lambda batch, sp: {"layers": evaluation.sliced(lambda *a: _reads(P, Q, *a), batch.X, batch.y,
                                                           batch.x_query)}
 
 
-#: Bayes' predictions on the evaluation sequences of each ``(noise, sequences, n, d)``, chunk by chunk: they do not
-#: depend on the model, and a sweep evaluates model after model of a setting.  8 bytes a sequence.
+#: Bayes' predictions on the evaluation sequences of each ``(noise, sequences, n, d)``, chunk by
+#: chunk: they do not depend on the model, and a sweep evaluates model after model of a setting.  8
+#: bytes a sequence.
 BAYES_CACHE: dict[tuple, list] = {}
 
 
@@ -61,8 +64,9 @@ def _json(v: Any) -> Any:
 
 
 def evaluate_model(P: Any, Q: Any, noise: str, sequences: int, n: int, d: int) -> dict[str, Any]:
-    """Adjusted loss of every read-out ``l = 0..L`` on ``sequences`` evaluation sequences, its paired gap to Bayes,
-    and the tail statistics of the last read-out; the final read-out's numbers at the top level."""
+    """Adjusted loss of every read-out ``l = 0..L`` on ``sequences`` evaluation sequences, its
+    paired gap to Bayes, and the tail statistics of the last read-out; the final read-out's numbers
+    at the top level."""
     bayes_pred = _bayes_fn(noise, sequences, n, d)
     with jax.enable_x64(True):
         reads = _reads_fn(P, Q)
@@ -84,10 +88,12 @@ def profile_model(P: Any, Q: Any, noise: str, points: int, sequences: int, n: in
 
 
 def spectral_check(P: Any, Q: Any, noise: str, n: int, d: int, chunk: int = 2**18) -> dict[str, Any]:
-    r"""GD++ at σ_max = 0: the mean over ``RULES.spectral_sequences`` draws of ``Σ ~ W_d(n, I)`` of the model's exact
-    expected loss given ``Σ`` (:func:`numerics.baselines.gdpp_fit.sequence_losses`), ± its SE, and the count of
-    spectra above :data:`numerics.evaluate.losses.TAIL_MAX`.  The evaluation's mean without the variance that ``w``
-    and ``x_t`` add: at σ = 0 a good model's per-sequence losses are heavy-tailed but bounded."""
+    r"""GD++ at σ_max = 0: the mean over ``RULES.spectral_sequences`` draws of ``Σ ~ W_d(n, I)`` of
+    the model's exact expected loss given ``Σ``
+    (:func:`numerics.baselines.gdpp_fit.sequence_losses`), ± its SE, and the count of spectra above
+    :data:`numerics.evaluate.losses.TAIL_MAX`.  The evaluation's mean without the variance that
+    ``w`` and ``x_t`` add: at σ = 0 a good model's per-sequence losses are heavy-tailed but
+    bounded."""
     g = GDPP.from_universal(np.asarray(P, np.float64), np.asarray(Q, np.float64), atol=1e-12)
     total, parts = int(RULES.spectral_sequences), []
     for k, start in enumerate(range(0, total, chunk)):
@@ -103,8 +109,9 @@ def spectral_check(P: Any, Q: Any, noise: str, n: int, d: int, chunk: int = 2**1
 
 
 def checks(P: Any, Q: Any, model: str, layers: int, noise: str, n: int, d: int) -> dict[str, Any]:
-    """The checks beyond the evaluation: from depth ``RULES.tail_depth`` the tail check on ``RULES.tail_sequences``
-    fresh sequences, and for GD++ at σ_max = 0 also :func:`spectral_check`; ``None`` where a check does not apply."""
+    """The checks beyond the evaluation: from depth ``RULES.tail_depth`` the tail check on
+    ``RULES.tail_sequences`` fresh sequences, and for GD++ at σ_max = 0 also :func:`spectral_check`;
+    ``None`` where a check does not apply."""
     deep = layers >= RULES.tail_depth
     tail = evaluation.tail_check(P, Q, noise, n, d, RULES.tail_key(), RULES.tail_sequences) if deep else None
     spectral = deep and model == "gdpp" and Noise.parse(noise).sigma_max == 0
@@ -113,15 +120,16 @@ def checks(P: Any, Q: Any, model: str, layers: int, noise: str, n: int, d: int) 
 
 def judge(P: Any, Q: Any, model: str, layers: int, noise: str, sequences: int, points: int, profile_sequences: int,
           n: int, d: int) -> dict[str, Any]:
-    """Everything a finished model is measured on (``eval``, ``profile``, ``tail_check``, ``spectral``)."""
+    """Everything a finished model is measured on (``eval``, ``profile``, ``tail_check``,
+    ``spectral``)."""
     return ({"eval": evaluate_model(P, Q, noise, sequences, n, d),
              "profile": profile_model(P, Q, noise, points, profile_sequences, n, d)}
             | checks(P, Q, model, layers, noise, n, d))
 
 
 def pooled(ev: dict[str, Any], other: dict[str, Any]) -> tuple[float, float]:
-    """Mean ± SE of two independent estimates of one mean, each weighted by its count (``"sequences"``, or
-    ``"spectra"`` for :func:`spectral_check`)."""
+    """Mean ± SE of two independent estimates of one mean, each weighted by its count
+    (``"sequences"``, or ``"spectra"`` for :func:`spectral_check`)."""
     a, b = int(ev["sequences"]), int(other.get("sequences") or other["spectra"])
     mean = (a * ev["mean"] + b * other["mean"]) / (a + b)
     return float(mean), float(np.hypot(a * ev["se"], b * other["se"]) / (a + b))
@@ -129,11 +137,12 @@ def pooled(ev: dict[str, Any], other: dict[str, Any]) -> tuple[float, float]:
 
 def failure(judged: dict[str, Any], dropped_final: int | None = None) -> str | None:
     """Why a cell fails (``None``: it passes): the evaluation's tail rules
-    (:func:`numerics.evaluate.losses.tail_stats`), the tail check, the spectral check, or sequences its training left
-    out of its final phase.  Where the evaluation fails the SE rule alone (every loss finite and at most ``FAIL_MAX``),
-    the evaluation pooled with a check's larger sample of the same mean (:func:`pooled`) judges the SE rule: at σ = 0
-    a good model's mean is near zero, and 10⁵ sequences may not pin it to a tenth where 10⁶ do.  The evaluation's own
-    sequences stay in the pool, so one huge sequence still carries the mean."""
+    (:func:`numerics.evaluate.losses.tail_stats`), the tail check, the spectral check, or sequences
+    its training left out of its final phase.  Where the evaluation fails the SE rule alone (every
+    loss finite and at most ``FAIL_MAX``), the evaluation pooled with a check's larger sample of the
+    same mean (:func:`pooled`) judges the SE rule: at σ = 0 a good model's mean is near zero, and
+    10⁵ sequences may not pin it to a tenth where 10⁶ do.  The evaluation's own sequences stay in
+    the pool, so one huge sequence still carries the mean."""
     ev, tc, sc = judged["eval"]["tail"], judged.get("tail_check"), judged.get("spectral")
     only_se = ev["max"] is not None and bool(np.isfinite(ev["max"])) and ev["max"] <= evaluation.FAIL_MAX
     settled = only_se and any(e is not None and e.get("se") is not None and evaluation.se_settles(*pooled(ev, e))

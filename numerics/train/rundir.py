@@ -34,8 +34,9 @@ import jax
 import numpy as np
 
 from numerics.errors import LintfError
-from numerics.io import atomic_write_bytes, atomic_savez, atomic_write_json, save_model
+from numerics.io import atomic_savez, atomic_write_json, save_model
 from numerics.models import universal
+from numerics.train.curve import plot_curve
 from numerics.train import (Result, TrainConfig, TrainState, adjusted_losses, config_dict, finite_adjusted, nanmean,
                        train)
 
@@ -243,31 +244,6 @@ def finalize(out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = T
     atomic_write_json(out / "metrics.json", metrics)
     plot_curve(out / "loss.png", cfg, res)
     return metrics
-
-
-def plot_curve(path: Path, cfg: TrainConfig, res: Result) -> None:
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    curve = np.asarray(res.curve)
-    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=120)
-    for k in range(curve.shape[1] - 1 if curve.ndim == 2 else 0):
-        ax.plot(curve[:, 0], curve[:, k + 1], lw=1, label=f"seed {k}")
-    ax.set_yscale("log")
-    ax.set_xlabel("step")
-    ax.set_ylabel("train loss ½(y−ŷ)²")
-    ax.set_title(f"{cfg.kind!r}-{cfg.layers}, {cfg.noise}")
-    if cfg.seeds <= 8:
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
 
 
 def run(cfg: TrainConfig, out: str | Path, progress: bool = True, baselines: bool = True,

@@ -22,10 +22,10 @@ SCHEDULE = Schedule(steps=10, batch=8, seeds=2, most=5, held_out=1000, scale_poo
 class Scripted:
     """A stage trainer that writes a fixed model and a held-out evaluation that returns the next scripted mean."""
 
-    def __init__(self, means: list[float]) -> None:
-        self.means, self.configs = list(means), []
+    def __init__(self, means: list[float], blown: tuple[int, ...] = ()) -> None:
+        self.means, self.configs, self.blown, self.calls = list(means), [], blown, 0
         rng = np.random.default_rng(0)
-        self.noise = rng.normal(size=1000) * 0.01
+        self.noise = rng.normal(size=100_000) * 0.01
 
     def train(self, cfg, run: Path) -> Trained:  # noqa: ANN001
         self.configs.append(cfg)
@@ -34,13 +34,18 @@ class Scripted:
         return Trained({"steps": cfg.steps, "dropped_final": 0}, run / "model.npz")
 
     def held(self, *args, **kw) -> np.ndarray:  # noqa: ANN002, ANN003
-        return self.means.pop(0) + self.noise
+        self.calls += 1
+        out = self.means.pop(0) + self.noise
+        if self.calls in self.blown:  # one sequence above the evaluation's FAIL_MAX
+            out = out.copy()
+            out[0] = 2e3
+        return out
 
 
 @pytest.fixture
 def scripted(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
-    def make(means: list[float]) -> Scripted:
-        s = Scripted(means)
+    def make(means: list[float], blown: tuple[int, ...] = ()) -> Scripted:
+        s = Scripted(means, blown)
         monkeypatch.setattr(cell_mod.evaluation, "adjusted_per_sequence", s.held)
         monkeypatch.setattr(cell_mod, "_scaled", lambda model, cfg, pool: (model, {"scale": 1.0}))
         return s
@@ -72,6 +77,16 @@ def test_a_stage_that_ends_higher_stops_the_cell_which_keeps_the_lower(scripted,
     assert summary["converged"] and len(summary["stages"]) == 3 and best.k == 2
 
 
+def test_a_blown_stage_is_never_the_start_of_the_next(scripted, tmp_path):
+    """Stage 2 is lower on average but blown (one sequence above the failure limit): stage 3 starts from stage
+    1, the best stage that is not blown, and the cell keeps the best stage that is not blown."""
+    s = scripted([1.0, 0.5, 0.45, 0.44, 0.44], blown=(2,))
+    best, summary = train_stages(cell_config(Cell("diag", 2, "uniform:1"), TINY), SCHEDULE, tmp_path, s.train)
+    assert [st["blown"] for st in summary["stages"]] == [False, True, False, False]
+    assert s.configs[2].warm_start == str(tmp_path / "stage1" / "model.npz")
+    assert s.configs[3].warm_start == str(tmp_path / "stage3" / "model.npz") and best.k == 4
+
+
 @pytest.mark.parametrize("gain, old, se, blown, stops", [
     (0.029, 1.0, 0.0, False, True), (0.031, 1.0, 0.0, False, False), (0.05, 1.0, 0.03, False, True),
     (0.05, 1.0, 0.03, True, False), (-0.1, 1.0, 0.0, False, True), (0.0, 0.0, 0.0, False, True)])
@@ -95,7 +110,12 @@ def test_a_tiny_cell_trains_resumes_and_returns_the_same_files(tmp_path: Path) -
     assert rec.failed is None and rec.start == "random" and 0 < rec.eval["loss"] < 5
     again = train_cell(c, TINY, tmp_path / "run")  # every stage resumes from its finished run
     assert again["model.npz"] == files["model.npz"]
-    strip = lambda b: {k: v for k, v in json.loads(b).items() if k != "provenance"}  # noqa: E731
+    def strip(raw: bytes) -> dict:  # the record without its timings
+        rec = json.loads(raw)
+        for st in rec["training"]["stages"]:
+            st.pop("seconds")
+        return {k: v for k, v in rec.items() if k != "provenance"}
+
     assert strip(again["metrics.json"]) == strip(files["metrics.json"])
 
 

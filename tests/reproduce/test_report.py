@@ -66,3 +66,14 @@ def test_the_report_names_the_committed_full_cells_trained_from_the_diag_start()
         line = next(ln for ln in report.splitlines() if "from the DIAG start" in ln)
         fulls = sorted(p.name for p in (RESULTS / name / "models").glob("full-*"))
         assert all(f in line for f in fulls) and f"reproduce --budget {name}" in line
+
+
+def test_a_failed_cell_is_never_a_table_entry() -> None:
+    from numerics.reproduce.grid import Cell
+    from tests.fakes import TINY, fake_baselines, fake_record
+
+    ok, bad = Cell("diag", 1, "uniform:1"), Cell("diag", 2, "uniform:1")
+    cells = {ok.name: fake_record(ok, TINY), bad.name: fake_record(bad, TINY, failed="tail check: 1 of 10")}
+    table = build_table(cells, {"uniform:1": fake_baselines("uniform:1", TINY)})
+    assert ("diag", 1, "uniform:1") in table and ("diag", 2, "uniform:1") not in table
+    assert "DIAG,2," not in table_csv(table)

@@ -139,3 +139,4 @@ def test_the_report_of_a_sweep_names_the_cells_of_an_earlier_recipe(tmp_path: Pa
     write_outputs(sweep.sweep(TINY, ("table1",), out, tmp_path / "runs", train=False), TINY, ("table1",), out)
     report = (out / "report.md").read_text()
     assert "cells continued from the finished cell one layer shallower, an earlier recipe" in report and c.name in report
+

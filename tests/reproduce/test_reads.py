@@ -1,4 +1,4 @@
-"""Which cells each claim reads (``numerics.reproduce.claims.READS``), and the verdicts "so far" of a grid under way.
+"""Which cells each claim reads (``numerics.reproduce.reads.READS``), and the verdicts "so far" of a grid under way.
 
 ``READS`` is written beside the claims, not derived from them, so it is checked against them: on a small complete
 grid, taking away a cell that a claim reads changes that claim's evidence, and taking away any other cell leaves it
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from numerics.data import Noise
-from numerics.reproduce.claims import READS, SERIES, Entry
-from numerics.reproduce.claims import judged_claims
+from numerics.reproduce.claims import Entry
+from numerics.reproduce.reads import READS, SERIES, judged_claims
 from numerics.reproduce.floor import claim_gdpp_floor
 from numerics.reproduce.report import claims_markdown
 

@@ -1,0 +1,69 @@
+r"""The convergence check: a finished cell trained again with every stage twice as long, and compared.
+
+It reports; it changes nothing under ``--out``.  The longer run trains into its own run directory
+(``RUNS/<budget>-x2/<cell>/``) through the same :func:`numerics.reproduce.cell.train_cell`, and the check
+*holds* when the two adjusted losses (on the same evaluation sequences) differ by at most the stopping rule's
+``RULES.stop_rel`` of the cell's loss, or by at most ``RULES.stop_se`` standard errors of the difference (the
+two SEs added in quadrature: an upper bound of the paired SE).  ``OUT/convergence.json`` keeps the entries.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from numerics.io import atomic_write_json, read_json
+from numerics.reproduce.cell import train_cell
+from numerics.reproduce.grid import PARTS, Budget, cells_for
+from numerics.reproduce.record import parse_record
+from numerics.reproduce.rules import RULES
+from numerics.reproduce.sweep import load_records
+
+FACTOR = 2
+
+
+def longer(budget: Budget, factor: int = FACTOR) -> Budget:
+    """``budget`` with every stage ``factor`` times as long."""
+    s = budget.schedule
+    return replace(budget, name=f"{budget.name}-x{factor}", schedule=replace(s, steps=s.steps * factor))
+
+
+def holds(loss: float, se: float, loss2: float, se2: float) -> bool:
+    """The two losses agree within the stopping rule's thresholds."""
+    change = abs(loss2 - loss)
+    return change <= max(RULES.stop_rel * abs(loss), RULES.stop_se * math.hypot(se, se2))
+
+
+def check(budget: Budget, out: Path, runs: Path, names: tuple[str, ...],
+          cell_fn: Callable[..., dict[str, bytes]] = train_cell) -> dict[str, Any]:
+    """Retrain the finished, passing cells ``names`` with longer stages and compare; the entries, also written to
+    ``OUT/convergence.json`` (merged with earlier entries)."""
+    grid = {c.name: c for c in cells_for(budget, PARTS)}
+    have = load_records(out, [grid[n] for n in names])
+    slow = longer(budget)
+    entries = {}
+    for name in names:
+        rec = have.get(name)
+        if rec is None or rec.failed:
+            raise ValueError(f"--cell {name} is not a finished, passing cell under {out}")
+        files = cell_fn(grid[name], slow, runs / slow.name / name)
+        new = parse_record(json.loads(files["metrics.json"]), name)
+        a, b = rec.eval, new.eval
+        entries[name] = {"loss": a["loss"], "se": a["se"], "steps": rec.training["steps"], "factor": FACTOR,
+                         "failed": new.failed, "loss_longer": b["loss"], "se_longer": b["se"],
+                         "steps_longer": new.training["steps"], "relative": b["loss"] / a["loss"] - 1
+                         if a["loss"] else 0.0,
+                         "holds": new.failed is None and holds(a["loss"], a["se"], b["loss"], b["se"])}
+    path = out / "convergence.json"
+    old = read_json(path) if path.exists() else {}
+    earlier = old.get("cells", {}) if isinstance(old, dict) and old.get("budget") == budget.name else {}
+    res = {"budget": budget.name, "factor": FACTOR, "cells": earlier | entries}
+    atomic_write_json(path, res)
+    return res
+
+
+__all__ = ["FACTOR", "check", "holds", "longer"]

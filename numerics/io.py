@@ -193,15 +193,17 @@ def read_text(path: str | os.PathLike[str], what: str, max_bytes: int | None = N
         raise LintfError(f"{what}: {exc}") from None
 
 
-def read_json(path: str | os.PathLike[str]) -> Any:
+def read_json(path: str | os.PathLike[str], what: str | None = None) -> Any:
     """The JSON file at ``path`` (:func:`read_text`, :func:`parse_json`); a corrupt, oversized or too deeply nested
-    one is a one-line error that names it (the files lintf reads back are its own, made again when deleted)."""
+    one is a one-line error that names it, and ``what`` it holds when given (such as ``"cell diag-L4-uniform5"``;
+    the files lintf reads back are its own, made again when deleted)."""
+    name = f"{str(path)!r}" + (f" ({what})" if what else "")
     try:
         return _parse(_text(path, JSON_BYTES_MAX))
     except _Unreadable as exc:
-        raise LintfError(f"{str(path)!r} {exc}") from None
+        raise LintfError(f"{name} {exc}") from None
     except ValueError as exc:
-        raise LintfError(f"{str(path)!r} is corrupt ({exc}); delete it and rerun to make it again") from None
+        raise LintfError(f"{name} is corrupt ({exc}); delete it and rerun to make it again") from None
 
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:

@@ -1,6 +1,6 @@
 r"""``lintf reproduce [--budget quick|overnight|paper] [--only table1,fig1,...] [--noise NOISE ... |
 --cell CELL ...
-| --no-train] [--out DIR] [--jobs N] [--json]``.
+| --no-train] [--out DIR] [--jobs N | --scheduler ADDR] [--json]``.
 
 Trains every cell the requested parts need that ``--out`` does not hold yet
 (:mod:`numerics.reproduce.sweep`; an interrupted cell resumes from its checkpoints under
@@ -35,9 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="training run directories with checkpoints (default runs/reproduce; git-ignored)")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of progress and text")
     p.add_argument("--jobs", type=int, default=1,
-                   help="train in this many processes side by side, each taking the next cell when it comes free "
-                        "(default 1; 2 keeps two cores busy; the cores are shared out unless LINTF_HOST_DEVICES is "
-                        "set)")
+                   help="train on a local Dask cluster of this many worker processes, each taking the next cell "
+                        "when it comes free (default 1: in this process; 2 keeps two cores busy; the cores are "
+                        "shared out unless LINTF_HOST_DEVICES is set)")
+    p.add_argument("--scheduler", default=None, metavar="ADDR",
+                   help="send the cells to a running Dask cluster: its scheduler's address (tcp://HOST:8786) "
+                        "or scheduler file, instead of --jobs; --runs must then be a directory the workers "
+                        "share, or each worker keeps its own (docs/cluster.md)")
     only = p.add_mutually_exclusive_group()  # --noise and --cell choose the cells to train; --no-train none
     only.add_argument("--noise", action="append", metavar="NOISE",
                       help="train only the cells of this noise setting of the budget (repeat for more); the tables "
@@ -66,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(_out(args))
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.scheduler is not None and args.jobs != 1:
+        raise ValueError(f"--jobs {args.jobs} and --scheduler {args.scheduler} exclude each other: the cluster "
+                         "at --scheduler brings its own workers")
     if args.convergence and not args.cell:
         raise ValueError("--convergence needs --cell: name the finished cells to train again")
     sw_mod.check_out(out, budget)  # before any work: a foreign --out is refused
@@ -99,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"baselines {info['noise']}", file=sys.stderr, flush=True)
 
     sw = sw_mod.sweep(budget, parts, out, args.runs, train=not args.no_train, noises=args.noise, only=args.cell,
-                      jobs=args.jobs, progress=show)
+                      jobs=args.jobs, scheduler=args.scheduler, progress=None if args.json else show)
     sw_mod.claim_out(out, budget)
     res = write_outputs(sw, budget, parts, out, str(out))
     secs = time.perf_counter() - t0

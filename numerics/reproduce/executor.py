@@ -38,7 +38,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
@@ -74,7 +74,8 @@ def pending(tasks: Sequence[Task], out: str | os.PathLike[str]) -> list[Task]:
 
 def run(tasks: Sequence[Task], *, out: str | os.PathLike[str], jobs: int = 1,
         scheduler: str | None = None, runs: str | os.PathLike[str] | None = None,
-        progress: bool = True) -> None:
+        progress: bool = True, replace: Collection[str] = (),
+        done: Callable[[str, Files], None] | None = None) -> None:
     """Train every task's cell and write its files under ``out/models/<name>/`` (this module's
     docstring).
 
@@ -86,22 +87,26 @@ def run(tasks: Sequence[Task], *, out: str | os.PathLike[str], jobs: int = 1,
     :param runs: where workers keep the run directories ``runs/<name>/`` (a retried task resumes
         there when the workers share it); ``None``: a temporary directory on the worker per task.
     :param progress: show cells done / running / left and the time left on stderr.
+    :param replace: names of finished cells that the tasks train again (a record that is not the
+        plan's); each keeps its old files until the new ones are written.
+    :param done: called as ``done(name, files)`` after each cell's files are written.
     """
     names = _check(tasks, jobs, scheduler)
     out = Path(out)
     with sweep_lock(out):
-        done = [n for n in names if (out / "models" / n / FINISHED).is_file()]
-        if done:
-            raise LintfError(f"tasks: cell {done[0]!r} is finished already under "
+        finished = [n for n in names if (out / "models" / n / FINISHED).is_file()
+                    and n not in set(replace)]
+        if finished:
+            raise LintfError(f"tasks: cell {finished[0]!r} is finished already under "
                              f"{str(out / 'models')!r}; pass pending(tasks, out) (nothing is "
                              "overwritten)")
         runs_at = None if runs is None else str(Path(runs).resolve())
         show = SweepProgress(len(tasks), quiet=not progress)
         try:
             if scheduler is None and jobs == 1:
-                _serial(tasks, out, runs_at, show)
+                _serial(tasks, out, runs_at, show, done)
             else:
-                _distributed(tasks, out, jobs, scheduler, runs_at, show)
+                _distributed(tasks, out, jobs, scheduler, runs_at, show, done)
         finally:
             show.stop()
 
@@ -206,11 +211,15 @@ def write_cell(out: Path, name: str, files: Files) -> None:
             raise LintfError(f"cell {name!r}: its task returned {rel!r}, not a relative path "
                              "inside the cell with bytes")
     folder = out / "models" / name
+    for stale in ("model.npz", "seeds.npz"):  # a replaced cell's model that the new record lacks
+        if stale not in files:
+            (folder / stale).unlink(missing_ok=True)
     for rel in sorted(files, key=lambda r: r == FINISHED):
         atomic_write_bytes(folder / rel, files[rel])
 
 
-def _serial(tasks: Sequence[Task], out: Path, runs: str | None, show: SweepProgress) -> None:
+def _serial(tasks: Sequence[Task], out: Path, runs: str | None, show: SweepProgress,
+            done: Callable[[str, Files], None] | None) -> None:
     failed: list[str] = []
     for name, fn in tasks:
         show.running(1)
@@ -220,12 +229,13 @@ def _serial(tasks: Sequence[Task], out: Path, runs: str | None, show: SweepProgr
             failed.append(f"{name}: {on_dask.first_line(exc)}")
             show.finished(name, failed=True)
             continue
-        _write(out, name, files, failed, show)
+        _write(out, name, files, failed, show, done)
     _report(failed, len(tasks))
 
 
 def _distributed(tasks: Sequence[Task], out: Path, jobs: int, scheduler: str | None,
-                 runs: str | None, show: SweepProgress) -> None:
+                 runs: str | None, show: SweepProgress,
+                 done: Callable[[str, Files], None] | None) -> None:
     from distributed import Client  # here: importing it takes a second a serial sweep saves
 
     cluster = on_dask.local_cluster(jobs, dashboard=show.visible) if scheduler is None else None
@@ -236,7 +246,7 @@ def _distributed(tasks: Sequence[Task], out: Path, jobs: int, scheduler: str | N
             failed: list[str] = []
             for name, files, error in on_dask.results(client, tasks, work, runs, show.running):
                 if error is None:
-                    _write(out, name, files, failed, show)
+                    _write(out, name, files, failed, show, done)
                 else:
                     failed.append(f"{name}: {error}")
                     show.finished(name, failed=True)
@@ -248,7 +258,8 @@ def _distributed(tasks: Sequence[Task], out: Path, jobs: int, scheduler: str | N
             cluster.close()
 
 
-def _write(out: Path, name: str, files: Files, failed: list[str], show: SweepProgress) -> None:
+def _write(out: Path, name: str, files: Files, failed: list[str], show: SweepProgress,
+           done: Callable[[str, Files], None] | None) -> None:
     try:
         write_cell(out, name, files)
     except LintfError as exc:  # a task that returns what no cell is: one of the failed cells
@@ -256,6 +267,8 @@ def _write(out: Path, name: str, files: Files, failed: list[str], show: SweepPro
         show.finished(name, failed=True)
         return
     show.finished(name)
+    if done is not None:
+        done(name, files)
 
 
 def _report(failed: list[str], total: int) -> None:

@@ -172,7 +172,7 @@ def parse_record(data: Any, cell: str | None = None) -> Record:
 def read_record(path: str | Path, cell: str) -> Record:
     """The record at ``path`` of cell ``cell``; a one-line :class:`LintfError` naming the file and
     the cell."""
-    data = read_json(path)
+    data = read_json(path, f"cell {cell}")
     try:
         return parse_record(data, cell)
     except Corrupt as exc:
@@ -188,7 +188,7 @@ def read_baselines(path: str | Path, methods: tuple[str, ...]) -> dict[str, Any]
     """A setting's baselines file: ``noise``, its sizes, ``methods`` (each ``method``'s loss, SE and
     paired gap to Bayes, finite) and ``profile`` (``sigma`` and each method's curve, finite);
     one-line error otherwise."""
-    data = read_json(path)
+    data = read_json(path, f"baselines of {Path(path).stem}")
     spec = {"noise": STR, "eval_sequences": INT, "tune_sequences": INT, "profile_sequences": INT,
             "profile_points": INT, "methods": {m: _METHOD for m in methods} | {"*": ANY},
             "profile": {"sigma": _list(FIN)} | {m: _CURVE for m in methods}}

@@ -15,9 +15,6 @@ start) is due for retraining, and stays in the tables until its replacement is w
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import signal
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
@@ -28,13 +25,13 @@ import numpy as np
 
 from numerics import baselines
 from numerics.errors import LintfError
-from numerics.io import atomic_write_bytes, atomic_write_json, read_json
+from numerics.io import atomic_write_json, read_json
+from numerics.reproduce import executor
 from numerics.reproduce.cell import train_cell
 from numerics.reproduce.grid import Budget, Cell, cells_for, parse_cells, parse_noises, plan_of, slug
 from numerics.reproduce.record import FORMAT, Record, read_baselines, read_record
 from numerics.reproduce.rules import RULES
 from numerics.evaluate import losses as evaluation
-from numerics.train import devices as hostdevices
 
 MARKER = "lintf-sweep.json"
 BASELINES = ("ConstRR", "AdaRR", "TunedRR", "Bayes")
@@ -86,54 +83,16 @@ def is_plans(record: Record, cell: Cell, budget: Budget) -> bool:
     return all(record.plan.get(k) == plan[k] for k in SAME_PLAN)
 
 
-def write_cell(out: Path, name: str, files: dict[str, bytes]) -> None:
-    """Write a finished cell's files into ``out/models/<name>/`` atomically, ``metrics.json`` last;
-    a model file the new record does not have (a failed cell) is removed first."""
-    dest = out / "models" / name
-    for stale in ("model.npz", "seeds.npz"):
-        if stale not in files:
-            (dest / stale).unlink(missing_ok=True)
-    for rel, data in sorted(files.items(), key=lambda kv: kv[0] == "metrics.json"):
-        atomic_write_bytes(dest / rel, data)
-
-
-def _worker_start(env: dict[str, str]) -> None:
-    os.environ.update(env)
-    hostdevices.configure()
-
-
-def _run_task(task: tuple[str, Callable[[Path], dict[str, bytes]], Path]) -> tuple[str, dict[str, bytes]]:
-    name, fn, rundir = task
-    return name, fn(rundir)
-
-
-def _terminated(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
-
-
-def execute(tasks: list[Task], *, out: Path, jobs: int = 1, runs: Path,
+def execute(tasks: list[Task], *, out: Path, runs: Path, jobs: int = 1, scheduler: str | None = None,
+            replace: Iterable[str] = (), progress: bool = False,
             done: Callable[[str, dict[str, bytes]], None] | None = None) -> None:
-    """Run ``tasks``, each ``fn(runs/<name>)``, and write each one's files (:func:`write_cell`) as
-    it finishes: in this process, or in ``jobs`` processes side by side, each taking the next task
-    when it comes free.  An interrupt or a ``SIGTERM`` ends those processes too (their cells resume
-    from ``runs`` next time). ``done(name, files)`` follows every write."""
-    def finish(name: str, files: dict[str, bytes]) -> None:
-        write_cell(out, name, files)
-        if done:
-            done(name, files)
-
-    if jobs <= 1 or len(tasks) <= 1:
-        for name, fn in tasks:
-            finish(name, fn(runs / name))
-        return
-    ctx = multiprocessing.get_context("spawn")
-    previous = signal.signal(signal.SIGTERM, _terminated)
-    try:
-        with ctx.Pool(min(jobs, len(tasks)), _worker_start, (hostdevices.for_processes(jobs),)) as pool:
-            for name, files in pool.imap_unordered(_run_task, [(n, fn, runs / n) for n, fn in tasks]):
-                finish(name, files)
-    finally:  # leaving the pool's block terminates its processes, on an error too
-        signal.signal(signal.SIGTERM, previous)
+    """Run ``tasks`` on the Dask executor (:func:`numerics.reproduce.executor.run`: in this process, on a local
+    cluster of ``jobs`` worker processes, or on the cluster at ``scheduler``), each ``fn(runs/<name>)``; the
+    client writes each cell's files as it finishes, then calls ``done(name, files)``.  ``replace``: the stored
+    cells these tasks train again."""
+    if tasks:
+        executor.run(tasks, out=out, jobs=jobs, scheduler=scheduler, runs=runs, progress=progress,
+                     replace=tuple(replace), done=done)
 
 
 def baselines_for(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
@@ -185,7 +144,8 @@ class Sweep:
 
 def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Path = "runs/reproduce",
           train: bool = True, noises: Iterable[str] | None = None, only: Iterable[str] | None = None,
-          jobs: int = 1, progress: Callable[[str, dict[str, Any]], None] | None = None,
+          jobs: int = 1, scheduler: str | None = None,
+          progress: Callable[[str, dict[str, Any]], None] | None = None,
           cell_fn: Callable[..., dict[str, bytes]] = train_cell) -> Sweep:
     """Train every cell the parts need that has no record of the plan (``noises``/``only``: only
     those settings or cells), then compute the baselines; ``train=False`` only reads.
@@ -212,7 +172,9 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
         if progress:
             progress("cell", {"name": name, "loss": have[name].eval.get("loss"), "failed": have[name].failed})
 
-    execute([(c.name, partial(cell_fn, c, budget)) for c in todo], out=out, jobs=jobs, runs=runs, done=done)
+    execute([(c.name, partial(cell_fn, c, budget)) for c in todo], out=out, jobs=jobs, scheduler=scheduler,
+            runs=runs, replace=[c.name for c in todo if c.name in have], progress=progress is not None,
+            done=done)
     base = {}
     for nz in sorted({c.noise for c in cells}):
         if progress:
@@ -224,4 +186,4 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
 
 
 __all__ = ["BASELINES", "MARKER", "Sweep", "Task", "baselines_for", "check_out", "claim_out", "execute",
-           "is_plans", "load_records", "sweep", "write_cell"]
+           "is_plans", "load_records", "sweep"]

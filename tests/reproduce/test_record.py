@@ -4,13 +4,14 @@ the file and the cell, and a record reads back equal to what was written."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from numerics.errors import LintfError
 from numerics.reproduce.grid import Cell
-from numerics.reproduce.record import FORMAT, read_baselines, read_record
+from numerics.reproduce.record import FORMAT, Corrupt, parse_record, read_baselines, read_record
 from tests.fakes import TINY, fake_baselines, fake_record
 
 CELL = Cell("diag", 2, "uniform:1")
@@ -67,15 +68,18 @@ def test_each_tampering_is_a_one_line_error_naming_the_file_and_the_cell(tmp_pat
                                                                          says: str) -> None:
     data = json.loads(fake_record(CELL, TINY).to_json())
     text = json.dumps(_set(data, where, value)) if value not in ("NaN", "Infinity") else None
-    if text is None:  # NaN and inf are not JSON: written as Python's json writes them
-        data = _set(data, where, float(value.lower().replace("infinity", "inf")))
-        text = json.dumps(data)
+    if text is None:  # NaN and inf are not JSON: written as Python's json writes them, the reader of JSON
+        data = _set(data, where, float(value.lower().replace("infinity", "inf")))  # refuses them, and the
+        text = json.dumps(data)  # record's own check refuses them in a record made in memory
+        with pytest.raises(Corrupt, match=re.escape(says)):
+            parse_record(data, CELL.name)
+        says = f"{value} is not a JSON number"
     path = _write(tmp_path, None, text)
     with pytest.raises(LintfError) as err:
         read_record(path, CELL.name)
     msg = str(err.value)
     assert len(msg.splitlines()) == 1 and str(path) in msg and f"cell {CELL.name}" in msg and says in msg, msg
-    assert msg.endswith("delete it and rerun")
+    assert "delete it and rerun" in msg
 
 
 @pytest.mark.parametrize("raw, says", [("null", "the top level is null, not an object"),
@@ -98,9 +102,10 @@ def test_a_failed_cell_may_hold_null_numbers_but_no_wrong_types(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("where, value, says", [
-    ("methods.TunedRR.loss", float("nan"), "methods.TunedRR.loss is nan"),
+    ("methods.TunedRR.loss", float("nan"), "NaN is not a JSON number"),
     ("methods.AdaRR.minus_Bayes", None, "methods.AdaRR.minus_Bayes is null, not a number"),
-    ("profile.Bayes.loss.1", float("nan"), "profile.Bayes.loss[1] is nan"),
+    ("profile.Bayes.loss.1", float("nan"), "NaN is not a JSON number"),
+    ("profile.Bayes.loss.1", "low", "profile.Bayes.loss[1] is a string"),
     ("profile.sigma", None, "profile.sigma is null, not a list"),
     ("methods", [], "methods is a list, not an object"),
     ("eval_sequences", 10**400, "eval_sequences is an integer of 401 digits"),

@@ -182,7 +182,8 @@ TIERS = (
     ("numerics.evaluate",),
     ("numerics.baselines",),
     ("numerics.models",),
-    ("numerics.data", "numerics.io", "numerics.archive"),
+    ("numerics.data", "numerics.io"),
+    ("numerics.archive",),
     ("numerics", "numerics.errors", "numerics.types"),
     ("lintf_theory",),
 )
@@ -202,13 +203,8 @@ LAZY_ALLOWED: dict[tuple[str, str], str] = {}
 #: pointing up the layers; ``cycle``: modules of one package (or packages) that import each other;
 #: ``lazy``: an import inside a function without :data:`LAZY_MARKER`.
 KNOWN_VIOLATIONS: set[str] = {
-    "cycle: numerics.cli, numerics.reproduce, numerics.train",
     "cycle: numerics.cli._userdata, numerics.cli.validate",
-    "cycle: numerics.reproduce.claims, numerics.reproduce.floor",
-    "cycle: numerics.reproduce.convergence, numerics.reproduce.experiments",
     "cycle: numerics.train, numerics.train.rundir",
-    "up: numerics.reproduce.floor -> numerics.cli.validate",
-    "up: numerics.train.rundir -> numerics.cli.validate",
 }
 #: The modules imported inside functions today without the marker, by importing module (in
 #: ``numerics.cli``, ``numerics.reproduce``, ``numerics.train``, ``numerics.io`` and
@@ -216,9 +212,7 @@ KNOWN_VIOLATIONS: set[str] = {
 LAZY_TODAY: dict[str, str] = {
     "lintf_theory._bridge": "fractions jax.numpy numpy",
     "lintf_theory._closed_forms": "lintf_theory._bridge lintf_theory._render",
-    "lintf_theory._diag_statements": (
-        "lintf_theory._diagonal lintf_theory._gdpp lintf_theory._lemma44 lintf_theory._step_size"
-    ),
+    "lintf_theory._diag_statements": "lintf_theory._diagonal lintf_theory._gdpp lintf_theory._lemma44 lintf_theory._step_size",
     "lintf_theory._no_quadratics": "lintf_theory._bridge lintf_theory._render sympy.stats",
     "lintf_theory._rescaling": "lintf_theory._bridge lintf_theory._render",
     "lintf_theory._second_order": "lintf_theory._bridge lintf_theory._render",
@@ -226,57 +220,21 @@ LAZY_TODAY: dict[str, str] = {
     "lintf_theory.exact": "sympy",
     "lintf_theory.layer": "numpy",
     "numerics.cli": "numerics.cli.validate numerics.errors numerics.train.devices",
-    "numerics.cli.baselines": (
-        "numerics.baselines numerics.baselines.bayes numerics.data rich.console rich.table sys"
-    ),
-    "numerics.cli.bench": (
-        "jax jax.numpy numerics.baselines numerics.io numerics.models numerics.train numpy"
-    ),
-    "numerics.cli.convert": (
-        "numerics.cli.validate numerics.data numerics.errors numerics.io numerics.models.convert "
-        "numpy zipfile zlib"
-    ),
+    "numerics.cli.baselines": "numerics.baselines numerics.baselines.bayes numerics.data rich.console rich.table sys",
+    "numerics.cli.bench": "jax jax.numpy numerics.baselines numerics.io numerics.models numerics.train numpy",
+    "numerics.cli.convert": "numerics.cli.validate numerics.data numerics.errors numerics.io numerics.models.convert numpy",
     "numerics.cli.footprint": "jax",
-    "numerics.cli.inspect": (
-        "jax matplotlib matplotlib.pyplot numerics.cli._userdata numerics.cli.validate "
-        "numerics.data numerics.errors numerics.evaluate.inspector numerics.io numpy"
-    ),
-    "numerics.cli.predict": (
-        "jax numerics.cli._userdata numerics.errors numerics.io numerics.models"
-    ),
-    "numerics.cli.reproduce": (
-        "numerics.reproduce.convergence numerics.reproduce.experiments numerics.reproduce.report "
-        "numerics.reproduce.timing numerics.train.devices rich.progress signal subprocess"
-    ),
+    "numerics.cli.inspect": "jax matplotlib matplotlib.pyplot numerics.cli._userdata numerics.cli.validate numerics.data numerics.errors numerics.evaluate.inspector numerics.io numpy",
+    "numerics.cli.predict": "jax numerics.cli._userdata numerics.errors numerics.io numerics.models",
+    "numerics.cli.reproduce": "numerics.train.devices",
     "numerics.cli.train": "dataclasses jax numerics.train.config numerics.train.rundir",
-    "numerics.cli.validate": (
-        "numerics.baselines.ridge numerics.cli._userdata numerics.data "
-        "numerics.reproduce.experiments"
-    ),
-    "numerics.io": "hashlib lintf_theory zipfile",
-    "numerics.reproduce.budgets": "numerics.train.config",
-    "numerics.reproduce.claims": "dataclasses numerics.reproduce.floor",
-    "numerics.reproduce.experiments": "numerics.reproduce.convergence numerics.train.rundir",
-    "numerics.reproduce.floor": (
-        "numerics.baselines numerics.cli.validate numerics.io numerics.reproduce.experiments"
-    ),
-    "numerics.reproduce.judge": "numerics.baselines.gdpp_fit numerics.models.kinds",
-    "numerics.reproduce.report": (
-        "dataclasses jax numerics.io numerics.reproduce.beyond numerics.reproduce.budgets "
-        "numerics.reproduce.convergence numerics.reproduce.experiments numerics.reproduce.floor "
-        "numerics.reproduce.plots numerics.reproduce.timing"
-    ),
-    "numerics.reproduce.timing": "numerics.reproduce.budgets platform",
+    "numerics.cli.validate": "numerics.baselines.ridge numerics.cli._userdata numerics.data",
+    "numerics.io": "hashlib lintf_theory",
+    "numerics.reproduce.floor": "numerics.baselines",
     "numerics.train.config": "jax jax.numpy numerics.data numerics.io numerics.models.kinds",
-    "numerics.train.continuation": "numerics.models",
     "numerics.train.devices": "filelock jax jax.experimental.compilation_cache",
-    "numerics.train.loop": (
-        "numerics.baselines.gdpp_fit numerics.errors numerics.io numerics.models.kinds"
-    ),
-    "numerics.train.rundir": (
-        "dataclasses io matplotlib matplotlib.pyplot numerics.baselines numerics.cli.validate "
-        "numerics.io numerics.models.kinds numerics.train numerics.train.config rich.progress"
-    ),
+    "numerics.train.loop": "numerics.baselines.gdpp_fit numerics.errors numerics.io numerics.models.kinds",
+    "numerics.train.rundir": "dataclasses numerics.baselines numerics.io numerics.models.kinds numerics.train numerics.train.config rich.progress",
     "numerics.train.scale_fit": "jax.numpy",
 }
 KNOWN_VIOLATIONS |= {f"lazy: {m} -> {t}" for m, ts in LAZY_TODAY.items() for t in ts.split()}

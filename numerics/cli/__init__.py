@@ -178,7 +178,7 @@ def _main(argv: list[str] | None) -> int:
     if argv is None:  # the console command (not an in-process call): one host device per core, before JAX loads
         from numerics.train import devices as hostdevices
 
-        from numerics.cli.environment import xla_flags
+        from numerics.cli.environment import xla_flags  # lazy: start-up
         from numerics.errors import LintfError
 
         hostdevices.full_precision()

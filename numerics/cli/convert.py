@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _load(path: str) -> dict:
     """The arrays of ``path`` that the conversion uses (``W_Q, W_K, W_V, W_O`` or ``P, Q``, as
     :func:`numerics.cli.validate.convert_input` chose them), and no other (:func:`numerics.archive.read_npz`)."""
-    from numerics.archive import read_npz
+    from numerics.archive import read_npz  # lazy: start-up
     from numerics.cli.validate import available_memory, convert_input
 
     return read_npz(path, f"input file {path!r}", convert_input(path), max_bytes=available_memory())

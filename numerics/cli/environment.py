@@ -16,7 +16,7 @@ def xla_flags(environ: dict[str, str] | os._Environ) -> None:  # noqa: SLF001 - 
     """A host-device count in ``XLA_FLAGS`` (``--xla_force_host_platform_device_count=N``, which wins over
     ``LINTF_HOST_DEVICES``) is an integer in the same range as that variable's, given once; XLA itself answers a bad
     one with its whole flag list, or JAX with a traceback."""
-    from numerics.train.devices import FLAG, MAX_COUNT
+    from numerics.train.devices import FLAG, MAX_COUNT  # lazy: start-up
 
     found = re.findall(rf"{FLAG}(?![\w-])(=\S*)?", environ.get("XLA_FLAGS", ""))
     values = [v[1:] if v else None for v in found]

@@ -61,9 +61,9 @@ def _out(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numerics.reproduce import grid
-    from numerics.reproduce import sweep as sw_mod
-    from numerics.reproduce.report import write_outputs
+    from numerics.reproduce import grid  # lazy: start-up
+    from numerics.reproduce import sweep as sw_mod  # lazy: start-up
+    from numerics.reproduce.report import write_outputs  # lazy: start-up
 
     budget = grid.get_budget(args.budget)
     parts = grid.parse_parts(args.only)
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         warnings.filterwarnings("ignore", message="Error (reading|writing) persistent compilation cache")
     t0 = time.perf_counter()
     if args.convergence:
-        from numerics.reproduce import convergence
+        from numerics.reproduce import convergence  # lazy: start-up
 
         res = convergence.check(budget, out, Path(args.runs), tuple(dict.fromkeys(args.cell)))
         for name, e in res["cells"].items():

@@ -326,7 +326,7 @@ def _convert(a: argparse.Namespace) -> None:
 def convert_input(path: str, flag: str = "IN.npz") -> tuple[str, ...]:
     """The arrays ``lintf convert`` reads from ``path``: ``W_Q, W_K, W_V, W_O`` or ``P, Q`` (not both), from the
     archive's directory and headers, and only if they fit in memory."""
-    from numerics.models.convert import NAMES
+    from numerics.models.convert import NAMES  # lazy: start-up
 
     heads = npz_headers(path, flag, needed=())
     has_w, has_pq = set(NAMES) <= set(heads), {"P", "Q"} <= set(heads)
@@ -340,7 +340,7 @@ def convert_input(path: str, flag: str = "IN.npz") -> tuple[str, ...]:
 
 
 def _reproduce(a: argparse.Namespace) -> None:
-    from numerics.reproduce import grid
+    from numerics.reproduce import grid  # lazy: start-up
 
     budget = grid.get_budget(a.budget)
     grid.parse_parts(a.only)

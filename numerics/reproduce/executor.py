@@ -236,7 +236,7 @@ def _serial(tasks: Sequence[Task], out: Path, runs: str | None, show: SweepProgr
 def _distributed(tasks: Sequence[Task], out: Path, jobs: int, scheduler: str | None,
                  runs: str | None, show: SweepProgress,
                  done: Callable[[str, Files], None] | None) -> None:
-    from distributed import Client  # here: importing it takes a second a serial sweep saves
+    from distributed import Client  # lazy: start-up (here: importing it takes a second a serial sweep saves)
 
     cluster = on_dask.local_cluster(jobs, dashboard=show.visible) if scheduler is None else None
     try:

@@ -48,8 +48,8 @@ def local_cluster(jobs: int, dashboard: bool = False):  # noqa: ANN201 - a Local
     machine, with the environment of :func:`worker_env`, whose scheduler starts a task again up to
     :data:`ALLOWED_FAILURES` times after losing its worker.  ``dashboard``: serve Dask's dashboard
     (it needs ``bokeh``)."""
-    import dask
-    from distributed import LocalCluster
+    import dask  # lazy: start-up
+    from distributed import LocalCluster  # lazy: start-up
 
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
         # the scheduler serves HTTP (health checks) in any case: on a free port, not a taken 8787
@@ -67,7 +67,7 @@ def connect(scheduler: str):  # noqa: ANN201 - a distributed.Client
     if not is_file and not re.fullmatch(r"(\w+://)?[^\s/:]+(:\d+)?", scheduler):
         raise LintfError(f"scheduler {scheduler!r} is neither an address (tcp://HOST:PORT) nor a "
                          "scheduler file that exists")
-    from distributed import Client
+    from distributed import Client  # lazy: start-up
 
     try:
         if is_file:
@@ -123,7 +123,7 @@ def _pickled(name: str, fn: Callable) -> tuple[str, bytes]:
     that a cell whose code a worker cannot import fails with that error (Dask would lose the task
     in the worker's message handling, and the sweep would wait for ever); a one-line error if it
     does not pickle."""
-    import cloudpickle
+    import cloudpickle  # lazy: start-up
 
     try:
         return name, cloudpickle.dumps(fn)

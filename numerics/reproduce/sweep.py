@@ -106,7 +106,7 @@ def baselines_for(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
         have = read_baselines(path, BASELINES)
         if all(have.get(k) == v for k, v in want.items()):
             return have
-    import jax  # noqa: PLC0415  (the command line starts without JAX)
+    import jax  # lazy: start-up (noqa: PLC0415  (the command line starts without JAX))
 
     tab = baselines.table(noise, n=budget.n, d=budget.d, sequences=budget.eval_sequences, seed=RULES.eval_seed,
                           tune_sequences=budget.tune_sequences, methods=BASELINES)

@@ -14,12 +14,12 @@ from numerics.train.config import TrainConfig
 def plot_curve(path: Path, cfg: TrainConfig, res: Any) -> None:
     """The training loss of every seed against the step (log scale), written atomically to
     ``path``."""
-    import io
+    import io  # lazy: start-up
 
-    import matplotlib
+    import matplotlib  # lazy: start-up
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: start-up
 
     curve = np.asarray(res.curve)
     fig, ax = plt.subplots(figsize=(5, 3.2), dpi=120)

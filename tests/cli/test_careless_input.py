@@ -107,8 +107,10 @@ def test_verify_only_matches_whole_names_never_substrings(only: str) -> None:
 
 def test_verify_only_takes_a_module_name_or_a_paper_ref() -> None:
     claims = discover()
+    family = {f"proofs.family_{m}" for m in ("linear", "causal", "retnet", "ssd", "gla", "deltanet",
+                                             "gated_deltanet")}
     assert {c.module for c in claims if "theorem 4.1" in ref_parts(c.ref)} == {"proofs.theorem_4_1",
-                                                                              "proofs.gdpp_spectral"}
+                                                                              "proofs.gdpp_spectral"} | family
     assert "lemma 4.3" in ref_parts("Lemma 4.3 (matrix form), fast forward pass")
 
 
@@ -141,7 +143,7 @@ def test_a_sweep_on_a_full_disk_is_refused_before_it_starts(full: str, tmp_path:
     monkeypatch.setattr(cli_reproduce, "run", lambda args: pytest.fail("the sweep started"))
     monkeypatch.setattr(environment.shutil, "disk_usage",
                         lambda p: usage(10**9, 10**9 - 4096, 4096 if Path(p) == dirs[full] else 10**8))
-    rc, out, err = _run(["reproduce", "--budget", "test", *(a for k, d in dirs.items() for a in (k, str(d)))])
+    rc, out, err = _run(["reproduce", "--budget", "quick", *(a for k, d in dirs.items() for a in (k, str(d)))])
     assert rc == 2 and len(err.splitlines()) == 1 and f"{full} '{dirs[full]}': its file system has 4096 bytes free" \
         in err, err
     assert not any(any(d.iterdir()) for d in dirs.values())

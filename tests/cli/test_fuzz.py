@@ -429,7 +429,7 @@ def test_an_interrupted_command_that_cannot_resume_does_not_say_it_can(tmp_path:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(predict, "run", stop)
-    model = Path(__file__).resolve().parents[2] / "results" / "models" / "diag-L1-uniform5" / "model.npz"
+    model = Path(__file__).resolve().parents[2] / "results" / "quick" / "models" / "diag-L1-uniform5" / "model.npz"
     data = tmp_path / "data.npz"
     rng = np.random.default_rng(0)
     X = rng.standard_normal((2, 3, 10))

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from numerics import archive
-from numerics.cli import footprint, main
+from numerics.cli import footprint, main, validate
 from tests.strategies.hostile import ACCEPTED, REFUSED_WORDS, hostile_json, refused_archives, unused_huge
 
 D, K = 2, 4
@@ -41,6 +41,7 @@ TARGETS = [("predict", "model", MODEL, ("P", "Q", "meta")), ("predict", "data", 
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The good files, and 1 GiB of memory whatever the machine has."""
     monkeypatch.setattr(footprint, "available_memory", lambda: 2**30)
+    monkeypatch.setattr(validate, "available_memory", lambda: 2**30)  # its own name for the same function
     monkeypatch.setattr(archive, "memory_available", lambda: 2**30)
     for name, arrays in (("model", MODEL), ("data", DATA), ("weights", WEIGHTS)):
         np.savez(tmp_path / f"{name}.npz", **arrays)

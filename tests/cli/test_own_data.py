@@ -14,7 +14,7 @@ from numerics.cli import main
 from numerics.data import XDist, sample
 from numerics.io import save_model
 
-COMMITTED = Path(__file__).resolve().parents[2] / "results" / "models" / "diag-L1-categorical1_3" / "model.npz"
+COMMITTED = Path(__file__).resolve().parents[2] / "results" / "quick" / "models" / "diag-L1-categorical1_3" / "model.npz"
 UNIFORM = "uniform:-0.5,0.5"
 
 

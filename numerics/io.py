@@ -162,6 +162,15 @@ def check_real_finite(name: str, arr: Any) -> np.ndarray:
     return a
 
 
+def _kind_named(z: Any) -> str | None:
+    """The ``meta["kind"]`` of an open ``.npz`` without ``P, Q`` (a family member's file), else ``None``."""
+    try:
+        kind = json.loads(str(z["meta"])).get("kind") if "meta" in z else None
+    except (ValueError, AttributeError):
+        return None
+    return kind if isinstance(kind, str) and kind.isprintable() and len(kind) <= 40 else None
+
+
 def load_model(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Load ``(P, Q, meta)`` from a universal ``.npz``; a clear error if it is not one."""
     import zipfile
@@ -171,7 +180,10 @@ def load_model(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, di
     try:
         with np.load(path, allow_pickle=False) as z:
             if "P" not in z or "Q" not in z:
-                raise LintfError(f"model file {str(path)!r} must hold arrays 'P' and 'Q'")
+                kind = _kind_named(z)
+                raise LintfError(f"model file {str(path)!r} must hold arrays 'P' and 'Q'" + (
+                    f" (it is a {kind} model, which has no universal form: numerics.models.family_io.load_member "
+                    "reads it)" if kind else ""))
             P, Q = np.array(z["P"]), np.array(z["Q"])
             meta = json.loads(str(z["meta"])) if "meta" in z else {}
     except FileNotFoundError:

@@ -180,8 +180,8 @@ class MemberKind(Kind):
             beta = _affine(p.w_beta, p.b_beta, Z)
         return Streams(k, q, v, alpha, beta)
 
-    def layer(self, p: Any, Z: jax.Array, query_self: bool = False) -> jax.Array:
-        """One residual layer on tokens ``Z (B, n+1, D)`` (the query last): returns the new tokens."""
+    def _context(self, p: Any, Z: jax.Array) -> tuple[Streams, jax.Array, jax.Array]:
+        """The streams, the context's state ``S_n (B, H, D, r)`` and its outputs ``o_i = S_i q_i (n, B, H, D)``."""
         s = self.streams(p, Z)
         n = Z.shape[1] - 1
         B, H, D, r = Z.shape[0], s.v.shape[2], s.v.shape[3], s.k.shape[3]
@@ -192,6 +192,16 @@ class MemberKind(Kind):
 
         ctx = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a[:, :n], 1, 0), s)
         S_n, o_ctx = jax.lax.scan(step, jnp.zeros((B, H, D, r), Z.dtype), ctx)
+        return s, S_n, o_ctx
+
+    def context_state(self, p: Any, Z: jax.Array) -> jax.Array:
+        """The state ``S_n (B, H, D, r)`` the query reads under the default convention, from one layer's tokens."""
+        return self._context(p, Z)[1]
+
+    def layer(self, p: Any, Z: jax.Array, query_self: bool = False) -> jax.Array:
+        """One residual layer on tokens ``Z (B, n+1, D)`` (the query last): returns the new tokens."""
+        s, S_n, o_ctx = self._context(p, Z)
+        n = Z.shape[1] - 1
         at_t = jax.tree_util.tree_map(lambda a: a[:, n], s)
         S_t = update(S_n, at_t, self.vector_gate) if query_self else S_n
         o_t = jnp.einsum("bhvr,bhr->bhv", S_t, at_t.q)

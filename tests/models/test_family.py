@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tests.strategies import RTOL32, max_rel_err, toy_batch
+from tests.strategies import RTOL32, max_rel_err, member_data, member_params
 
 from numerics import models
 from numerics.models import family
@@ -65,21 +65,8 @@ def literal_tokens(name, params, X, y, xq, query_self=False):
     return np.stack(out)
 
 
-def member_params(name, seed, layers=3, d=3, heads=2, scale=None):
-    """Random parameters of ``name``: maps ``N(0, scale²)`` (tokens stay O(1)-O(10) on :func:`_data`; keys that are
-    the tokens themselves need a smaller scale), gate weights and biases ``N(0, 1)`` (gates spread over (0, 1), so a
-    gate in the wrong place shows)."""
-    kind = models.kind_of(name)
-    scale = (0.15 if kind.keys else 0.06) if scale is None else scale
-    p = kind.init(jax.random.PRNGKey(seed), layers, d, heads, scale, jnp.float64)
-    rng = np.random.default_rng(seed)
-    return p._replace(**{f: jnp.asarray(rng.standard_normal(getattr(p, f).shape)) for f in p._fields
-                         if f not in ("W_V", "W_K", "W_Q")})
-
-
-def _data(seed=3, n=5, d=3, batch=3):
-    b = toy_batch(seed, n=n, d=d, batch=batch)
-    return tuple(np.asarray(v) for v in (b.X, b.y, b.x_query))
+def _data(seed=3):
+    return member_data(seed)
 
 
 @pytest.mark.parametrize("query_self", [False, True])

@@ -18,7 +18,7 @@ from numerics.io import strict_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="MODEL.npz", help="saved model (universal P, Q)")
+    p.add_argument("model", metavar="MODEL.npz", help="saved model (universal P, Q, or a family member's file)")
     p.add_argument("data", metavar="DATA.npz", help="arrays X (B,n,d), y (B,n), x_query (B,d) [, y_query (B,)]")
     p.add_argument("--out", metavar="FILE.npy", help="write the B predictions here (atomically)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
             out["loss"], out["loss_se"] = loss
         print(strict_json(out))
         return 0
-    print(f"model {args.model}: L={L} layers, H={H} heads, d={d}; data {args.data}: B={B} sequences, n={n}")
+    named = f"{member.kind.name}, " if member is not None else ""
+    print(f"model {args.model}: {named}L={L} layers, H={H} heads, d={d}; data {args.data}: B={B} sequences, n={n}")
     if loss is not None:
         se = f"+- {loss[1]:.2g} (standard error)" if loss[1] is not None else "(one sequence: no standard error)"
         print(f"loss 1/2 mean (y_query - y_hat)^2 = {loss[0]:.6g} {se}")

@@ -73,7 +73,7 @@ def baselines(out: Path, noise: str, sequences: int, seed: int) -> dict:
 def run_cell(args: argparse.Namespace, model: str, layers: int, noise: str) -> dict:
     name = cell_name(model, layers, noise)
     cfg = TrainConfig(model=model, layers=layers, noise=noise, steps=args.steps, batch=args.batch, seeds=args.seeds,
-                      seed=args.seed, eval_sequences=args.train_eval, select_sequences=args.train_eval)
+                      seed=args.seed, lr=args.lr, eval_sequences=args.train_eval, select_sequences=args.train_eval)
     rundir = Path(args.runs) / name
     t0 = time.perf_counter()
     train = run_dir(cfg, rundir, progress=False, baselines=False)
@@ -164,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: each kind's own)")
     p.add_argument("--sequences", type=int, default=100_000, help="float64 evaluation sequences per cell")
     p.add_argument("--train-eval", type=int, default=4096, help="sequences of the run's own (float32) evaluation")
     p.add_argument("--eval-seed", type=int, default=2024)

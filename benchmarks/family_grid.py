@@ -1,14 +1,16 @@
-r"""The linear-attention family against the paper's layer: every member at depths 1-7 beside DIAG and FULL, with
-ConstRR, AdaRR, TunedRR and the Bayes floor (docs/family.md).
+r"""The linear-attention family against the paper's layer: every member at depths 1-7 beside DIAG
+and FULL, with ConstRR, AdaRR, TunedRR and the Bayes floor (docs/family.md).
 
-Each cell (model, depth, noise) trains with :func:`numerics.train.rundir.run` into ``runs/family/<cell>/`` (a
-checkpoint per chunk: an interrupted cell resumes) and is then evaluated on its own: the mean adjusted loss on
-``--sequences`` fresh float64 sequences, paired with the oracle, with the tail check of every cell
-(:func:`numerics.evaluate.losses.tail_stats`).  The evaluation sequences are the same for every cell of a noise
-setting (key ``--eval-seed``), so two models' losses are paired too.  A finished cell is
-``OUT/<cell>/model.npz`` and ``OUT/<cell>/metrics.json``; a cell with its ``metrics.json`` is skipped, so rerunning
-the command resumes the grid cell by cell.  ``OUT/baselines-<noise>.json`` holds the baselines
-(:func:`numerics.baselines.table`), ``OUT/table.md`` and ``OUT/family.png`` are rewritten after every cell.
+Each cell (model, depth, noise) trains with :func:`numerics.train.rundir.run` into
+``runs/family/<cell>/`` (a checkpoint per chunk: an interrupted cell resumes) and is then evaluated
+on its own: the mean adjusted loss on ``--sequences`` fresh float64 sequences, paired with the
+oracle, with the tail check of every cell (:func:`numerics.evaluate.losses.tail_stats`).  The
+evaluation sequences are the same for every cell of a noise setting (key ``--eval-seed``), so two
+models' losses are paired too.  A finished cell is ``OUT/<cell>/model.npz`` and
+``OUT/<cell>/metrics.json``; a cell with its ``metrics.json`` is skipped, so rerunning the command
+resumes the grid cell by cell.  ``OUT/baselines-<noise>.json`` holds the baselines
+(:func:`numerics.baselines.table`), ``OUT/table.md`` and ``OUT/family.png`` are rewritten after
+every cell.
 
     nice -n 10 .venv/bin/python benchmarks/family_grid.py --depths 1 2 3 --steps 300 --batch 256
 
@@ -28,7 +30,6 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
 
 from numerics.baselines import table as baseline_table  # noqa: E402
 from numerics.evaluate.losses import evaluate  # noqa: E402
@@ -53,7 +54,8 @@ def cell_name(model: str, layers: int, noise: str) -> str:
 
 
 def predictor(path: Path):  # noqa: ANN201
-    """``(batch, spectra) ↦ {"model": ŷ}`` of the saved model at ``path``, in float64, by its kind's own pass."""
+    """``(batch, spectra) ↦ {"model": ŷ}`` of the saved model at ``path``, in float64, by its kind's
+    own pass."""
     saved = load_any(path)
     params = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), saved.params)
     fwd = saved.kind.forward if saved.kind.own_forward else predict_fast
@@ -65,32 +67,71 @@ def baselines(out: Path, noise: str, sequences: int, seed: int) -> dict:
     path = out / f"baselines-{tag(noise)}.json"
     if not path.exists():
         res = baseline_table(noise, n=20, d=10, sequences=sequences, seed=seed, methods=BASELINES)
-        atomic_write_json(path, {"noise": noise, "sequences": sequences, "seed": seed,
-                                 "methods": {m: {"loss": res[m]["loss"], "se": res[m]["se"]} for m in BASELINES}})
+        atomic_write_json(
+            path,
+            {
+                "noise": noise,
+                "sequences": sequences,
+                "seed": seed,
+                "methods": {m: {"loss": res[m]["loss"], "se": res[m]["se"]} for m in BASELINES},
+            },
+        )
     return read_json(path)
 
 
 def run_cell(args: argparse.Namespace, model: str, layers: int, noise: str) -> dict:
     name = cell_name(model, layers, noise)
-    cfg = TrainConfig(model=model, layers=layers, noise=noise, steps=args.steps, batch=args.batch, seeds=args.seeds,
-                      seed=args.seed, lr=args.lr, eval_sequences=args.train_eval, select_sequences=args.train_eval)
+    cfg = TrainConfig(
+        model=model,
+        layers=layers,
+        noise=noise,
+        steps=args.steps,
+        batch=args.batch,
+        seeds=args.seeds,
+        seed=args.seed,
+        lr=args.lr,
+        eval_sequences=args.train_eval,
+        select_sequences=args.train_eval,
+    )
     rundir = Path(args.runs) / name
     t0 = time.perf_counter()
     train = run_dir(cfg, rundir, progress=False, baselines=False)
     seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
-    res = evaluate(predictor(rundir / "model.npz"), noise, args.sequences, 20, 10, jax.random.PRNGKey(args.eval_seed),
-                   tails=True)["model"]
+    res = evaluate(
+        predictor(rundir / "model.npz"),
+        noise,
+        args.sequences,
+        20,
+        10,
+        jax.random.PRNGKey(args.eval_seed),
+        tails=True,
+    )["model"]
     cell = Path(args.out) / name
     cell.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(cell / "model.npz", (rundir / "model.npz").read_bytes())
-    metrics = {"model": model, "layers": layers, "noise": noise, "adjusted_loss": res["loss"], "se": res["se"],
-               "loss": res["raw"], "sequences": res["count"], "tail": res["tail"],
-               "recipe": {"steps": args.steps, "batch": args.batch, "seeds": args.seeds, "seed": args.seed,
-                          "lr": cfg.peak_lr},
-               "train_seconds": seconds, "eval_seconds": time.perf_counter() - t1,
-               "train_steps_per_s": train.get("steps_per_s"), "rollbacks": len(train.get("rollbacks", [])),
-               "eval_seed": args.eval_seed}
+    metrics = {
+        "model": model,
+        "layers": layers,
+        "noise": noise,
+        "adjusted_loss": res["loss"],
+        "se": res["se"],
+        "loss": res["raw"],
+        "sequences": res["count"],
+        "tail": res["tail"],
+        "recipe": {
+            "steps": args.steps,
+            "batch": args.batch,
+            "seeds": args.seeds,
+            "seed": args.seed,
+            "lr": cfg.peak_lr,
+        },
+        "train_seconds": seconds,
+        "eval_seconds": time.perf_counter() - t1,
+        "train_steps_per_s": train.get("steps_per_s"),
+        "rollbacks": len(train.get("rollbacks", [])),
+        "eval_seed": args.eval_seed,
+    }
     atomic_write_json(cell / "metrics.json", metrics)
     return metrics
 
@@ -103,31 +144,50 @@ def collect(out: Path) -> dict[tuple[str, int, str], dict]:
     return cells
 
 
-def write_table(out: Path, cells: dict, depths: list[int], noises: list[str], models: list[str]) -> None:
-    lines = ["# The linear-attention family: adjusted loss (mean ± SE)", "",
-             "Written by `benchmarks/family_grid.py` from `results/family/*/metrics.json`; `-` is a cell not run yet, "
-             "`!` marks a cell that fails the tail check.", ""]
+def write_table(
+    out: Path, cells: dict, depths: list[int], noises: list[str], models: list[str]
+) -> None:
+    lines = [
+        "# The linear-attention family: adjusted loss (mean ± SE)",
+        "",
+        "Written by `benchmarks/family_grid.py` from `results/family/*/metrics.json`; "
+        "`-` is a cell not run yet, `!` marks a cell that fails the tail check.",
+        "",
+    ]
     for noise in noises:
-        lines += [f"## {noise}", "", "| model | " + " | ".join(f"L={l}" for l in depths) + " |",
-                  "|---|" + "---|" * len(depths)]
+        lines += [
+            f"## {noise}",
+            "",
+            "| model | " + " | ".join(f"L={l}" for l in depths) + " |",
+            "|---|" + "---|" * len(depths),
+        ]
         for m in models:
             row = []
             for l in depths:
                 c = cells.get((m, l, noise))
-                row.append("-" if c is None else f"{c['adjusted_loss']:.4f} ± {c['se']:.4f}"
-                           + (" !" if c["tail"]["failed"] else ""))
+                row.append(
+                    "-"
+                    if c is None
+                    else f"{c['adjusted_loss']:.4f} ± {c['se']:.4f}"
+                    + (" !" if c["tail"]["failed"] else "")
+                )
             lines.append(f"| {m} | " + " | ".join(row) + " |")
         bpath = out / f"baselines-{tag(noise)}.json"
         if bpath.exists():
             b = read_json(bpath)["methods"]
             for name in BASELINES:
-                lines.append(f"| {name} | " + " | ".join(f"{b[name]['loss']:.4f} ± {b[name]['se']:.4f}"
-                                                        for _ in depths) + " |")
+                lines.append(
+                    f"| {name} | "
+                    + " | ".join(f"{b[name]['loss']:.4f} ± {b[name]['se']:.4f}" for _ in depths)
+                    + " |"
+                )
         lines.append("")
     atomic_write_bytes(out / "table.md", "\n".join(lines).encode())
 
 
-def write_figure(out: Path, cells: dict, depths: list[int], noises: list[str], models: list[str]) -> None:
+def write_figure(
+    out: Path, cells: dict, depths: list[int], noises: list[str], models: list[str]
+) -> None:
     import io
 
     import matplotlib
@@ -138,13 +198,21 @@ def write_figure(out: Path, cells: dict, depths: list[int], noises: list[str], m
     fig, axes = plt.subplots(1, len(noises), figsize=(5.5 * len(noises), 4), squeeze=False)
     for ax, noise in zip(axes[0], noises):
         for m in models:
-            pts = [(l, cells[(m, l, noise)]["adjusted_loss"]) for l in depths if (m, l, noise) in cells]
+            pts = [
+                (l, cells[(m, l, noise)]["adjusted_loss"]) for l in depths if (m, l, noise) in cells
+            ]
             if pts:
                 ax.plot(*zip(*pts), "-o", ms=3, label=m)
         bpath = out / f"baselines-{tag(noise)}.json"
         if bpath.exists():
             for name, style in zip(BASELINES, (":", "--", "-.", "-")):
-                ax.axhline(read_json(bpath)["methods"][name]["loss"], color="gray", ls=style, lw=1, label=name)
+                ax.axhline(
+                    read_json(bpath)["methods"][name]["loss"],
+                    color="gray",
+                    ls=style,
+                    lw=1,
+                    label=name,
+                )
         ax.set(xlabel="layers L", ylabel="adjusted loss", title=noise, yscale="symlog")
         ax.set_yscale("symlog", linthresh=1e-3)
         ax.legend(fontsize=6, ncol=2)
@@ -164,16 +232,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: each kind's own)")
-    p.add_argument("--sequences", type=int, default=100_000, help="float64 evaluation sequences per cell")
-    p.add_argument("--train-eval", type=int, default=4096, help="sequences of the run's own (float32) evaluation")
+    p.add_argument(
+        "--lr", type=float, default=None, help="peak learning rate (default: each kind's own)"
+    )
+    p.add_argument(
+        "--sequences", type=int, default=100_000, help="float64 evaluation sequences per cell"
+    )
+    p.add_argument(
+        "--train-eval",
+        type=int,
+        default=4096,
+        help="sequences of the run's own (float32) evaluation",
+    )
     p.add_argument("--eval-seed", type=int, default=2024)
     p.add_argument("--out", default="results/family")
     p.add_argument("--runs", default="runs/family")
-    p.add_argument("--clean-runs", action="store_true", help="delete a cell's run directory once it is finished")
+    p.add_argument(
+        "--clean-runs",
+        action="store_true",
+        help="delete a cell's run directory once it is finished",
+    )
     args = p.parse_args(argv)
     if args.sequences < 100_000:
-        print(f"note: {args.sequences} evaluation sequences (a result cell needs 100000)", file=sys.stderr)
+        print(
+            f"note: {args.sequences} evaluation sequences (a result cell needs 100000)",
+            file=sys.stderr,
+        )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for noise in args.noise:
@@ -186,11 +270,17 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 t0 = time.perf_counter()
                 m = run_cell(args, model, layers, noise)
-                print(f"{cell_name(model, layers, noise)}: adjusted {m['adjusted_loss']:.5f} ± {m['se']:.5f} "
-                      f"(tail {'fails: ' + m['tail']['failed'] if m['tail']['failed'] else 'passes'}), "
-                      f"{time.perf_counter() - t0:.0f} s", flush=True)
+                tail = m["tail"]["failed"]
+                print(
+                    f"{cell_name(model, layers, noise)}: adjusted {m['adjusted_loss']:.5f} "
+                    f"± {m['se']:.5f} (tail {'fails: ' + tail if tail else 'passes'}), "
+                    f"{time.perf_counter() - t0:.0f} s",
+                    flush=True,
+                )
                 if args.clean_runs:
-                    shutil.rmtree(Path(args.runs) / cell_name(model, layers, noise), ignore_errors=True)
+                    shutil.rmtree(
+                        Path(args.runs) / cell_name(model, layers, noise), ignore_errors=True
+                    )
                 done = collect(out)
                 write_table(out, done, args.depths, args.noise, args.models)
                 write_figure(out, done, args.depths, args.noise, args.models)

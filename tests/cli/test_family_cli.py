@@ -1,4 +1,5 @@
-"""``lintf train``, ``predict`` and ``inspect`` on the family's members, end to end (tmp files only)."""
+"""``lintf train``, ``predict`` and ``inspect`` on the family's members, end to end (tmp files
+only)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,31 @@ def trained(tmp_path_factory):
     """A 2-layer gated DeltaNet trained for 10 steps through ``lintf train`` (a few seconds)."""
     tmp = tmp_path_factory.mktemp("family")
     out = tmp / "run"
-    rc = main(["train", "--model", "gated-deltanet", "--layers", "2", "--steps", "10", "--batch", "32",
-               "--chunk-steps", "5", "--eval-sequences", "256", "--d", "3", "--n", "6", "--no-baselines",
-               "--out", str(out), "--json"])
+    rc = main(
+        [
+            "train",
+            "--model",
+            "gated-deltanet",
+            "--layers",
+            "2",
+            "--steps",
+            "10",
+            "--batch",
+            "32",
+            "--chunk-steps",
+            "5",
+            "--eval-sequences",
+            "256",
+            "--d",
+            "3",
+            "--n",
+            "6",
+            "--no-baselines",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     assert rc == 0
     data = toy_batch(51, n=6, d=3)
     arrays = {k: np.asarray(getattr(data, k)) for k in ("X", "y", "x_query", "y_query", "sigma")}
@@ -33,7 +56,9 @@ def test_train_saves_the_member_and_its_metrics(trained, capsys):
     saved = load_member(out / "model.npz")
     assert saved.kind.name == "gated-deltanet" and saved.meta["config"]["model"] == "gated-deltanet"
     start = models.init("gated-deltanet", __import__("jax").random.PRNGKey(0), 2, 3, 1, 1e-3)
-    assert float(np.max(np.abs(np.asarray(saved.params.W_Q) - np.asarray(start.W_Q)))) > 1e-4  # it trained
+    assert (
+        float(np.max(np.abs(np.asarray(saved.params.W_Q) - np.asarray(start.W_Q)))) > 1e-4
+    )  # it trained
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["model"] == "gated-deltanet" and np.isfinite(metrics["adjusted_loss"])
 
@@ -69,6 +94,8 @@ def test_inspect_fails_when_the_routes_disagree(tmp_path, capsys, monkeypatch):
     data = toy_batch(53, n=6, d=3)
     np.savez(tmp_path / "d.npz", **{k: np.asarray(getattr(data, k)) for k in ("X", "y", "x_query")})
     real = family_weights.transfer_weights
-    monkeypatch.setattr(family_weights, "transfer_weights", lambda *a: real(*a).at[-1].set(real(*a)[-2]))
+    monkeypatch.setattr(
+        family_weights, "transfer_weights", lambda *a: real(*a).at[-1].set(real(*a)[-2])
+    )
     assert main(["inspect", str(tmp_path / "m.npz"), str(tmp_path / "d.npz")]) == 1
     assert "DISAGREE" in capsys.readouterr().out

@@ -1,4 +1,5 @@
-"""``numerics.testing``'s family checks: lintf's own member passes are accepted, planted wrong ones rejected."""
+"""``numerics.testing``'s family checks: lintf's own member passes are accepted, planted wrong ones
+rejected."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def test_reference_members_pass_every_check(name, output):
 def test_causal_depth_one_is_order_invariant_and_checked_so():
     params = member_params("causal", 23, layers=1)
     testing.check_context_order(reference(params), params, *member_data(24))
-    # an implementation that reads the context in order from depth 1 (RetNet's decay) breaks the invariance
+    # an implementation that reads the context in order from depth 1 (RetNet's decay) breaks the
+    # invariance
     decayed = member_params("retnet", 23, layers=1)._replace(W_V=params.W_V, W_Q=params.W_Q)
     with pytest.raises(AssertionError, match="context order: y_hat of causal"):
         testing.check_context_order(reference(decayed), params, *member_data(24))
@@ -38,7 +40,9 @@ def test_causal_depth_one_is_order_invariant_and_checked_so():
 def test_query_reading_itself_fails_query_isolation():
     params = member_params("mamba2", 25, layers=2)
     with pytest.raises(AssertionError, match="query isolation: y_hat"):
-        testing.check_member(reference(params, "predict", query_self=True), params, *member_data(26))
+        testing.check_member(
+            reference(params, "predict", query_self=True), params, *member_data(26)
+        )
 
 
 def test_context_reading_the_query_fails_query_isolation():
@@ -55,15 +59,17 @@ def test_context_reading_the_query_fails_query_isolation():
 
 def test_wrong_gate_fails_implicit_weight():
     params = member_params("gated-deltanet", 29, layers=2)
-    swapped = params._replace(w_alpha=params.w_beta, b_alpha=params.b_beta, w_beta=params.w_alpha,
-                              b_beta=params.b_alpha)  # alpha <-> beta
+    swapped = params._replace(
+        w_alpha=params.w_beta, b_alpha=params.b_beta, w_beta=params.w_alpha, b_beta=params.b_alpha
+    )  # alpha <-> beta
     with pytest.raises(AssertionError, match="implicit weight: y_hat vs <w"):
         testing.check_member(reference(swapped), params, *member_data(30))
 
 
 def test_non_causal_pass_for_a_causal_member_fails():
-    """The paper's layer (every token reads the whole context) in place of causal linear attention: at depth 2 it
-    is another model (implicit weight), and it ignores the order of the context (context order)."""
+    """The paper's layer (every token reads the whole context) in place of causal linear attention:
+    at depth 2 it is another model (implicit weight), and it ignores the order of the context
+    (context order)."""
     params = member_params("causal", 31, layers=2)
     full = lambda X, y, q: models.predict(params.W_V, params.W_Q, X, y, q)  # noqa: E731
     X, y, xq = member_data(32)

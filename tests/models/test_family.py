@@ -1,4 +1,5 @@
-"""The family's forward passes (docs/family.md) against a literal per-token recurrence, and the reductions between
+"""The family's forward passes (docs/family.md) against a literal per-token recurrence, and the
+reductions between
 members that hold exactly."""
 
 from __future__ import annotations
@@ -24,8 +25,13 @@ def literal_tokens(name, params, X, y, xq, query_self=False):
     p = {k: np.asarray(v, np.float64) for k, v in params._asdict().items()}
     B, n, d = X.shape
     D = d + 1
-    Z = np.concatenate([np.concatenate([X, y[..., None]], -1),
-                        np.concatenate([xq, np.zeros((B, 1))], -1)[:, None]], axis=1)
+    Z = np.concatenate(
+        [
+            np.concatenate([X, y[..., None]], -1),
+            np.concatenate([xq, np.zeros((B, 1))], -1)[:, None],
+        ],
+        axis=1,
+    )
     out = [Z]
     L, H = p["W_V"].shape[:2]
     for l in range(L):
@@ -53,7 +59,9 @@ def literal_tokens(name, params, X, y, xq, query_self=False):
                     if name == "deltanet":
                         return kept
                     alpha = sig(p["w_alpha"][l, h] @ e + p["b_alpha"][l, h])
-                    return alpha * (S @ (np.eye(len(k)) - beta * np.outer(k, k))) + beta * np.outer(v, k)
+                    return alpha * (S @ (np.eye(len(k)) - beta * np.outer(k, k))) + beta * np.outer(
+                        v, k
+                    )
 
                 for i in range(n):
                     S = step(S, Z[b, i])
@@ -109,9 +117,13 @@ def test_guard_freezes_overflowing_sequences_with_finite_gradient():
 
 def _as(name, src, **changes):
     kind = models.kind_of(name)
-    base = kind.init(jax.random.PRNGKey(0), *src.W_V.shape[:2][:1], src.W_V.shape[-1] - 1, src.W_V.shape[1])
-    fields = {f: getattr(src, f) if hasattr(src, f) else jnp.zeros_like(getattr(base, f), jnp.float64)
-              for f in kind.params_type._fields}
+    base = kind.init(
+        jax.random.PRNGKey(0), *src.W_V.shape[:2][:1], src.W_V.shape[-1] - 1, src.W_V.shape[1]
+    )
+    fields = {
+        f: getattr(src, f) if hasattr(src, f) else jnp.zeros_like(getattr(base, f), jnp.float64)
+        for f in kind.params_type._fields
+    }
     return kind.params_type(**(fields | changes))
 
 
@@ -123,15 +135,22 @@ def test_gates_at_one_reduce_to_causal_linear_attention(other):
     X, y, xq = _data(6)
     c = member_params("causal", 14)
     L, H, D = c.W_V.shape[0], c.W_V.shape[1], c.W_V.shape[-1]
-    change = {"retnet": {"gamma_logit": jnp.full((L, H), ONE)},
-              "mamba2": {"w_alpha": jnp.zeros((L, H, D)), "b_alpha": jnp.full((L, H), ONE)},
-              "gla": {"W_K": jnp.broadcast_to(jnp.eye(D), (L, H, D, D)), "W_alpha": jnp.zeros((L, H, D, D)),
-                      "b_alpha": jnp.full((L, H, D), ONE)}}[other]
+    change = {
+        "retnet": {"gamma_logit": jnp.full((L, H), ONE)},
+        "mamba2": {"w_alpha": jnp.zeros((L, H, D)), "b_alpha": jnp.full((L, H), ONE)},
+        "gla": {
+            "W_K": jnp.broadcast_to(jnp.eye(D), (L, H, D, D)),
+            "W_alpha": jnp.zeros((L, H, D, D)),
+            "b_alpha": jnp.full((L, H, D), ONE),
+        },
+    }[other]
     o = _as(other, c, **change)
     want = models.kind_of("causal").forward_tokens(c, X, y, xq)
     assert max_rel_err(models.kind_of(other).forward_tokens(o, X, y, xq), want) < RTOL
     # a gate below one is a different model
-    o2 = o._replace(**{k: v - 2 * ONE if k in ("gamma_logit", "b_alpha") else v for k, v in change.items()})
+    o2 = o._replace(
+        **{k: v - 2 * ONE if k in ("gamma_logit", "b_alpha") else v for k, v in change.items()}
+    )
     assert max_rel_err(models.kind_of(other).forward_tokens(o2, X, y, xq), want) > 1e-3
 
 
@@ -145,16 +164,22 @@ def test_gated_deltanet_with_alpha_one_is_deltanet():
 
 
 def test_causal_query_reads_the_paper_layer_at_depth_one_only():
-    """At depth 1 the query reads ``S_n = W_V E`` (keys ``e_j``): the paper's layer with ``P = W_V``, ``Q = W_Q``.
-    From depth 2 the context tokens differ (each read its own prefix), and so does the prediction."""
+    """At depth 1 the query reads ``S_n = W_V E`` (keys ``e_j``): the paper's layer with ``P =
+    W_V``, ``Q = W_Q``. From depth 2 the context tokens differ (each read its own prefix), and so
+    does the prediction."""
     X, y, xq = _data(8)
     c = member_params("causal", 16, layers=2)
     kind = models.kind_of("causal")
     one = jax.tree_util.tree_map(lambda a: a[:1], c)
-    assert max_rel_err(kind.forward(one, X, y, xq), models.predict(one.W_V, one.W_Q, X, y, xq)) < RTOL
+    assert (
+        max_rel_err(kind.forward(one, X, y, xq), models.predict(one.W_V, one.W_Q, X, y, xq)) < RTOL
+    )
     assert max_rel_err(kind.forward(c, X, y, xq), models.predict(c.W_V, c.W_Q, X, y, xq)) > 1e-3
     # the query reading itself adds v_t k_tᵀ q_t: another model already at depth 1
-    assert max_rel_err(kind.forward(one, X, y, xq, query_self=True), kind.forward(one, X, y, xq)) > 1e-3
+    assert (
+        max_rel_err(kind.forward(one, X, y, xq, query_self=True), kind.forward(one, X, y, xq))
+        > 1e-3
+    )
 
 
 def test_parameter_counts_against_full():

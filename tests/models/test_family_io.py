@@ -53,10 +53,16 @@ def test_member_file_errors_are_one_line(tmp_path):
     np.savez(bad, meta=json.dumps({"kind": "gla"}), **(arrays | {"W_K": arrays["W_K"][..., :2]}))
     with pytest.raises(LintfError, match=r"W_K has shape \(1, 2, 4, 2\), expected \(1, 2, 4, 4\)"):
         load_member(bad)
-    np.savez(bad, meta=json.dumps({"kind": "gla"}), **(arrays | {"b_alpha": np.full_like(arrays["b_alpha"], np.nan)}))
+    np.savez(
+        bad,
+        meta=json.dumps({"kind": "gla"}),
+        **(arrays | {"b_alpha": np.full_like(arrays["b_alpha"], np.nan)}),
+    )
     with pytest.raises(LintfError, match="b_alpha must be finite"):
         load_member(bad)
-    np.savez(bad, meta=json.dumps({"kind": "gla"}), **{k: v for k, v in arrays.items() if k != "W_alpha"})
+    np.savez(
+        bad, meta=json.dumps({"kind": "gla"}), **{k: v for k, v in arrays.items() if k != "W_alpha"}
+    )
     with pytest.raises(LintfError, match="lacks arrays W_alpha"):
         load_member(bad)
     with pytest.raises(LintfError, match="non-finite W_V"):

@@ -38,6 +38,7 @@ from numerics.models.family import MEMBERS  # noqa: E402
 from numerics.models.family_io import load_any  # noqa: E402
 from numerics.models.forward import predict_fast  # noqa: E402
 from numerics.train.config import TrainConfig  # noqa: E402
+from numerics.train.loop import clear_caches  # noqa: E402
 from numerics.train.rundir import run as run_dir  # noqa: E402
 
 MODELS = ("full", "diag", *MEMBERS)
@@ -267,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{time.perf_counter() - t0:.0f} s",
                     flush=True,
                 )
+                clear_caches()  # else a long grid exhausts XLA's code memory
                 if args.clean_runs:
                     shutil.rmtree(
                         Path(args.runs) / cell_name(model, layers, noise), ignore_errors=True

@@ -244,13 +244,26 @@ def check_real_finite(name: str, arr: Any) -> np.ndarray:
     return a
 
 
+def _kind_named(z: Any) -> str | None:
+    """The ``meta["kind"]`` of an open ``.npz`` without ``P, Q`` (a family member's file), else ``None``."""
+    try:
+        meta = parse_json(str(z["meta"]), "meta") if "meta" in z else None
+    except LintfError:
+        return None
+    kind = meta.get("kind") if isinstance(meta, dict) else None
+    return kind if isinstance(kind, str) and kind.isprintable() and len(kind) <= 40 else None
+
+
 def load_model(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Load ``(P, Q, meta)`` from a universal ``.npz`` through :func:`read_npz` (only those three arrays); a
     one-line :class:`LintfError` if it is not one, ``meta`` included (a JSON object, :func:`parse_json`)."""
     what = f"model file {str(path)!r}"
     z = read_npz(path, what, ("P", "Q", "meta"))
     if "P" not in z or "Q" not in z:
-        raise LintfError(f"{what} must hold arrays 'P' and 'Q'")
+        kind = _kind_named(z)
+        raise LintfError(f"{what} must hold arrays 'P' and 'Q'" + (
+            f" (it is a {kind} model, which has no universal form: numerics.models.family_io.load_member "
+            "reads it)" if kind else ""))
     meta: Any = {}
     if "meta" in z:
         if z["meta"].dtype.kind not in "US" or z["meta"].ndim != 0:

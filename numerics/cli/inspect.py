@@ -10,7 +10,8 @@ Data: ``DATA.npz`` (as for ``lintf predict``; ``sigma`` and ``y_query`` are used
 without it ``--sequences`` fresh sequences drawn with ``--noise``, ``--x``, ``--n`` and ``--seed``.
 Unset, ``--noise``, ``--x`` and ``--n`` take the model's own setting from its ``meta`` (top level,
 or the training ``config``), else ``uniform:5``, ``normal`` and ``20``; the output says which.
-Exit status 1 if the two routes disagree (relative difference above ``--tol``).
+Exit status 1 if the two routes disagree (relative difference above ``--tol``).  A family member's file
+(docs/family.md) is inspected by :mod:`numerics.cli.inspect_family`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ SAMPLED = {"sequences": 256, "seed": 0}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="MODEL.npz", help="saved model (universal P, Q)")
+    p.add_argument("model", metavar="MODEL.npz", help="saved model (universal P, Q, or a family member's file)")
     p.add_argument("data", metavar="DATA.npz", nargs="?", help="optional data file (else sampled)")
     p.add_argument("--noise", default=None, help="noise spec for sampled data (default: the model's meta "
                    "'noise' if present, else uniform:5)")
@@ -154,8 +155,15 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--sigma must be >= 0 and <= {SIGMA_MAX:g}, got {args.sigma:g}")
     if not args.tol > 0:
         raise ValueError(f"--tol must be > 0, got {args.tol}")
-    P, Q, meta = load_model(args.model)
-    L, H, d = P.shape[0], P.shape[1], P.shape[2] - 1
+    from numerics.models.family_io import is_member_file, load_member
+
+    member = load_member(args.model) if is_member_file(args.model) else None  # a family member (docs/family.md)
+    if member is None:
+        P, Q, meta = load_model(args.model)
+        L, H, d = P.shape[0], P.shape[1], P.shape[2] - 1
+    else:
+        meta = member.meta
+        L, H, d = member.params.W_V.shape[0], member.params.W_V.shape[1], member.params.W_V.shape[2] - 1
     setting = None
     if not args.data:
         from numerics.cli.validate import memory, model_bytes
@@ -164,6 +172,12 @@ def run(args: argparse.Namespace) -> int:
         check_sizes(args.n, d, args.sequences)
         memory(model_bytes(args.sequences, args.n, L, d), f"a model with L={L}, d={d} on {args.sequences} sequences "
                f"of n={args.n}", "--sequences or --n")
+    if member is not None:
+        from numerics.cli.inspect_family import run as run_member
+
+        with jax.enable_x64(True):
+            data, source = _get_data(args, d, meta)
+        return run_member(args, member, data, source, setting)
     with jax.enable_x64(True):
         data, source = _get_data(args, d, meta)
         B = data["X"].shape[0]

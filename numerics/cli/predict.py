@@ -1,6 +1,7 @@
 r"""``lintf predict MODEL.npz DATA.npz [--out preds.npy] [--json]``: evaluate a saved model on user data.
 
-The model is the universal ``.npz`` of :mod:`numerics.io` (``P, Q`` of shape ``(L, H, d+1, d+1)``);
+The model is the universal ``.npz`` of :mod:`numerics.io` (``P, Q`` of shape ``(L, H, d+1, d+1)``) or a
+family member's file (:mod:`numerics.models.family_io`, computed by the member's own forward pass);
 the data file holds ``X (B,n,d)``, ``y (B,n)``, ``x_query (B,d)`` and optionally ``y_query (B,)``
 (see :mod:`numerics.cli._userdata`).  The prediction is ``ŷ = −y_{n+1}^L`` (docs/model.md), computed
 in float64 by :func:`numerics.models.predict`.  With ``y_query`` the loss
@@ -17,7 +18,7 @@ from numerics.io import strict_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="MODEL.npz", help="saved model (universal P, Q)")
+    p.add_argument("model", metavar="MODEL.npz", help="saved model (universal P, Q, or a family member's file)")
     p.add_argument("data", metavar="DATA.npz", help="arrays X (B,n,d), y (B,n), x_query (B,d) [, y_query (B,)]")
     p.add_argument("--out", metavar="FILE.npy", help="write the B predictions here (atomically)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -38,13 +39,22 @@ def run(args: argparse.Namespace) -> int:
     from numerics.errors import LintfError
     from numerics.io import load_model
     from numerics.models import predict
+    from numerics.models.family_io import is_member_file, load_member
 
-    P, Q, _meta = load_model(args.model)
-    L, H, d = P.shape[0], P.shape[1], P.shape[2] - 1
+    member = load_member(args.model) if is_member_file(args.model) else None  # a family member's own pass
+    if member is None:
+        P, Q, _meta = load_model(args.model)
+        L, H, d = P.shape[0], P.shape[1], P.shape[2] - 1
+    else:
+        L, H, d = member.params.W_V.shape[0], member.params.W_V.shape[1], member.params.W_V.shape[2] - 1
     data = load_data(args.data, d)
     B, n, _ = data["X"].shape
     with jax.enable_x64(True):
-        pred = np.asarray(predict(P, Q, data["X"], data["y"], data["x_query"]), dtype=np.float64)
+        if member is None:
+            pred = predict(P, Q, data["X"], data["y"], data["x_query"])
+        else:
+            pred = member.kind.forward(member.params, *(np.asarray(data[k], np.float64) for k in ("X", "y", "x_query")))
+        pred = np.asarray(pred, dtype=np.float64)
     pred = pred + 0.0  # ŷ = −y_{n+1}^L is −0.0 where the model leaves the query's y at 0; print and store 0
     bad = np.flatnonzero(~np.isfinite(pred))
     if bad.size:
@@ -65,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
             out["loss"], out["loss_se"] = loss
         print(strict_json(out))
         return 0
-    print(f"model {args.model}: L={L} layers, H={H} heads, d={d}; data {args.data}: B={B} sequences, n={n}")
+    named = f"{member.kind.name}, " if member is not None else ""
+    print(f"model {args.model}: {named}L={L} layers, H={H} heads, d={d}; data {args.data}: B={B} sequences, n={n}")
     if loss is not None:
         se = f"+- {loss[1]:.2g} (standard error)" if loss[1] is not None else "(one sequence: no standard error)"
         print(f"loss 1/2 mean (y_query - y_hat)^2 = {loss[0]:.6g} {se}")

@@ -1,10 +1,16 @@
-"""``lintf train``: train a FULL / DIAG / GD++ linear transformer into a run directory.
+"""``lintf train``: train a FULL / DIAG / GD++ linear transformer, or a member of the linear-attention family
+(``causal``, ``retnet``, ``mamba2``, ``gla``, ``deltanet``, ``gated-deltanet``: docs/family.md), into a run directory.
 
 Example (DIAG, 7 layers, σ ~ U(0,5), 3 seeds in one compiled program)::
 
     python -m numerics.cli train --model diag --layers 7 --noise uniform:5 --seeds 3 --out runs/diag7
 
 Rerunning the same command after an interruption resumes from the last checkpoint.
+
+A gated DeltaNet, 2 layers (its ``model.npz`` holds its native arrays; ``lintf predict`` and ``lintf inspect``
+read it)::
+
+    python -m numerics.cli train --model gated-deltanet --layers 2 --steps 300 --batch 256 --out runs/gdn2
 
 GD++ at ``fixed:0`` from the spectral fit (seed 0 = the fit, kept unless Adam improves on it)::
 

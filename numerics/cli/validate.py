@@ -210,6 +210,12 @@ def model_file(path: str, flag: str = "model file") -> tuple[int, int, int]:
     """``(L, H, d)`` of a universal model file: ``P, Q`` numeric, shape ``(L, H, d+1, d+1)``, finite;
     ``meta`` (if present) a JSON object."""
     heads = npz_headers(path, flag, ("P", "Q", "meta"))
+    if "P" not in heads and "meta" in heads:  # a family member's file (docs/family.md): its own loader checks it
+        from numerics.models.family_io import is_member_file, load_member  # lazy: start-up
+
+        if is_member_file(path):
+            W_V = load_member(path).params.W_V
+            return W_V.shape[0], W_V.shape[1], W_V.shape[2] - 1
     if "P" not in heads or "Q" not in heads:
         raise LintfError(f"{flag} {path!r} must hold arrays P and Q of shape (L, H, d+1, d+1)")
     _numeric(path, flag, heads, ("P", "Q"))

@@ -18,6 +18,9 @@ Properties, checked in this order (:data:`PROPERTIES`); the first that fails is 
    callable JAX cannot trace, by central differences (exact for a linear ``ŷ``);
 4. ``permutation invariance``: permuting the context changes no prediction.
 
+A member of the linear-attention family (docs/family.md) is checked by :func:`check_member`
+(:mod:`numerics.evaluate.testing_family`): query isolation, its implicit weight, and the context's order.
+
 :func:`assert_follows_theorem_4_1` draws contexts with Hypothesis (:func:`contexts`), so a failure
 comes with a shrunk example.  :func:`check_theorem_4_1` checks one given batch.  Needs Hypothesis
 (``pip install lintf[test]``).
@@ -231,3 +234,13 @@ def assert_follows_theorem_4_1(forward: Forward, P: Any = None, Q: Any = None, *
         shown = ", ".join(f"{k}={getattr(ctx, k).tolist()}" for k in Context._fields)
         raise AssertionError(f"{failure['message']}\nshrunk example (B={ctx.X.shape[0]}, n={ctx.X.shape[1]}, "
                              f"d={ctx.X.shape[2]}): {shown}") from None
+
+
+# The family's members (docs/family.md): the same kind of check on a member's own implementation.
+from numerics.evaluate.testing_family import MEMBER_PROPERTIES as MEMBER_PROPERTIES  # noqa: E402
+from numerics.evaluate.testing_family import check_context_order as check_context_order  # noqa: E402
+from numerics.evaluate.testing_family import check_member as check_member  # noqa: E402
+from numerics.evaluate.testing_family import (  # noqa: E402
+    check_member_implicit_weight as check_member_implicit_weight,
+    check_member_query_isolation as check_member_query_isolation,
+)

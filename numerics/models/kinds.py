@@ -14,7 +14,9 @@ Conversions back (:meth:`Kind.from_universal`): FULL always; DIAG when every ``P
 ``diag(s I_d, t)``; GD++ when, in addition, every layer has ``ω_xy = ω_yy = 0``.  Otherwise a one-line
 ``ValueError``.  The ``ω`` of a DIAG layer come from the derived rule :func:`lintf_theory.omega_rule`.
 
-A fourth kind is one more subclass of :class:`Kind` here and one entry in :data:`KIND_OBJECTS`.
+A fourth kind is one more subclass of :class:`Kind` here and one entry in :data:`KIND_OBJECTS`.  The members of
+the linear-attention family (:mod:`numerics.models.family`) are registered there too; they have their own forward
+pass (``own_forward``) and no universal form.
 
 Precision: every function keeps the dtype of its inputs (float32 for training, float64 for
 verification); mixed inputs follow JAX type promotion.
@@ -102,6 +104,8 @@ class Kind:
     spectral_init: bool = False
     default_lr: float = 0.0
     default_y_step: str = "plain"
+    #: the kind computes its predictions with its own ``forward(params, X, y, x_query, guard)`` (the family members)
+    own_forward: bool = False
 
     def __repr__(self) -> str:
         return self.name.upper()
@@ -257,23 +261,27 @@ class GdppKind(DiagKind):
 
 
 FULL, DIAG, GDPP = FullKind(), DiagKind(), GdppKind()
-#: Every kind by name, in the order the command line lists them.
-KIND_OBJECTS: dict[str, Kind] = {k.name: k for k in (FULL, DIAG, GDPP)}
-KINDS: tuple[str, ...] = tuple(KIND_OBJECTS)
+#: The kinds with a universal ``P, Q`` form.
+KINDS: tuple[str, ...] = ("full", "diag", "gdpp")
+from numerics.models.family import MEMBER_OBJECTS  # noqa: E402  (the members subclass Kind)
+
+#: Every kind by name, in the order the command line lists them: the universal kinds, then the family's members.
+KIND_OBJECTS: dict[str, Kind] = {k.name: k for k in (FULL, DIAG, GDPP, *MEMBER_OBJECTS.values())}
 
 
 def kind_of(x: str | Kind | Params) -> Kind:
-    """The kind named ``x`` (``full``, ``diag``, ``gdpp``), or the kind of native parameters ``x``."""
+    """The kind named ``x`` (a key of :data:`KIND_OBJECTS`), or the kind of native parameters ``x``."""
     if isinstance(x, Kind):
         return x
     if isinstance(x, str):
         if x not in KIND_OBJECTS:
-            raise ValueError(f"model kind must be one of {', '.join(KINDS)}; got {x!r}")
+            raise ValueError(f"model kind must be one of {', '.join(KIND_OBJECTS)}; got {x!r}")
         return KIND_OBJECTS[x]
     for k in KIND_OBJECTS.values():
         if type(x) is k.params_type:
             return k
-    raise ValueError(f"unknown parameter type {type(x).__name__}; expected Full, Diag or Gdpp")
+    raise ValueError(f"unknown parameter type {type(x).__name__}; expected one of "
+                     f"{', '.join(k.params_type.__name__ for k in KIND_OBJECTS.values())}")
 
 
 def check_kind(kind: str) -> str:

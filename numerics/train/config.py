@@ -55,7 +55,8 @@ def _x64_enabled() -> bool:
 class TrainConfig:
     """Everything that defines a run; two runs with equal configs give equal numbers."""
 
-    model: str = field(metadata={"help": 'full, diag or gdpp'})
+    model: str = field(metadata={"help": 'full, diag or gdpp, or a linear-attention family member: causal, retnet, '
+                                         'mamba2, gla, deltanet or gated-deltanet (docs/family.md)'})
     layers: int = field(metadata={"help": 'number of layers L >= 1'})
     noise: str = field(default="uniform:5", metadata={"help": 'fixed:S, uniform:SMAX or categorical:S1,S2,...'})
     heads: int = field(default=1, metadata={"help": 'heads per layer (GD++ needs 1)'})

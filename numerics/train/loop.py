@@ -117,7 +117,8 @@ def _eval_jit(cfg: TrainConfig, m: int) -> Callable:
             b = draw(cfg, key, m, None, values)
             w_or = oracle_weights(b.X, b.y, b.sigma)
             oracle = 0.5 * (b.y_query - jnp.einsum("bd,bd->b", w_or, b.x_query)) ** 2
-            yhat = jax.vmap(lambda p: predict_fast(p, b.X, b.y, b.x_query))(params)
+            fwd = cfg.kind.forward if cfg.kind.own_forward else predict_fast  # a family member's own pass
+            yhat = jax.vmap(lambda p: fwd(p, b.X, b.y, b.x_query))(params)
             return 0.5 * (yhat - b.y_query) ** 2, oracle
         _EVAL_CACHE[(cfg, m)] = jax.jit(f)
     return _EVAL_CACHE[(cfg, m)]

@@ -110,7 +110,10 @@ def loss_sums(params: Any, b: Any, forward: str = "fast", diag_phase: Any = Fals
     """The parts of :func:`loss_fn` that add up over a batch's sequences: the sum of the per-sequence loss over the
     alive sequences and, as auxiliary output, their number, every sequence's ``½ r²`` (``+∞`` where dead) and the
     count of sequences the objective did not take as ``½ r²``.  A batch split in parts gives the same sums."""
-    if forward == "fast":
+    kind = kind_of(params)
+    if kind.own_forward:  # a family member (numerics.models.family): its own guarded pass
+        f = lambda p, X, y, xq: kind.forward(p, X, y, xq, guard=True)  # noqa: E731
+    elif forward == "fast":
         f = lambda p, X, y, xq: predict_fast(p, X, y, xq, guard=True)  # noqa: E731
     else:
         f = lambda p, X, y, xq: (predict_plain(p, X, y, xq), jnp.ones(X.shape[0], bool))  # noqa: E731

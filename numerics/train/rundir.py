@@ -36,6 +36,7 @@ import numpy as np
 from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_json, save_model
 from numerics.models import universal
+from numerics.models.family_io import save_member
 from numerics.train.curve import plot_curve
 from numerics.train import (Result, TrainConfig, TrainState, adjusted_losses, config_dict, finite_adjusted, nanmean,
                        train)
@@ -108,10 +109,10 @@ def _a_config(have: dict[str, Any]) -> bool:
     Another is the user's, and is not replaced."""
     from dataclasses import fields
 
-    from numerics.models.kinds import KINDS
+    from numerics.models.kinds import KIND_OBJECTS
     from numerics.train.config import CONFIG_EXTRAS
 
-    return ({"model", "layers", "noise", "steps", "batch"} <= set(have) and have["model"] in KINDS
+    return ({"model", "layers", "noise", "steps", "batch"} <= set(have) and have["model"] in KIND_OBJECTS
             and set(have) <= {f.name for f in fields(TrainConfig)} | CONFIG_EXTRAS)
 
 
@@ -237,10 +238,13 @@ def finalize(out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = T
         "baselines": _baselines(cfg) if baselines else None,
         "curve": {"columns": ["step"] + [f"seed_{k}" for k in range(cfg.seeds)], "rows": res.curve}, "rollbacks": res.rollbacks,
     }
-    P, Q = universal(best_params, cfg.d)
-    native = {f"native_{k}": np.asarray(v) for k, v in best_params._asdict().items()}
-    save_model(out / "model.npz", P, Q, meta={"kind": cfg.model, "config": config_dict(cfg),
-                                              "adjusted_loss": metrics["adjusted_loss"]}, **native)
+    meta = {"kind": cfg.model, "config": config_dict(cfg), "adjusted_loss": metrics["adjusted_loss"]}
+    if cfg.kind.own_forward:  # a family member: its native arrays only (numerics.models.family_io)
+        save_member(out / "model.npz", best_params, meta)
+    else:
+        P, Q = universal(best_params, cfg.d)
+        native = {f"native_{k}": np.asarray(v) for k, v in best_params._asdict().items()}
+        save_model(out / "model.npz", P, Q, meta=meta, **native)
     atomic_write_json(out / "metrics.json", metrics)
     plot_curve(out / "loss.png", cfg, res)
     return metrics

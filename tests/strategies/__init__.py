@@ -3,6 +3,7 @@
 * :mod:`.exact`: the exact-rational generator (``rationals``, ``rational_arrays``) and exact FULL problems;
 * :mod:`.diag`: exact DIAG parameters and contexts;
 * :mod:`.model_params`: float64 model configurations, batches and O(1)-scaled random models;
+* :mod:`.family`: random parameters and data of the linear-attention family's members;
 * :mod:`.checks`: tolerances (``RTOL64``, ``RTOL32``) and the checks shared by random and trained models.
 * :mod:`.hostile`: hostile files (strange archives, tampered zip directories, bad JSON) for the command's tests.
 
@@ -22,6 +23,8 @@ from tests.strategies.checks import max_rel_err as max_rel_err
 from tests.strategies.checks import omega_form_tokens as omega_form_tokens
 from tests.strategies.checks import rotation_change as rotation_change
 from tests.strategies.diag import diag_problems as diag_problems
+from tests.strategies.family import member_data as member_data
+from tests.strategies.family import member_params as member_params
 from tests.strategies.exact import Config as Config
 from tests.strategies.exact import ExactProblem as ExactProblem
 from tests.strategies.exact import configs as configs

@@ -1,0 +1,283 @@
+r"""The linear-attention family against the paper's layer: every member at depths 1-7 beside DIAG
+and FULL, with ConstRR, AdaRR, TunedRR and the Bayes floor (docs/family.md).
+
+Each cell (model, depth, noise) trains with :func:`numerics.train.rundir.run` into
+``runs/family/<cell>/`` (a checkpoint per chunk: an interrupted cell resumes) and is then evaluated
+on its own: the mean adjusted loss on ``--sequences`` fresh float64 sequences, paired with the
+oracle, with the tail check of every cell (:func:`numerics.evaluate.losses.tail_stats`).  The
+evaluation sequences are the same for every cell of a noise setting (key ``--eval-seed``), so two
+models' losses are paired too.  A finished cell is ``OUT/<cell>/model.npz`` and
+``OUT/<cell>/metrics.json``; a cell with its ``metrics.json`` is skipped, so rerunning the command
+resumes the grid cell by cell.  ``OUT/baselines-<noise>.json`` holds the baselines
+(:func:`numerics.baselines.table`), ``OUT/table.md`` and ``OUT/family.png`` are rewritten after
+every cell.
+
+    nice -n 10 .venv/bin/python benchmarks/family_grid.py --depths 1 2 3 --steps 300 --batch 256
+
+Cells run depth by depth (every model and noise setting at depth 1, then depth 2, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+
+from numerics.baselines import table as baseline_table  # noqa: E402
+from numerics.evaluate.losses import evaluate  # noqa: E402
+from numerics.io import atomic_write_bytes, atomic_write_json, read_json  # noqa: E402
+from numerics.models.family import MEMBERS  # noqa: E402
+from numerics.models.family_io import load_any  # noqa: E402
+from numerics.models.forward import predict_fast  # noqa: E402
+from numerics.train.config import TrainConfig  # noqa: E402
+from numerics.train.loop import clear_caches  # noqa: E402
+from numerics.train.rundir import run as run_dir  # noqa: E402
+
+MODELS = ("full", "diag", *MEMBERS)
+NOISES = ("uniform:5", "categorical:1,3")
+BASELINES = ("ConstRR", "AdaRR", "TunedRR", "Bayes")
+
+
+def tag(noise: str) -> str:
+    return noise.replace(":", "").replace(",", "_")
+
+
+def cell_name(model: str, layers: int, noise: str) -> str:
+    return f"{model}-{layers}-{tag(noise)}"
+
+
+def predictor(path: Path):  # noqa: ANN201
+    """``(batch, spectra) ↦ {"model": ŷ}`` of the saved model at ``path``, in float64, by its kind's
+    own pass."""
+    saved = load_any(path)
+    params = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), saved.params)
+    fwd = saved.kind.forward if saved.kind.own_forward else predict_fast
+    f = jax.jit(lambda p, X, y, xq: fwd(p, X, y, xq))
+    return lambda b, sp: {"model": f(params, b.X, b.y, b.x_query)}
+
+
+def baselines(out: Path, noise: str, sequences: int, seed: int) -> dict:
+    path = out / f"baselines-{tag(noise)}.json"
+    if not path.exists():
+        res = baseline_table(noise, n=20, d=10, sequences=sequences, seed=seed, methods=BASELINES)
+        atomic_write_json(
+            path,
+            {
+                "noise": noise,
+                "sequences": sequences,
+                "seed": seed,
+                "methods": {m: {"loss": res[m]["loss"], "se": res[m]["se"]} for m in BASELINES},
+            },
+        )
+    return read_json(path)
+
+
+def run_cell(args: argparse.Namespace, model: str, layers: int, noise: str) -> dict:
+    name = cell_name(model, layers, noise)
+    cfg = TrainConfig(
+        model=model,
+        layers=layers,
+        noise=noise,
+        steps=args.steps,
+        batch=args.batch,
+        seeds=args.seeds,
+        seed=args.seed,
+        lr=args.lr,
+        eval_sequences=args.train_eval,
+        select_sequences=args.train_eval,
+    )
+    rundir = Path(args.runs) / name
+    t0 = time.perf_counter()
+    train = run_dir(cfg, rundir, progress=False, baselines=False)
+    seconds = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    res = evaluate(
+        predictor(rundir / "model.npz"),
+        noise,
+        args.sequences,
+        20,
+        10,
+        jax.random.PRNGKey(args.eval_seed),
+        tails=True,
+    )["model"]
+    cell = Path(args.out) / name
+    cell.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(cell / "model.npz", (rundir / "model.npz").read_bytes())
+    metrics = {
+        "model": model,
+        "layers": layers,
+        "noise": noise,
+        "adjusted_loss": res["loss"],
+        "se": res["se"],
+        "loss": res["raw"],
+        "sequences": res["count"],
+        "tail": res["tail"],
+        "recipe": {
+            "steps": args.steps,
+            "batch": args.batch,
+            "seeds": args.seeds,
+            "seed": args.seed,
+            "lr": cfg.peak_lr,
+        },
+        "train_seconds": seconds,
+        "eval_seconds": time.perf_counter() - t1,
+        "train_steps_per_s": train.get("steps_per_s"),
+        "rollbacks": len(train.get("rollbacks", [])),
+        "eval_seed": args.eval_seed,
+    }
+    atomic_write_json(cell / "metrics.json", metrics)
+    return metrics
+
+
+def collect(out: Path) -> dict[tuple[str, int, str], dict]:
+    cells = {}
+    for p in sorted(out.glob("*/metrics.json")):
+        m = read_json(p)
+        cells[(m["model"], m["layers"], m["noise"])] = m
+    return cells
+
+
+def write_table(
+    out: Path, cells: dict, depths: list[int], noises: list[str], models: list[str]
+) -> None:
+    lines = [
+        "# The linear-attention family: adjusted loss (mean ± SE)",
+        "",
+        "Written by `benchmarks/family_grid.py` from `results/family/*/metrics.json` "
+        "(100 000 float64 sequences per cell, paired with the oracle); `-` is a cell not run "
+        "yet, `!` marks a cell that fails the tail check.  Each cell's recipe is in its "
+        "`metrics.json` (`recipe`).",
+        "",
+    ]
+    for noise in noises:
+        lines += [
+            f"## {noise}",
+            "",
+            "| model | " + " | ".join(f"L={l}" for l in depths) + " |",
+            "|---|" + "---|" * len(depths),
+        ]
+        for m in models:
+            row = []
+            for l in depths:
+                c = cells.get((m, l, noise))
+                mark = " !" if c is not None and c["tail"]["failed"] else ""
+                row.append("-" if c is None else f"{c['adjusted_loss']:.4f} ± {c['se']:.4f}{mark}")
+            lines.append(f"| {m} | " + " | ".join(row) + " |")
+        bpath = out / f"baselines-{tag(noise)}.json"
+        if bpath.exists():
+            b = read_json(bpath)["methods"]
+            shown = ", ".join(f"{k} {b[k]['loss']:.4f} ± {b[k]['se']:.4f}" for k in BASELINES)
+            lines += ["", f"Baselines (any depth): {shown}."]
+        lines.append("")
+    atomic_write_bytes(out / "table.md", "\n".join(lines).encode())
+
+
+def write_figure(
+    out: Path, cells: dict, depths: list[int], noises: list[str], models: list[str]
+) -> None:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(noises), figsize=(5.5 * len(noises), 4), squeeze=False)
+    for ax, noise in zip(axes[0], noises):
+        for m in models:
+            pts = [
+                (l, cells[(m, l, noise)]["adjusted_loss"]) for l in depths if (m, l, noise) in cells
+            ]
+            if pts:
+                ax.plot(*zip(*pts), "-o", ms=3, label=m)
+        bpath = out / f"baselines-{tag(noise)}.json"
+        if bpath.exists():
+            for name, style in zip(BASELINES, (":", "--", "-.", "-")):
+                loss = read_json(bpath)["methods"][name]["loss"]
+                ax.axhline(loss, color="gray", ls=style, lw=1, label=name)
+        ax.set(xlabel="layers L", ylabel="adjusted loss", title=noise, yscale="log")
+        ax.set_xlim(min(depths) - 0.3, max(depths) + 0.3)
+        ax.set_xticks(depths)
+        ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write_bytes(out / "family.png", buf.getvalue())
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    p.add_argument("--depths", nargs="+", type=int, default=list(range(1, 8)))
+    p.add_argument("--noise", nargs="+", default=list(NOISES))
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--lr", type=float, default=None, help="peak learning rate (default: each kind's own)"
+    )
+    p.add_argument(
+        "--sequences", type=int, default=100_000, help="float64 evaluation sequences per cell"
+    )
+    p.add_argument(
+        "--train-eval",
+        type=int,
+        default=4096,
+        help="sequences of the run's own (float32) evaluation",
+    )
+    p.add_argument("--eval-seed", type=int, default=2024)
+    p.add_argument("--out", default="results/family")
+    p.add_argument("--runs", default="runs/family")
+    p.add_argument(
+        "--clean-runs",
+        action="store_true",
+        help="delete a cell's run directory once it is finished",
+    )
+    args = p.parse_args(argv)
+    if args.sequences < 100_000:
+        print(
+            f"note: {args.sequences} evaluation sequences (a result cell needs 100000)",
+            file=sys.stderr,
+        )
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for noise in args.noise:
+        baselines(out, noise, args.sequences, 0)
+    done = collect(out)
+    for layers in args.depths:
+        for noise in args.noise:
+            for model in args.models:
+                if (model, layers, noise) in done:
+                    continue
+                t0 = time.perf_counter()
+                m = run_cell(args, model, layers, noise)
+                tail = m["tail"]["failed"]
+                print(
+                    f"{cell_name(model, layers, noise)}: adjusted {m['adjusted_loss']:.5f} "
+                    f"± {m['se']:.5f} (tail {'fails: ' + tail if tail else 'passes'}), "
+                    f"{time.perf_counter() - t0:.0f} s",
+                    flush=True,
+                )
+                clear_caches()  # else a long grid exhausts XLA's code memory
+                if args.clean_runs:
+                    shutil.rmtree(
+                        Path(args.runs) / cell_name(model, layers, noise), ignore_errors=True
+                    )
+                done = collect(out)
+                write_table(out, done, args.depths, args.noise, args.models)
+                write_figure(out, done, args.depths, args.noise, args.models)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

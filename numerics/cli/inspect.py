@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--sigma must be >= 0 and <= {SIGMA_MAX:g}, got {args.sigma:g}")
     if not args.tol > 0:
         raise ValueError(f"--tol must be > 0, got {args.tol}")
-    from numerics.models.family_io import is_member_file, load_member
+    from numerics.models.family_io import is_member_file, load_member  # lazy: start-up
 
     member = load_member(args.model) if is_member_file(args.model) else None  # a family member (docs/family.md)
     if member is None:
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         memory(model_bytes(args.sequences, args.n, L, d), f"a model with L={L}, d={d} on {args.sequences} sequences "
                f"of n={args.n}", "--sequences or --n")
     if member is not None:
-        from numerics.cli.inspect_family import run as run_member
+        from numerics.cli.inspect_family import run as run_member  # lazy: start-up
 
         with jax.enable_x64(True):
             data, source = _get_data(args, d, meta)

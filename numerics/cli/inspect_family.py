@@ -22,8 +22,8 @@ from numerics.io import strict_json
 def run(  # noqa: ANN001
     args: argparse.Namespace, saved, data: dict, source: str, setting: str | None
 ) -> int:
-    from numerics.evaluate.inspector import compare, ols, ridge
-    from numerics.models.family_weights import autodiff_weights, linearity_gap, transfer_weights
+    from numerics.evaluate.inspector import compare, ols, ridge  # lazy: start-up
+    from numerics.models.family_weights import autodiff_weights, linearity_gap, transfer_weights  # lazy: start-up
 
     params, kind = saved.params, saved.kind
     L, H, d = params.W_V.shape[0], params.W_V.shape[1], params.W_V.shape[2] - 1
@@ -59,7 +59,7 @@ def run(  # noqa: ANN001
             rows.append(row)
     w, wad = np.asarray(w), np.asarray(wad)
     if not (np.all(np.isfinite(w)) and np.all(np.isfinite(wad))):
-        from numerics.errors import LintfError
+        from numerics.errors import LintfError  # lazy: start-up
 
         raise LintfError(
             f"the implicit weights w^l are not finite on {source} (the model overflows in float64)"

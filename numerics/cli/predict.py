@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from numerics.errors import LintfError
     from numerics.io import load_model
     from numerics.models import predict
-    from numerics.models.family_io import is_member_file, load_member
+    from numerics.models.family_io import is_member_file, load_member  # lazy: start-up
 
     member = load_member(args.model) if is_member_file(args.model) else None  # a family member's own pass
     if member is None:

@@ -90,8 +90,12 @@ def start(route: str, jobs: int):  # noqa: ANN201
     t0 = time.perf_counter()
     if route == "dask":
         engine = executor.local_cluster(jobs)
-        executor.run([], out=tempfile.mkdtemp(prefix="lintf-dask-bench-"),
-                     scheduler=engine.scheduler_address, progress=False)  # workers import lintf
+        executor.run(
+            [],
+            out=tempfile.mkdtemp(prefix="lintf-dask-bench-"),
+            scheduler=engine.scheduler_address,
+            progress=False,
+        )  # workers import lintf
     else:
         engine = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
         list(engine.map(ready, [0.5] * jobs))
@@ -110,32 +114,46 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for rep in range(args.repeat):
         engines = {}
-        for route in (("dask", "pool") if rep % 2 == 0 else ("pool", "dask")):
+        for route in ("dask", "pool") if rep % 2 == 0 else ("pool", "dask"):
             engines[route], secs = start(route, args.jobs)
             runs.append({"route": route, "start": True, "repeat": rep, "wall": secs})
             print(f"{route:>4} start: {secs:7.2f} s", file=sys.stderr, flush=True)
         for k, (seconds, n) in enumerate(PLAN):
-            for route in (("dask", "pool") if (rep + k) % 2 == 0 else ("pool", "dask")):
+            for route in ("dask", "pool") if (rep + k) % 2 == 0 else ("pool", "dask"):
                 wall = timed(route, tasks(seconds, n), engines[route])
-                runs.append({"route": route, "seconds": seconds, "tasks": n, "repeat": rep,
-                             "wall": wall})
-                print(f"{route:>4} {n:3d} x {seconds:3.1f} s: {wall:7.2f} s", file=sys.stderr,
-                      flush=True)
+                runs.append(
+                    {"route": route, "seconds": seconds, "tasks": n, "repeat": rep, "wall": wall}
+                )
+                print(
+                    f"{route:>4} {n:3d} x {seconds:3.1f} s: {wall:7.2f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
         engines["dask"].close()
         engines["pool"].shutdown()
     summary = summarise(runs, args.jobs)
-    print(f"{'route':>5} {'sweep':>12} {'ideal s':>8} {'median wall s':>14} "
-          f"{'overhead/task s':>16}")
+    print(
+        f"{'route':>5} {'sweep':>12} {'ideal s':>8} {'median wall s':>14} {'overhead/task s':>16}"
+    )
     for row in summary:
         per = "-" if row["per_task"] is None else f"{row['per_task']:.3f}"
         sweep = "start" if row["tasks"] is None else f"{row['tasks']:3d} x {row['seconds']:3.1f} s"
         print(f"{row['route']:>5} {sweep:>12} {row['ideal']:8.2f} {row['wall']:14.2f} {per:>16}")
     if args.log:
-        atomic_write_json(args.log, {
-            "command": "python benchmarks/dask_throughput.py " + " ".join(sys.argv[1:]),
-            "machine": {"cores": len(os.sched_getaffinity(0)), "python": platform.python_version(),
-                        "load_average_before": load, "load_average_after": os.getloadavg()},
-            "runs": runs, "summary": summary})
+        atomic_write_json(
+            args.log,
+            {
+                "command": "python benchmarks/dask_throughput.py " + " ".join(sys.argv[1:]),
+                "machine": {
+                    "cores": len(os.sched_getaffinity(0)),
+                    "python": platform.python_version(),
+                    "load_average_before": load,
+                    "load_average_after": os.getloadavg(),
+                },
+                "runs": runs,
+                "summary": summary,
+            },
+        )
     return 0
 
 
@@ -145,17 +163,37 @@ def summarise(runs: list[dict], jobs: int) -> list[dict]:
     rows = []
     for route in ("dask", "pool"):
         starts = [r["wall"] for r in runs if r["route"] == route and r.get("start")]
-        rows.append({"route": route, "seconds": None, "tasks": None, "ideal": 0.0,
-                     "wall": round(statistics.median(starts), 3),
-                     "walls": [round(w, 3) for w in starts], "per_task": None})
+        rows.append(
+            {
+                "route": route,
+                "seconds": None,
+                "tasks": None,
+                "ideal": 0.0,
+                "wall": round(statistics.median(starts), 3),
+                "walls": [round(w, 3) for w in starts],
+                "per_task": None,
+            }
+        )
         for seconds, n in PLAN:
-            walls = [r["wall"] for r in runs if not r.get("start")
-                     and (r["route"], r["seconds"], r["tasks"]) == (route, seconds, n)]
+            walls = [
+                r["wall"]
+                for r in runs
+                if not r.get("start")
+                and (r["route"], r["seconds"], r["tasks"]) == (route, seconds, n)
+            ]
             ideal = math.ceil(n / jobs) * seconds
             wall = statistics.median(walls)
-            rows.append({"route": route, "seconds": seconds, "tasks": n, "ideal": ideal,
-                         "wall": round(wall, 3), "walls": [round(w, 3) for w in walls],
-                         "per_task": round((wall - ideal) / n, 4) if n else None})
+            rows.append(
+                {
+                    "route": route,
+                    "seconds": seconds,
+                    "tasks": n,
+                    "ideal": ideal,
+                    "wall": round(wall, 3),
+                    "walls": [round(w, 3) for w in walls],
+                    "per_task": round((wall - ideal) / n, 4) if n else None,
+                }
+            )
     return rows
 
 

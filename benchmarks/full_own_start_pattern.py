@@ -83,8 +83,11 @@ def gradient(diag: Path, batches: int) -> dict:
     out = {"batches": batches}
     for where, H in (("off", G - diag_part(G)), ("on", diag_part(G))):
         rms = float(np.sqrt(np.mean(np.sum(H.reshape(batches, -1) ** 2, axis=1))))
-        out[where] = {"mean_norm": float(np.linalg.norm(H.mean(0))), "batch_rms_norm": rms,
-                      "noise_mean_norm": float(rms / np.sqrt(batches))}
+        out[where] = {
+            "mean_norm": float(np.linalg.norm(H.mean(0))),
+            "batch_rms_norm": rms,
+            "noise_mean_norm": float(rms / np.sqrt(batches)),
+        }
     return out
 
 
@@ -95,10 +98,16 @@ def matrix_parts(M: np.ndarray) -> dict:
     d, rest = M.shape[-1] - 1, M - diag_part(M)
     sv = np.linalg.svd(rest, compute_uv=False)
     n = np.linalg.norm
-    return {"norm": float(n(M)), "diag_share": float(n(diag_part(M)) / n(M)),
-            "rest_share": off_diag_share(M), "rest_xx": float(n(rest[:d, :d])),
-            "rest_x_from_y": float(n(rest[:d, d])), "rest_y_from_x": float(n(rest[d, :d])),
-            "rest_sv": sv[:4].tolist(), "rest_rank": int(np.sum(sv >= 0.1 * sv[0]))}
+    return {
+        "norm": float(n(M)),
+        "diag_share": float(n(diag_part(M)) / n(M)),
+        "rest_share": off_diag_share(M),
+        "rest_xx": float(n(rest[:d, :d])),
+        "rest_x_from_y": float(n(rest[:d, d])),
+        "rest_y_from_x": float(n(rest[d, :d])),
+        "rest_sv": sv[:4].tolist(),
+        "rest_rank": int(np.sum(sv >= 0.1 * sv[0])),
+    }
 
 
 def ablate(P: np.ndarray, Q: np.ndarray, sequences: int) -> dict:
@@ -147,8 +156,12 @@ def weights(model: Path, diag: Path, sequences: int, figure: Path, lintf: str) -
     plot_weights(P, Q, figure, f"FULL-{P.shape[0]} at {NOISE} from its own start ({model.stem})")
     inspect = {}
     for label, path in (("full", model), ("diag_cell", diag)):
-        out = subprocess.run([lintf, "inspect", str(path), "--noise", NOISE, "--sequences", "4096",
-                              "--json"], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [lintf, "inspect", str(path), "--noise", NOISE, "--sequences", "4096", "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         inspect[label] = json.loads(out.stdout)["layers"]
     d = P.shape[-1] - 1
     col = P[:, :d, d]  # the columns x <- y of every P^l: the largest is the direction v
@@ -157,11 +170,18 @@ def weights(model: Path, diag: Path, sequences: int, figure: Path, lintf: str) -
 
     def along_v(M: np.ndarray) -> dict:  # |cos| with v of where M's rest reads and writes
         U, _, Vt = np.linalg.svd((M - diag_part(M))[:d, :d])
-        return {"xx_left": float(abs(U[:, 0] @ v)), "xx_right": float(abs(Vt[0] @ v)),
-                "x_from_y": float(abs(M[:d, d] @ v) / np.linalg.norm(M[:d, d])),
-                "y_from_x": float(abs(M[d, :d] @ v) / np.linalg.norm(M[d, :d]))}
+        return {
+            "xx_left": float(abs(U[:, 0] @ v)),
+            "xx_right": float(abs(Vt[0] @ v)),
+            "x_from_y": float(abs(M[:d, d] @ v) / np.linalg.norm(M[:d, d])),
+            "y_from_x": float(abs(M[d, :d] @ v) / np.linalg.norm(M[d, :d])),
+        }
 
-    return {"model": model.name,
-            "P": [matrix_parts(p) for p in P], "Q": [matrix_parts(q) for q in Q],
-            "cos_v": {"P": [along_v(p) for p in P], "Q": [along_v(q) for q in Q]},
-            "ablation": ablate(P, Q, sequences), "inspect": inspect}
+    return {
+        "model": model.name,
+        "P": [matrix_parts(p) for p in P],
+        "Q": [matrix_parts(q) for q in Q],
+        "cos_v": {"P": [along_v(p) for p in P], "Q": [along_v(q) for q in Q]},
+        "ablation": ablate(P, Q, sequences),
+        "inspect": inspect,
+    }

@@ -50,7 +50,9 @@ def weight_symbols(convention: str, key: sp.Expr = K) -> dict[str, sp.MatrixSymb
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {', '.join(CONVENTIONS)}; got {convention!r}")
     inner, outer = ((_D1, key), (key, _D1)) if convention == "row" else ((key, _D1), (_D1, key))
-    return {name: sp.MatrixSymbol(name, *inner) for name in ("W_Q", "W_K", "W_V")} | {"W_O": sp.MatrixSymbol("W_O", *outer)}
+    return {name: sp.MatrixSymbol(name, *inner) for name in ("W_Q", "W_K", "W_V")} | {
+        "W_O": sp.MatrixSymbol("W_O", *outer)
+    }
 
 
 def attention_update(convention: str, W: dict[str, sp.MatrixExpr]) -> sp.MatrixExpr:
@@ -64,7 +66,9 @@ def attention_update(convention: str, W: dict[str, sp.MatrixExpr]) -> sp.MatrixE
     return Pi * WO * v * k.T * q
 
 
-def _split_at(term: sp.MatrixExpr, middle: sp.MatrixSymbol, last: sp.MatrixSymbol) -> tuple[sp.MatrixExpr, sp.MatrixExpr]:
+def _split_at(
+    term: sp.MatrixExpr, middle: sp.MatrixSymbol, last: sp.MatrixSymbol
+) -> tuple[sp.MatrixExpr, sp.MatrixExpr]:
     """``(left, right)`` with ``term = left · middle · right · last`` for a single product."""
     if not isinstance(term, sp.MatMul):
         raise ValueError(f"expected a single matrix product, got {term}")
@@ -106,7 +110,9 @@ def _solve_single(expr: sp.MatrixExpr, var: sp.MatrixSymbol, rhs: sp.MatrixExpr)
         return simplify_matexpr(rhs / coeff)
     if mats == [var.T]:
         return simplify_matexpr((rhs / coeff).T)
-    raise ValueError(f"cannot solve {expr} = {rhs} for {var}: not a scalar multiple of it or its transpose")
+    raise ValueError(
+        f"cannot solve {expr} = {rhs} for {var}: not a scalar multiple of it or its transpose"
+    )
 
 
 @dataclass(frozen=True)
@@ -124,7 +130,11 @@ def derive_attention_inverse(convention: str) -> AttentionInverse:
     r"""Solve the derived ``P = P(W_O, W_V, s, Π)``, ``Q = Q(W_Q, W_K)`` for ``W_O, W_Q`` at ``W_K = W_V = Π = I``."""
     head = derive_attention_head(convention)
     W = weight_symbols(convention, _D1)
-    fixed = {head.weights["W_K"]: sp.Identity(_D1), head.weights["W_V"]: sp.Identity(_D1), Pi: sp.Identity(_D1)}
+    fixed = {
+        head.weights["W_K"]: sp.Identity(_D1),
+        head.weights["W_V"]: sp.Identity(_D1),
+        Pi: sp.Identity(_D1),
+    }
     sq = {head.weights["W_Q"]: W["W_Q"], head.weights["W_O"]: W["W_O"]}
     P_at = simplify_matexpr(head.P.xreplace(fixed).xreplace(sq))
     Q_at = simplify_matexpr(head.Q.xreplace(fixed).xreplace(sq))
@@ -140,7 +150,9 @@ def attention_rule(convention: str) -> Exported:
     """``(W_Q, W_K, W_V, W_O, s, Π) ↦ (P, Q)`` for one head in ``convention`` (2-D arrays)."""
     head = derive_attention_head(convention)
     w = head.weights
-    return export(f"attention_{convention}", (w["W_Q"], w["W_K"], w["W_V"], w["W_O"], s, Pi), (head.P, head.Q))
+    return export(
+        f"attention_{convention}", (w["W_Q"], w["W_K"], w["W_V"], w["W_O"], s, Pi), (head.P, head.Q)
+    )
 
 
 @cache

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import sympy as sp
 
 from ._recursion import derive_gram_update, derive_recursion
-from .symbols import A, BLOCKS, STATE, E_sym, G_sym, a, b, c, delta
+from .symbols import BLOCKS, STATE, E_sym, G_sym
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,9 @@ def export(name: str, args: Sequence[sp.Basic], outputs: Sequence[sp.Basic]) -> 
     for arg in args:
         label = str(getattr(arg, "name", arg))
         if not label.isidentifier():
-            raise ValueError(f"export {name!r}: argument name {label!r} must be a Python identifier")
+            raise ValueError(
+                f"export {name!r}: argument name {label!r} must be a Python identifier"
+            )
     return Exported(name, tuple(args), tuple(outputs))
 
 
@@ -117,7 +119,9 @@ def recursion_step(state: State, G: Any, backend: str = "numpy") -> State:
     col = lambda v: xp.reshape(v, (-1, 1))  # noqa: E731
     one = lambda s: xp.reshape(s, (1, 1))  # noqa: E731
     f = getattr(recursion_rule(), backend)
-    Mn, un, an, wn = f(state.M, col(state.u), one(state.a), col(state.w), A_, col(b_), col(c_), one(dl))
+    Mn, un, an, wn = f(
+        state.M, col(state.u), one(state.a), col(state.w), A_, col(b_), col(c_), one(dl)
+    )
     return State(Mn, xp.reshape(un, (-1,)), xp.reshape(an, ()), xp.reshape(wn, (-1,)))
 
 
@@ -129,15 +133,21 @@ def gram_update(E: Any, G: Any, backend: str = "numpy") -> Any:
 def initial_state(d: int, backend: str = "numpy", like: Any = None) -> State:
     r"""Base case of Theorem 4.1: ``M = I, u = 0, a = 1, w = 0`` (dtype of ``like`` if given)."""
     xp = _xp(backend)
-    if like is not None and getattr(like, "dtype", None) == object:
-        import numpy as np
+    if like is not None and getattr(like, "dtype", None) == object:  # noqa: E721  (a NumPy dtype compares equal to its type)
         from fractions import Fraction
+
+        import numpy as np
 
         eye = np.array([[Fraction(int(i == j)) for j in range(d)] for i in range(d)], dtype=object)
         zero = np.array([Fraction(0)] * d, dtype=object)
         return State(eye, zero, np.array(Fraction(1), dtype=object), zero.copy())
     dtype = getattr(like, "dtype", None)
-    return State(xp.eye(d, dtype=dtype), xp.zeros(d, dtype=dtype), xp.ones((), dtype=dtype), xp.zeros(d, dtype=dtype))
+    return State(
+        xp.eye(d, dtype=dtype),
+        xp.zeros(d, dtype=dtype),
+        xp.ones((), dtype=dtype),
+        xp.zeros(d, dtype=dtype),
+    )
 
 
 def check_parameters(P: Any, Q: Any, d: int | None = None) -> tuple[int, int, int]:
@@ -150,7 +160,9 @@ def check_parameters(P: Any, Q: Any, d: int | None = None) -> tuple[int, int, in
         if shape is None or len(shape) != 4:
             raise ValueError(f"{name} must have shape (L, H, d+1, d+1), got shape {shape}")
         if shape[2] != shape[3]:
-            raise ValueError(f"{name} must hold square (d+1)x(d+1) matrices, got {shape[2]}x{shape[3]}")
+            raise ValueError(
+                f"{name} must hold square (d+1)x(d+1) matrices, got {shape[2]}x{shape[3]}"
+            )
         if shape[0] < 1:
             raise ValueError(f"{name}: number of layers L must be >= 1, got {shape[0]}")
         if shape[1] < 1:
@@ -158,10 +170,14 @@ def check_parameters(P: Any, Q: Any, d: int | None = None) -> tuple[int, int, in
         if shape[2] < 2:
             raise ValueError(f"{name}: token size d+1 must be >= 2 (d >= 1), got {shape[2]}")
     if tuple(P.shape) != tuple(Q.shape):
-        raise ValueError(f"P and Q must have the same shape, got P {tuple(P.shape)} and Q {tuple(Q.shape)}")
+        raise ValueError(
+            f"P and Q must have the same shape, got P {tuple(P.shape)} and Q {tuple(Q.shape)}"
+        )
     L, H, D1, _ = P.shape
     if d is not None and D1 != d + 1:
-        raise ValueError(f"P has token size {D1} but the data has d={d}; P must be (L, H, {d + 1}, {d + 1})")
+        raise ValueError(
+            f"P has token size {D1} but the data has d={d}; P must be (L, H, {d + 1}, {d + 1})"
+        )
     return int(L), int(H), int(D1 - 1)
 
 
@@ -177,7 +193,9 @@ def run_recursion(P: Any, Q: Any, X: Any, y: Any, backend: str = "numpy") -> lis
         raise ValueError(f"X must have shape (n, d), got shape {getattr(X, 'shape', None)}")
     n, d = X.shape
     if getattr(y, "shape", None) != (n,):
-        raise ValueError(f"y must have shape (n,) = ({n},) to match X, got shape {getattr(y, 'shape', None)}")
+        raise ValueError(
+            f"y must have shape (n,) = ({n},) to match X, got shape {getattr(y, 'shape', None)}"
+        )
     L, H, _ = check_parameters(P, Q, d)
     Z = xp.concatenate([X, xp.reshape(y, (n, 1))], axis=1)
     E = Z.T @ Z

@@ -87,24 +87,42 @@ def derive_one_step_gd() -> OneStepGD:
     omega_yx = sp.Symbol("omega_yx")
     r = derive_recursion()
     Z = lambda m: sp.ZeroMatrix(*m.shape)  # noqa: E731
-    w1 = simplify_matexpr(r.w_next.xreplace({M: sp.Identity(M.shape[0]), u: Z(u), a: sp.Identity(1), w: Z(w),
-                                             A: Z(A), b: Z(b), delta: Z(delta), c: omega_yx * alpha_m}))
+    w1 = simplify_matexpr(
+        r.w_next.xreplace(
+            {
+                M: sp.Identity(M.shape[0]),
+                u: Z(u),
+                a: sp.Identity(1),
+                w: Z(w),
+                A: Z(A),
+                b: Z(b),
+                delta: Z(delta),
+                c: omega_yx * alpha_m,
+            }
+        )
+    )
     coeff = _scalar_coefficient(w1, alpha_m)
     step = coeff.subs(omega_yx, -eta)  # = η
     # ½ E‖w - step α‖², α = Σ w + Xᵀ ξ:  E‖(I - step Σ) w‖² + step² E ξᵀ X Xᵀ ξ  (cross terms: E ξ = 0).
     mom = wishart_moments()
     # E wᵀ B w = tr E B for w ~ N(0, I) independent of B; E ξᵀ X Xᵀ ξ = σ² tr E Σ.
     tr_I, tr_S, tr_S2 = d, d * mom.m1, d * mom.m2
-    loss = sp.expand(sp.Rational(1, 2) * (tr_I - 2 * step * tr_S + step**2 * tr_S2 + step**2 * sigma2 * tr_S))
+    loss = sp.expand(
+        sp.Rational(1, 2) * (tr_I - 2 * step * tr_S + step**2 * tr_S2 + step**2 * sigma2 * tr_S)
+    )
     eta_opt = sp.solve(sp.diff(loss, eta), eta)[0]
     loss_opt = sp.factor(sp.simplify(loss.subs(eta, eta_opt)))
-    return OneStepGD(coeff, sp.factor(loss), sp.factor(eta_opt), loss_opt, sp.diff(loss, sigma2, 2) == 0)
+    return OneStepGD(
+        coeff, sp.factor(loss), sp.factor(eta_opt), loss_opt, sp.diff(loss, sigma2, 2) == 0
+    )
 
 
 def _scalar_coefficient(expr: sp.MatrixExpr, vec: sp.MatrixSymbol) -> sp.Expr:
     """``k`` with ``expr = k · vec`` for a scalar ``k`` (evaluated on a 1-dimensional instance)."""
     v = sp.Symbol("v")
-    inst = expr.subs(vec.shape[0], 1).xreplace({sp.MatrixSymbol(vec.name, 1, 1): sp.ImmutableMatrix([[v]])})
+    inst = expr.subs(vec.shape[0], 1).xreplace(
+        {sp.MatrixSymbol(vec.name, 1, 1): sp.ImmutableMatrix([[v]])}
+    )
     val = sp.Matrix(inst.doit())[0, 0]
     return sp.simplify(val / v)
 
@@ -115,8 +133,10 @@ def one_step_rule():
     from ._bridge import export
 
     g = derive_one_step_gd()
-    return (export("one_step_loss", (n, d, eta, sigma2), (g.loss,)),
-            export("one_step_optimum", (n, d, sigma2), (g.eta_opt, g.loss_opt)))
+    return (
+        export("one_step_loss", (n, d, eta, sigma2), (g.loss,)),
+        export("one_step_optimum", (n, d, sigma2), (g.eta_opt, g.loss_opt)),
+    )
 
 
 def closed_form_statements() -> list:
@@ -125,9 +145,20 @@ def closed_form_statements() -> list:
     g, m = derive_one_step_gd(), wishart_moments()
     ref = "One-layer closed form (docs/model.md)"
     return [
-        Statement(ref, "Wishart moments", "\\mathbb E\\Sigma,\\ \\mathbb E\\Sigma^2", sp.Tuple(m.m1, m.m2), "Times $I_d$."),
-        Statement(ref, "Expected loss of one GD step", "\\mathcal L(\\eta)", g.loss,
-                  "Affine in $\\sigma^2$: under a prior replace $\\sigma^2$ by $\\mathbb E\\sigma^2$."),
+        Statement(
+            ref,
+            "Wishart moments",
+            "\\mathbb E\\Sigma,\\ \\mathbb E\\Sigma^2",
+            sp.Tuple(m.m1, m.m2),
+            "Times $I_d$.",
+        ),
+        Statement(
+            ref,
+            "Expected loss of one GD step",
+            "\\mathcal L(\\eta)",
+            g.loss,
+            "Affine in $\\sigma^2$: under a prior replace $\\sigma^2$ by $\\mathbb E\\sigma^2$.",
+        ),
         Statement(ref, "Optimal step", "\\eta^*", g.eta_opt),
         Statement(ref, "Optimal one-layer loss", "\\mathcal L(\\eta^*)", g.loss_opt),
     ]

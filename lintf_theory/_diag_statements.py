@@ -13,12 +13,27 @@ def diagonal_statements() -> list[Statement]:
     r = derive_diagonal(1)
     ref = "Section 5 (diagonal reparametrisation)"
     names = ("\\omega_{xx}", "\\omega_{xy}", "\\omega_{yx}", "\\omega_{yy}")
-    out = [Statement(ref, f"${n}$ as a sum over heads", n, s) for n, s in zip(names, omegas_as_sums(), strict=True)]
-    out += [Statement(ref, "Diagonal layer, x-part", "x'", r.x_next),
-            Statement(ref, "Diagonal layer, y-part", "y'", r.y_next),
-            Statement(ref, "One head", "\\omega_{xx}\\omega_{yy} - \\omega_{xy}\\omega_{yx}", one_head_residual(1)),
-            Statement(ref, "Two heads", "\\omega_{xx}\\omega_{yy} - \\omega_{xy}\\omega_{yx}", one_head_residual(2),
-                      "Not identically zero: two heads reach parameters one head cannot.")]
+    out = [
+        Statement(ref, f"${n}$ as a sum over heads", n, s)
+        for n, s in zip(names, omegas_as_sums(), strict=True)
+    ]
+    out += [
+        Statement(ref, "Diagonal layer, x-part", "x'", r.x_next),
+        Statement(ref, "Diagonal layer, y-part", "y'", r.y_next),
+        Statement(
+            ref,
+            "One head",
+            "\\omega_{xx}\\omega_{yy} - \\omega_{xy}\\omega_{yx}",
+            one_head_residual(1),
+        ),
+        Statement(
+            ref,
+            "Two heads",
+            "\\omega_{xx}\\omega_{yy} - \\omega_{xy}\\omega_{yx}",
+            one_head_residual(2),
+            "Not identically zero: two heads reach parameters one head cannot.",
+        ),
+    ]
     return out
 
 
@@ -27,9 +42,11 @@ def lemma44_statements() -> list[Statement]:
 
     r = derive_lemma44()
     ref = "Lemma 4.4 / A.1"
-    note = ("Grouping: every term containing $g = \\Sigma(a w^* - w)$, including the bilinear "
-            "$u\\,(w^{*T} g)$, is put in $\\Gamma$ / $\\Pi$, as in the paper. The paper prints "
-            "$\\Gamma, \\Pi$ with $a\\,u\\,w^{*T}$ where the derivation gives $u\\,w^{*T}$.")
+    note = (
+        "Grouping: every term containing $g = \\Sigma(a w^* - w)$, including the bilinear "
+        "$u\\,(w^{*T} g)$, is put in $\\Gamma$ / $\\Pi$, as in the paper. The paper prints "
+        "$\\Gamma, \\Pi$ with $a\\,u\\,w^{*T}$ where the derivation gives $u\\,w^{*T}$."
+    )
     return [
         Statement(ref, "Context moment at layer l", "\\alpha^l", derive_alpha_l()),
         Statement(ref, "Context moment with g", "\\alpha^l", alpha_l_in_g()),
@@ -64,7 +81,12 @@ def step_size_statements() -> list[Statement]:
     return [
         Statement(ref, "Exact prediction", "\\hat y", s.exact_lam),
         Statement(ref, "Exact prediction (OLS variables)", "\\hat y", s.exact),
-        Statement(ref, "Neglected multiplicative part of layer 1", "x_i^1 - x_i - \\omega_{xy} r_i \\alpha", s.multiplicative),
+        Statement(
+            ref,
+            "Neglected multiplicative part of layer 1",
+            "x_i^1 - x_i - \\omega_{xy} r_i \\alpha",
+            s.multiplicative,
+        ),
         Statement(ref, "Approximate prediction", "\\hat y_{approx}", s.approx),
         Statement(ref, "Effective step size", "\\eta", s.step),
         Statement(ref, "Neglected term", "\\hat y - \\hat y_{approx}", s.neglected),

@@ -36,7 +36,7 @@ import sympy as sp
 from ._bridge import Exported, export
 from .layer import apply_layer_block
 from .matexpr import is_zero, replace_adjacent, scalar_coefficient, simplify_matexpr
-from .symbols import A, OMEGAS, Sigma, alpha, b, c, d, delta, lam, x, y
+from .symbols import OMEGAS, A, Sigma, alpha, b, c, d, delta, lam, x, y
 
 OMEGA_NAMES = ("omega_xx", "omega_xy", "omega_yx", "omega_yy")
 
@@ -50,19 +50,26 @@ def derive_context_gram() -> sp.BlockMatrix:
     e = sp.BlockMatrix([[x], [y]])
     outer = sp.block_collapse(e * e.T)
     rules = {(x, x.T): Sigma, (x, y.T): alpha, (y, x.T): alpha.T, (y, y.T): lam}
-    return sp.BlockMatrix([[replace_adjacent(outer.blocks[i, j], rules) for j in range(2)] for i in range(2)])
+    return sp.BlockMatrix(
+        [[replace_adjacent(outer.blocks[i, j], rules) for j in range(2)] for i in range(2)]
+    )
 
 
 def diag_head(p_x: sp.Expr, p_y: sp.Expr) -> sp.BlockMatrix:
     r"""``diag(p_x I_d, p_y)`` as a block matrix of symbolic size ``d+1``."""
-    return sp.BlockMatrix([[p_x * sp.Identity(d), sp.ZeroMatrix(d, 1)], [sp.ZeroMatrix(1, d), p_y * sp.Identity(1)]])
+    return sp.BlockMatrix(
+        [[p_x * sp.Identity(d), sp.ZeroMatrix(d, 1)], [sp.ZeroMatrix(1, d), p_y * sp.Identity(1)]]
+    )
 
 
 def head_symbols(H: int) -> tuple[tuple[sp.Symbol, ...], ...]:
     r"""``(p_x, p_y, q_x, q_y)``, each a tuple of ``H`` scalars ``p_{x,1} … p_{x,H}``."""
     if int(H) < 1:
         raise ValueError(f"number of heads H must be >= 1, got {H}")
-    return tuple(tuple(sp.Symbol(f"{name}_{k}") for k in range(1, H + 1)) for name in ("p_x", "p_y", "q_x", "q_y"))
+    return tuple(
+        tuple(sp.Symbol(f"{name}_{k}") for k in range(1, H + 1))
+        for name in ("p_x", "p_y", "q_x", "q_y")
+    )
 
 
 @dataclass(frozen=True)
@@ -92,8 +99,14 @@ def derive_diagonal(H: int = 1) -> DiagonalLayer:
         Gk = sp.block_collapse(diag_head(px, py) * E * diag_head(qx, qy))
         G = Gk if G is None else sp.block_collapse(G + Gk)
     # Each block of G is a scalar multiple of the matching block of E; the scalar is the omega.
-    omegas = tuple(scalar_coefficient(G.blocks[i, j], E.blocks[i, j]) for i, j in ((0, 0), (0, 1), (1, 0), (1, 1)))
-    G_omega = [om * E.blocks[i, j] for om, (i, j) in zip(OMEGAS, ((0, 0), (0, 1), (1, 0), (1, 1)), strict=True)]
+    omegas = tuple(
+        scalar_coefficient(G.blocks[i, j], E.blocks[i, j])
+        for i, j in ((0, 0), (0, 1), (1, 0), (1, 1))
+    )
+    G_omega = [
+        om * E.blocks[i, j]
+        for om, (i, j) in zip(OMEGAS, ((0, 0), (0, 1), (1, 0), (1, 1)), strict=True)
+    ]
     sub = dict(zip(OMEGAS, omegas, strict=True))
     for blk, (i, j) in zip(G_omega, ((0, 0), (0, 1), (1, 0), (1, 1)), strict=True):
         if not is_zero(blk.xreplace(sub) - G.blocks[i, j]):
@@ -136,7 +149,9 @@ def two_head_counterexample() -> tuple[dict[sp.Symbol, Fraction], Fraction]:
     syms = [s for group in derive_diagonal(2).heads for s in group]
     for code in range(1 << len(syms)):
         vals = {s: Fraction((code >> i) & 1) for i, s in enumerate(syms)}
-        v = res.xreplace({s: sp.Rational(int(q.numerator), int(q.denominator)) for s, q in vals.items()})
+        v = res.xreplace(
+            {s: sp.Rational(int(q.numerator), int(q.denominator)) for s, q in vals.items()}
+        )
         if v != 0:
             return vals, Fraction(int(v.p), int(v.q))
     raise AssertionError("no two-head counterexample found")  # pragma: no cover
@@ -156,7 +171,9 @@ def omega_rule(H: int) -> Exported:
     return export(f"omegas_H{H}", tuple(s for g in r.heads for s in g), r.omegas)
 
 
-def layer_omegas(px: object, py: object, qx: object, qy: object) -> tuple[object, object, object, object]:
+def layer_omegas(
+    px: object, py: object, qx: object, qy: object
+) -> tuple[object, object, object, object]:
     r"""``(ω_xx, ω_xy, ω_yx, ω_yy)`` of one layer from its ``H`` heads (sequences of length ``H``), via the bridge."""
     H = len(px)  # type: ignore[arg-type]
     if not (len(py) == len(qx) == len(qy) == H):  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ._family import FamilyHead, family_states, family_layer, family_positions
+from ._family import FamilyHead, family_layer, family_positions, family_states
 from .exact import rational_array
 
 #: The decay a first token's contribution takes when the second token arrives, with zero gate

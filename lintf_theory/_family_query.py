@@ -19,23 +19,19 @@ iff a factor does. A normalised query ``q_t/‖q_t‖`` makes ``ŷ`` homogeneous
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import numpy as np
 import sympy as sp
 from sympy.polys.domains import QQ
 
+from ._bridge import State
 from ._family import (
     BETA_MEMBERS,
     FamilyHead,
-    family_forward,
     family_layer,
     family_query_matrix,
-    family_step,
-    sigmoid,
 )
-from ._bridge import State
 from ._variants import query_step
 from .exact import rational_array
 

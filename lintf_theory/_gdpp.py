@@ -29,8 +29,33 @@ import sympy as sp
 from ._bridge import Exported, export
 from ._diagonal import derive_diagonal
 from ._recursion import derive_recursion
-from .matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr
-from .symbols import A, OMEGAS, Sigma, a, a_s, b, c, d, delta, lam, lam_l, omega_xx, omega_yx, omega_yy, symmetric, x, y
+from .matexpr import (
+    coefficient,
+    is_zero,
+    replace_adjacent,
+    scalar_coefficient,
+    scalarize,
+    simplify_matexpr,
+)
+from .symbols import (
+    OMEGAS,
+    A,
+    Sigma,
+    a,
+    a_s,
+    b,
+    c,
+    d,
+    delta,
+    lam,
+    lam_l,
+    omega_xx,
+    omega_yx,
+    omega_yy,
+    symmetric,
+    x,
+    y,
+)
 
 mu = sp.Symbol("mu")
 v = sp.MatrixSymbol("v", d, 1)
@@ -78,8 +103,13 @@ def derive_gdpp() -> GdppLayer:
     if mats != {Sigma}:
         raise AssertionError(f"GD++: Σ' involves {mats}, not only Σ")
     at_mu = simplify_matexpr(Sigma_next.xreplace({Sigma: mu * sp.Identity(d)}))
-    at_mu = at_mu.xreplace({p: p.base.args[0] ** p.exp * sp.Identity(d) for p in at_mu.atoms(sp.MatPow)
-                            if p.base == mu * sp.Identity(d)})
+    at_mu = at_mu.xreplace(
+        {
+            p: p.base.args[0] ** p.exp * sp.Identity(d)
+            for p in at_mu.atoms(sp.MatPow)
+            if p.base == mu * sp.Identity(d)
+        }
+    )
     expr = simplify_matexpr(at_mu * v)
     return GdppLayer(x_next, y_next, T, Sigma_next, sp.factor(scalar_coefficient(expr, v)))
 
@@ -117,7 +147,9 @@ def derive_rescaling() -> Rescaling:
     x_next, y_next = simplify_matexpr(r.x_next.xreplace(z)), simplify_matexpr(r.y_next.xreplace(z))
     if not is_zero(coefficient(y_next, x, (y,))):
         raise AssertionError("Section 5.2: y' depends on x")
-    factor = scalar_coefficient(scalarize(coefficient(y_next, y, (x,)), {lam: lam_l}), sp.Identity(1))
+    factor = scalar_coefficient(
+        scalarize(coefficient(y_next, y, (x,)), {lam: lam_l}), sp.Identity(1)
+    )
     rec = derive_recursion()
     rep = {blk: expr.xreplace(z) for blk, expr in zip((A, b, c, delta), r.G_blocks, strict=True)}
     sc = {a: a_s, lam: lam_l}
@@ -133,4 +165,3 @@ def rescaling_rule() -> Exported:
     fac = derive_rescaling().factor.xreplace({lam_l: sp.Symbol("lam")})
     yy = sp.Symbol("y")
     return export("rescaling_5_2", (sp.Symbol("lam"), omega_yy, yy), (fac * yy,))
-

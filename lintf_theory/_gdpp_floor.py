@@ -84,7 +84,9 @@ GDPP_FLOOR_SYMBOLS = GdppFloorSymbols(f_s, v_s, lam_r, layer, depth)
 
 def layer_omegas(L: int) -> tuple[tuple[sp.Symbol, ...], tuple[sp.Symbol, ...]]:
     r"""Per-layer parameters ``(ω_xx^0..ω_xx^{L−1}), (ω_yx^0..ω_yx^{L−1})``."""
-    return (sp.symbols(f"omega_xx_0:{L}") if L else ()), (sp.symbols(f"omega_yx_0:{L}") if L else ())
+    return (sp.symbols(f"omega_xx_0:{L}") if L else ()), (
+        sp.symbols(f"omega_yx_0:{L}") if L else ()
+    )
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,9 @@ def filter_step(m: sp.Expr, p: sp.Expr, wxx: sp.Expr, wyx: sp.Expr) -> tuple[sp.
 
 
 @cache
-def filter_polynomials(L: int, values: tuple[tuple[sp.Rational, ...], tuple[sp.Rational, ...]] | None = None
-                       ) -> FilterPolynomials:
+def filter_polynomials(
+    L: int, values: tuple[tuple[sp.Rational, ...], tuple[sp.Rational, ...]] | None = None
+) -> FilterPolynomials:
     r"""Iterate :func:`filter_step` ``L`` times from ``m_0 = 1, p_0 = 0``.
 
     ``values``: per-layer ``(ω_xx, ω_yx)`` numbers instead of symbols (exact rationals keep it fast
@@ -121,7 +124,9 @@ def filter_polynomials(L: int, values: tuple[tuple[sp.Rational, ...], tuple[sp.R
     sym = layer_omegas(L)
     wxx, wyx = values if values is not None else sym
     if len(wxx) != L or len(wyx) != L:
-        raise ValueError(f"values must hold {L} omega_xx and {L} omega_yx, got {len(wxx)} and {len(wyx)}")
+        raise ValueError(
+            f"values must hold {L} omega_xx and {L} omega_yx, got {len(wxx)} and {len(wyx)}"
+        )
     m, p = [sp.Integer(1)], [sp.Integer(0)]
     for l in range(L):
         mn, pn = filter_step(m[-1], p[-1], sp.sympify(wxx[l]), sp.sympify(wyx[l]))
@@ -179,13 +184,17 @@ def derive_pointwise_optimum() -> PointwiseOptimum:
     deg = int(sp.degree(in_t, t))
     mean_loss = sp.expand(in_t.xreplace({t: v_s})) if deg <= 1 else None
     if mean_loss is None:
-        raise AssertionError(f"the loss has degree {deg} in sigma^2, so its noise average needs more than E sigma^2")
+        raise AssertionError(
+            f"the loss has degree {deg} in sigma^2, so its noise average needs more than E sigma^2"
+        )
     sols = sp.solve(sp.diff(mean_loss, f_s), f_s)
     if len(sols) != 1:
         raise AssertionError(f"expected one stationary filter value, got {sols}")
     f_star = sp.factor(sols[0])
     curvature = sp.factor(sp.diff(mean_loss, f_s, 2))
-    excess = sp.simplify(mean_loss - mean_loss.xreplace({f_s: f_star}) - curvature / 2 * (f_s - f_star) ** 2)
+    excess = sp.simplify(
+        mean_loss - mean_loss.xreplace({f_s: f_star}) - curvature / 2 * (f_s - f_star) ** 2
+    )
     # Ridge (Σ + λ I) w = α on an eigenspace of Σ: (μ + λ) f = 1.
     ridge = sp.solve((mu + lam_r) * f_s - 1, f_s)[0]
     gap = sp.simplify(f_star - ridge.xreplace({lam_r: v_s}))

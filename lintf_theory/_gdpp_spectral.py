@@ -61,8 +61,32 @@ import sympy as sp
 from ._bridge import Exported, export
 from ._gdpp import derive_gdpp, mu
 from ._recursion import derive_recursion, token_form
-from .matexpr import coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr
-from .symbols import A, M, Sigma, a, alpha, b, c, d, delta, lam, omega_xx, omega_yx, symmetric, u, w, x, y
+from .matexpr import (
+    coefficient,
+    is_zero,
+    replace_adjacent,
+    scalar_coefficient,
+    simplify_matexpr,
+)
+from .symbols import (
+    A,
+    M,
+    Sigma,
+    a,
+    alpha,
+    b,
+    c,
+    d,
+    delta,
+    lam,
+    omega_xx,
+    omega_yx,
+    symmetric,
+    u,
+    w,
+    x,
+    y,
+)
 
 n = sp.Symbol("n", integer=True, positive=True)
 X_data = sp.MatrixSymbol("X", n, d)
@@ -82,7 +106,12 @@ class GdppSpectralSymbols(NamedTuple):
 
 GDPP_SPECTRAL_SYMBOLS = GdppSpectralSymbols(m_s, s_s, r_s, sigma)
 #: Summing bilinear forms over the context tokens (docs/model.md: Σ, α, λ).
-TOKEN_SUMS = {(X_data.T, X_data): Sigma, (X_data.T, Y_data): alpha, (Y_data.T, X_data): alpha.T, (Y_data.T, Y_data): lam}
+TOKEN_SUMS = {
+    (X_data.T, X_data): Sigma,
+    (X_data.T, Y_data): alpha,
+    (Y_data.T, X_data): alpha.T,
+    (Y_data.T, Y_data): lam,
+}
 
 
 @dataclass(frozen=True)
@@ -115,8 +144,13 @@ def _at_eigenspace(expr: sp.MatrixExpr) -> sp.MatrixExpr:
     I = sp.Identity(d)
     rep = {Sigma: mu * I, M: m_s * I, u: sp.ZeroMatrix(d, 1), a: sp.Identity(1), w: s_s * alpha}
     e = simplify_matexpr(symmetric(expr).xreplace(rep))
-    e = e.xreplace({p: p.base.args[0] ** p.exp * I for p in e.atoms(sp.MatPow)
-                    if isinstance(p.base, sp.MatMul) and p.base.args[-1] == I})
+    e = e.xreplace(
+        {
+            p: p.base.args[0] ** p.exp * I
+            for p in e.atoms(sp.MatPow)
+            if isinstance(p.base, sp.MatMul) and p.base.args[-1] == I
+        }
+    )
     return simplify_matexpr(e)
 
 
@@ -126,7 +160,7 @@ def _gaussian_expectation(poly: sp.Expr, variances: dict[sp.Symbol, sp.Expr]) ->
     total = sp.Integer(0)
     for powers, coeff in p.terms():
         term = coeff
-        for (z, v), k in zip(variances.items(), powers, strict=True):
+        for (_z, v), k in zip(variances.items(), powers, strict=True):
             term *= 0 if k % 2 else v ** (k // 2) * sp.factorial2(k - 1)
         total += term
     return sp.factor(total)
@@ -142,8 +176,15 @@ def derive_gdpp_spectral() -> GdppSpectral:
     alpha_l = symmetric(replace_adjacent(simplify_matexpr(Xl_T * Yl_T.T), TOKEN_SUMS))
     at_l = {Sigma: Sigma_l, alpha: alpha_l}
     rec = derive_recursion()
-    rep = {A: A_.xreplace(at_l), b: b_.xreplace(at_l), c: c_.xreplace(at_l), delta: delta_.xreplace(at_l)}
-    M1, u1, a1, w1 = (_at_eigenspace(e.xreplace(rep)) for e in (rec.M_next, rec.u_next, rec.a_next, rec.w_next))
+    rep = {
+        A: A_.xreplace(at_l),
+        b: b_.xreplace(at_l),
+        c: c_.xreplace(at_l),
+        delta: delta_.xreplace(at_l),
+    }
+    M1, u1, a1, w1 = (
+        _at_eigenspace(e.xreplace(rep)) for e in (rec.M_next, rec.u_next, rec.a_next, rec.w_next)
+    )
     if not (is_zero(u1) and is_zero(a1 - sp.Identity(1))):
         raise AssertionError(f"GD++ eigen ansatz does not close: u' = {u1}, a' = {a1}")
     m_next = sp.factor(scalar_coefficient(M1, sp.Identity(d)))
@@ -157,12 +198,25 @@ def derive_gdpp_spectral() -> GdppSpectral:
     # Per eigen-direction: ŷ − y_t = γ (s (μ β + η) − β) (α = Σ w_τ + Xᵀ ξ on the eigenspace).
     gam, beta, eta = sp.symbols("gamma beta eta")
     err = gam * (s_s * (mu * beta + eta) - beta)
-    half_sq = _gaussian_expectation(err**2 / 2, {gam: sp.Integer(1), beta: sp.Integer(1), eta: eta_var})
+    half_sq = _gaussian_expectation(
+        err**2 / 2, {gam: sp.Integer(1), beta: sp.Integer(1), eta: eta_var}
+    )
     # The noiseless part in terms of r (substituting s = (1 − r)/μ), the noise part in s.
     noiseless = sp.expand(half_sq.xreplace({sigma: 0}))
-    loss = sp.expand(sp.cancel(noiseless.xreplace({s_s: (1 - r_s) / mu}))) + sp.expand(half_sq - noiseless)
-    return GdppSpectral((A_, b_, c_, delta_), Sigma_l, alpha_l, m_next, s_next, r_next, noise_cov, loss,
-                        _square_roots(loss))
+    loss = sp.expand(sp.cancel(noiseless.xreplace({s_s: (1 - r_s) / mu}))) + sp.expand(
+        half_sq - noiseless
+    )
+    return GdppSpectral(
+        (A_, b_, c_, delta_),
+        Sigma_l,
+        alpha_l,
+        m_next,
+        s_next,
+        r_next,
+        noise_cov,
+        loss,
+        _square_roots(loss),
+    )
 
 
 def _square_roots(loss: sp.Expr) -> tuple[sp.Expr, ...]:
@@ -171,11 +225,17 @@ def _square_roots(loss: sp.Expr) -> tuple[sp.Expr, ...]:
     Roots are taken with ``μ, σ > 0`` and ``r, s`` real, then ``|z| ↦ z`` (a sign choice that leaves
     ``ρ_k²`` unchanged and keeps ``ρ_k`` smooth); the sum of squares is checked to give ``2ℓ`` back.
     """
-    real = {mu: sp.Symbol("mu", positive=True), sigma: sp.Symbol("sigma", positive=True),
-            r_s: sp.Symbol("r", real=True), s_s: sp.Symbol("s", real=True)}
+    real = {
+        mu: sp.Symbol("mu", positive=True),
+        sigma: sp.Symbol("sigma", positive=True),
+        r_s: sp.Symbol("r", real=True),
+        s_s: sp.Symbol("s", real=True),
+    }
     back = {v: k for k, v in real.items()}
-    roots = tuple(sp.sqrt(t.xreplace(real)).replace(sp.Abs, lambda z: z).xreplace(back)
-                  for t in sp.Add.make_args(sp.expand(2 * loss)))
+    roots = tuple(
+        sp.sqrt(t.xreplace(real)).replace(sp.Abs, lambda z: z).xreplace(back)
+        for t in sp.Add.make_args(sp.expand(2 * loss))
+    )
     if sp.expand(sum(q**2 for q in roots) - 2 * loss) != 0:
         raise AssertionError(f"residuals {roots} do not square to 2ℓ = {2 * loss}")
     return roots
@@ -185,7 +245,11 @@ def _square_roots(loss: sp.Expr) -> tuple[sp.Expr, ...]:
 def gdpp_spectral_rule() -> Exported:
     r"""Bridge export ``(μ, m, s, r, ω_xx, ω_yx) ↦ (m', s', r')``: one GD++ layer on one eigenvalue (elementwise)."""
     g = derive_gdpp_spectral()
-    return export("gdpp_spectral_step", (mu, m_s, s_s, r_s, omega_xx, omega_yx), (g.m_next, g.s_next, g.r_next))
+    return export(
+        "gdpp_spectral_step",
+        (mu, m_s, s_s, r_s, omega_xx, omega_yx),
+        (g.m_next, g.s_next, g.r_next),
+    )
 
 
 @cache
@@ -197,4 +261,6 @@ def gdpp_spectral_loss_rule() -> Exported:
 @cache
 def gdpp_spectral_residual_rule() -> Exported:
     r"""Bridge export ``(μ, s, r, σ) ↦ (ρ_1, …)`` with ``ℓ = ½ Σ_k ρ_k²`` (``ρ = (r, σ √μ s)``, derived)."""
-    return export("gdpp_spectral_residuals", (mu, s_s, r_s, sigma), derive_gdpp_spectral().residuals)
+    return export(
+        "gdpp_spectral_residuals", (mu, s_s, r_s, sigma), derive_gdpp_spectral().residuals
+    )

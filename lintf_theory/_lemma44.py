@@ -38,12 +38,38 @@ from functools import cache
 import sympy as sp
 
 from ._bridge import Exported, export
-from .symbols import (
-    A, M, OMEGAS, Sigma, Sigma_l, a, a_s, alpha, b, c, d, delta, lam, lam_l, rho, symmetric, u, w, w_star)
 from ._diagonal import derive_diagonal
-from .matexpr import (
-    coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr, split_terms)
 from ._recursion import derive_recursion, token_form
+from .matexpr import (
+    coefficient,
+    is_zero,
+    replace_adjacent,
+    scalar_coefficient,
+    scalarize,
+    simplify_matexpr,
+    split_terms,
+)
+from .symbols import (
+    OMEGAS,
+    A,
+    M,
+    Sigma,
+    Sigma_l,
+    a,
+    a_s,
+    alpha,
+    b,
+    c,
+    d,
+    delta,
+    lam,
+    lam_l,
+    rho,
+    symmetric,
+    u,
+    w,
+    w_star,
+)
 
 n = sp.Symbol("n", integer=True, positive=True)
 X_data = sp.MatrixSymbol("X", n, d)
@@ -99,8 +125,12 @@ def derive_lemma44() -> Lemma44:
     rec = derive_recursion()
     blocks = derive_diagonal(1).G_blocks  # (ω_xx Σ, ω_xy α, ω_yx α, ω_yy λ) at layer l
     at_l = {Sigma: Sigma_l, alpha: alpha_l_in_g()}
-    rep = {A: blocks[0].xreplace(at_l), b: blocks[1].xreplace(at_l), c: blocks[2].xreplace(at_l),
-           delta: blocks[3]}
+    rep = {
+        A: blocks[0].xreplace(at_l),
+        b: blocks[1].xreplace(at_l),
+        c: blocks[2].xreplace(at_l),
+        delta: blocks[3],
+    }
     u_next = symmetric(scalarize(rec.u_next.xreplace(rep), {a: a_s, lam: lam_l}))
     w_next = symmetric(scalarize(rec.w_next.xreplace(rep), {a: a_s, lam: lam_l}))
     # u^{l+1} = (I − Λ) u + Γ g: every term with g goes to Γ (the paper's grouping of u (w*ᵀ g)).
@@ -113,8 +143,10 @@ def derive_lemma44() -> Lemma44:
     s = scalar_coefficient(coefficient(w_rest, w, (u,)), sp.Identity(d)) - 1
     Phi = simplify_matexpr(-coefficient(w_rest, u, (w,)))
     # The grouping is exhaustive: reassembling gives the updates back.
-    if not (is_zero(u_next - ((sp.Identity(d) - Lambda) * u + Gamma * g))
-            and is_zero(w_next - ((1 + s) * w - Pi * g - Phi * u))):
+    if not (
+        is_zero(u_next - ((sp.Identity(d) - Lambda) * u + Gamma * g))
+        and is_zero(w_next - ((1 + s) * w - Pi * g - Phi * u))
+    ):
         raise AssertionError("Lemma 4.4 grouping does not reassemble the updates")
     return Lemma44(u_next, w_next, Lambda, Gamma, sp.expand(s), Pi, Phi)
 
@@ -142,5 +174,6 @@ def lemma44_rule() -> Exported:
     for symbolic ``d``).  Shapes: ``M (d,d)``, ``u, w* (d,1)``, scalars plain.
     """
     r = derive_lemma44()
-    return export("lemma_4_4", LEMMA44_ARGS,
-                  (simplify_matexpr(r.Lambda * u), r.Gamma, r.s, r.Pi, r.Phi))
+    return export(
+        "lemma_4_4", LEMMA44_ARGS, (simplify_matexpr(r.Lambda * u), r.Gamma, r.s, r.Pi, r.Phi)
+    )

@@ -113,7 +113,17 @@ def derive_theorem_4_2() -> NoQuadratics:
     weights = (sp.nsimplify(m[6] / m[4]), sp.nsimplify(m[2] * m[4] / m[4]))
     if sp.simplify(weights[0] + (d - 1) * weights[1] - n_sym * lead) != 0:
         raise AssertionError("limit law and leading order disagree")
-    return NoQuadratics(v, v_next, linear, _explicit_zero(v_next.T - v_state_row), fixes, symmetric, m, lead, weights)
+    return NoQuadratics(
+        v,
+        v_next,
+        linear,
+        _explicit_zero(v_next.T - v_state_row),
+        fixes,
+        symmetric,
+        m,
+        lead,
+        weights,
+    )
 
 
 @cache
@@ -130,7 +140,9 @@ def noiseless_weight(a_val, w_val, w_task, backend: str = "numpy"):
 
     xp = _xp(backend)
     f = getattr(noiseless_weight_rule(), backend)
-    return xp.reshape(f(xp.reshape(a_val, (1, 1)), xp.reshape(w_val, (-1, 1)), xp.reshape(w_task, (-1, 1))), (-1,))
+    return xp.reshape(
+        f(xp.reshape(a_val, (1, 1)), xp.reshape(w_val, (-1, 1)), xp.reshape(w_task, (-1, 1))), (-1,)
+    )
 
 
 def no_quadratics_statements() -> list:
@@ -139,12 +151,36 @@ def no_quadratics_statements() -> list:
     t = derive_theorem_4_2()
     ref = "Theorem 4.2 (no quadratics)"
     return [
-        Statement(ref, "Noiseless targets at layer l are a linear form in x_i: y_i^l = <v^l, x_i>", "v^l", t.weight),
-        Statement(ref, "One layer later (Lemma 4.3)", "v^{l+1}", t.weight_next,
-                  "So $(y_1^l,\\dots,y_n^l) = X v^l \\in \\mathrm{col}(X)$ for every model and layer."),
-        Statement(ref, "Model-free bound: |cos(y^l, q)| <= B", "B", "\\|P_X q\\| / \\|q\\|",
-                  "$q = (x_1(1)^2,\\dots,x_n(1)^2)$, $P_X = X(X^TX)^{-1}X^T$ ($P_X X = X$, $P_X^T = P_X$ derived)."),
-        Statement(ref, "Leading order for x ~ N(0, I_d), n -> oo (ratio of expectations)", "\\|P_X q\\|^2/\\|q\\|^2", t.bound_sq_leading),
-        Statement(ref, "Limit law (CLT, in distribution)", "\\lim_{n\\to\\infty} n\\|P_X q\\|^2/\\|q\\|^2",
-                  sp.Symbol(f"{t.limit_weights[0]}\\chi^2_1 + {t.limit_weights[1]}\\chi^2_{{d-1}}")),
+        Statement(
+            ref,
+            "Noiseless targets at layer l are a linear form in x_i: y_i^l = <v^l, x_i>",
+            "v^l",
+            t.weight,
+        ),
+        Statement(
+            ref,
+            "One layer later (Lemma 4.3)",
+            "v^{l+1}",
+            t.weight_next,
+            "So $(y_1^l,\\dots,y_n^l) = X v^l \\in \\mathrm{col}(X)$ for every model and layer.",
+        ),
+        Statement(
+            ref,
+            "Model-free bound: |cos(y^l, q)| <= B",
+            "B",
+            "\\|P_X q\\| / \\|q\\|",
+            "$q = (x_1(1)^2,\\dots,x_n(1)^2)$, $P_X = X(X^TX)^{-1}X^T$ ($P_X X = X$, $P_X^T = P_X$ derived).",
+        ),
+        Statement(
+            ref,
+            "Leading order for x ~ N(0, I_d), n -> oo (ratio of expectations)",
+            "\\|P_X q\\|^2/\\|q\\|^2",
+            t.bound_sq_leading,
+        ),
+        Statement(
+            ref,
+            "Limit law (CLT, in distribution)",
+            "\\lim_{n\\to\\infty} n\\|P_X q\\|^2/\\|q\\|^2",
+            sp.Symbol(f"{t.limit_weights[0]}\\chi^2_1 + {t.limit_weights[1]}\\chi^2_{{d-1}}"),
+        ),
     ]

@@ -24,7 +24,7 @@ import sympy as sp
 
 from .layer import apply_layer_block
 from .matexpr import coefficient, is_zero, replace_adjacent, simplify_matexpr
-from .symbols import E_sym, G_sym, a, d, M, u, w, x, y
+from .symbols import E_sym, G_sym, M, a, d, u, w, x, y
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,16 @@ def derive_recursion() -> Recursion:
     w_next = simplify_matexpr((-coefficient(y_next, x, (y,))).T)
     # The query token: (M x_t, -<w, x_t>) is the token form with y = 0.
     qx, qy = apply_layer_block(*token_form(x, sp.ZeroMatrix(1, 1)))
-    return Recursion(M_next, u_next, a_next, w_next, simplify_matexpr(x_next), simplify_matexpr(y_next),
-                     simplify_matexpr(qx), simplify_matexpr(qy))
+    return Recursion(
+        M_next,
+        u_next,
+        a_next,
+        w_next,
+        simplify_matexpr(x_next),
+        simplify_matexpr(y_next),
+        simplify_matexpr(qx),
+        simplify_matexpr(qy),
+    )
 
 
 def closure_residuals() -> dict[str, sp.MatrixExpr]:

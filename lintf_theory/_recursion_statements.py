@@ -13,7 +13,17 @@ def recursion_statements() -> list[Statement]:
         Statement(ref, "Implicit matrix", "M^{l+1}", r.M_next),
         Statement(ref, "Coupling vector", "u^{l+1}", r.u_next),
         Statement(ref, "Target scale", "a^{l+1}", r.a_next),
-        Statement(ref, "Implicit weight vector", "w^{l+1}", r.w_next,
-                  "Blocks: $G^l = \\sum_k P_k^l E^l Q_k^l = [[A, b], [c^T, \\delta]]$; base case $M=I, u=0, a=1, w=0$."),
-        Statement("Gram map of the context", "Context Gram at the next layer", "E^{l+1}", derive_gram_update()),
+        Statement(
+            ref,
+            "Implicit weight vector",
+            "w^{l+1}",
+            r.w_next,
+            "Blocks: $G^l = \\sum_k P_k^l E^l Q_k^l = [[A, b], [c^T, \\delta]]$; base case $M=I, u=0, a=1, w=0$.",
+        ),
+        Statement(
+            "Gram map of the context",
+            "Context Gram at the next layer",
+            "E^{l+1}",
+            derive_gram_update(),
+        ),
     ]

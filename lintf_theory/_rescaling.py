@@ -26,7 +26,9 @@ from ._recursion import derive_recursion
 from .matexpr import simplify_matexpr
 from .symbols import A, M, a, b, c, delta, u, w
 
-omega_yx, omega_yy, lam, lam1, Sig, al = sp.symbols("omega_yx omega_yy lam lambda1 Sigma alpha", real=True)
+omega_yx, omega_yy, lam, lam1, Sig, al = sp.symbols(
+    "omega_yx omega_yy lam lambda1 Sigma alpha", real=True
+)
 n, v, R = sp.symbols("n v R", positive=True)
 s1, s2, s3, sig2 = sp.symbols("sigma1_sq sigma2_sq sigma3_sq sigma_sq", positive=True)
 P_nyy = sp.Symbol("P")  # n ω_yx ω_yy
@@ -64,18 +66,26 @@ def derive_theorem_5_2() -> Theorem52:
     alpha_m = sp.MatrixSymbol("alpha", w.shape[0], 1)
     r = derive_recursion()
     base = {M: sp.Identity(M.shape[0]), u: Z(u), a: sp.Identity(1), A: Z(A), b: Z(b)}
-    w1 = simplify_matexpr(r.w_next.xreplace({**base, w: Z(w), delta: Z(delta), c: omega_yx * alpha_m}))
-    a1 = simplify_matexpr(r.a_next.xreplace({**base, w: Z(w), delta: Z(delta), c: omega_yx * alpha_m}))
+    w1 = simplify_matexpr(
+        r.w_next.xreplace({**base, w: Z(w), delta: Z(delta), c: omega_yx * alpha_m})
+    )
+    a1 = simplify_matexpr(
+        r.a_next.xreplace({**base, w: Z(w), delta: Z(delta), c: omega_yx * alpha_m})
+    )
     if not (a1 == sp.Identity(1) or sp.Matrix(a1.subs(w.shape[0], 1).doit()) == sp.eye(1)):
         raise AssertionError(f"layer 1 should keep a = 1, got {a1}")
-    w2 = simplify_matexpr(r.w_next.xreplace({**base, w: w1, c: Z(c), delta: omega_yy * lam1 * sp.Identity(1)}))
+    w2 = simplify_matexpr(
+        r.w_next.xreplace({**base, w: w1, c: Z(c), delta: omega_yy * lam1 * sp.Identity(1)})
+    )
     coef = sp.factor(_scalar_coefficient(w2, alpha_m))
     # λ¹ = Σ_i (y_i^1)², y_i^1 = a¹ y_i - ⟨w¹, x_i⟩, on a d = 1 instance: map y², y x, x² to λ, α, Σ.
     yi, xi = sp.symbols("y_i x_i")
     w1_scalar = _scalar_coefficient(w1, alpha_m) * al
     poly = sp.Poly(sp.expand((yi - w1_scalar * xi) ** 2), yi, xi)
     stat = {(2, 0): lam, (1, 1): al, (0, 2): Sig}
-    lambda1 = sp.expand(sum(coef_ * stat[m] for m, coef_ in zip(poly.monoms(), poly.coeffs(), strict=True)))
+    lambda1 = sp.expand(
+        sum(coef_ * stat[m] for m, coef_ in zip(poly.monoms(), poly.coeffs(), strict=True))
+    )
     lim = sp.limit(coef.subs({omega_yy: v / n, lam1: n * sig2 + R * sp.sqrt(n)}), n, sp.oo)
     ridge = 1 / (Sig + sig2)
     ridge_lim = ridge.subs(Sig, 1)
@@ -88,7 +98,15 @@ def derive_theorem_5_2() -> Theorem52:
         e = sp.expand((lim.subs(v, P_nyy / omega_yx) - ridge_lim).subs(sig2, s))
         rows.append([e.coeff(omega_yx), e.coeff(P_nyy), e.subs({omega_yx: 0, P_nyy: 0})])
     det = sp.factor(sp.Matrix(rows).det())
-    return Theorem52(coef, lambda1, sp.factor(lim), ridge_lim, sol, sp.factor(sol[P_nyy] / (n * sol[omega_yx])), det)
+    return Theorem52(
+        coef,
+        lambda1,
+        sp.factor(lim),
+        ridge_lim,
+        sol,
+        sp.factor(sol[P_nyy] / (n * sol[omega_yx])),
+        det,
+    )
 
 
 @cache
@@ -116,10 +134,26 @@ def rescaling_statements() -> list:
     t = derive_theorem_5_2()
     ref = "Theorem 5.2 (two noise levels)"
     return [
-        Statement(ref, "Implicit weight after two layers", "w^2", sp.Mul(t.w2_coefficient, sp.Symbol("alpha"), evaluate=False)),
+        Statement(
+            ref,
+            "Implicit weight after two layers",
+            "w^2",
+            sp.Mul(t.w2_coefficient, sp.Symbol("alpha"), evaluate=False),
+        ),
         Statement(ref, "Second-layer statistic (d = 1 instance)", "\\lambda^1", t.lambda1),
-        Statement(ref, "Large-n limit of w^2/alpha, omega_yy = v/n", "\\lim w^2/\\alpha", t.limit_coefficient),
+        Statement(
+            ref,
+            "Large-n limit of w^2/alpha, omega_yy = v/n",
+            "\\lim w^2/\\alpha",
+            t.limit_coefficient,
+        ),
         Statement(ref, "Solution", "\\omega_{yx}", t.solution[omega_yx]),
         Statement(ref, "Solution", "n\\,\\omega_{yx}\\omega_{yy}", t.solution[P_nyy]),
-        Statement(ref, "Three levels: augmented determinant", "\\det", t.three_level_det, "Non-zero for distinct levels: no solution."),
+        Statement(
+            ref,
+            "Three levels: augmented determinant",
+            "\\det",
+            t.three_level_det,
+            "Non-zero for distinct levels: no solution.",
+        ),
     ]

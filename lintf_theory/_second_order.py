@@ -61,7 +61,9 @@ class SecondOrderSymbols(NamedTuple):
     lam: sp.Symbol
 
 
-SECOND_ORDER_SYMBOLS = SecondOrderSymbols(mu, nu, kappa, eps, t, s, omega_xx, omega_yx, alpha_s, lam)
+SECOND_ORDER_SYMBOLS = SecondOrderSymbols(
+    mu, nu, kappa, eps, t, s, omega_xx, omega_yx, alpha_s, lam
+)
 
 
 @cache
@@ -70,7 +72,9 @@ def gdpp_eigenvalue_map() -> sp.Expr:
     E = sp.ImmutableMatrix([[mu, alpha_s], [alpha_s, lam]])
     G = sp.ImmutableMatrix(head_sum([sp.diag(omega_xx, omega_yx)], [sp.diag(1, 0)], E))
     g = derive_gram_update().subs(d_sym, 1)
-    E1 = sp.Matrix(g.xreplace({sp.MatrixSymbol("E", 2, 2): E, sp.MatrixSymbol("G", 2, 2): G}).doit())
+    E1 = sp.Matrix(
+        g.xreplace({sp.MatrixSymbol("E", 2, 2): E, sp.MatrixSymbol("G", 2, 2): G}).doit()
+    )
     return sp.factor(E1[0, 0])
 
 
@@ -128,18 +132,38 @@ def derive_lemma_a3() -> LemmaA3:
     num, den = sp.fraction(sp.together(kn.subs(kappa, 1 + eps)))
     printed = nonnegative_on(sp.expand((1 + 2 * eps**2) * den - num), eps, 0, sp.Rational(1, 10))
     sharp_gap = sp.expand((1 + leading * eps**2) * den - num)
-    sharp = all(sharp_gap.coeff(eps, k) == 0 for k in (0, 1, 2)) and positive_on_ray(sp.cancel(sharp_gap / eps**3), eps, 0)
+    sharp = all(sharp_gap.coeff(eps, k) == 0 for k in (0, 1, 2)) and positive_on_ray(
+        sp.cancel(sharp_gap / eps**3), eps, 0
+    )
     # Best c on κ >= 11/10: κ'/κ decreasing there, so the sup is its value at 11/10.
     k0 = sp.Rational(11, 10)
     ratio = sp.factor(kn / kappa)
     dnum, dden = sp.fraction(sp.factor(sp.diff(ratio, kappa)))
     decreasing = positive_on_ray(-dnum, kappa, k0) and positive_on_ray(dden, kappa, k0)
     knum, kden = sp.fraction(sp.factor(sp.diff(kn, kappa)))
-    increasing = bool(sp.factor(knum).subs(kappa, 1) == 0) and positive_on_ray(sp.cancel(knum / (kappa - 1)), kappa, 1) \
+    increasing = (
+        bool(sp.factor(knum).subs(kappa, 1) == 0)
+        and positive_on_ray(sp.cancel(knum / (kappa - 1)), kappa, 1)
         and positive_on_ray(kden, kappa, 1)
-    return LemmaA3(fp, monotone, roots_t, kn_t, first, t_cancel, kn, eps_next, series, leading, printed,
-                   bool(sharp), sp.nsimplify(ratio.subs(kappa, k0)), bool(decreasing), bool(increasing),
-                   sp.limit(ratio, kappa, sp.oo))
+    )
+    return LemmaA3(
+        fp,
+        monotone,
+        roots_t,
+        kn_t,
+        first,
+        t_cancel,
+        kn,
+        eps_next,
+        series,
+        leading,
+        printed,
+        bool(sharp),
+        sp.nsimplify(ratio.subs(kappa, k0)),
+        bool(decreasing),
+        bool(increasing),
+        sp.limit(ratio, kappa, sp.oo),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,8 +190,13 @@ def derive_lemma_a2() -> LemmaA2:
     cert = nonnegative_on(sp.cancel(gap / eps**2), s, 0, 1)
     sup_unit = sp.Max(*(sp.Abs(unit.subs(lam_e, v)) for v in (1, 1 + eps)))
     eta_star = sp.solve(sp.Eq(-factor.subs(lam_e, 1), factor.subs(lam_e, 1 + eps)), eta)[0]
-    return LemmaA2(factor, cert, sp.simplify(sup_unit), sp.simplify(eta_star),
-                   sp.simplify(sp.Abs(factor.subs({lam_e: 1, eta: eta_star}))))
+    return LemmaA2(
+        factor,
+        cert,
+        sp.simplify(sup_unit),
+        sp.simplify(eta_star),
+        sp.simplify(sp.Abs(factor.subs({lam_e: 1, eta: eta_star}))),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,7 +228,11 @@ def layer_count(kappa_val: float, eps_val: float) -> LayerCount:
     c = float(lem.c)
     K1 = 0 if kappa_val <= 1.1 else math.ceil(math.log(kappa_val / 1.1) / math.log(1 / c) - 1e-12)
     # After phase 1, e_0 = κ - 1 <= 0.1 and e_{k+1} <= 2 e_k²  ⇒  2 e_k <= (0.2)^(2^k).
-    K2 = 0 if eps_val >= 0.1 else math.ceil(math.log2(math.log(1 / (2 * eps_val)) / math.log(5)) - 1e-12)
+    K2 = (
+        0
+        if eps_val >= 0.1
+        else math.ceil(math.log2(math.log(1 / (2 * eps_val)) / math.log(5)) - 1e-12)
+    )
     return LayerCount(K1, K2)
 
 
@@ -208,8 +241,10 @@ def kappa_next_rule():
     r"""Bridge export of the derived ``κ ↦ κ'`` (``γν = 1/3``) and eigenvalue map ``(μ, ω_xx) ↦ f(μ)``."""
     from ._bridge import export
 
-    return (export("kappa_next", (kappa,), (derive_lemma_a3().kappa_next,)),
-            export("gdpp_eigenvalue_map", (mu, omega_xx), (gdpp_eigenvalue_map(),)))
+    return (
+        export("kappa_next", (kappa,), (derive_lemma_a3().kappa_next,)),
+        export("gdpp_eigenvalue_map", (mu, omega_xx), (gdpp_eigenvalue_map(),)),
+    )
 
 
 def layer_count_exact(kappa_val: float, eps_val: float, max_layers: int = 10_000) -> int:
@@ -233,20 +268,52 @@ def second_order_statements() -> list:
     a3, a2 = derive_lemma_a3(), derive_lemma_a2()
     ref3, ref2 = "Lemma A.3 (GD++ condition number)", "Lemma A.2 (one GD step)"
     return [
-        Statement("Theorem 5.1 (GD++ eigenvalue map)", "Image of an eigenvalue of Sigma", "f(\\mu)", gdpp_eigenvalue_map()),
-        Statement(ref3, "f'(nu s) at gamma nu = 1/3", "f'(\\nu s)", sp.factor(a3.fprime_scaled),
-                  "Non-negative on $s\\in[0,1]$ (Sturm certificate), so $f$ is non-decreasing on $[0,\\nu]$."),
-        Statement(ref3, "New condition number, general t = gamma nu <= 1/3", "\\kappa'", a3.kappa_next_t),
-        Statement(ref3, "First-order coefficient at kappa = 1 + eps", "\\partial_\\varepsilon \\kappa'|_0", a3.first_order_t,
-                  "Vanishes only at $t = 1/3$."),
+        Statement(
+            "Theorem 5.1 (GD++ eigenvalue map)",
+            "Image of an eigenvalue of Sigma",
+            "f(\\mu)",
+            gdpp_eigenvalue_map(),
+        ),
+        Statement(
+            ref3,
+            "f'(nu s) at gamma nu = 1/3",
+            "f'(\\nu s)",
+            sp.factor(a3.fprime_scaled),
+            "Non-negative on $s\\in[0,1]$ (Sturm certificate), so $f$ is non-decreasing on $[0,\\nu]$.",
+        ),
+        Statement(
+            ref3, "New condition number, general t = gamma nu <= 1/3", "\\kappa'", a3.kappa_next_t
+        ),
+        Statement(
+            ref3,
+            "First-order coefficient at kappa = 1 + eps",
+            "\\partial_\\varepsilon \\kappa'|_0",
+            a3.first_order_t,
+            "Vanishes only at $t = 1/3$.",
+        ),
         Statement(ref3, "New condition number at gamma nu = 1/3", "\\kappa'", a3.kappa_next),
-        Statement(ref3, "Near one", "\\kappa'(1+\\varepsilon) - 1", a3.eps_next,
-                  f"Leading coefficient {a3.leading}; $\\kappa' \\le 1 + 2\\varepsilon^2$ on $(0, 0.1]$ and "
-                  f"$\\kappa' \\le 1 + {sp.latex(a3.leading)}\\varepsilon^2$ for every $\\varepsilon > 0$."),
-        Statement(ref3, "Best c with kappa' <= c kappa on kappa >= 1.1", "c", a3.c,
-                  f"$\\kappa'/\\kappa$ is decreasing; its limit is {a3.c_limit}."),
-        Statement(ref2, "Error factor per eigen-direction, step eta", "\\hat w - w^*", a2.error_factor,
-                  "Unit step: $\\|\\hat w - w^*\\| \\le \\varepsilon \\|w^*\\|$."),
+        Statement(
+            ref3,
+            "Near one",
+            "\\kappa'(1+\\varepsilon) - 1",
+            a3.eps_next,
+            f"Leading coefficient {a3.leading}; $\\kappa' \\le 1 + 2\\varepsilon^2$ on $(0, 0.1]$ and "
+            f"$\\kappa' \\le 1 + {sp.latex(a3.leading)}\\varepsilon^2$ for every $\\varepsilon > 0$.",
+        ),
+        Statement(
+            ref3,
+            "Best c with kappa' <= c kappa on kappa >= 1.1",
+            "c",
+            a3.c,
+            f"$\\kappa'/\\kappa$ is decreasing; its limit is {a3.c_limit}.",
+        ),
+        Statement(
+            ref2,
+            "Error factor per eigen-direction, step eta",
+            "\\hat w - w^*",
+            a2.error_factor,
+            "Unit step: $\\|\\hat w - w^*\\| \\le \\varepsilon \\|w^*\\|$.",
+        ),
         Statement(ref2, "Best step on [1, 1+eps]", "\\eta^*", a2.best_step),
         Statement(ref2, "Its worst-case error factor", "\\max|1-\\eta^*\\lambda|", a2.best_error),
     ]

@@ -39,9 +39,16 @@ import sympy as sp
 from ._bridge import Exported, export
 from ._diagonal import derive_diagonal
 from ._gdpp import only
-from .symbols import Sigma, alpha, d, lam, omega_xy, omega_yx, rho, w_star, x, y
 from .matexpr import (
-    coefficient, is_zero, replace_adjacent, scalar_coefficient, scalarize, simplify_matexpr, split_terms)
+    coefficient,
+    is_zero,
+    replace_adjacent,
+    scalar_coefficient,
+    scalarize,
+    simplify_matexpr,
+    split_terms,
+)
+from .symbols import Sigma, alpha, d, lam, omega_xy, omega_yx, rho, w_star, x, y
 
 x_t = sp.MatrixSymbol("x_t", d, 1)
 r_tok = sp.MatrixSymbol("r", 1, 1)  # the residual r_i of one token
@@ -58,22 +65,26 @@ STEP_SIZE_SYMBOLS = StepSizeSymbols(x_t, r_tok)
 
 #: Sums over context tokens: definitions of Σ, α, λ, and the OLS facts Σ r_i x_i = 0, Σ r_i² = ρ.
 RAW_SUMS = {(x, x.T): Sigma, (x, y.T): alpha, (y, x.T): alpha.T, (y, y.T): lam}
-OLS_SUMS = {(x, x.T): Sigma, (x, r_tok.T): sp.ZeroMatrix(d, 1), (r_tok, x.T): sp.ZeroMatrix(1, d),
-            (r_tok, r_tok.T): rho * sp.Identity(1)}
+OLS_SUMS = {
+    (x, x.T): Sigma,
+    (x, r_tok.T): sp.ZeroMatrix(d, 1),
+    (r_tok, x.T): sp.ZeroMatrix(1, d),
+    (r_tok, r_tok.T): rho * sp.Identity(1),
+}
 
 
 @dataclass(frozen=True)
 class StepSize:
     r"""Derived Section 5.3 quantities (predictions are ``1×1`` expressions in ``x_t``)."""
 
-    x1: sp.MatrixExpr            # layer-1 context token
-    query_x1: sp.MatrixExpr      # layer-1 query x-part
-    exact_lam: sp.MatrixExpr     # ŷ in (α, λ, x_t)
-    exact: sp.MatrixExpr         # ŷ in (α, Σ, w*, ρ, x_t), after y = ⟨w*, x⟩ + r
+    x1: sp.MatrixExpr  # layer-1 context token
+    query_x1: sp.MatrixExpr  # layer-1 query x-part
+    exact_lam: sp.MatrixExpr  # ŷ in (α, λ, x_t)
+    exact: sp.MatrixExpr  # ŷ in (α, Σ, w*, ρ, x_t), after y = ⟨w*, x⟩ + r
     multiplicative: sp.MatrixExpr  # the dropped part of x_i^1 − x_i
-    approx: sp.MatrixExpr        # ŷ with the multiplicative part dropped
-    neglected: sp.MatrixExpr     # the dropped part propagated to ŷ
-    step: sp.Expr                # η with ŷ_approx = η ⟨α, x_t⟩
+    approx: sp.MatrixExpr  # ŷ with the multiplicative part dropped
+    neglected: sp.MatrixExpr  # the dropped part propagated to ŷ
+    step: sp.Expr  # η with ŷ_approx = η ⟨α, x_t⟩
 
 
 def _alpha_next(x_next: sp.MatrixExpr, y_next: sp.MatrixExpr, ols: bool) -> sp.MatrixExpr:
@@ -88,7 +99,9 @@ def _alpha_next(x_next: sp.MatrixExpr, y_next: sp.MatrixExpr, ols: bool) -> sp.M
 def _layer2_prediction(alpha1: sp.MatrixExpr, query_x1: sp.MatrixExpr) -> sp.MatrixExpr:
     r"""``ŷ = −y_t^2`` for a query ``(x_t^1, 0)`` under an ``ω_yx``-only layer with context ``α^1``."""
     rule = derive_diagonal(1)
-    y2 = rule.y_next.xreplace(only(omega_yx)).xreplace({alpha: alpha1, x: query_x1, y: sp.ZeroMatrix(1, 1)})
+    y2 = rule.y_next.xreplace(only(omega_yx)).xreplace(
+        {alpha: alpha1, x: query_x1, y: sp.ZeroMatrix(1, 1)}
+    )
     return simplify_matexpr(-y2)
 
 
@@ -126,4 +139,6 @@ def step_size_rule() -> Exported:
 @cache
 def exact_prediction_rule() -> Exported:
     r"""Bridge export ``(α, λ, x_t, ω_xy, ω_yx) ↦ ŷ`` of the two-layer model (no OLS substitution)."""
-    return export("prediction_5_3", (alpha, lam, x_t, omega_xy, omega_yx), (derive_step_size().exact_lam,))
+    return export(
+        "prediction_5_3", (alpha, lam, x_t, omega_xy, omega_yx), (derive_step_size().exact_lam,)
+    )

@@ -174,7 +174,14 @@ def query_step(M_val: Any, w_val: Any, G: Any, backend: str = "numpy") -> tuple[
     xp = _xp(backend)
     A_, b_, c_, dl = split_blocks(G)
     f = getattr(query_recursion_rule(), backend)
-    Mn, wn = f(M_val, xp.reshape(w_val, (-1, 1)), A_, xp.reshape(b_, (-1, 1)), xp.reshape(c_, (-1, 1)), xp.reshape(dl, (1, 1)))
+    Mn, wn = f(
+        M_val,
+        xp.reshape(w_val, (-1, 1)),
+        A_,
+        xp.reshape(b_, (-1, 1)),
+        xp.reshape(c_, (-1, 1)),
+        xp.reshape(dl, (1, 1)),
+    )
     return Mn, xp.reshape(wn, (-1,))
 
 
@@ -204,9 +211,21 @@ def variants_statements() -> list:
     q, f = derive_query_recursion(), derive_ffn_break()
     ref = "Reviewers' questions (attention variants, quadratic FFN)"
     return [
-        Statement(ref, "Query alone under its own G_t (uses neither u nor a)", "M_t^{l+1}", q.M_next),
-        Statement(ref, "Query alone under its own G_t", "w_t^{l+1}", q.w_next,
-                  "So $\\hat y = \\langle w_t^L, x_t\\rangle$ whenever $G_t^l$ is query-free (causal masking, RetNet decay)."),
+        Statement(
+            ref, "Query alone under its own G_t (uses neither u nor a)", "M_t^{l+1}", q.M_next
+        ),
+        Statement(
+            ref,
+            "Query alone under its own G_t",
+            "w_t^{l+1}",
+            q.w_next,
+            "So $\\hat y = \\langle w_t^L, x_t\\rangle$ whenever $G_t^l$ is query-free (causal masking, RetNet decay).",
+        ),
         Statement(ref, "Quadratic feature y += beta (k^T x)^2 on the query", "y_t'", f.query_y),
-        Statement(ref, "Its second difference along h (zero for a linear form)", "\\Delta_h^2 y_t'", f.second_difference),
+        Statement(
+            ref,
+            "Its second difference along h (zero for a linear form)",
+            "\\Delta_h^2 y_t'",
+            f.second_difference,
+        ),
     ]

@@ -32,8 +32,10 @@ class Certificate:
     q_at_lo: sp.Rational
 
     def __str__(self) -> str:
-        return (f"p = (s-{self.lo})^{self.lo_order} ({self.hi}-s)^{self.hi_order} q, "
-                f"q has {self.roots_of_q} real roots in [{self.lo}, {self.hi}] (Sturm), q({self.lo}) = {self.q_at_lo}")
+        return (
+            f"p = (s-{self.lo})^{self.lo_order} ({self.hi}-s)^{self.hi_order} q, "
+            f"q has {self.roots_of_q} real roots in [{self.lo}, {self.hi}] (Sturm), q({self.lo}) = {self.q_at_lo}"
+        )
 
 
 def _as_poly(p: sp.Expr, s: sp.Symbol) -> sp.Poly:

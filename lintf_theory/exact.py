@@ -13,14 +13,23 @@ from typing import Any
 import numpy as np
 
 
-def rational_array(rng: np.random.Generator, shape: tuple[int, ...], num: int = 5, den: int = 4,
-                   nonzero: bool = False) -> Any:
+def rational_array(
+    rng: np.random.Generator,
+    shape: tuple[int, ...],
+    num: int = 5,
+    den: int = 4,
+    nonzero: bool = False,
+) -> Any:
     r"""Entries ``p/q`` with ``p ∈ [-num, num]`` (``p ≠ 0`` if ``nonzero``), ``q ∈ [1, den]`` (object array of Fraction)."""
     if num < 1 or den < 1:
         raise ValueError(f"num and den must be >= 1, got num={num}, den={den}")
     flat = []
     for _ in range(int(np.prod(shape, dtype=int))):
-        p = int(rng.integers(1, num + 1)) * (1 if rng.integers(2) else -1) if nonzero else int(rng.integers(-num, num + 1))
+        p = (
+            int(rng.integers(1, num + 1)) * (1 if rng.integers(2) else -1)
+            if nonzero
+            else int(rng.integers(-num, num + 1))
+        )
         flat.append(Fraction(p, int(rng.integers(1, den + 1))))
     return np.array(flat, dtype=object).reshape(shape)
 
@@ -37,7 +46,9 @@ def diag_universal(px: Any, py: Any, qx: Any, qy: Any, d: int) -> tuple[Any, Any
     """
     px, py, qx, qy = (np.asarray(v, dtype=object) for v in (px, py, qx, qy))
     if px.ndim != 2 or not (px.shape == py.shape == qx.shape == qy.shape):
-        raise ValueError(f"px, py, qx, qy must all have shape (L, H); got {px.shape}, {py.shape}, {qx.shape}, {qy.shape}")
+        raise ValueError(
+            f"px, py, qx, qy must all have shape (L, H); got {px.shape}, {py.shape}, {qx.shape}, {qy.shape}"
+        )
     L, H = px.shape
     out = []
     for xs, ys in ((px, py), (qx, qy)):
@@ -63,4 +74,6 @@ def solve(A: Any, b: Any) -> Any:
     import sympy as sp
 
     sol = sp.Matrix(A.tolist()).LUsolve(sp.Matrix(b.reshape(len(b), -1).tolist()))
-    return np.array([[Fraction(int(v.p), int(v.q)) for v in row] for row in sol.tolist()], dtype=object).reshape(b.shape)
+    return np.array(
+        [[Fraction(int(v.p), int(v.q)) for v in row] for row in sol.tolist()], dtype=object
+    ).reshape(b.shape)

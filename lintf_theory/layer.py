@@ -67,7 +67,9 @@ def block_G() -> sp.BlockMatrix:
     return sp.BlockMatrix([[A, b], [c.T, delta]])
 
 
-def apply_layer_block(x_l: sp.MatrixExpr, y_l: sp.MatrixExpr) -> tuple[sp.MatrixExpr, sp.MatrixExpr]:
+def apply_layer_block(
+    x_l: sp.MatrixExpr, y_l: sp.MatrixExpr
+) -> tuple[sp.MatrixExpr, sp.MatrixExpr]:
     r"""Apply ``e ↦ e + G e`` to a token ``(x_l, y_l)`` at block level; returns ``(x_{l+1}, y_{l+1})``."""
     e = sp.BlockMatrix([[x_l], [y_l]])
     new = sp.block_collapse(e + block_G() * e)

@@ -22,7 +22,9 @@ def is_zero(expr: sp.MatrixExpr) -> bool:
     return bool(e == 0 or isinstance(e, sp.ZeroMatrix) or e.is_ZeroMatrix)
 
 
-def coefficient(expr: sp.MatrixExpr, var: sp.MatrixSymbol, others: tuple[sp.MatrixSymbol, ...]) -> sp.MatrixExpr:
+def coefficient(
+    expr: sp.MatrixExpr, var: sp.MatrixSymbol, others: tuple[sp.MatrixSymbol, ...]
+) -> sp.MatrixExpr:
     r"""Coefficient ``C`` of ``var`` in an expression linear in ``(var, *others)``: ``expr = C var + …``.
 
     Found by setting every other linear variable to zero and ``var`` to the identity of its
@@ -33,7 +35,9 @@ def coefficient(expr: sp.MatrixExpr, var: sp.MatrixSymbol, others: tuple[sp.Matr
     return simplify_matexpr(expr.xreplace(repl))
 
 
-def replace_adjacent(expr: sp.Basic, rules: Mapping[tuple[sp.Basic, sp.Basic], sp.Basic]) -> sp.Basic:
+def replace_adjacent(
+    expr: sp.Basic, rules: Mapping[tuple[sp.Basic, sp.Basic], sp.Basic]
+) -> sp.Basic:
     r"""Replace adjacent factor pairs inside every product, e.g. ``(xᵀ, x) ↦ Σ``.
 
     SymPy's ``xreplace`` matches whole nodes only; a sum over tokens ``Σ_i x_i x_iᵀ`` appears as
@@ -139,4 +143,6 @@ def split_terms(expr: sp.MatrixExpr, var: sp.Basic) -> tuple[sp.MatrixExpr, sp.M
     zero = sp.ZeroMatrix(*e.shape)
     with_v = [t for t in terms if t.has(var)]
     without = [t for t in terms if not t.has(var)]
-    return (sp.MatAdd(*with_v).doit() if with_v else zero), (sp.MatAdd(*without).doit() if without else zero)
+    return (sp.MatAdd(*with_v).doit() if with_v else zero), (
+        sp.MatAdd(*without).doit() if without else zero
+    )

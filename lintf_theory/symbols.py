@@ -81,5 +81,7 @@ OMEGAS = (omega_xx, omega_xy, omega_yx, omega_yy)
 def symmetric(expr: sp.Basic) -> sp.Basic:
     r"""Use ``Σ = Σᵀ`` and ``Σ^l = (Σ^l)ᵀ`` (Gram matrices)."""
     is_mat = bool(getattr(expr, "is_Matrix", False))
-    out = (simplify_matexpr(expr) if is_mat else expr).xreplace({Sigma.T: Sigma, Sigma_l.T: Sigma_l})
+    out = (simplify_matexpr(expr) if is_mat else expr).xreplace(
+        {Sigma.T: Sigma, Sigma_l.T: Sigma_l}
+    )
     return simplify_matexpr(out) if is_mat else out

@@ -22,7 +22,10 @@ import numpy as np
 NoiseKind = Literal["fixed", "uniform", "categorical"]
 
 #: The ten noise settings of the paper's Table 1: ``uniform:0..7`` and two categorical sets.
-PAPER_NOISES: tuple[str, ...] = tuple(f"uniform:{k}" for k in range(8)) + ("categorical:1,3", "categorical:1,3,5")
+PAPER_NOISES: tuple[str, ...] = tuple(f"uniform:{k}" for k in range(8)) + (
+    "categorical:1,3",
+    "categorical:1,3,5",
+)
 
 
 def level(v: float) -> str:
@@ -87,7 +90,9 @@ class Noise:
             return values[0] ** 2 / 3
         return (values**2).mean()
 
-    def sample_sigma(self, key: jax.Array, batch: int, dtype=jnp.float32, values: jax.Array | None = None) -> jax.Array:
+    def sample_sigma(
+        self, key: jax.Array, batch: int, dtype=jnp.float32, values: jax.Array | None = None
+    ) -> jax.Array:
         """Draw ``σ_τ`` for ``batch`` sequences.  ``values`` (traced, same length) replaces ``self.values``,
         so one compiled program serves every setting of a kind (the same numbers as the constants)."""
         v = jnp.asarray(self.values if values is None else values, dtype=dtype)
@@ -118,10 +123,14 @@ class XDist:
         if self.kind not in ("normal", "uniform"):
             raise ValueError(f"input distribution must be normal or uniform:a,b, got {self.kind!r}")
         if self.kind == "uniform" and not (-X_MAX <= self.low < self.high <= X_MAX):
-            raise ValueError(f"uniform:a,b needs a < b within [-{X_MAX:g}, {X_MAX:g}], got a={self.low}, b={self.high}")
+            raise ValueError(
+                f"uniform:a,b needs a < b within [-{X_MAX:g}, {X_MAX:g}], got a={self.low}, b={self.high}"
+            )
         if self.kind == "uniform" and max(abs(self.low), abs(self.high)) < X_MIN:
-            raise ValueError(f"uniform:a,b needs max(|a|, |b|) >= {X_MIN:g} (smaller inputs' products underflow), "
-                             f"got a={self.low}, b={self.high}")
+            raise ValueError(
+                f"uniform:a,b needs max(|a|, |b|) >= {X_MIN:g} (smaller inputs' products underflow), "
+                f"got a={self.low}, b={self.high}"
+            )
         object.__setattr__(self, "low", float(self.low) + 0.0)  # -0 is 0, as for a noise level
         object.__setattr__(self, "high", float(self.high) + 0.0)
 
@@ -145,7 +154,9 @@ class XDist:
         return cls("uniform", low, high)
 
     def __str__(self) -> str:
-        return "normal" if self.kind == "normal" else f"uniform:{level(self.low)},{level(self.high)}"
+        return (
+            "normal" if self.kind == "normal" else f"uniform:{level(self.low)},{level(self.high)}"
+        )
 
     def draw(self, key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:
         if self.kind == "normal":
@@ -187,8 +198,9 @@ def normal(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Arr
 
 
 @partial(jax.jit, static_argnames=("n", "d", "dtype", "x"))
-def sample_with_sigma(key: jax.Array, sigma: jax.Array, n: int, d: int, dtype=jnp.float32,
-                      x: XDist = NORMAL_X) -> Batch:
+def sample_with_sigma(
+    key: jax.Array, sigma: jax.Array, n: int, d: int, dtype=jnp.float32, x: XDist = NORMAL_X
+) -> Batch:
     """Sequences with given per-sequence noise levels ``sigma (B,)`` (used for per-variance profiles)."""
     B = sigma.shape[0]
     kw, kx, kq, ke = jax.random.split(key, 4)
@@ -200,8 +212,15 @@ def sample_with_sigma(key: jax.Array, sigma: jax.Array, n: int, d: int, dtype=jn
     return Batch(X, y, xq, jnp.einsum("bd,bd->b", xq, w), sigma.astype(dtype), w)
 
 
-def sample(key: jax.Array, noise: Noise | str, batch: int, n: int, d: int, dtype=jnp.float32,
-           x: XDist | str = NORMAL_X) -> Batch:
+def sample(
+    key: jax.Array,
+    noise: Noise | str,
+    batch: int,
+    n: int,
+    d: int,
+    dtype=jnp.float32,
+    x: XDist | str = NORMAL_X,
+) -> Batch:
     """Draw ``batch`` sequences of context length ``n`` in dimension ``d``, inputs from ``x``; deterministic by ``key``."""
     noise, x = Noise.parse(noise), XDist.parse(x)
     check_sizes(n, d, batch)

@@ -57,7 +57,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, exclusive: boo
 
 def _link_new(tmp: str, path: Path) -> None:
     """Give the finished temporary file ``tmp`` the name ``path`` unless a file holds that name; remove ``tmp``."""
-    taken = LintfError(f"{str(path)!r} appeared while this command ran; it is left as it is (nothing is overwritten)")
+    taken = LintfError(
+        f"{str(path)!r} appeared while this command ran; it is left as it is (nothing is overwritten)"
+    )
     try:
         os.link(tmp, path)
     except FileExistsError:
@@ -139,7 +141,7 @@ def json_depth(text: str) -> int:
     """How deeply objects and lists nest in the JSON ``text`` (0 for a scalar), counted without parsing it."""
     bare = _STRING.sub("", text).encode()
     steps = np.frombuffer(bare, dtype=np.uint8)
-    steps = (np.isin(steps, (91, 123)).astype(np.int64) - np.isin(steps, (93, 125)))
+    steps = np.isin(steps, (91, 123)).astype(np.int64) - np.isin(steps, (93, 125))
     return int(np.max(np.cumsum(steps), initial=0))
 
 
@@ -203,7 +205,9 @@ def read_json(path: str | os.PathLike[str], what: str | None = None) -> Any:
     except _Unreadable as exc:
         raise LintfError(f"{name} {exc}") from None
     except ValueError as exc:
-        raise LintfError(f"{name} is corrupt ({exc}); delete it and rerun to make it again") from None
+        raise LintfError(
+            f"{name} is corrupt ({exc}); delete it and rerun to make it again"
+        ) from None
 
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
@@ -219,8 +223,14 @@ def atomic_savez(path: str | os.PathLike[str], exclusive: bool = False, **arrays
     atomic_write_bytes(path, buf.getvalue(), exclusive)
 
 
-def save_model(path: str | os.PathLike[str], P: Any, Q: Any, meta: dict[str, Any] | None = None,
-               exclusive: bool = False, **native: Any) -> None:
+def save_model(
+    path: str | os.PathLike[str],
+    P: Any,
+    Q: Any,
+    meta: dict[str, Any] | None = None,
+    exclusive: bool = False,
+    **native: Any,
+) -> None:
     """Save a model in the universal format (``P``, ``Q`` float64) with optional native parameters."""
     P = np.asarray(P, dtype=np.float64)
     Q = np.asarray(Q, dtype=np.float64)
@@ -261,13 +271,21 @@ def load_model(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, di
     z = read_npz(path, what, ("P", "Q", "meta"))
     if "P" not in z or "Q" not in z:
         kind = _kind_named(z)
-        raise LintfError(f"{what} must hold arrays 'P' and 'Q'" + (
-            f" (it is a {kind} model, which has no universal form: numerics.models.family_io.load_member "
-            "reads it)" if kind else ""))
+        raise LintfError(
+            f"{what} must hold arrays 'P' and 'Q'"
+            + (
+                f" (it is a {kind} model, which has no universal form: numerics.models.family_io.load_member "
+                "reads it)"
+                if kind
+                else ""
+            )
+        )
     meta: Any = {}
     if "meta" in z:
         if z["meta"].dtype.kind not in "US" or z["meta"].ndim != 0:
-            raise LintfError(f"{what}: meta must be a JSON string, got {z['meta'].dtype} of shape {z['meta'].shape}")
+            raise LintfError(
+                f"{what}: meta must be a JSON string, got {z['meta'].dtype} of shape {z['meta'].shape}"
+            )
         meta = parse_json(str(z["meta"]), f"{what}: meta")
         if not isinstance(meta, dict):
             raise LintfError(f"{what}: meta must be a JSON object, got {type(meta).__name__}")

@@ -79,14 +79,25 @@ class Claim:
             if not isinstance(exc, CheckFailed):
                 error += "\n" + traceback.format_exc(limit=4)
         seconds = time.perf_counter() - t0
-        return Result(self.claim, self.ref, list(self.routes), status, seconds, self.module,
-                      report.lines, report.findings, error)
+        return Result(
+            self.claim,
+            self.ref,
+            list(self.routes),
+            status,
+            seconds,
+            self.module,
+            report.lines,
+            report.findings,
+            error,
+        )
 
     def main(self) -> int:
         """Entry point of ``python -m proofs.<name>``: print what was checked, exit 1 on failure."""
         result = self.run()
-        print(f"[{result.status.upper()}] {result.claim} ({result.ref}; routes: {', '.join(result.routes)}) "
-              f"in {result.seconds:.2f}s")
+        print(
+            f"[{result.status.upper()}] {result.claim} ({result.ref}; routes: {', '.join(result.routes)}) "
+            f"in {result.seconds:.2f}s"
+        )
         for line in result.lines:
             print(f"  checked: {line}")
         for line in result.findings:
@@ -99,7 +110,9 @@ class Claim:
 REGISTRY: list[Claim] = []
 
 
-def claim(text: str, *, ref: str, routes: tuple[str, ...]) -> Callable[[Callable[[Report], None]], Claim]:
+def claim(
+    text: str, *, ref: str, routes: tuple[str, ...]
+) -> Callable[[Callable[[Report], None]], Claim]:
     """Register the decorated function as the check of one paper claim."""
 
     def wrap(fn: Callable[[Report], None]) -> Claim:

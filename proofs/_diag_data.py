@@ -18,7 +18,9 @@ class Context(NamedTuple):
 
 
 def context(rng: np.random.Generator, n: int, d: int) -> Context:
-    return Context(rational_array(rng, (n, d)), rational_array(rng, (n,)), rational_array(rng, (d,)))
+    return Context(
+        rational_array(rng, (n, d)), rational_array(rng, (n,)), rational_array(rng, (d,))
+    )
 
 
 def forward_all(P: Any, Q: Any, ctx: Context) -> list[Any]:
@@ -39,7 +41,9 @@ def stats(Z: Any, n: int) -> tuple[Any, Any, Any]:
     return X.T @ X, X.T @ y, y.T @ y
 
 
-def diag_model(heads: list[list[tuple[Fraction, Fraction, Fraction, Fraction]]], d: int) -> tuple[Any, Any]:
+def diag_model(
+    heads: list[list[tuple[Fraction, Fraction, Fraction, Fraction]]], d: int
+) -> tuple[Any, Any]:
     """``P, Q`` from per-layer lists of heads ``(p_x, p_y, q_x, q_y)`` (equal head count per layer)."""
     arr = np.array([[list(h) for h in layer] for layer in heads], dtype=object)  # (L, H, 4)
     return diag_universal(arr[..., 0], arr[..., 1], arr[..., 2], arr[..., 3], d)

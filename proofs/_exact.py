@@ -16,9 +16,14 @@ import sympy as sp
 from sympy.polys.domains import QQ
 
 
-def rational_array(rng: random.Random, shape: tuple[int, ...], scale: int = 3, den: int = 4) -> np.ndarray:
+def rational_array(
+    rng: random.Random, shape: tuple[int, ...], scale: int = 3, den: int = 4
+) -> np.ndarray:
     """Object array of random :class:`Fraction` with numerators in ``[-scale*den, scale*den]``."""
-    flat = [Fraction(rng.randint(-scale * den, scale * den), rng.randint(1, den)) for _ in range(int(np.prod(shape)))]
+    flat = [
+        Fraction(rng.randint(-scale * den, scale * den), rng.randint(1, den))
+        for _ in range(int(np.prod(shape)))
+    ]
     return np.array(flat, dtype=object).reshape(shape)
 
 
@@ -32,8 +37,14 @@ class PolyTokens:
         data = [f"x{j}_{k}" for j in range(n) for k in range(d)] + [f"y{j}" for j in range(n)]
         query = [f"xt_{k}" for k in range(d)]
         D = d + 1
-        params = [f"{m}{l}{k}_{i}{j}" for l in range(layers_symbolic) for m in "PQ" for k in range(H)
-                  for i in range(D) for j in range(D)]
+        params = [
+            f"{m}{l}{k}_{i}{j}"
+            for l in range(layers_symbolic)
+            for m in "PQ"
+            for k in range(H)
+            for i in range(D)
+            for j in range(D)
+        ]
         self.R, *gens = sp.ring(",".join(data + query + params), QQ)
         g = dict(zip(data + query + params, gens, strict=True))
         self.n, self.d, self.H = n, d, H
@@ -42,18 +53,35 @@ class PolyTokens:
         rows.append(self.query_gens + [self.R.zero])
         self.Z = np.array(rows, dtype=object)
         self.params = [
-            ([np.array([[g[f"P{l}{k}_{i}{j}"] for j in range(D)] for i in range(D)], dtype=object) for k in range(H)],
-             [np.array([[g[f"Q{l}{k}_{i}{j}"] for j in range(D)] for i in range(D)], dtype=object) for k in range(H)])
+            (
+                [
+                    np.array(
+                        [[g[f"P{l}{k}_{i}{j}"] for j in range(D)] for i in range(D)], dtype=object
+                    )
+                    for k in range(H)
+                ],
+                [
+                    np.array(
+                        [[g[f"Q{l}{k}_{i}{j}"] for j in range(D)] for i in range(D)], dtype=object
+                    )
+                    for k in range(H)
+                ],
+            )
             for l in range(layers_symbolic)
         ]
 
     def const(self, arr: np.ndarray) -> np.ndarray:
         """Rational constants as ring elements."""
-        f = np.vectorize(lambda v: self.R(QQ(Fraction(v).numerator, Fraction(v).denominator)), otypes=[object])
+        f = np.vectorize(
+            lambda v: self.R(QQ(Fraction(v).numerator, Fraction(v).denominator)), otypes=[object]
+        )
         return f(arr)
 
     def eye(self, k: int) -> np.ndarray:
-        return np.array([[self.R.one if i == j else self.R.zero for j in range(k)] for i in range(k)], dtype=object)
+        return np.array(
+            [[self.R.one if i == j else self.R.zero for j in range(k)] for i in range(k)],
+            dtype=object,
+        )
 
     def zeros(self, *shape: int) -> np.ndarray:
         return np.full(shape, self.R.zero, dtype=object)

@@ -17,9 +17,21 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
-from proofs._check import Report
-from lintf_theory import FamilyHead, decide_query_linearity, derive_context_weights, derive_query_recursion, derive_self_reading, distinct_positions, family_layer, family_states, gate_from_query_counterexample, self_reading_symbols, swap_contexts
+from lintf_theory import (
+    FamilyHead,
+    decide_query_linearity,
+    derive_context_weights,
+    derive_query_recursion,
+    derive_self_reading,
+    distinct_positions,
+    family_layer,
+    family_states,
+    gate_from_query_counterexample,
+    self_reading_symbols,
+    swap_contexts,
+)
 from lintf_theory.exact import rational_array
+from proofs._check import Report
 
 
 def check_query(report: Report, member: str) -> None:
@@ -39,8 +51,7 @@ def check_query(report: Report, member: str) -> None:
         "symbolic context and gates, n=2, d=2, 1 layer, 2 heads": decide_query_linearity(
             member, n=2, d=2, layers=1, heads=2, seed=2
         ),
-        "rational context and gates, symbolic x_t, n=4, d=2, 3 layers, 2 heads":
-        decide_query_linearity(
+        "rational context and gates, symbolic x_t, n=4, d=2, 3 layers, 2 heads": decide_query_linearity(
             member, n=4, d=2, layers=3, heads=2, seed=3, symbolic_context=False
         ),
     }

@@ -22,12 +22,15 @@ from ._check import REGISTRY, Claim, Result
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``python -m proofs`` (``lintf verify`` has these and ``--printed``)."""
     parser.add_argument("--json", action="store_true", help="print the results as a JSON list")
-    parser.add_argument("--only", metavar="NAMES",
-                        help="comma-separated module names or paper refs to run")
-    parser.add_argument("--latex", metavar="FILE",
-                        help="also write every derived statement as LaTeX/Markdown")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="print what each claim checked")
+    parser.add_argument(
+        "--only", metavar="NAMES", help="comma-separated module names or paper refs to run"
+    )
+    parser.add_argument(
+        "--latex", metavar="FILE", help="also write every derived statement as LaTeX/Markdown"
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="print what each claim checked"
+    )
 
 
 def discover() -> list[Claim]:
@@ -57,21 +60,32 @@ def run_all(only: str | None = None) -> list[Result]:
     if only is not None:
         keys = [k.strip() for k in only.split(",") if k.strip()]
         if not keys:
-            raise ValueError(f"--only {only!r} names no claim; give comma-separated module names in proofs/ or "
-                             "paper refs")
-        def hit(k: str, c: Claim) -> bool:  # a whole name or a whole part of the paper ref, never a substring
-            return k.removeprefix("proofs.") == c.module.removeprefix("proofs.") or _words(k) in ref_parts(c.ref)
+            raise ValueError(
+                f"--only {only!r} names no claim; give comma-separated module names in proofs/ or "
+                "paper refs"
+            )
+
+        def hit(
+            k: str, c: Claim
+        ) -> bool:  # a whole name or a whole part of the paper ref, never a substring
+            return k.removeprefix("proofs.") == c.module.removeprefix("proofs.") or _words(
+                k
+            ) in ref_parts(c.ref)
 
         unmatched = [k for k in keys if not any(hit(k, c) for c in claims)]
         if unmatched:
-            raise ValueError(f"--only {only!r}: {', '.join(map(repr, unmatched))} matches no claim; give whole "
-                             "module names in proofs/ (lemma_4_4) or paper refs (Theorem 5.1)")
+            raise ValueError(
+                f"--only {only!r}: {', '.join(map(repr, unmatched))} matches no claim; give whole "
+                "module names in proofs/ (lemma_4_4) or paper refs (Theorem 5.1)"
+            )
         claims = [c for c in claims if any(hit(k, c) for k in keys)]
     return [c.run() for c in claims]
 
 
 def print_table(results: list[Result]) -> None:
-    table = Table(title="lintf verify: claims of Vladymyrov et al. (NeurIPS 2024)", show_lines=False)
+    table = Table(
+        title="lintf verify: claims of Vladymyrov et al. (NeurIPS 2024)", show_lines=False
+    )
     for col in ("claim", "paper", "route(s)", "status", "seconds"):
         table.add_column(col, overflow="fold")
     for r in results:
@@ -116,7 +130,9 @@ def run(args: argparse.Namespace, extra: Sequence[Claim] = ()) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m proofs", description="Run every proof-check script.")
+    parser = argparse.ArgumentParser(
+        prog="python -m proofs", description="Run every proof-check script."
+    )
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:

@@ -16,16 +16,21 @@ from proofs._check import Report, claim
 from proofs._diag_data import col, context, forward_all, one, stats
 
 
-@claim("DIAG heads: G = [[w_xx S, w_xy a],[w_yx a^T, w_yy l]] with w's = sums over heads of p*q; "
-       "x' = x + w_xx S x + w_xy y a, y' = y + w_yx <a,x> + w_yy l y",
-       ref="Section 5, diagonal reparametrisation", routes=("symbolic", "exact forward pass"))
+@claim(
+    "DIAG heads: G = [[w_xx S, w_xy a],[w_yx a^T, w_yy l]] with w's = sums over heads of p*q; "
+    "x' = x + w_xx S x + w_xy y a, y' = y + w_yx <a,x> + w_yy l y",
+    ref="Section 5, diagonal reparametrisation",
+    routes=("symbolic", "exact forward pass"),
+)
 def check(report: Report) -> None:
     Hs = sp.Symbol("H", integer=True, positive=True)
     for H in (1, 2, 3):
         r = derive_diagonal(H)
         for om, general in zip(r.omegas, omegas_as_sums(), strict=True):
             conc = general.subs(Hs, H).doit()
-            conc = conc.xreplace({t: sp.Symbol(f"{t.base.label}_{t.indices[0]}") for t in conc.atoms(sp.Indexed)})
+            conc = conc.xreplace(
+                {t: sp.Symbol(f"{t.base.label}_{t.indices[0]}") for t in conc.atoms(sp.Indexed)}
+            )
             report.require(sp.expand(om - conc) == 0, f"H={H}: {om} equals the Sum-over-heads form")
     f = diagonal_rule().numpy
     rng = np.random.default_rng(0)
@@ -41,10 +46,15 @@ def check(report: Report) -> None:
         for i in range(n + 1):  # context tokens, then the query (row n)
             xn, yn = f(S, al, lm, *om, col(Z0[i, :d]), one(Z0[i, d]))
             same.append(np.array_equal(xn.reshape(-1), Z1[i, :d]) and yn.reshape(()) == Z1[i, d])
-        report.require(all(same), f"d={d}, n={n}, H={H}, omegas={tuple(str(o) for o in om)}: exported rule = "
-                                  f"forward pass on all {n} context tokens and the query")
+        report.require(
+            all(same),
+            f"d={d}, n={n}, H={H}, omegas={tuple(str(o) for o in om)}: exported rule = "
+            f"forward pass on all {n} context tokens and the query",
+        )
         checked += n + 1
-    report.ok(f"{checked} tokens (queries included) equal exactly between the exported diagonal rule and the forward pass")
+    report.ok(
+        f"{checked} tokens (queries included) equal exactly between the exported diagonal rule and the forward pass"
+    )
 
 
 if __name__ == "__main__":

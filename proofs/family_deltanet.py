@@ -24,10 +24,17 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
+from lintf_theory import (
+    FamilyHead,
+    derive_delta_rule,
+    derive_query_scale,
+    family_layer,
+    regression_head,
+    sigmoid,
+)
+from lintf_theory.exact import rational_array
 from proofs._check import Report, claim
 from proofs._family import check_closure, check_query, check_self_reading
-from lintf_theory import FamilyHead, derive_delta_rule, derive_query_scale, family_layer, regression_head, sigmoid
-from lintf_theory.exact import rational_array
 
 
 def widrow_hoff(X, y, betas):  # noqa: ANN001, ANN201

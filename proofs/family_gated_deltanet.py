@@ -20,10 +20,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from proofs._check import Report, claim
-from proofs._family import check_closure, check_query, check_query_gate, check_self_reading
 from lintf_theory import derive_delta_rule, family_layer, regression_head
 from lintf_theory.exact import rational_array
+from proofs._check import Report, claim
+from proofs._family import check_closure, check_query, check_query_gate, check_self_reading
 
 
 def shrink_then_step(X, y, alphas, betas):  # noqa: ANN001, ANN201

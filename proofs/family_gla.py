@@ -21,6 +21,8 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
+from lintf_theory import family_step
+from lintf_theory.exact import rational_array
 from proofs._check import Report, claim
 from proofs._family import (
     check_closure,
@@ -29,8 +31,6 @@ from proofs._family import (
     check_self_reading,
     check_weighted_gd,
 )
-from lintf_theory import family_step
-from lintf_theory.exact import rational_array
 
 
 @claim(

@@ -19,10 +19,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from proofs._check import Report, claim
-from proofs._family import check_closure, check_query, check_self_reading, check_weighted_gd
 from lintf_theory import FamilyHead, family_layer, family_paper_form, gram_update, layer_forward
 from lintf_theory.exact import rational_array
+from proofs._check import Report, claim
+from proofs._family import check_closure, check_query, check_self_reading, check_weighted_gd
 
 
 @claim(

@@ -18,10 +18,16 @@ from fractions import Fraction
 
 import numpy as np
 
+from lintf_theory import (
+    FamilyHead,
+    attention_weights,
+    family_layer,
+    family_paper_form,
+    weighted_layer_forward,
+)
+from lintf_theory.exact import rational_array
 from proofs._check import Report, claim
 from proofs._family import check_closure, check_query, check_self_reading, check_weighted_gd
-from lintf_theory import FamilyHead, attention_weights, family_layer, family_paper_form, weighted_layer_forward
-from lintf_theory.exact import rational_array
 
 
 @claim(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from lintf_theory import derive_gate_symmetry, sigmoid
 from proofs._check import Report, claim
 from proofs._family import (
     check_closure,
@@ -27,7 +28,6 @@ from proofs._family import (
     check_self_reading,
     check_weighted_gd,
 )
-from lintf_theory import derive_gate_symmetry, sigmoid
 
 
 def _gate_means(

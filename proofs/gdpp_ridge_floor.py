@@ -62,7 +62,10 @@ def matrix_horner(coeffs, S, eye):  # noqa: ANN001, ANN201
 def exact_gdpp(L: int, seed: int):  # noqa: ANN201
     r"""A random GD++ model (one head, ``q_y = 0``) and its ``ω``'s, as exact rationals."""
     rng = np.random.default_rng(seed)
-    heads = [[(F(int(rng.integers(1, 4)), -8), F(int(rng.integers(1, 5)), -4), F(1), F(0))] for _ in range(L)]
+    heads = [
+        [(F(int(rng.integers(1, 4)), -8), F(int(rng.integers(1, 5)), -4), F(1), F(0))]
+        for _ in range(L)
+    ]
     return heads, tuple(h[0][0] * h[0][2] for h in heads), tuple(h[0][1] * h[0][2] for h in heads)
 
 
@@ -82,7 +85,9 @@ def float_gap(L: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
     wxx, wyx = -rng.uniform(0.005, 0.05, L), -rng.uniform(0.01, 0.5, L)
     X = rng.standard_normal((8, N_CTX, D))
-    y = np.einsum("bnd,bd->bn", X, rng.standard_normal((8, D))) + 0.5 * rng.standard_normal((8, N_CTX))
+    y = np.einsum("bnd,bd->bn", X, rng.standard_normal((8, D))) + 0.5 * rng.standard_normal(
+        (8, N_CTX)
+    )
     xq = rng.standard_normal((8, D))
     with jax.enable_x64(True):
         P, Q = universal(Gdpp(jnp.asarray(wxx), jnp.asarray(wyx)), D)
@@ -102,11 +107,19 @@ def _sequences(rng: np.random.Generator, noise: str, N: int):  # noqa: ANN202
         sig = rng.uniform(0, nz.values[0], N)
     else:
         sig = rng.choice(np.asarray(nz.values), N)
-    w, X, xq = rng.standard_normal((N, D)), rng.standard_normal((N, N_CTX, D)), rng.standard_normal((N, D))
+    w, X, xq = (
+        rng.standard_normal((N, D)),
+        rng.standard_normal((N, N_CTX, D)),
+        rng.standard_normal((N, D)),
+    )
     y = np.einsum("bnd,bd->bn", X, w) + sig[:, None] * rng.standard_normal((N, N_CTX))
     mu, V = np.linalg.eigh(np.einsum("bni,bnj->bij", X, X))
     g, a = np.einsum("bji,bj->bi", V, xq), np.einsum("bji,bj->bi", V, np.einsum("bni,bn->bi", X, y))
-    return mu, g * a, np.einsum("bd,bd->b", xq, w)  # eigenvalues, per-direction x_t^T V_i V_i^T alpha, target
+    return (
+        mu,
+        g * a,
+        np.einsum("bd,bd->b", xq, w),
+    )  # eigenvalues, per-direction x_t^T V_i V_i^T alpha, target
 
 
 def filter_family_mc(noise: str, seed: int, edges: np.ndarray | None = None) -> dict:
@@ -121,8 +134,12 @@ def filter_family_mc(noise: str, seed: int, edges: np.ndarray | None = None) -> 
     bins = np.digitize(mu, edges)
     Z = np.stack([np.where(bins == k, z, 0.0).sum(-1) for k in range(MC_BINS)], -1)
     half = MC_SEQUENCES // 2
-    fits = [np.linalg.lstsq(Zb, yb, rcond=None)[0] for Zb, yb in zip(np.array_split(Z[:half], MC_BATCHES),
-                                                                       np.array_split(yt[:half], MC_BATCHES))]
+    fits = [
+        np.linalg.lstsq(Zb, yb, rcond=None)[0]
+        for Zb, yb in zip(
+            np.array_split(Z[:half], MC_BATCHES), np.array_split(yt[:half], MC_BATCHES)
+        )
+    ]
     theta, theta_se = np.mean(fits, 0), np.std(fits, 0, ddof=1) / np.sqrt(MC_BATCHES)
     # The derived route: per bin, minimise Σ_i ℓ̄(μ_i, θ) over the same spectra (ℓ̄ is quadratic in θ).
     v = Noise.parse(noise).mean_sigma2
@@ -130,59 +147,90 @@ def filter_family_mc(noise: str, seed: int, edges: np.ndarray | None = None) -> 
     curv = sp.lambdify((mu_sym, v_s), po.curvature, "numpy")
     grad0 = sp.lambdify((mu_sym, v_s), sp.diff(po.mean_loss, f_s).xreplace({f_s: 0}), "numpy")
     mf = mu[:half]
-    theory = np.array([-grad0(mf[bins[:half] == k], v).sum() / curv(mf[bins[:half] == k], v).sum()
-                       for k in range(MC_BINS)])
+    theory = np.array(
+        [
+            -grad0(mf[bins[:half] == k], v).sum() / curv(mf[bins[:half] == k], v).sum()
+            for k in range(MC_BINS)
+        ]
+    )
     # Held out: paired loss of the fitted bin filter, of f* and of ridge at λ = 2 E σ² against f*.
     f_star = ridge_floor_rule().numpy
     loss = lambda pred: 0.5 * (pred - yt[half:]) ** 2  # noqa: E731
     l_star = loss((f_star(mu[half:], v) * z[half:]).sum(-1))
     paired = {}
-    for name, pred in (("bins", Z[half:] @ theta), ("ridge 2v", (f_star(mu[half:], 2 * v) * z[half:]).sum(-1)),
-                       ("ridge v/2", (f_star(mu[half:], v / 2) * z[half:]).sum(-1))):
+    for name, pred in (
+        ("bins", Z[half:] @ theta),
+        ("ridge 2v", (f_star(mu[half:], 2 * v) * z[half:]).sum(-1)),
+        ("ridge v/2", (f_star(mu[half:], v / 2) * z[half:]).sum(-1)),
+    ):
         dlt = loss(pred) - l_star
         paired[name] = (float(dlt.mean()), float(dlt.std(ddof=1) / np.sqrt(dlt.size)))
-    return {"theta": theta, "theta_se": theta_se, "theory": theory, "edges": edges, "paired": paired, "v": v}
+    return {
+        "theta": theta,
+        "theta_se": theta_se,
+        "theory": theory,
+        "edges": edges,
+        "paired": paired,
+        "v": v,
+    }
 
 
 def counterexample(kind: str) -> tuple[Fraction, Fraction]:
     r"""``(ŷ(y), ŷ(2y))`` of a two-layer DIAG model: layer 1 has only ``ω_yy`` (or only ``ω_xy``), layer 2 only ``ω_yx``."""
-    first = {"omega_yy": (F(0), F(1), F(0), F(-1, 8)), "omega_xy": (F(1), F(0), F(0), F(-1, 16))}[kind]
+    first = {"omega_yy": (F(0), F(1), F(0), F(-1, 8)), "omega_xy": (F(1), F(0), F(0), F(-1, 16))}[
+        kind
+    ]
     heads = [[first], [(F(0), F(1), F(-1, 4), F(0))]]
     ctx = context(np.random.default_rng(3), 3, 2)
     twice = ctx._replace(y=ctx.y * 2)
     return exact_prediction(heads, 2, ctx), exact_prediction(heads, 2, twice)
 
 
-@claim("GD++ is a spectral filter w^L = p_L(Sigma) alpha (deg p_L = (3^L - 3)/2), so its expected loss is at "
-       "least that of ridge with lambda = E sigma^2; DIAG with w_yy or w_xy is not a filter",
-       ref="Section 5.1 (GD++), beyond the paper",
-       routes=("symbolic p_L recursion", "exact + float64 forward pass", "symbolic pointwise optimum",
-               "Monte Carlo filter family", "exact DIAG counterexample"))
+@claim(
+    "GD++ is a spectral filter w^L = p_L(Sigma) alpha (deg p_L = (3^L - 3)/2), so its expected loss is at "
+    "least that of ridge with lambda = E sigma^2; DIAG with w_yy or w_xy is not a filter",
+    ref="Section 5.1 (GD++), beyond the paper",
+    routes=(
+        "symbolic p_L recursion",
+        "exact + float64 forward pass",
+        "symbolic pointwise optimum",
+        "Monte Carlo filter family",
+        "exact DIAG counterexample",
+    ),
+)
 def check(report: Report) -> None:
     from numerics.data import Noise  # lazy: start-up
 
     mu, v_s = GDPP_SYMBOLS.mu, GDPP_FLOOR_SYMBOLS.v_s
     A_, b_, c_, delta_ = derive_gdpp_spectral().blocks
-    report.require(b_.is_ZeroMatrix and delta_.is_ZeroMatrix,
-                   f"symbolic: the GD++ layer's G has b = {b_}, delta = {delta_}: x' ignores y and y' is not rescaled")
+    report.require(
+        b_.is_ZeroMatrix and delta_.is_ZeroMatrix,
+        f"symbolic: the GD++ layer's G has b = {b_}, delta = {delta_}: x' ignores y and y' is not rescaled",
+    )
     # --- the polynomial recursion and its degree
     law = degree_law()
-    report.require(law.k == 3 and law.gd_residual == depth_sym(law),
-                   f"symbolic: the eigenvalue map has degree k = {law.k} in mu, so deg r_L = {law.residual}, "
-                   f"deg p_L = {law.filter} (GD, w_xx = 0: deg r_L = {law.gd_residual})")
+    report.require(
+        law.k == 3 and law.gd_residual == depth_sym(law),
+        f"symbolic: the eigenvalue map has degree k = {law.k} in mu, so deg r_L = {law.residual}, "
+        f"deg p_L = {law.filter} (GD, w_xx = 0: deg r_L = {law.gd_residual})",
+    )
     for L in (1, 2, 3):
         fp = filter_polynomials(L)
         wxx, wyx = fp.omegas
         free = fp.p[-1].free_symbols - {mu}
         prod = sp.expand(sp.Mul(*(1 + wyx[l] * mu * fp.m[l] ** 2 for l in range(L))))
-        report.require(free <= set(wxx) | set(wyx) and sp.expand(fp.residual - prod) == 0,
-                       f"symbolic L={L}: p_L in Q[omega][mu], {len(sp.Add.make_args(fp.p[-1]))} terms, and "
-                       f"1 - mu p_L = prod_l (1 + w_yx^l mu m_l^2)")
+        report.require(
+            free <= set(wxx) | set(wyx) and sp.expand(fp.residual - prod) == 0,
+            f"symbolic L={L}: p_L in Q[omega][mu], {len(sp.Add.make_args(fp.p[-1]))} terms, and "
+            f"1 - mu p_L = prod_l (1 + w_yx^l mu m_l^2)",
+        )
     for L in range(1, 6):
         fp = filter_polynomials(L, exact_gdpp(L, L)[1:])
         want = law.residual.xreplace({depth_sym(law): L})
         got = sp.degree(fp.residual, mu)
-        report.require(got == want, f"symbolic L={L} (exact rational w's): deg r_L = {got} = (3^L - 1)/2")
+        report.require(
+            got == want, f"symbolic L={L} (exact rational w's): deg r_L = {got} = (3^L - 1)/2"
+        )
     # --- exact: the literal forward pass of GD++ is x_t^T p_L(Sigma) alpha, linear in y
     for L, seed in ((1, 0), (2, 1), (3, 2)):
         heads, wxx, wyx = exact_gdpp(L, seed)
@@ -191,20 +239,31 @@ def check(report: Report) -> None:
         coeffs = [Fraction(str(c)) for c in reversed(sp.Poly(fp.p[-1], mu).all_coeffs())]
         S, al = ctx.X.T @ ctx.X, ctx.X.T @ ctx.y
         spec = ctx.x_query @ matrix_horner(coeffs, S, fraction_eye(2)) @ al
-        yhat, yhat2 = exact_prediction(heads, 2, ctx), exact_prediction(heads, 2, ctx._replace(y=ctx.y * 2))
-        report.require(yhat == spec and yhat2 == 2 * yhat,
-                       f"exact L={L}: literal forward pass y_hat = {float(yhat):.6g} (exact, denominator {yhat.denominator:.3g}) = x_t^T p_L(Sigma) alpha (matrix Horner), "
-                       f"and y_hat(2y) = 2 y_hat(y)")
+        yhat, yhat2 = (
+            exact_prediction(heads, 2, ctx),
+            exact_prediction(heads, 2, ctx._replace(y=ctx.y * 2)),
+        )
+        report.require(
+            yhat == spec and yhat2 == 2 * yhat,
+            f"exact L={L}: literal forward pass y_hat = {float(yhat):.6g} (exact, denominator {yhat.denominator:.3g}) = x_t^T p_L(Sigma) alpha (matrix Horner), "
+            f"and y_hat(2y) = 2 y_hat(y)",
+        )
     for L in (1, 2, 3):
         err = float_gap(L, 20 + L)
-        report.require(err < RTOL, f"float64 L={L}: models.predict = x_t^T p_L(Sigma) alpha with p_L's coefficients "
-                                   f"exported through the bridge, max rel. gap {err:.1e} < {RTOL}")
+        report.require(
+            err < RTOL,
+            f"float64 L={L}: models.predict = x_t^T p_L(Sigma) alpha with p_L's coefficients "
+            f"exported through the bridge, max rel. gap {err:.1e} < {RTOL}",
+        )
     _check_optimum(report, derive_pointwise_optimum(), mean_sigma2, v_s, Noise)
     _check_monte_carlo(report)
     for kind in ("omega_yy", "omega_xy"):
         y1, y2 = counterexample(kind)
-        report.require(y2 != 2 * y1, f"exact DIAG counterexample ({kind} in layer 1, w_yx in layer 2): "
-                                     f"y_hat(y) = {y1}, y_hat(2y) = {y2} != 2 y_hat(y): not linear in y, not a filter")
+        report.require(
+            y2 != 2 * y1,
+            f"exact DIAG counterexample ({kind} in layer 1, w_yx in layer 2): "
+            f"y_hat(y) = {y1}, y_hat(2y) = {y2} != 2 y_hat(y): not linear in y, not a filter",
+        )
 
 
 def depth_sym(law) -> sp.Symbol:  # noqa: ANN001
@@ -216,38 +275,61 @@ def _check_optimum(report: Report, po, mean_sigma2, v_s, Noise) -> None:  # noqa
     mu = GDPP_SYMBOLS.mu
 
     mu_p, v_p = sp.Symbol("mu", positive=True), sp.Symbol("v", nonnegative=True)
-    report.require(po.sigma2_degree == 1, f"symbolic: the per-eigenvalue loss {po.loss_f} is affine in sigma^2, so "
-                                          f"its noise average is the loss at sigma^2 = E sigma^2 = v")
-    report.require(po.excess == 0 and po.curvature.xreplace({mu: mu_p, v_s: v_p}).is_positive,
-                   f"symbolic: mean loss = its value at f* + (1/2) {po.curvature} (f - f*)^2 with f* = {po.f_star}, "
-                   f"curvature > 0 for mu > 0, v >= 0")
-    report.require(po.ridge_gap == 0, f"symbolic: f* is the ridge filter {po.ridge} at lam_r = v = E sigma^2")
+    report.require(
+        po.sigma2_degree == 1,
+        f"symbolic: the per-eigenvalue loss {po.loss_f} is affine in sigma^2, so "
+        f"its noise average is the loss at sigma^2 = E sigma^2 = v",
+    )
+    report.require(
+        po.excess == 0 and po.curvature.xreplace({mu: mu_p, v_s: v_p}).is_positive,
+        f"symbolic: mean loss = its value at f* + (1/2) {po.curvature} (f - f*)^2 with f* = {po.f_star}, "
+        f"curvature > 0 for mu > 0, v >= 0",
+    )
+    report.require(
+        po.ridge_gap == 0, f"symbolic: f* is the ridge filter {po.ridge} at lam_r = v = E sigma^2"
+    )
     for spec in ("uniform:5", "categorical:1,3", "categorical:1,3,5", "fixed:2"):
         nz = Noise.parse(spec)
         exact = mean_sigma2(nz.kind, nz.values)
-        report.require(abs(float(exact) - nz.mean_sigma2) <= 1e-12 * float(exact),
-                       f"E sigma^2 of {spec}: {exact} (SymPy integral or mean) = Noise.mean_sigma2 {nz.mean_sigma2:.12g}")
+        report.require(
+            abs(float(exact) - nz.mean_sigma2) <= 1e-12 * float(exact),
+            f"E sigma^2 of {spec}: {exact} (SymPy integral or mean) = Noise.mean_sigma2 {nz.mean_sigma2:.12g}",
+        )
 
 
 def _check_monte_carlo(report: Report) -> None:
-    res = {nz: filter_family_mc(nz, seed) for nz, seed in (("uniform:5", 0), ("categorical:1,3", 1))}
+    res = {
+        nz: filter_family_mc(nz, seed) for nz, seed in (("uniform:5", 0), ("categorical:1,3", 1))
+    }
     for nz, r in res.items():
         z = np.abs(r["theta"] - r["theory"]) / r["theta_se"]
-        report.require(np.all(z < Z_SE), f"Monte Carlo {nz}: least-squares filter on {MC_BINS} eigenvalue bins = the "
-                                         f"derived per-bin optimum within {z.max():.1f} SE < {Z_SE} "
-                                         f"(theta {np.round(r['theta'], 4).tolist()})")
+        report.require(
+            np.all(z < Z_SE),
+            f"Monte Carlo {nz}: least-squares filter on {MC_BINS} eigenvalue bins = the "
+            f"derived per-bin optimum within {z.max():.1f} SE < {Z_SE} "
+            f"(theta {np.round(r['theta'], 4).tolist()})",
+        )
         d, se = r["paired"]["bins"]
-        report.require(d > -Z_SE * se, f"Monte Carlo {nz}: held out, the fitted bin filter minus f* (E sigma^2 = "
-                                       f"{r['v']:.4g}) = {d:+.2e} +- {se:.1e}: no member beats f*")
+        report.require(
+            d > -Z_SE * se,
+            f"Monte Carlo {nz}: held out, the fitted bin filter minus f* (E sigma^2 = "
+            f"{r['v']:.4g}) = {d:+.2e} +- {se:.1e}: no member beats f*",
+        )
         for name in ("ridge 2v", "ridge v/2"):
             d, se = r["paired"][name]
-            report.require(d > Z_SE * se, f"Monte Carlo {nz}: held out, {name} minus f* = {d:+.2e} +- {se:.1e} > 0")
+            report.require(
+                d > Z_SE * se,
+                f"Monte Carlo {nz}: held out, {name} minus f* = {d:+.2e} +- {se:.1e} > 0",
+            )
     base = res["uniform:5"]
     same = filter_family_mc(f"fixed:{float(np.sqrt(base['v']))!r}", 2, base["edges"])
     z = np.abs(same["theta"] - base["theta"]) / np.hypot(same["theta_se"], base["theta_se"])
-    report.require(np.all(z < Z_SE), f"Monte Carlo: fixed sigma^2 = {base['v']:.4g} and uniform:5 (same E sigma^2) give the same "
-                                     f"least-squares filter within {z.max():.1f} SE < {Z_SE}: noise enters only "
-                                     f"through E sigma^2")
+    report.require(
+        np.all(z < Z_SE),
+        f"Monte Carlo: fixed sigma^2 = {base['v']:.4g} and uniform:5 (same E sigma^2) give the same "
+        f"least-squares filter within {z.max():.1f} SE < {Z_SE}: noise enters only "
+        f"through E sigma^2",
+    )
 
 
 if __name__ == "__main__":

@@ -42,7 +42,9 @@ def _data(seed: int, sigma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return X, y, rng.standard_normal(D)
 
 
-def spectral_prediction_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_XX, omega_yx=OMEGA_YX) -> float:
+def spectral_prediction_error(
+    seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_XX, omega_yx=OMEGA_YX
+) -> float:
     r"""Max relative gap between ``predict`` and ``x_tᵀ V diag(s_L(μ)) Vᵀ α`` over 8 sequences."""
     import jax  # lazy: start-up
     import jax.numpy as jnp  # lazy: start-up
@@ -63,7 +65,9 @@ def spectral_prediction_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_
     return float(np.max(np.abs(yhat - spec)) / np.max(np.abs(yhat)))
 
 
-def conditional_loss_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_XX, omega_yx=OMEGA_YX) -> tuple[float, float]:
+def conditional_loss_error(
+    seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_XX, omega_yx=OMEGA_YX
+) -> tuple[float, float]:
     r"""``(relative gap, exact loss)``: ``½(‖K X − I‖² + σ²‖K‖²)`` from ``predict`` vs ``Σ_j ℓ(μ_j)``."""
     import jax  # lazy: start-up
     import jax.numpy as jnp  # lazy: start-up
@@ -80,7 +84,9 @@ def conditional_loss_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_XX,
         yy = np.tile(E_n, (D, 1))
         P, Q = universal(Gdpp(jnp.asarray(wxx), jnp.asarray(wyx)), D)
         Xb = np.broadcast_to(X, (D * N_CTX, N_CTX, D))
-        K = np.asarray(predict(P, Q, jnp.asarray(Xb), jnp.asarray(yy), jnp.asarray(xq))).reshape(D, N_CTX)
+        K = np.asarray(predict(P, Q, jnp.asarray(Xb), jnp.asarray(yy), jnp.asarray(xq))).reshape(
+            D, N_CTX
+        )
         exact = 0.5 * (np.sum((K @ X - np.eye(D)) ** 2) + sigma**2 * np.sum(K**2))
         mu = np.linalg.eigvalsh(X.T @ X)
         s, r = factors(wxx, wyx, mu, np)
@@ -88,28 +94,42 @@ def conditional_loss_error(seed: int = 0, sigma: float = 0.5, omega_xx=OMEGA_XX,
     return abs(exact - spec) / exact, float(exact)
 
 
-@claim("GD++ per eigenvalue: m' = m(1 + w_xx mu m^2), s' = s - w_yx m^2 (1 - mu s), r' = r(1 + w_yx mu m^2); "
-       "E[(y_hat - y_t)^2 | X]/2 = sum_j (r_j^2 + sigma^2 mu_j s_j^2)/2",
-       ref="Section 5.1 (GD++), Theorem 4.1", routes=("symbolic", "float64 model pass", "float64 exact expectation"))
+@claim(
+    "GD++ per eigenvalue: m' = m(1 + w_xx mu m^2), s' = s - w_yx m^2 (1 - mu s), r' = r(1 + w_yx mu m^2); "
+    "E[(y_hat - y_t)^2 | X]/2 = sum_j (r_j^2 + sigma^2 mu_j s_j^2)/2",
+    ref="Section 5.1 (GD++), Theorem 4.1",
+    routes=("symbolic", "float64 model pass", "float64 exact expectation"),
+)
 def check(report: Report) -> None:
     m_s, mu = GDPP_SPECTRAL_SYMBOLS.m_s, GDPP_SYMBOLS.mu
     mu_gram, omega_gram = SECOND_ORDER_SYMBOLS.mu, SECOND_ORDER_SYMBOLS.omega_xx
 
     g = derive_gdpp_spectral()
-    report.ok(f"derived: m' = {g.m_next}, s' = {g.s_next}, r' = {g.r_next}, loss = {g.loss}, residuals = {g.residuals}")
+    report.ok(
+        f"derived: m' = {g.m_next}, s' = {g.s_next}, r' = {g.r_next}, loss = {g.loss}, residuals = {g.residuals}"
+    )
     # the Gram-map route uses its own (assumption-carrying) symbols; map them onto ours
     f = gdpp_eigenvalue_map().xreplace({mu_gram: mu * m_s**2, omega_gram: omega_xx})
     gap = sp.expand(mu * g.m_next**2 - f)
-    report.require(gap == 0, "symbolic: the layer eigenvalue mu m^2 of the implicit-state recursion maps by the "
-                             "eigenvalue map derived from the Gram map (mu m'^2 = f(mu m^2))")
+    report.require(
+        gap == 0,
+        "symbolic: the layer eigenvalue mu m^2 of the implicit-state recursion maps by the "
+        "eigenvalue map derived from the Gram map (mu m'^2 = f(mu m^2))",
+    )
     # r enters the loss check (σ = 0: ℓ = ½ r²), s the prediction check and the σ > 0 loss check.
     for seed, sigma in ((0, 0.0), (1, 0.5)):
         err = spectral_prediction_error(seed, sigma)
-        report.require(err < RTOL, f"float64: predict (Gram form) = x_t^T V diag(s_L(mu)) V^T alpha on 8 sequences "
-                                   f"(sigma={sigma}), max rel. gap {err:.1e} < {RTOL}")
+        report.require(
+            err < RTOL,
+            f"float64: predict (Gram form) = x_t^T V diag(s_L(mu)) V^T alpha on 8 sequences "
+            f"(sigma={sigma}), max rel. gap {err:.1e} < {RTOL}",
+        )
         lerr, exact = conditional_loss_error(seed, sigma)
-        report.require(lerr < RTOL, f"float64: exact E[loss | X] from predict {exact:.6g} = sum of per-eigenvalue "
-                                    f"losses (sigma={sigma}), rel. gap {lerr:.1e} < {RTOL}")
+        report.require(
+            lerr < RTOL,
+            f"float64: exact E[loss | X] from predict {exact:.6g} = sum of per-eigenvalue "
+            f"losses (sigma={sigma}), rel. gap {lerr:.1e} < {RTOL}",
+        )
 
 
 if __name__ == "__main__":

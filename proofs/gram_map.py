@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import sympy as sp
 
 from lintf_theory import derive_gram_update, gram_update, layer_forward
@@ -25,12 +24,17 @@ from proofs._check import Report, claim
 from proofs._exact import rational_array
 
 
-@claim("Context Gram maps as E^(l+1) = (I+G^l) E^l (I+G^l)^T", ref="Lemma 4.3 (matrix form), fast forward pass",
-       routes=("symbolic", "exact rational forward pass vs bridge"))
+@claim(
+    "Context Gram maps as E^(l+1) = (I+G^l) E^l (I+G^l)^T",
+    ref="Lemma 4.3 (matrix form), fast forward pass",
+    routes=("symbolic", "exact rational forward pass vs bridge"),
+)
 def check(report: Report) -> None:
     I = sp.Identity(d + 1)
-    report.require(is_zero(derive_gram_update() - (I + G_sym) * E_sym * (I + G_sym).T),
-                   "derived E + E G^T + G E + G E G^T equals (I+G) E (I+G)^T for symbolic d")
+    report.require(
+        is_zero(derive_gram_update() - (I + G_sym) * E_sym * (I + G_sym).T),
+        "derived E + E G^T + G E + G E G^T equals (I+G) E (I+G)^T for symbolic d",
+    )
     rng = random.Random(44)
     for d_, n, H in ((1, 2, 1), (2, 3, 2), (3, 5, 2)):
         P = list(rational_array(rng, (H, d_ + 1, d_ + 1), scale=1, den=3))
@@ -39,9 +43,13 @@ def check(report: Report) -> None:
         Z[n, d_] = 0
         E = Z[:n].T @ Z[:n]
         Z1 = layer_forward(P, Q, Z, n)
-        report.require((gram_update(E, head_sum(P, Q, E), "numpy") == Z1[:n].T @ Z1[:n]).all(),
-                       f"d={d_}, n={n}, H={H}: bridge Gram map equals the Gram of the next layer's context, exactly")
-    report.ok("the query is multiplied by the same I+G^l (Theorem 4.1 check), so ŷ needs only E^l and q^l")
+        report.require(
+            (gram_update(E, head_sum(P, Q, E), "numpy") == Z1[:n].T @ Z1[:n]).all(),
+            f"d={d_}, n={n}, H={H}: bridge Gram map equals the Gram of the next layer's context, exactly",
+        )
+    report.ok(
+        "the query is multiplied by the same I+G^l (Theorem 4.1 check), so ŷ needs only E^l and q^l"
+    )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,13 @@ def exact_forward_matches(rng: random.Random, d_: int, n: int, H: int, L: int) -
     y = rational_array(rng, (n,), scale=2, den=3)
     xt = rational_array(rng, (d_,), scale=2, den=3)
     states = run_recursion(P, Q, X, y, backend="numpy")
-    Z0 = np.concatenate([np.concatenate([X, y[:, None]], axis=1),
-                         np.concatenate([xt, np.array([0], dtype=object)])[None, :]], axis=0)
+    Z0 = np.concatenate(
+        [
+            np.concatenate([X, y[:, None]], axis=1),
+            np.concatenate([xt, np.array([0], dtype=object)])[None, :],
+        ],
+        axis=0,
+    )
     Z = Z0
     for l in range(L):
         Z = layer_forward(list(P[l]), list(Q[l]), Z, n)
@@ -51,20 +56,31 @@ def exact_forward_matches(rng: random.Random, d_: int, n: int, H: int, L: int) -
     return True
 
 
-@claim("Recursion M'=(I+A)M-bw^T, u'=(I+A)u+ab, a'=(1+delta)a+<c,u>, w'=(1+delta)w-M^T c",
-       ref="Lemma 4.3", routes=("symbolic block derivation vs statement", "exact rational forward pass vs bridge"))
+@claim(
+    "Recursion M'=(I+A)M-bw^T, u'=(I+A)u+ab, a'=(1+delta)a+<c,u>, w'=(1+delta)w-M^T c",
+    ref="Lemma 4.3",
+    routes=("symbolic block derivation vs statement", "exact rational forward pass vs bridge"),
+)
 def check(report: Report) -> None:
     r = derive_recursion()
     derived = {"M": r.M_next, "u": r.u_next, "a": r.a_next, "w": r.w_next}
-    scalars = {a: sp.Symbol("a"), delta: sp.Symbol("delta")}  # 1x1 blocks commute and equal their transposes
+    scalars = {
+        a: sp.Symbol("a"),
+        delta: sp.Symbol("delta"),
+    }  # 1x1 blocks commute and equal their transposes
     for k, expr in PRINTED.items():
         diff = scalarize(derived[k] - expr, scalars)
-        report.require(diff == 0 or is_zero(diff), f"{k}^(l+1): derived {derived[k]} equals the statement exactly")
+        report.require(
+            diff == 0 or is_zero(diff),
+            f"{k}^(l+1): derived {derived[k]} equals the statement exactly",
+        )
     rng = random.Random(43)
     cases = [(1, 1, 1, 3), (2, 3, 2, 2), (3, 4, 1, 3), (2, 5, 3, 2), (4, 2, 2, 2)]
     for d_, n, H, L in cases:
-        report.require(exact_forward_matches(rng, d_, n, H, L),
-                       f"d={d_}, n={n}, H={H}, L={L}: every token at every layer equals T^l e_i (exact rationals)")
+        report.require(
+            exact_forward_matches(rng, d_, n, H, L),
+            f"d={d_}, n={n}, H={H}, L={L}: every token at every layer equals T^l e_i (exact rationals)",
+        )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import random
 
-from lintf_theory import closure_residuals, gram_update, layer_forward, recursion_step
-from lintf_theory import State
+from lintf_theory import State, closure_residuals, gram_update, layer_forward, recursion_step
 from lintf_theory.layer import head_sum
 from lintf_theory.matexpr import is_zero
 from proofs._check import Report, claim
@@ -46,27 +45,43 @@ def entry_level(ring: PolyTokens, layers: list) -> tuple[bool, bool]:  # noqa: A
     return form_ok, isolated
 
 
-@claim("Token form (M x + y u, a y - <w,x>) is preserved by every layer, query included; "
-       "(M,u,a,w) does not depend on the query", ref="Theorem 4.1",
-       routes=("symbolic block (any d, any L by induction)", "entry-level forward pass, d,H in {1,2}"))
+@claim(
+    "Token form (M x + y u, a y - <w,x>) is preserved by every layer, query included; "
+    "(M,u,a,w) does not depend on the query",
+    ref="Theorem 4.1",
+    routes=("symbolic block (any d, any L by induction)", "entry-level forward pass, d,H in {1,2}"),
+)
 def check(report: Report) -> None:
     res = closure_residuals()
-    report.require(all(is_zero(v) for v in res.values()),
-                   f"block level, symbolic d: residuals {sorted(res)} vanish identically (inductive step)")
+    report.require(
+        all(is_zero(v) for v in res.values()),
+        f"block level, symbolic d: residuals {sorted(res)} vanish identically (inductive step)",
+    )
     report.ok("base case: M^0=I, u^0=0, a^0=1, w^0=0 gives x^0=x, y^0=y and the query (x_t, 0)")
     rng = random.Random(41)
     for d in (1, 2):
         for H in (1, 2):
             ring = PolyTokens(n=2, d=d, H=H, layers_symbolic=1)
             form_ok, iso = entry_level(ring, ring.params)
-            report.require(form_ok and iso, f"d={d}, H={H}, one layer, every entry a symbol: "
-                           "tokens equal T^1 e_i exactly; T^1 and context tokens free of x_t")
+            report.require(
+                form_ok and iso,
+                f"d={d}, H={H}, one layer, every entry a symbol: "
+                "tokens equal T^1 e_i exactly; T^1 and context tokens free of x_t",
+            )
             ring = PolyTokens(n=2, d=d)
-            layers = [([ring.const(rational_array(rng, (d + 1, d + 1), den=4)) for _ in range(H)],
-                       [ring.const(rational_array(rng, (d + 1, d + 1), den=4)) for _ in range(H)]) for _ in range(2)]
+            layers = [
+                (
+                    [ring.const(rational_array(rng, (d + 1, d + 1), den=4)) for _ in range(H)],
+                    [ring.const(rational_array(rng, (d + 1, d + 1), den=4)) for _ in range(H)],
+                )
+                for _ in range(2)
+            ]
             form_ok, iso = entry_level(ring, layers)
-            report.require(form_ok and iso, f"d={d}, H={H}, two layers, symbolic data, rational parameters: "
-                           "tokens equal T^l e_i exactly at l=1,2; query isolated")
+            report.require(
+                form_ok and iso,
+                f"d={d}, H={H}, two layers, symbolic data, rational parameters: "
+                "tokens equal T^l e_i exactly at l=1,2; query isolated",
+            )
 
 
 if __name__ == "__main__":

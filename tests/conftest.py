@@ -30,7 +30,10 @@ jax.config.update("jax_enable_x64", True)
 # tiny training run) in new closures, and most of their time is compilation.  The directory is made by the first
 # process (the xdist controller) and removed when it exits; the workers and the CLI subprocesses the tests start
 # inherit it through JAX's own environment variables.  A cache hit is the same executable, so numbers do not change.
-_CACHE_ENV = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+_CACHE_ENV = {
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+}
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="lintf-test-jax-cache-")
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
@@ -38,17 +41,23 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 for _k, _v in _CACHE_ENV.items():
     os.environ.setdefault(_k, _v)
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
-jax.config.update("jax_persistent_cache_min_compile_time_secs", float(os.environ[
-    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
-jax.config.update("jax_persistent_cache_min_entry_size_bytes", int(os.environ[
-    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"]))
+jax.config.update(
+    "jax_persistent_cache_min_compile_time_secs",
+    float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
+)
+jax.config.update(
+    "jax_persistent_cache_min_entry_size_bytes",
+    int(os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"]),
+)
 
 _common = dict(deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=25, **_common)
 settings.register_profile("ci", max_examples=25, derandomize=True, **_common)
 settings.register_profile("slow", max_examples=200, **_common)
 # For checking that a deliberately broken build fails: report the first failure without shrinking.
-settings.register_profile("noshrink", max_examples=25, phases=[Phase.explicit, Phase.reuse, Phase.generate], **_common)
+settings.register_profile(
+    "noshrink", max_examples=25, phases=[Phase.explicit, Phase.reuse, Phase.generate], **_common
+)
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
 settings.load_profile(PROFILE)
 
@@ -60,8 +69,20 @@ def _trained_now(kind: str) -> TrainedModel:
     from numerics.train import TrainConfig, train
     from tests.strategies import TRAINED_D, TRAINED_N, TrainedModel
 
-    cfg = TrainConfig(model=kind, layers=3, noise="uniform:1", steps=100, batch=256, n=TRAINED_N, d=TRAINED_D,
-                      seeds=1, chunk=100, dtype="float64", select_sequences=256, eval_sequences=256)
+    cfg = TrainConfig(
+        model=kind,
+        layers=3,
+        noise="uniform:1",
+        steps=100,
+        batch=256,
+        n=TRAINED_N,
+        d=TRAINED_D,
+        seeds=1,
+        chunk=100,
+        dtype="float64",
+        select_sequences=256,
+        eval_sequences=256,
+    )
     params = jax.tree_util.tree_map(lambda a: a[0], train(cfg).state.params)
     return TrainedModel(kind, *models.universal(params, TRAINED_D), params)
 
@@ -85,8 +106,12 @@ def trained() -> dict[str, TrainedModel]:
         P, Q, meta = io.load_model(path)
         assert meta["kind"] in models.KINDS
         P, Q = jnp.asarray(P), jnp.asarray(Q)
-        out[f"committed-{path.stem}"] = TrainedModel(meta["kind"], P, Q, models.from_universal(meta["kind"], P, Q))
-    assert {"committed-full-3", "committed-diag-3", "committed-gdpp-3"} <= set(out), "committed models missing"
+        out[f"committed-{path.stem}"] = TrainedModel(
+            meta["kind"], P, Q, models.from_universal(meta["kind"], P, Q)
+        )
+    assert {"committed-full-3", "committed-diag-3", "committed-gdpp-3"} <= set(out), (
+        "committed models missing"
+    )
     for kind in ("diag", "gdpp"):
         out[f"run-{kind}-3"] = _trained_now(kind)
     return out

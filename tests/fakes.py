@@ -26,8 +26,9 @@ from numerics.reproduce.record import Record
 CELL_SIZE = 16
 
 
-def checkpointed_cell(rundir: Path, *, seed: int, steps: int = 8, pause: float = 0.0,
-                      midway: str | None = None) -> dict[str, bytes]:
+def checkpointed_cell(
+    rundir: Path, *, seed: int, steps: int = 8, pause: float = 0.0, midway: str | None = None
+) -> dict[str, bytes]:
     """A deterministic, checkpointed computation standing in for ``train_cell``: ``steps`` steps
     of ``x <- tanh(M x + k)`` from a state drawn by ``seed``, saving ``(x, k)`` to
     ``rundir/checkpoint.npz`` after each step and resuming from it.  Each start appends the step it
@@ -59,8 +60,10 @@ def checkpointed_cell(rundir: Path, *, seed: int, steps: int = 8, pause: float =
     model = io.BytesIO()
     np.save(model, x)
     metrics = {"seed": seed, "steps": steps, "loss": float(x @ x)}
-    return {"model.npy": model.getvalue(),
-            "metrics.json": json.dumps(metrics, sort_keys=True).encode()}
+    return {
+        "model.npy": model.getvalue(),
+        "metrics.json": json.dumps(metrics, sort_keys=True).encode(),
+    }
 
 
 def failing_cell(rundir: Path, *, why: str = "diverged at step 3") -> dict[str, bytes]:
@@ -91,8 +94,19 @@ def environment_cell(rundir: Path, *, names: tuple[str, ...]) -> dict[str, bytes
 
 #: Seconds, not meaning: two stages of 20 steps of batch 64, small evaluations.
 TINY_SCHEDULE = Schedule(steps=20, batch=64, seeds=1, most=2, held_out=256, scale_pool=2048)
-TINY = Budget("tiny", ("diag",), (1, 2), ("uniform:1", CATEGORICAL), TINY_SCHEDULE, seeds=2, eval_sequences=500,
-              tune_sequences=500, profile_sequences=100, profile_points=3, select_sequences=256)
+TINY = Budget(
+    "tiny",
+    ("diag",),
+    (1, 2),
+    ("uniform:1", CATEGORICAL),
+    TINY_SCHEDULE,
+    seeds=2,
+    eval_sequences=500,
+    tune_sequences=500,
+    profile_sequences=100,
+    profile_points=3,
+    select_sequences=256,
+)
 
 
 def number(name: str, salt: str = "") -> float:
@@ -103,18 +117,54 @@ def number(name: str, salt: str = "") -> float:
 def fake_record(cell: Cell, budget: Budget, failed: str | None = None) -> Record:
     """A record of ``cell`` under ``budget`` with numbers made from its name."""
     loss, L = number(cell.name), cell.layers
-    layers = {k: [number(cell.name, f"{k}{i}") for i in range(L + 1)]
-              for k in ("loss", "se", "minus_Bayes", "minus_Bayes_se", "raw")}
+    layers = {
+        k: [number(cell.name, f"{k}{i}") for i in range(L + 1)]
+        for k in ("loss", "se", "minus_Bayes", "minus_Bayes_se", "raw")
+    }
     layers["loss"][-1] = loss
-    ev = {"loss": loss, "se": 0.01, "minus_Bayes": loss - 0.005, "minus_Bayes_se": 0.01, "Bayes": 0.005,
-          "raw": 1.0, "sequences": budget.eval_sequences, "layers": layers,
-          "tail": {"failed": None, "max": 1.0, "mean": loss, "se": 0.01, "sequences": budget.eval_sequences}}
+    ev = {
+        "loss": loss,
+        "se": 0.01,
+        "minus_Bayes": loss - 0.005,
+        "minus_Bayes_se": 0.01,
+        "Bayes": 0.005,
+        "raw": 1.0,
+        "sequences": budget.eval_sequences,
+        "layers": layers,
+        "tail": {
+            "failed": None,
+            "max": 1.0,
+            "mean": loss,
+            "se": 0.01,
+            "sequences": budget.eval_sequences,
+        },
+    }
     sig = [0.0, 1.0, 2.0]
-    profile = {"sigma": sig, "loss": [[loss] * 3 for _ in range(L + 1)], "se": [[0.01] * 3 for _ in range(L + 1)]}
-    training = {"steps": 20, "converged": True, "chosen_stage": 1, "stages": [{"stage": 1, "steps": 20}]}
-    return Record(cell=cell.name, model=cell.model, layers=L, noise=cell.noise, budget=budget.name,
-                  start=start_of(cell), plan=plan_of(cell, budget), failed=failed, eval=ev, profile=profile,
-                  training=training, provenance={"device": "cpu", "seconds": 1.0, "notes": []})
+    profile = {
+        "sigma": sig,
+        "loss": [[loss] * 3 for _ in range(L + 1)],
+        "se": [[0.01] * 3 for _ in range(L + 1)],
+    }
+    training = {
+        "steps": 20,
+        "converged": True,
+        "chosen_stage": 1,
+        "stages": [{"stage": 1, "steps": 20}],
+    }
+    return Record(
+        cell=cell.name,
+        model=cell.model,
+        layers=L,
+        noise=cell.noise,
+        budget=budget.name,
+        start=start_of(cell),
+        plan=plan_of(cell, budget),
+        failed=failed,
+        eval=ev,
+        profile=profile,
+        training=training,
+        provenance={"device": "cpu", "seconds": 1.0, "notes": []},
+    )
 
 
 class FakeCell:
@@ -132,18 +182,30 @@ class FakeCell:
         with open(rundir / "calls", "a") as f:
             f.write("1\n")
         self.done += 1
-        return {"model.npz": f"model of {cell.name}".encode(), "metrics.json": fake_record(cell, budget).to_json()}
+        return {
+            "model.npz": f"model of {cell.name}".encode(),
+            "metrics.json": fake_record(cell, budget).to_json(),
+        }
 
 
 def fake_baselines(noise: str, budget: Budget) -> dict:
     """A baselines file's content for ``noise`` under ``budget``."""
-    methods = {m: {"loss": 0.3 + i / 10, "se": 0.01, "minus_Bayes": 0.29 + i / 10, "minus_Bayes_se": 0.01}
-               for i, m in enumerate(("ConstRR", "AdaRR", "TunedRR", "Bayes"))}
+    methods = {
+        m: {"loss": 0.3 + i / 10, "se": 0.01, "minus_Bayes": 0.29 + i / 10, "minus_Bayes_se": 0.01}
+        for i, m in enumerate(("ConstRR", "AdaRR", "TunedRR", "Bayes"))
+    }
     methods["Bayes"] |= {"minus_Bayes": 0.0, "minus_Bayes_se": 0.0}
     curve = {"loss": [0.1, 0.2, 0.3], "se": [0.01] * 3}  # copied per method below
-    return {"noise": noise, "eval_sequences": budget.eval_sequences, "tune_sequences": budget.tune_sequences,
-            "profile_sequences": budget.profile_sequences, "profile_points": budget.profile_points,
-            "methods": methods, "profile": {"sigma": [0.0, 1.0, 2.0]} | {m: {k: list(v) for k, v in curve.items()} for m in methods}}
+    return {
+        "noise": noise,
+        "eval_sequences": budget.eval_sequences,
+        "tune_sequences": budget.tune_sequences,
+        "profile_sequences": budget.profile_sequences,
+        "profile_points": budget.profile_points,
+        "methods": methods,
+        "profile": {"sigma": [0.0, 1.0, 2.0]}
+        | {m: {k: list(v) for k, v in curve.items()} for m in methods},
+    }
 
 
 # ------------------------------------------------------------------------------------------------

@@ -13,19 +13,28 @@ from numerics import archive
 from numerics.errors import LintfError
 from tests.strategies.hostile import ACCEPTED, REFUSED, REFUSED_WORDS, unused_huge
 
-ARRAYS = {"P": np.arange(18.0).reshape(1, 2, 3, 3), "Q": -np.arange(18.0).reshape(1, 2, 3, 3),
-          "meta": np.asarray('{"kind": "full"}')}
+ARRAYS = {
+    "P": np.arange(18.0).reshape(1, 2, 3, 3),
+    "Q": -np.arange(18.0).reshape(1, 2, 3, 3),
+    "meta": np.asarray('{"kind": "full"}'),
+}
 
 
 @pytest.mark.parametrize("name", sorted(ARRAYS))
 @pytest.mark.parametrize("variant", sorted(REFUSED))
-def test_each_strange_archive_is_refused_by_its_own_check(variant: str, name: str, tmp_path: Path) -> None:
+def test_each_strange_archive_is_refused_by_its_own_check(
+    variant: str, name: str, tmp_path: Path
+) -> None:
     path = tmp_path / "a.npz"
     path.write_bytes(REFUSED[variant](ARRAYS, name))
     with pytest.raises(LintfError) as exc:
         archive.read_npz(path, f"file {str(path)!r}", tuple(ARRAYS), max_bytes=2**30)
     text = str(exc.value)
-    assert REFUSED_WORDS[variant] in text and text.startswith(f"file {str(path)!r}") and "\n" not in text, text
+    assert (
+        REFUSED_WORDS[variant] in text
+        and text.startswith(f"file {str(path)!r}")
+        and "\n" not in text
+    ), text
 
 
 @pytest.mark.parametrize("variant", sorted(ACCEPTED))
@@ -34,7 +43,9 @@ def test_an_odd_but_valid_archive_reads_as_the_plain_one(variant: str, tmp_path:
     path.write_bytes(ACCEPTED[variant](ARRAYS))
     got = archive.read_npz(path, "file", tuple(ARRAYS))
     assert set(got) == set(ARRAYS) and all(np.array_equal(got[k], ARRAYS[k]) for k in ARRAYS)
-    assert {k: v[0] for k, v in archive.npz_directory(path, "file").items()} == {k: v.shape for k, v in ARRAYS.items()}
+    assert {k: v[0] for k, v in archive.npz_directory(path, "file").items()} == {
+        k: v.shape for k, v in ARRAYS.items()
+    }
 
 
 def test_only_the_arrays_asked_for_are_loaded(tmp_path: Path) -> None:
@@ -42,11 +53,15 @@ def test_only_the_arrays_asked_for_are_loaded(tmp_path: Path) -> None:
     path = tmp_path / "a.npz"
     path.write_bytes(unused_huge(ARRAYS))
     assert set(archive.read_npz(path, "file", ("P", "Q"), max_bytes=2**30)) == {"P", "Q"}
-    with pytest.raises(LintfError, match="take 2147484.* bytes, more than the 1073741824 bytes of memory available"):
+    with pytest.raises(
+        LintfError, match="take 2147484.* bytes, more than the 1073741824 bytes of memory available"
+    ):
         archive.read_npz(path, "file", ("P", "Q", "unused"), max_bytes=2**30)
 
 
-@pytest.mark.parametrize("raw, says", [(b"", "is not an .npz archive"), (b"PK\x03\x04junk", "is not a readable .npz")])
+@pytest.mark.parametrize(
+    "raw, says", [(b"", "is not an .npz archive"), (b"PK\x03\x04junk", "is not a readable .npz")]
+)
 def test_what_is_not_a_zip_is_named(raw: bytes, says: str, tmp_path: Path) -> None:
     path = tmp_path / "a.npz"
     path.write_bytes(raw)

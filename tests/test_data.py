@@ -93,8 +93,14 @@ def test_inputs_and_weights_are_standard_normal(field: str) -> None:
     assert np.all(np.abs(cov - np.eye(D)) < Z_SE * se), cov
 
 
-@pytest.mark.parametrize("spec, label", [("fixed:-0", "fixed:0"), ("uniform:-0.0", "uniform:0"),
-                                         ("categorical:-0,1", "categorical:0,1")])
+@pytest.mark.parametrize(
+    "spec, label",
+    [
+        ("fixed:-0", "fixed:0"),
+        ("uniform:-0.0", "uniform:0"),
+        ("categorical:-0,1", "categorical:0,1"),
+    ],
+)
 def test_a_negative_zero_level_is_zero(spec: str, label: str) -> None:
     """``-0`` is a valid level (it is not below 0); it is stored as ``0``, so labels never read ``-0``."""
     nz = Noise.parse(spec)
@@ -102,8 +108,16 @@ def test_a_negative_zero_level_is_zero(spec: str, label: str) -> None:
     assert all(np.copysign(1.0, v) == 1.0 for v in nz.values)
 
 
-@pytest.mark.parametrize("spec", ["uniform:2.71828182", "fixed:1e-07", "categorical:0.1,0.30000000000000004",
-                                  "fixed:123456789", "uniform:5"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "uniform:2.71828182",
+        "fixed:1e-07",
+        "categorical:0.1,0.30000000000000004",
+        "fixed:123456789",
+        "uniform:5",
+    ],
+)
 def test_a_settings_label_reads_back_as_the_same_setting(spec: str) -> None:
     """``str`` of a setting names every level exactly, so a label (in a model's meta, a file name) is the setting."""
     nz = Noise.parse(spec)
@@ -117,4 +131,7 @@ def test_inputs_too_small_to_square_are_refused_and_minus_zero_is_zero() -> None
     with pytest.raises(ValueError, match=r"max\(\|a\|, \|b\|\) >= 1e-100"):
         XDist.parse("uniform:0,1e-300")
     assert str(XDist.parse("uniform:-1e-100,0")) == "uniform:-1e-100,0"
-    assert str(XDist.parse("uniform:-0,0.5")) == "uniform:0,0.5" and XDist.parse("uniform:-0.0,1").low == 0.0
+    assert (
+        str(XDist.parse("uniform:-0,0.5")) == "uniform:0,0.5"
+        and XDist.parse("uniform:-0.0,1").low == 0.0
+    )

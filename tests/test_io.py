@@ -51,10 +51,14 @@ def test_loading_a_non_npz_file_is_a_clear_error(tmp_path) -> None:  # noqa: ANN
 
 
 @pytest.mark.parametrize("links", [True, False], ids=["hard-links", "no-hard-links"])
-def test_an_exclusive_write_never_replaces_a_file_that_appeared_meanwhile(tmp_path, monkeypatch, links) -> None:  # noqa: ANN001
+def test_an_exclusive_write_never_replaces_a_file_that_appeared_meanwhile(
+    tmp_path, monkeypatch, links
+) -> None:  # noqa: ANN001
     if not links:  # a file system without hard links: checked, then renamed
+
         def no_link(*a: object) -> None:
             raise OSError(1, "Operation not permitted")
+
         monkeypatch.setattr(os, "link", no_link)
     path = tmp_path / "out.npy"
     io.atomic_write_bytes(path, b"result", exclusive=True)
@@ -62,7 +66,9 @@ def test_an_exclusive_write_never_replaces_a_file_that_appeared_meanwhile(tmp_pa
     path.write_bytes(b"the user's file")  # created after the command checked that there was none
     with pytest.raises(LintfError, match="appeared while this command ran; it is left as it is"):
         io.atomic_write_bytes(path, b"result", exclusive=True)
-    assert path.read_bytes() == b"the user's file" and os.listdir(tmp_path) == ["out.npy"]  # no temporary left
+    assert path.read_bytes() == b"the user's file" and os.listdir(tmp_path) == [
+        "out.npy"
+    ]  # no temporary left
     io.atomic_write_bytes(path, b"result")  # the default replaces: the tool's own files
     assert path.read_bytes() == b"result"
 
@@ -71,19 +77,28 @@ def test_a_corrupt_json_file_is_named_in_a_one_line_error(tmp_path) -> None:  # 
     path = tmp_path / "metrics.json"
     for text in ("{'cells': 1", "\xff\xfe"):
         path.write_bytes(text.encode("latin-1"))
-        with pytest.raises(LintfError, match=f"{path}' is corrupt \\(.+\\); delete it and rerun to make it again"):
+        with pytest.raises(
+            LintfError, match=f"{path}' is corrupt \\(.+\\); delete it and rerun to make it again"
+        ):
             io.read_json(path)
     path.write_text('{"cells": 1}')
     assert io.read_json(path) == {"cells": 1}
 
 
-@pytest.mark.parametrize("text, says", [
-    ("[" * 65 + "]" * 65, "nested 65 levels deep, more than the 64"),
-    ('{"a": ' * 100_000 + "1" + "}" * 100_000, "nested 100000 levels deep"),
-    ('{"a": NaN}', "NaN is not a JSON number"), ('[Infinity]', "Infinity is not a JSON number"),
-    ('{"loss": 1e999}', "the number 1e999 is outside float64's range"), ("{no", "Expecting property name"),
-])
-def test_read_json_refuses_deep_non_finite_and_malformed_json_in_one_line(text: str, says: str, tmp_path) -> None:  # noqa: ANN001
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("[" * 65 + "]" * 65, "nested 65 levels deep, more than the 64"),
+        ('{"a": ' * 100_000 + "1" + "}" * 100_000, "nested 100000 levels deep"),
+        ('{"a": NaN}', "NaN is not a JSON number"),
+        ("[Infinity]", "Infinity is not a JSON number"),
+        ('{"loss": 1e999}', "the number 1e999 is outside float64's range"),
+        ("{no", "Expecting property name"),
+    ],
+)
+def test_read_json_refuses_deep_non_finite_and_malformed_json_in_one_line(
+    text: str, says: str, tmp_path
+) -> None:  # noqa: ANN001
     path = tmp_path / "metrics.json"
     path.write_text(text)
     with pytest.raises(LintfError) as exc:
@@ -97,15 +112,21 @@ def test_read_json_reads_what_lintf_writes_and_a_depth_at_the_limit(tmp_path) ->
     io.atomic_write_json(tmp_path / "m.json", obj)
     assert io.read_json(tmp_path / "m.json") == obj
     (tmp_path / "deep.json").write_text("[" * 64 + "]" * 64)
-    assert io.json_depth((tmp_path / "deep.json").read_text()) == 64 and io.read_json(tmp_path / "deep.json")
+    assert io.json_depth((tmp_path / "deep.json").read_text()) == 64 and io.read_json(
+        tmp_path / "deep.json"
+    )
 
 
-def test_read_json_refuses_a_file_above_the_size_limit_and_names_one_it_cannot_read(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+def test_read_json_refuses_a_file_above_the_size_limit_and_names_one_it_cannot_read(
+    tmp_path, monkeypatch
+) -> None:  # noqa: ANN001
     monkeypatch.setattr(io, "JSON_BYTES_MAX", 100)
     (tmp_path / "big.json").write_text("[" + "1, " * 100 + "1]")
     with pytest.raises(LintfError, match=r"big.json' is corrupt \(larger than the 100 bytes"):
         io.read_json(tmp_path / "big.json")
-    with pytest.raises(LintfError, match=r"absent.json' cannot be read: No such file or directory$"):
+    with pytest.raises(
+        LintfError, match=r"absent.json' cannot be read: No such file or directory$"
+    ):
         io.read_json(tmp_path / "absent.json")
 
 
@@ -114,10 +135,17 @@ def test_read_text_drops_a_byte_order_mark(tmp_path) -> None:  # noqa: ANN001
     assert io.read_text(tmp_path / "t.csv", "t") == "noise,depth\n"
 
 
-@pytest.mark.parametrize("meta, says", [('{"a": ' * 70 + "1" + "}" * 70, "meta is not valid JSON (nested 70 levels deep"),
-                                        ('{"noise": NaN}', "meta is not valid JSON (NaN is not a JSON number"),
-                                        ("[1]", "meta must be a JSON object, got list")])
-def test_load_model_reads_meta_as_json_from_a_file_lintf_did_not_write(meta: str, says: str, tmp_path) -> None:  # noqa: ANN001
+@pytest.mark.parametrize(
+    "meta, says",
+    [
+        ('{"a": ' * 70 + "1" + "}" * 70, "meta is not valid JSON (nested 70 levels deep"),
+        ('{"noise": NaN}', "meta is not valid JSON (NaN is not a JSON number"),
+        ("[1]", "meta must be a JSON object, got list"),
+    ],
+)
+def test_load_model_reads_meta_as_json_from_a_file_lintf_did_not_write(
+    meta: str, says: str, tmp_path
+) -> None:  # noqa: ANN001
     path = tmp_path / "m.npz"
     np.savez(path, P=np.zeros((1, 1, 3, 3)), Q=np.zeros((1, 1, 3, 3)), meta=np.asarray(meta))
     with pytest.raises(LintfError, match=f"^model file {str(path)!r}: " + re.escape(says)):

@@ -38,8 +38,10 @@ def test_record_settings_match_the_script():
 def test_every_committed_model_has_an_entry():
     files = {str(p.relative_to(digest_script.ROOT)) for p in digest_script.model_files()}
     missing = sorted(files - set(MODELS))
-    assert not missing, f"{len(missing)} model files have no digest entry (first: {missing[0]}); " \
-                        f"run `{digest_script.COMMAND}`"
+    assert not missing, (
+        f"{len(missing)} model files have no digest entry (first: {missing[0]}); "
+        f"run `{digest_script.COMMAND}`"
+    )
 
 
 @pytest.mark.parametrize("rel", sorted(MODELS))
@@ -52,8 +54,9 @@ def test_model_predicts_as_recorded(rel):
         pytest.fail(f"{rel} changed since the digest was recorded; run `{digest_script.COMMAND}`")
     current = digest_script.digest(path)
     assert current["adjusted_loss"] == pytest.approx(entry["adjusted_loss"], rel=ORACLE_REL, abs=0)
-    assert {k: v for k, v in current.items() if k != "adjusted_loss"} == \
-           {k: v for k, v in entry.items() if k != "adjusted_loss"}
+    assert {k: v for k, v in current.items() if k != "adjusted_loss"} == {
+        k: v for k, v in entry.items() if k != "adjusted_loss"
+    }
 
 
 @pytest.mark.parametrize("key", sorted(SIGNATURES))

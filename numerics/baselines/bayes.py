@@ -54,9 +54,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numerics.types import Inputs, Queries, Scalars, Targets
-from numerics.data import Noise
 from numerics.baselines.spectral import Spectral, _inv, check_data, spectral
+from numerics.data import Noise
+from numerics.types import Inputs, Queries, Scalars, Targets
 
 #: Gauss–Legendre points per panel, and the depth ``T`` of the log-σ range below ``σ_max``.
 PANEL_POINTS = 8
@@ -93,7 +93,9 @@ def quadrature(noise: Noise | str, nodes: int = DEFAULT_NODES) -> Quadrature:
     low = smax * np.exp(-LOG_DEPTH)
     sig_low = low / 2 * (1 + x)  # ∫_0^low dσ/σ_max
     log_w_low = np.log(low / 2 * g / smax)
-    return Quadrature(np.concatenate([sig_low**2, np.exp(2 * t)]), np.concatenate([log_w_low, log_w_t]))
+    return Quadrature(
+        np.concatenate([sig_low**2, np.exp(2 * t)]), np.concatenate([log_w_low, log_w_t])
+    )
 
 
 @jax.jit
@@ -175,8 +177,12 @@ def predict_spectral(sp: Spectral, s: jax.Array, log_w: jax.Array) -> Scalars:
     return _predict_weights(sp, s, log_w)
 
 
-def predict(X: Inputs, y: Targets, x_query: Queries, noise: Noise | str, nodes: int = DEFAULT_NODES) -> Scalars:
+def predict(
+    X: Inputs, y: Targets, x_query: Queries, noise: Noise | str, nodes: int = DEFAULT_NODES
+) -> Scalars:
     """Bayes-optimal prediction of the noiseless query target for data ``(X, y, x_query)`` under ``noise``."""
     check_data(X, y, x_query)
     q = quadrature(noise, nodes)
-    return predict_spectral(spectral(X, y, x_query), jnp.asarray(q.s, X.dtype), jnp.asarray(q.log_w, X.dtype))
+    return predict_spectral(
+        spectral(X, y, x_query), jnp.asarray(q.s, X.dtype), jnp.asarray(q.log_w, X.dtype)
+    )

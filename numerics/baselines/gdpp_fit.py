@@ -52,7 +52,6 @@ from scipy.optimize import least_squares
 from scipy.special import multigammaln
 
 from lintf_theory import gdpp_spectral_residual_rule, gdpp_spectral_rule
-
 from numerics.data import Noise
 from numerics.models import Gdpp
 
@@ -97,11 +96,19 @@ class SpectralFit(NamedTuple):
 
 def _check(n: int, d: int) -> None:
     if int(d) < 1 or int(n) <= int(d):
-        raise ValueError(f"the spectral fit needs context length n > d >= 1 (Σ invertible), got n={n}, d={d}")
+        raise ValueError(
+            f"the spectral fit needs context length n > d >= 1 (Σ invertible), got n={n}, d={d}"
+        )
 
 
-def wishart_eigenvalues(rng: np.random.Generator, sequences: int, d: int, dof: float, scale: float = 1.0,
-                        chunk: int = 100_000) -> np.ndarray:
+def wishart_eigenvalues(
+    rng: np.random.Generator,
+    sequences: int,
+    d: int,
+    dof: float,
+    scale: float = 1.0,
+    chunk: int = 100_000,
+) -> np.ndarray:
     r"""Eigenvalues ``(N, d)`` of ``Σ ~ W_d(ν, c I)`` by Bartlett: ``Σ = c L Lᵀ``, ``L_ii² ~ χ²_{ν−i}``, ``L_ij ~ N(0,1)`` below."""
     out = []
     for start in range(0, sequences, chunk):
@@ -117,12 +124,22 @@ def wishart_eigenvalues(rng: np.random.Generator, sequences: int, d: int, dof: f
 def log_density(mu: np.ndarray, d: int, dof: float, scale: float) -> np.ndarray:
     r"""``log`` of the ``W_d(ν, c I)`` density at ``Σ`` with eigenvalues ``mu (N, d)``:
     ``(ν−d−1)/2 log det Σ − tr Σ/(2c) − (ν d/2) log(2c) − log Γ_d(ν/2)``."""
-    return ((dof - d - 1) / 2 * np.log(mu).sum(-1) - mu.sum(-1) / (2 * scale)
-            - dof * d / 2 * np.log(2 * scale) - multigammaln(dof / 2, d))
+    return (
+        (dof - d - 1) / 2 * np.log(mu).sum(-1)
+        - mu.sum(-1) / (2 * scale)
+        - dof * d / 2 * np.log(2 * scale)
+        - multigammaln(dof / 2, d)
+    )
 
 
-def sample_spectra(seed: int, sequences: int, n: int = 20, d: int = 10, noise: str = "fixed:0",
-                   importance: bool = True) -> SpectralSample:
+def sample_spectra(
+    seed: int,
+    sequences: int,
+    n: int = 20,
+    d: int = 10,
+    noise: str = "fixed:0",
+    importance: bool = True,
+) -> SpectralSample:
     r"""Spectra of ``sequences`` draws of ``Σ = XᵀX`` (``x_i ~ N(0, I_d)``, ``n`` tokens) and their ``σ_τ``.
 
     ``importance=True`` draws from :data:`PROPOSAL` with weights ``p/q``; ``False`` from ``W_d(n, I)``
@@ -132,13 +149,23 @@ def sample_spectra(seed: int, sequences: int, n: int = 20, d: int = 10, noise: s
     if int(sequences) < 1:
         raise ValueError(f"sequences must be >= 1, got {sequences}")
     rng = np.random.Generator(np.random.PCG64(seed))
-    comps = [(p, d - 1 + f * (n - d + 1), c) for p, f, c in PROPOSAL] if importance else [(1.0, float(n), 1.0)]
+    comps = (
+        [(p, d - 1 + f * (n - d + 1), c) for p, f, c in PROPOSAL]
+        if importance
+        else [(1.0, float(n), 1.0)]
+    )
     counts = rng.multinomial(sequences, [p for p, _, _ in comps])
-    mu = np.concatenate([wishart_eigenvalues(rng, int(k), d, dof, c) for k, (_, dof, c) in zip(counts, comps)])
-    log_q = np.logaddexp.reduce(np.stack([np.log(p) + log_density(mu, d, dof, c) for p, dof, c in comps]), axis=0)
+    mu = np.concatenate(
+        [wishart_eigenvalues(rng, int(k), d, dof, c) for k, (_, dof, c) in zip(counts, comps)]
+    )
+    log_q = np.logaddexp.reduce(
+        np.stack([np.log(p) + log_density(mu, d, dof, c) for p, dof, c in comps]), axis=0
+    )
     weight = np.exp(log_density(mu, d, float(n), 1.0) - log_q)
     with jax.enable_x64(True):
-        sigma = np.asarray(Noise.parse(noise).sample_sigma(jax.random.PRNGKey(seed), sequences, jnp.float64))
+        sigma = np.asarray(
+            Noise.parse(noise).sample_sigma(jax.random.PRNGKey(seed), sequences, jnp.float64)
+        )
     perm = rng.permutation(sequences)  # components were drawn in blocks
     return SpectralSample(mu[perm], weight[perm], sigma)
 
@@ -191,12 +218,14 @@ def estimate(params: Gdpp, sample: SpectralSample) -> tuple[float, float]:
 
 
 def _residual_fn(points: Points, L: int):
-    mu, sig, sw = (jnp.asarray(a, jnp.float64) for a in (points.mu, points.sigma, np.sqrt(points.weight)))
+    mu, sig, sw = (
+        jnp.asarray(a, jnp.float64) for a in (points.mu, points.sigma, np.sqrt(points.weight))
+    )
     res_rule = gdpp_spectral_residual_rule().jax
 
     def F(theta):  # theta = (ω_xx^1..ω_xx^{L−1}, ω_yx^1..ω_yx^L); ω_xx^L = 0
         wxx = jnp.concatenate([theta[: L - 1], jnp.zeros(1, theta.dtype)])
-        s, r = factors(wxx, theta[L - 1:], mu)
+        s, r = factors(wxx, theta[L - 1 :], mu)
         rho = res_rule(mu, s, r, sig)
         rho = rho if isinstance(rho, (list, tuple)) else [rho]
         return jnp.concatenate([jnp.broadcast_to(q, mu.shape) * sw for q in rho])
@@ -209,18 +238,42 @@ def _lm(F, J, x0: np.ndarray, max_nfev: int) -> tuple[float, np.ndarray]:
     jac = lambda t: np.asarray(J(jnp.asarray(t)))  # noqa: E731
     if not np.all(np.isfinite(fun(x0))):
         return np.inf, x0
-    r = least_squares(fun, x0, jac=jac, method="lm", x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15,
-                      max_nfev=max_nfev)
+    r = least_squares(
+        fun,
+        x0,
+        jac=jac,
+        method="lm",
+        x_scale="jac",
+        xtol=1e-15,
+        ftol=1e-15,
+        gtol=1e-15,
+        max_nfev=max_nfev,
+    )
     return float(r.cost), r.x  # cost = ½ Σ_p weight_p Σ_k ρ_k² = ℒ on the points
 
 
-def fit_gdpp(layers: int, noise: str = "fixed:0", n: int = 20, d: int = 10, seed: int = 0,
-             sequences: int = FIT_SEQUENCES, max_nfev: int = 300) -> SpectralFit:
+def fit_gdpp(
+    layers: int,
+    noise: str = "fixed:0",
+    n: int = 20,
+    d: int = 10,
+    seed: int = 0,
+    sequences: int = FIT_SEQUENCES,
+    max_nfev: int = 300,
+) -> SpectralFit:
     r"""Fit GD++ with ``layers`` layers by continuation ``L = 1..layers`` (module docstring); float64 throughout.
     The process keeps each setting's path: a fit of another depth takes its step of it, or goes on from its end."""
     if int(layers) < 1:
         raise ValueError(f"layers must be >= 1, got {layers}")
-    return _fit_cached(int(layers), str(Noise.parse(noise)), int(n), int(d), int(seed), int(sequences), int(max_nfev))
+    return _fit_cached(
+        int(layers),
+        str(Noise.parse(noise)),
+        int(n),
+        int(d),
+        int(seed),
+        int(sequences),
+        int(max_nfev),
+    )
 
 
 #: Per fit setting ``(noise, n, d, seed, sequences, max_nfev)``, the fits of depth ``1, 2, …`` so far, each with its
@@ -240,7 +293,9 @@ def _points(noise: str, n: int, d: int, seed: int, sequences: int) -> Points:
     return thin(sample_spectra(seed, sequences, n, d, noise))
 
 
-def _fit_cached(layers: int, noise: str, n: int, d: int, seed: int, sequences: int, max_nfev: int) -> SpectralFit:
+def _fit_cached(
+    layers: int, noise: str, n: int, d: int, seed: int, sequences: int, max_nfev: int
+) -> SpectralFit:
     path = _PATHS.setdefault((noise, n, d, seed, sequences, max_nfev), [])
     with jax.enable_x64(True):
         for L in range(len(path) + 1, layers + 1):
@@ -257,7 +312,7 @@ def _fit_cached(layers: int, noise: str, n: int, d: int, seed: int, sequences: i
                 for p in range(L):
                     nu = float(np.max(pts.mu * m**2))
                     # at p = L−1 the inserted layer is the last one, whose ω_xx is fixed: one start
-                    for t in ((1 / 3, 1.0, 3.0) if p < L - 1 else (1.0,)):
+                    for t in (1 / 3, 1.0, 3.0) if p < L - 1 else (1.0,):
                         nxx, nyx = np.insert(wxx, p, -t / nu), np.insert(wyx, p, 0.0)
                         starts.append(np.concatenate([nxx[: L - 1], nyx]))
                     if p < L - 1:  # the scale of x after layer p, by the derived rule
@@ -267,8 +322,12 @@ def _fit_cached(layers: int, noise: str, n: int, d: int, seed: int, sequences: i
                 val, x = _lm(F, J, x0, max_nfev)
                 if val < best[0]:
                     best = (val, x)
-            fitted = Gdpp(np.concatenate([best[1][: L - 1], [0.0]]), best[1][L - 1:].copy())
+            fitted = Gdpp(np.concatenate([best[1][: L - 1], [0.0]]), best[1][L - 1 :].copy())
             path.append((best[0], fitted, time.perf_counter() - t0))
     loss, params, _ = path[layers - 1]
-    return SpectralFit(params, loss, tuple((v, p) for v, p, _ in path[:layers]),
-                       sum(sec for _, _, sec in path[:layers]))
+    return SpectralFit(
+        params,
+        loss,
+        tuple((v, p) for v, p, _ in path[:layers]),
+        sum(sec for _, _, sec in path[:layers]),
+    )

@@ -33,12 +33,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from numerics.baselines import bayes
-from numerics.baselines import scoring
+from numerics.baselines import bayes, scoring
+from numerics.baselines.spectral import (
+    Spectral,
+    check_ols,
+    check_s,
+    ridge_predict,
+    ridge_predict_grid,
+)
 from numerics.data import Noise
-from numerics.baselines.spectral import Spectral, check_ols, check_s, ridge_predict, ridge_predict_grid
 
-NAMES: tuple[str, ...] = ("OLS", "ConstRR", "ConstRR_Esigma2", "AdaRR", "TunedRR", "GD", "Bayes", "Oracle")
+NAMES: tuple[str, ...] = (
+    "OLS",
+    "ConstRR",
+    "ConstRR_Esigma2",
+    "AdaRR",
+    "TunedRR",
+    "GD",
+    "Bayes",
+    "Oracle",
+)
 #: Ridge at ``λ = E σ²``: the loss-minimising spectral filter, so no GD++ model has a lower expected loss.
 FLOOR = "ConstRR_Esigma2"
 OLS_BASED: tuple[str, ...] = ("OLS", "AdaRR", "TunedRR")
@@ -88,11 +102,15 @@ def mean_loss_grid(sp: Spectral, y_query: jax.Array, s_grid: jax.Array) -> jax.A
 
 
 @jax.jit
-def tuned_loss_grid(sp: Spectral, y_query: jax.Array, caps: jax.Array, mults: jax.Array) -> jax.Array:
+def tuned_loss_grid(
+    sp: Spectral, y_query: jax.Array, caps: jax.Array, mults: jax.Array
+) -> jax.Array:
     s2 = sigma2_hat(sp)
 
     def one(cm: jax.Array) -> jax.Array:
-        return jnp.mean(scoring.per_sequence_loss(ridge_predict(sp, cm[1] * jnp.minimum(s2, cm[0])), y_query))
+        return jnp.mean(
+            scoring.per_sequence_loss(ridge_predict(sp, cm[1] * jnp.minimum(s2, cm[0])), y_query)
+        )
 
     return jax.lax.map(one, jnp.stack([caps, mults], -1))
 
@@ -113,7 +131,9 @@ def _between(grid: np.ndarray, i: int) -> np.ndarray:
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
     if lo > 0 and np.isfinite(hi):
         return np.geomspace(lo, hi, REFINE_POINTS)
-    if not np.isfinite(hi):  # keep ∞ (no cap) as a candidate, refine the finite side up to 4× the best
+    if not np.isfinite(
+        hi
+    ):  # keep ∞ (no cap) as a candidate, refine the finite side up to 4× the best
         top = grid[i] if np.isfinite(grid[i]) else lo
         return np.concatenate([np.geomspace(lo, 4 * top, REFINE_POINTS - 1), [hi]])
     return np.linspace(lo, hi, REFINE_POINTS)
@@ -124,7 +144,9 @@ def tune_const(sp: Spectral, y_query: jax.Array) -> float:
     rounds; deterministic."""
     grid = CONST_GRID
     losses = np.asarray(mean_loss_grid(sp, y_query, jnp.asarray(grid)))
-    while int(np.argmin(losses)) == len(grid) - 1 and grid[-1] < 1e13:  # best at the top: go on a decade at a time
+    while (
+        int(np.argmin(losses)) == len(grid) - 1 and grid[-1] < 1e13
+    ):  # best at the top: go on a decade at a time
         grid = np.geomspace(grid[-2], grid[-1] * 10, 7)  # (σ up to 1e6 puts λ = σ² up to 1e12)
         losses = np.asarray(mean_loss_grid(sp, y_query, jnp.asarray(grid)))
     for k in range(REFINE + 1):
@@ -144,7 +166,9 @@ def tune_tuned(sp: Spectral, y_query: jax.Array) -> tuple[float, float]:
     mults = MULT_GRID
     for _ in range(REFINE + 1):
         C, M = np.meshgrid(caps, mults, indexing="ij")
-        losses = np.asarray(tuned_loss_grid(sp, y_query, jnp.asarray(C.ravel()), jnp.asarray(M.ravel())))
+        losses = np.asarray(
+            tuned_loss_grid(sp, y_query, jnp.asarray(C.ravel()), jnp.asarray(M.ravel()))
+        )
         i, j = np.unravel_index(int(np.argmin(losses)), C.shape)
         best = (float(caps[i]), float(mults[j]))
         caps, mults = _between(caps, i), _between(mults, j)
@@ -160,8 +184,15 @@ def tune_eta(sp: Spectral, y_query: jax.Array) -> float:
     return max(0.0, float(np.dot(np.asarray(y_query), g)) / gg) if gg > 0 else 0.0
 
 
-def tune(key: jax.Array, noise: Noise | str, sequences: int, n: int, d: int, methods=NAMES,
-         chunk: int | None = None) -> Tuned:
+def tune(
+    key: jax.Array,
+    noise: Noise | str,
+    sequences: int,
+    n: int,
+    d: int,
+    methods=NAMES,
+    chunk: int | None = None,
+) -> Tuned:
     """Tune ConstRR, TunedRR and GD on ``sequences`` fresh sequences drawn with ``key`` (float64)."""
     chunk = scoring.CHUNK if chunk is None else chunk
     if not set(TUNED) & set(methods):
@@ -193,7 +224,9 @@ def predictor(tuned: Tuned, noise: Noise | str, methods=NAMES, nodes: int = baye
             "ConstRR": lambda: ridge_predict(sp, tuned.lam_const),
             FLOOR: lambda: ridge_predict(sp, mean_sigma2),
             "AdaRR": lambda: ridge_predict(sp, sigma2_hat(sp)),
-            "TunedRR": lambda: ridge_predict(sp, tuned.mult * jnp.minimum(sigma2_hat(sp), tuned.cap)),
+            "TunedRR": lambda: ridge_predict(
+                sp, tuned.mult * jnp.minimum(sigma2_hat(sp), tuned.cap)
+            ),
             "GD": lambda: tuned.eta * gd_direction(sp),
             "Bayes": lambda: bayes.predict_spectral(sp, s_nodes, log_w),
             "Oracle": lambda: ridge_predict(sp, batch.sigma**2),
@@ -212,16 +245,26 @@ def check_methods(methods, n: int, d: int) -> tuple[str, ...]:
         raise ValueError(f"methods must be a non-empty subset of {', '.join(NAMES)}; got {got}")
     twice = sorted({m for m in methods if methods.count(m) > 1})
     if twice:
-        raise ValueError(f"methods must name each baseline once; got {', '.join(twice)} more than once")
+        raise ValueError(
+            f"methods must name each baseline once; got {', '.join(twice)} more than once"
+        )
     for m in methods:
         if m in OLS_BASED:
             check_ols(n, d, m)
     return methods
 
 
-def table(noise: Noise | str, n: int = 20, d: int = 10, sequences: int = 100_000, seed: int = 0,
-          tune_sequences: int = TUNE_SEQUENCES, methods=NAMES, nodes: int = bayes.DEFAULT_NODES,
-          chunk: int | None = None) -> dict[str, dict]:
+def table(
+    noise: Noise | str,
+    n: int = 20,
+    d: int = 10,
+    sequences: int = 100_000,
+    seed: int = 0,
+    tune_sequences: int = TUNE_SEQUENCES,
+    methods=NAMES,
+    nodes: int = bayes.DEFAULT_NODES,
+    chunk: int | None = None,
+) -> dict[str, dict]:
     """Adjusted loss of every baseline on ``sequences`` evaluation sequences (float64, chunked).
 
     Returns ``{name: {"loss", "se", "raw", "raw_se", "count", ...tuned parameters}}``; ``loss`` is
@@ -238,10 +281,23 @@ def table(noise: Noise | str, n: int = 20, d: int = 10, sequences: int = 100_000
     k_tune, k_eval = jax.random.split(jax.random.PRNGKey(int(seed)))
     tuned = tune(k_tune, noise, tune_sequences, n, d, methods, chunk)
     with jax.enable_x64(True):
-        res = scoring.evaluate(predictor(tuned, noise, methods, nodes), noise, sequences, n, d, k_eval, chunk,
-                                  against="Bayes" if "Bayes" in methods else None)
-    params = {"ConstRR": {"lam_const": tuned.lam_const}, FLOOR: {"lam": noise.mean_sigma2},
-              "TunedRR": {"cap": tuned.cap, "mult": tuned.mult}, "GD": {"eta": tuned.eta}, "Bayes": {"nodes": len(bayes.quadrature(noise, nodes).s)}}
+        res = scoring.evaluate(
+            predictor(tuned, noise, methods, nodes),
+            noise,
+            sequences,
+            n,
+            d,
+            k_eval,
+            chunk,
+            against="Bayes" if "Bayes" in methods else None,
+        )
+    params = {
+        "ConstRR": {"lam_const": tuned.lam_const},
+        FLOOR: {"lam": noise.mean_sigma2},
+        "TunedRR": {"cap": tuned.cap, "mult": tuned.mult},
+        "GD": {"eta": tuned.eta},
+        "Bayes": {"nodes": len(bayes.quadrature(noise, nodes).s)},
+    }
     return {m: res[m] | params.get(m, {}) for m in methods}
 
 

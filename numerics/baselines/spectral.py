@@ -57,7 +57,9 @@ def check_data(X: Inputs, y: Targets, x_query: Queries) -> tuple[int, int]:
     if tuple(y.shape) != (B, n):
         raise ValueError(f"y must have shape (B, n) = {(B, n)} to match X, got {tuple(y.shape)}")
     if tuple(x_query.shape) != (B, d):
-        raise ValueError(f"x_query must have shape (B, d) = {(B, d)} to match X, got {tuple(x_query.shape)}")
+        raise ValueError(
+            f"x_query must have shape (B, d) = {(B, d)} to match X, got {tuple(x_query.shape)}"
+        )
     return n, d
 
 
@@ -71,7 +73,9 @@ def check_s(s, name: str = "sigma") -> None:
     """Ridge parameters / noise levels must be finite and ``>= 0`` (checked on concrete values)."""
     arr = np.asarray(s, dtype=float)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{name} must be finite and >= 0, got min {np.nanmin(arr) if arr.size else arr}")
+        raise ValueError(
+            f"{name} must be finite and >= 0, got min {np.nanmin(arr) if arr.size else arr}"
+        )
 
 
 @jax.jit

@@ -17,11 +17,17 @@ import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("numerics.cli.verify", "run every proof-check script (the paper's claims)"),
-    "baselines": ("numerics.cli.baselines", "adjusted loss of every baseline, Bayes-optimal floor included"),
+    "baselines": (
+        "numerics.cli.baselines",
+        "adjusted loss of every baseline, Bayes-optimal floor included",
+    ),
     "train": ("numerics.cli.train", "train FULL / DIAG / GD++ linear transformers"),
     "predict": ("numerics.cli.predict", "evaluate a saved model on user data"),
     "inspect": ("numerics.cli.inspect", "per-layer implicit weights (M, u, a, w) of a saved model"),
-    "convert": ("numerics.cli.convert", "attention weights (W_Q, W_K, W_V, W_O) to a lintf model, and back"),
+    "convert": (
+        "numerics.cli.convert",
+        "attention weights (W_Q, W_K, W_V, W_O) to a lintf model, and back",
+    ),
     "reproduce": ("numerics.cli.reproduce", "reproduce the paper's table and figures"),
     "bench": ("numerics.cli.bench", "training throughput and time-to-quality benchmark"),
 }
@@ -34,8 +40,12 @@ class _UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: ANN201 - argparse's hook; one line instead of usage + message
         head, _, rest = message.partition(": ")
-        if head.startswith("argument ") and rest.startswith(head[len("argument "):].split("/")[-1] + " "):
-            message = rest  # a checked type's message names the option already (numerics.cli.validate)
+        if head.startswith("argument ") and rest.startswith(
+            head[len("argument ") :].split("/")[-1] + " "
+        ):
+            message = (
+                rest  # a checked type's message names the option already (numerics.cli.validate)
+            )
         raise _UsageError(f"{self.prog}: error: {' '.join(message.split())}")
 
     def _print_message(self, message: str, file=None) -> None:  # noqa: ANN001 - argparse's hook, which would
@@ -62,12 +72,16 @@ def _load(module: str):  # noqa: ANN202
 def build_parser() -> argparse.ArgumentParser:
     from numerics.cli import validate
 
-    parser = _Parser(prog="lintf", description="lintf: machine-checked theory and fast numerics for linear transformers as in-context learners.")
+    parser = _Parser(
+        prog="lintf",
+        description="lintf: machine-checked theory and fast numerics for linear transformers as in-context learners.",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_) in COMMANDS.items():
         mod = _load(module)
-        p = sub.add_parser(name, help=help_ if mod else f"{help_} (not available in this build)",
-                           description=help_)
+        p = sub.add_parser(
+            name, help=help_ if mod else f"{help_} (not available in this build)", description=help_
+        )
         if mod is not None:
             mod.add_arguments(p)
             validate.install(p)
@@ -96,6 +110,7 @@ class _Interrupts:
         def unraisable(info) -> None:  # noqa: ANN001 - the lost interrupt is raised again: no "Exception ignored"
             if not (self.pending and info.exc_type is KeyboardInterrupt):
                 shown(info)
+
         sys.unraisablehook = unraisable
 
     def first(self, signum: int, frame: object) -> None:
@@ -112,14 +127,22 @@ class _Interrupts:
     def caught(self) -> None:
         self.pending, self.ended = False, True
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the message is printed and the process ends now
+        signal.signal(
+            signal.SIGINT, signal.SIG_IGN
+        )  # the message is printed and the process ends now
 
 
 def _interrupted(command: str) -> int:
     resumes = command in RESUMABLE
-    print(f"lintf {command}: interrupted; "
-          + ("finished work is kept, rerun the same command to resume" if resumes else "nothing was written"),
-          file=sys.stderr)
+    print(
+        f"lintf {command}: interrupted; "
+        + (
+            "finished work is kept, rerun the same command to resume"
+            if resumes
+            else "nothing was written"
+        ),
+        file=sys.stderr,
+    )
     return 130
 
 
@@ -147,10 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     command = next((a for a in sys.argv[1:] if a in COMMANDS), "")
     try:
         rc = _main(None)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # finished: a SIGINT from here on changes nothing
-        if _INTERRUPTS.pending:  # raised where nothing let it through, and the command finished first
+        signal.signal(
+            signal.SIGINT, signal.SIG_IGN
+        )  # finished: a SIGINT from here on changes nothing
+        if (
+            _INTERRUPTS.pending
+        ):  # raised where nothing let it through, and the command finished first
             raise KeyboardInterrupt
-    except KeyboardInterrupt:  # outside the sub-command (the command line read, its module imported)
+    except (
+        KeyboardInterrupt
+    ):  # outside the sub-command (the command line read, its module imported)
         _INTERRUPTS.caught()
         rc = _interrupted(command) if command else 130
     if _INTERRUPTS.ended:
@@ -168,14 +197,18 @@ def _flushed(command: str, rc: int) -> int:
         return 141
     except OSError as exc:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        print(f"lintf{' ' + command if command else ''}: error: cannot write the output: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"lintf{' ' + command if command else ''}: error: cannot write the output: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 2
     return rc
 
 
 def _main(argv: list[str] | None) -> int:
-    if argv is None:  # the console command (not an in-process call): one host device per core, before JAX loads
+    if (
+        argv is None
+    ):  # the console command (not an in-process call): one host device per core, before JAX loads
         from numerics.train import devices as hostdevices
 
         from numerics.cli.environment import xla_flags  # lazy: start-up
@@ -203,7 +236,9 @@ def _main(argv: list[str] | None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         print(f"lintf: error: cannot write the help text: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    args._argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for "reproduce:" lines
+    args._argv = list(
+        sys.argv[1:] if argv is None else argv
+    )  # the command line, for "reproduce:" lines
     args._console = argv is None  # the process is the command's own: it may set process-wide state
     mod = _load(args._module)
     if mod is None:
@@ -218,10 +253,16 @@ def _main(argv: list[str] | None) -> int:
     except (ValueError, LintfError) as exc:
         print(f"lintf {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # the reader of the output left (``| head``): stop quietly, as other tools do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the flush at exit then stays quiet
+    except (
+        BrokenPipeError
+    ):  # the reader of the output left (``| head``): stop quietly, as other tools do
+        os.dup2(
+            os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()
+        )  # the flush at exit then stays quiet
         return 141
-    except OSError as exc:  # a file or the output could not be read or written: say which, in one line
+    except (
+        OSError
+    ) as exc:  # a file or the output could not be read or written: say which, in one line
         where = f"{exc.filename!r}: " if exc.filename else ""
         print(f"lintf {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
@@ -231,8 +272,10 @@ def _main(argv: list[str] | None) -> int:
     except Exception as exc:
         if "RESOURCE_EXHAUSTED" not in str(exc):
             raise
-        print(f"lintf {args.command}: error: out of memory ({str(exc).splitlines()[0][:200]}); lower the sizes",
-              file=sys.stderr)
+        print(
+            f"lintf {args.command}: error: out of memory ({str(exc).splitlines()[0][:200]}); lower the sizes",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         if args._console:

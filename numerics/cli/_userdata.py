@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from numerics.archive import read_npz
+from numerics.cli.validate import SIGMA_MAX
 from numerics.errors import LintfError
 from numerics.io import atomic_write_bytes, check_real_finite
-from numerics.cli.validate import SIGMA_MAX
 
 REQUIRED = ("X", "y", "x_query")
 OPTIONAL = ("y_query", "sigma")
@@ -39,25 +39,33 @@ def load_data(path: str, d: int | None = None) -> dict[str, np.ndarray]:
     raw = read_npz(path, f"data file {name}", (*REQUIRED, *OPTIONAL))
     missing = [k for k in REQUIRED if k not in raw]
     if missing:
-        raise LintfError(f"data file {name} must hold arrays X (B,n,d), y (B,n), x_query (B,d); "
-                         f"missing: {', '.join(missing)}")
+        raise LintfError(
+            f"data file {name} must hold arrays X (B,n,d), y (B,n), x_query (B,d); "
+            f"missing: {', '.join(missing)}"
+        )
     data: dict[str, np.ndarray] = {}
     for k, v in raw.items():
         data[k] = check_real_finite(f"data file {name}: array {k}", v)
     X = data["X"]
     if X.ndim != 3 or min(X.shape) < 1:
-        raise LintfError(f"data file {name}: X must have shape (B, n, d) with B, n, d >= 1, got {X.shape}")
+        raise LintfError(
+            f"data file {name}: X must have shape (B, n, d) with B, n, d >= 1, got {X.shape}"
+        )
     B, n, dx = X.shape
     want = {"y": (B, n), "x_query": (B, dx), "y_query": (B,), "sigma": (B,)}
     for k, shape in want.items():
         if k in data and data[k].shape != shape:
-            raise LintfError(f"data file {name}: {k} must have shape {shape} to match X {X.shape}, "
-                             f"got {data[k].shape}")
+            raise LintfError(
+                f"data file {name}: {k} must have shape {shape} to match X {X.shape}, "
+                f"got {data[k].shape}"
+            )
     if "sigma" in data and not np.all((data["sigma"] >= 0) & (data["sigma"] <= SIGMA_MAX)):
         raise LintfError(f"data file {name}: sigma must be >= 0 and <= {SIGMA_MAX:g}")
     if d is not None and dx != d:
-        raise LintfError(f"model has input dimension d={d} (P is (L, H, {d + 1}, {d + 1})) "
-                         f"but data file {name} has d={dx} (X is {X.shape})")
+        raise LintfError(
+            f"model has input dimension d={d} (P is (L, H, {d + 1}, {d + 1})) "
+            f"but data file {name} has d={dx} (X is {X.shape})"
+        )
     return data
 
 

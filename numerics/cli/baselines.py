@@ -18,24 +18,47 @@ from numerics.io import strict_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--noise", required=True, action="append",
-                   help="fixed:S, uniform:SMAX, categorical:S1,S2,... or 'paper'/'all' for the 10 paper settings; "
-                        "repeat for several")
+    p.add_argument(
+        "--noise",
+        required=True,
+        action="append",
+        help="fixed:S, uniform:SMAX, categorical:S1,S2,... or 'paper'/'all' for the 10 paper settings; "
+        "repeat for several",
+    )
     p.add_argument("--n", type=int, default=20, help="context length (default 20)")
     p.add_argument("--d", type=int, default=10, help="input dimension (default 10)")
-    p.add_argument("--eval-sequences", type=int, default=100_000,
-                   help="evaluation sequences per setting (default 100000)")
-    p.add_argument("--tune-sequences", type=int, default=None,
-                   help="tuning sequences for ConstRR/TunedRR/GD, drawn separately (default 50000)")
+    p.add_argument(
+        "--eval-sequences",
+        type=int,
+        default=100_000,
+        help="evaluation sequences per setting (default 100000)",
+    )
+    p.add_argument(
+        "--tune-sequences",
+        type=int,
+        default=None,
+        help="tuning sequences for ConstRR/TunedRR/GD, drawn separately (default 50000)",
+    )
     p.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
-    p.add_argument("--chunk-sequences", type=int, default=20_000,
-                   help="sequences drawn and evaluated at once; bounds memory and fixes the data for a seed (default 20000)")
-    p.add_argument("--methods", default=None,
-                   help="comma list out of OLS,ConstRR,ConstRR_Esigma2,AdaRR,TunedRR,GD,Bayes,Oracle (default: "
-                        "all; n <= d allows only ConstRR,ConstRR_Esigma2,GD,Bayes,Oracle)")
-    p.add_argument("--nodes", type=int, default=None, help="Bayes quadrature nodes in log sigma (default 256)")
+    p.add_argument(
+        "--chunk-sequences",
+        type=int,
+        default=20_000,
+        help="sequences drawn and evaluated at once; bounds memory and fixes the data for a seed (default 20000)",
+    )
+    p.add_argument(
+        "--methods",
+        default=None,
+        help="comma list out of OLS,ConstRR,ConstRR_Esigma2,AdaRR,TunedRR,GD,Bayes,Oracle (default: "
+        "all; n <= d allows only ConstRR,ConstRR_Esigma2,GD,Bayes,Oracle)",
+    )
+    p.add_argument(
+        "--nodes", type=int, default=None, help="Bayes quadrature nodes in log sigma (default 256)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    p.add_argument("--markdown", action="store_true", help="print a Markdown table (for the README)")
+    p.add_argument(
+        "--markdown", action="store_true", help="print a Markdown table (for the README)"
+    )
 
 
 def _noises(specs: list[str]) -> list:
@@ -43,7 +66,11 @@ def _noises(specs: list[str]) -> list:
 
     out: list[Noise] = []
     for s in specs:
-        out += [Noise.parse(p) for p in PAPER_NOISES] if s.strip().lower() in ("paper", "all") else [Noise.parse(s)]
+        out += (
+            [Noise.parse(p) for p in PAPER_NOISES]
+            if s.strip().lower() in ("paper", "all")
+            else [Noise.parse(s)]
+        )
     return out
 
 
@@ -54,19 +81,35 @@ def run(args: argparse.Namespace) -> int:
     if args.json and args.markdown:
         raise LintfError("--json and --markdown each choose the output; give one of them")
     noises = _noises(args.noise)
-    methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods is not None else baselines.NAMES
+    methods = (
+        tuple(m.strip() for m in args.methods.split(","))
+        if args.methods is not None
+        else baselines.NAMES
+    )
     try:
         methods = baselines.check_methods(methods, args.n, args.d)
     except ValueError as exc:  # the library names its parameters; the command names its flags
-        hint = (f"; leave {', '.join(baselines.OLS_BASED)} out with --methods, or make --n larger than --d"
-                if "n > d" in str(exc) else "")
-        raise LintfError(f"--methods {'all' if args.methods is None else repr(args.methods)}: {exc}{hint}") from None
-    applies = (("--nodes", args.nodes, ("Bayes",)), ("--tune-sequences", args.tune_sequences, baselines.TUNED))
+        hint = (
+            f"; leave {', '.join(baselines.OLS_BASED)} out with --methods, or make --n larger than --d"
+            if "n > d" in str(exc)
+            else ""
+        )
+        raise LintfError(
+            f"--methods {'all' if args.methods is None else repr(args.methods)}: {exc}{hint}"
+        ) from None
+    applies = (
+        ("--nodes", args.nodes, ("Bayes",)),
+        ("--tune-sequences", args.tune_sequences, baselines.TUNED),
+    )
     for flag, given, users in applies:
         if given is not None and not set(users) & set(methods):
-            raise LintfError(f"{flag} {given} applies to {', '.join(users)}, which --methods leaves out; add "
-                             f"{'it' if len(users) == 1 else 'one'}, or leave {flag} out")
-    tune_sequences = baselines.TUNE_SEQUENCES if args.tune_sequences is None else args.tune_sequences
+            raise LintfError(
+                f"{flag} {given} applies to {', '.join(users)}, which --methods leaves out; add "
+                f"{'it' if len(users) == 1 else 'one'}, or leave {flag} out"
+            )
+    tune_sequences = (
+        baselines.TUNE_SEQUENCES if args.tune_sequences is None else args.tune_sequences
+    )
     nodes = bayes.DEFAULT_NODES if args.nodes is None else args.nodes
     try:
         bayes.quadrature("uniform:1", nodes)  # validates --nodes before any work
@@ -75,19 +118,40 @@ def run(args: argparse.Namespace) -> int:
     results, seconds = {}, {}
     for nz in noises:
         t0 = time.perf_counter()
-        results[str(nz)] = baselines.table(nz, n=args.n, d=args.d, sequences=args.eval_sequences, seed=args.seed,
-                                           tune_sequences=tune_sequences, methods=methods, nodes=nodes,
-                                           chunk=args.chunk_sequences)
+        results[str(nz)] = baselines.table(
+            nz,
+            n=args.n,
+            d=args.d,
+            sequences=args.eval_sequences,
+            seed=args.seed,
+            tune_sequences=tune_sequences,
+            methods=methods,
+            nodes=nodes,
+            chunk=args.chunk_sequences,
+        )
         seconds[str(nz)] = time.perf_counter() - t0
-        bad = [f"{m} {k}" for m, r in results[str(nz)].items() for k in ("loss", "se")
-               if isinstance(r.get(k), float) and not math.isfinite(r[k])]
+        bad = [
+            f"{m} {k}"
+            for m, r in results[str(nz)].items()
+            for k in ("loss", "se")
+            if isinstance(r.get(k), float) and not math.isfinite(r[k])
+        ]
         if bad:
-            raise LintfError(f"--noise {nz}: {', '.join(bad)} not finite (the noise level's squares overflow); "
-                             "use smaller noise levels")
+            raise LintfError(
+                f"--noise {nz}: {', '.join(bad)} not finite (the noise level's squares overflow); "
+                "use smaller noise levels"
+            )
     if args.json:
-        out = {"n": args.n, "d": args.d, "sequences": args.eval_sequences, "tune_sequences": tune_sequences,
-               "seed": args.seed, "chunk": args.chunk_sequences, "seconds": seconds,
-               "results": results}
+        out = {
+            "n": args.n,
+            "d": args.d,
+            "sequences": args.eval_sequences,
+            "tune_sequences": tune_sequences,
+            "seed": args.seed,
+            "chunk": args.chunk_sequences,
+            "seconds": seconds,
+            "results": results,
+        }
         print(strict_json(out))
         return 0
     header, rows = _rows(results, methods)
@@ -113,15 +177,19 @@ def run(args: argparse.Namespace) -> int:
     console.print(tab)
     for k, r in results.items():
         if "ConstRR" in r and baselines.FLOOR in r:
-            console.print(f"{k}: ConstRR's tuned lambda {r['ConstRR']['lam_const']:.4g}, E sigma^2 = "
-                          f"{r[baselines.FLOOR]['lam']:.4g} ({baselines.FLOOR}, the GD++ floor)")
+            console.print(
+                f"{k}: ConstRR's tuned lambda {r['ConstRR']['lam_const']:.4g}, E sigma^2 = "
+                f"{r[baselines.FLOOR]['lam']:.4g} ({baselines.FLOOR}, the GD++ floor)"
+            )
     console.print(f"{total}; --json adds raw losses and the tuned parameters")
     return 0
 
 
 def _caption(args: argparse.Namespace, tune_sequences: int) -> str:
-    return (f"Adjusted loss ± SE (method − oracle ridge, paired), n={args.n}, d={args.d}, {args.eval_sequences} "
-            f"sequences, {tune_sequences} tuning sequences, seed {args.seed}")
+    return (
+        f"Adjusted loss ± SE (method − oracle ridge, paired), n={args.n}, d={args.d}, {args.eval_sequences} "
+        f"sequences, {tune_sequences} tuning sequences, seed {args.seed}"
+    )
 
 
 def _rows(results: dict, methods: tuple[str, ...]) -> tuple[list[str], list[list[str]]]:
@@ -129,7 +197,12 @@ def _rows(results: dict, methods: tuple[str, ...]) -> tuple[list[str], list[list
     ``ℓ_m − ℓ_Bayes`` over the other baselines (positive: Bayes is lower)."""
     shown = [m for m in methods if m != "Oracle"]
     gap = "Bayes" in methods and len(shown) > 1
-    header = ["noise"] + shown + (["Oracle raw"] if "Oracle" in methods else []) + (["min gap to Bayes"] if gap else [])
+    header = (
+        ["noise"]
+        + shown
+        + (["Oracle raw"] if "Oracle" in methods else [])
+        + (["min gap to Bayes"] if gap else [])
+    )
     rows = []
     for k, r in results.items():
         row = [k] + [f"{r[m]['loss']:.4f} ± {r[m]['se']:.4f}" for m in shown]

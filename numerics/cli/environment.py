@@ -23,7 +23,9 @@ def xla_flags(environ: dict[str, str] | os._Environ) -> None:  # noqa: SLF001 - 
     ok = len(values) == 1 and re.fullmatch(r"[0-9]+", values[0] or "") is not None
     if values and not (ok and 1 <= int(values[0]) <= MAX_COUNT):
         shown = ", ".join("no value" if v is None else repr(v) for v in values)
-        raise LintfError(f"XLA_FLAGS: {FLAG} must be given once as an integer in 1..{MAX_COUNT}, got {shown}")
+        raise LintfError(
+            f"XLA_FLAGS: {FLAG} must be given once as an integer in 1..{MAX_COUNT}, got {shown}"
+        )
 
 
 #: Free bytes a sweep's ``--out`` and ``--runs`` need at the start: its records and checkpoints are a few KB each;
@@ -38,5 +40,7 @@ def free_space(path: str, flag: str) -> None:
         p = p.parent
     free = shutil.disk_usage(p).free
     if free < FREE_MIN:
-        raise LintfError(f"{flag} {path!r}: its file system has {free} bytes free, less than the {FREE_MIN} a sweep "
-                         "needs to start; free some space or give another directory")
+        raise LintfError(
+            f"{flag} {path!r}: its file system has {free} bytes free, less than the {FREE_MIN} a sweep "
+            "needs to start; free some space or give another directory"
+        )

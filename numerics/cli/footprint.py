@@ -12,8 +12,16 @@ def itemsize(dtype: str) -> int:
     return 8 if dtype == "float64" else 4
 
 
-def train_bytes(seeds: int, batch: int, layers: int, heads: int, n: int, d: int, itemsize: int,
-                eval_chunk: int = 8192) -> float:
+def train_bytes(
+    seeds: int,
+    batch: int,
+    layers: int,
+    heads: int,
+    n: int,
+    d: int,
+    itemsize: int,
+    eval_chunk: int = 8192,
+) -> float:
     r"""Training's dominant arrays, bytes: ``2 · itemsize · K · (max(B, C) · L · a + L · H · p)`` with ``K`` seeds,
     ``B`` the batch, ``C`` the evaluation chunk, per sequence and layer ``a = 2(d+1)² + 2(n+1)(d+1)`` (the Gram
     matrix ``E``, its product ``G`` and the tokens ``Z``, ``C`` kept for the backward pass), per head
@@ -24,7 +32,9 @@ def train_bytes(seeds: int, batch: int, layers: int, heads: int, n: int, d: int,
     return 2.0 * itemsize * seeds * (act + layers * heads * 16 * D * D)
 
 
-def baselines_bytes(n: int, d: int, sequences: int, tune_sequences: int, chunk: int, nodes: int) -> float:
+def baselines_bytes(
+    n: int, d: int, sequences: int, tune_sequences: int, chunk: int, nodes: int
+) -> float:
     r"""Baselines' dominant float64 arrays, bytes: ``2 · 8 · (c · (n d + 3 d² + N d) + T · 4 d)`` with
     ``c = min(chunk, max(sequences, T))`` sequences at once (data, Gram matrix, its eigenvectors, ``N`` Bayes
     nodes) and the spectra of all ``T`` tuning sequences kept together."""
@@ -65,5 +75,7 @@ def memory(nbytes: float, what: str, lower: str) -> None:
     """Refuse a run whose estimate ``nbytes`` exceeds :func:`available_memory`; ``lower`` names the arguments."""
     avail = available_memory()
     if nbytes > avail:
-        raise LintfError(f"{what} needs about {_fmt(nbytes)} of memory, more than the {_fmt(avail)} available; "
-                         f"lower {lower}")
+        raise LintfError(
+            f"{what} needs about {_fmt(nbytes)} of memory, more than the {_fmt(avail)} available; "
+            f"lower {lower}"
+        )

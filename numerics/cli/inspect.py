@@ -26,23 +26,57 @@ SAMPLED = {"sequences": 256, "seed": 0}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="MODEL.npz", help="saved model (universal P, Q, or a family member's file)")
+    p.add_argument(
+        "model", metavar="MODEL.npz", help="saved model (universal P, Q, or a family member's file)"
+    )
     p.add_argument("data", metavar="DATA.npz", nargs="?", help="optional data file (else sampled)")
-    p.add_argument("--noise", default=None, help="noise spec for sampled data (default: the model's meta "
-                   "'noise' if present, else uniform:5)")
-    p.add_argument("--x", default=None, metavar="DIST", help="input distribution for sampled data: normal or "
-                   "uniform:a,b (default: the model's meta 'x' if present, else normal)")
-    p.add_argument("--n", type=int, default=None, help="context length for sampled data (default: the model's "
-                   "meta 'n' if present, else 20)")
-    p.add_argument("--sequences", type=int, default=None,
-                   help=f"number of sampled sequences (default {SAMPLED['sequences']})")
-    p.add_argument("--seed", type=int, default=None, help=f"PRNG seed for sampled data (default {SAMPLED['seed']})")
-    p.add_argument("--sigma", type=float, default=None,
-                   help="noise level for the ridge reference (default: the data's sigma)")
-    p.add_argument("--tol", type=float, default=1e-9,
-                   help="relative tolerance of the recursion-vs-autodiff check (default 1e-9)")
+    p.add_argument(
+        "--noise",
+        default=None,
+        help="noise spec for sampled data (default: the model's meta "
+        "'noise' if present, else uniform:5)",
+    )
+    p.add_argument(
+        "--x",
+        default=None,
+        metavar="DIST",
+        help="input distribution for sampled data: normal or "
+        "uniform:a,b (default: the model's meta 'x' if present, else normal)",
+    )
+    p.add_argument(
+        "--n",
+        type=int,
+        default=None,
+        help="context length for sampled data (default: the model's meta 'n' if present, else 20)",
+    )
+    p.add_argument(
+        "--sequences",
+        type=int,
+        default=None,
+        help=f"number of sampled sequences (default {SAMPLED['sequences']})",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help=f"PRNG seed for sampled data (default {SAMPLED['seed']})",
+    )
+    p.add_argument(
+        "--sigma",
+        type=float,
+        default=None,
+        help="noise level for the ridge reference (default: the data's sigma)",
+    )
+    p.add_argument(
+        "--tol",
+        type=float,
+        default=1e-9,
+        help="relative tolerance of the recursion-vs-autodiff check (default 1e-9)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    p.add_argument("--plot", metavar="FILE.png", help="plot w^l components vs w* and ridge (sequence 0)")
+    p.add_argument(
+        "--plot", metavar="FILE.png", help="plot w^l components vs w* and ridge (sequence 0)"
+    )
 
 
 def _get_data(args: argparse.Namespace, d: int, meta: dict) -> tuple[dict, str]:
@@ -54,7 +88,9 @@ def _get_data(args: argparse.Namespace, d: int, meta: dict) -> tuple[dict, str]:
 
     if args.data:
         return load_data(args.data, d), f"data file {args.data}"
-    b = sample(jax.random.key(args.seed), args.noise, args.sequences, args.n, d, jax.numpy.float64, args.x)
+    b = sample(
+        jax.random.key(args.seed), args.noise, args.sequences, args.n, d, jax.numpy.float64, args.x
+    )
     data = {k: np.asarray(getattr(b, k)) for k in ("X", "y", "x_query", "y_query", "sigma")}
     return data, f"{args.sequences} sampled sequences, seed {args.seed}"
 
@@ -88,10 +124,19 @@ def sampling_setting(args: argparse.Namespace, meta: dict) -> str:
     from numerics.data import XDist
 
     parts = []
-    for key, default, parse in (("noise", "uniform:5", _noise), ("x", "normal", XDist.parse), ("n", 20, _size)):
+    for key, default, parse in (
+        ("noise", "uniform:5", _noise),
+        ("x", "normal", XDist.parse),
+        ("n", 20, _size),
+    ):
         given, own = getattr(args, key), meta_setting(meta, key)
-        value, where = (given, "from the command line") if given is not None else \
-            (own, "the model's own, from its meta") if own is not None else (default, "default; the model's meta has none")
+        value, where = (
+            (given, "from the command line")
+            if given is not None
+            else (own, "the model's own, from its meta")
+            if own is not None
+            else (default, "default; the model's meta has none")
+        )
         try:
             parsed = parse(value)
         except (TypeError, ValueError) as exc:
@@ -128,10 +173,17 @@ def _plot(path: str, ins, rows: list[dict]) -> None:  # noqa: ANN001
     ax1.set(xlabel="component i", ylabel="value", title="implicit weights, sequence 0")
     ax1.legend(fontsize=7, ncol=2)
     layers = [r["layer"] for r in rows]
-    for key, label, style in (("dist_ols", "to OLS $w^*$", "k-s"), ("dist_ridge", "to ridge", "r-x")):
+    for key, label, style in (
+        ("dist_ols", "to OLS $w^*$", "k-s"),
+        ("dist_ridge", "to ridge", "r-x"),
+    ):
         if key in rows[0]:
             ax2.semilogy(layers, [r[key] for r in rows], style, label=label)
-    ax2.set(xlabel="layer l", ylabel=r"mean $\|w^l - w_{ref}\| / \|w_{ref}\|$", title="relative distance")
+    ax2.set(
+        xlabel="layer l",
+        ylabel=r"mean $\|w^l - w_{ref}\| / \|w_{ref}\|$",
+        title="relative distance",
+    )
     ax2.legend(fontsize=8)
     fig.tight_layout()
     buf = io.BytesIO()
@@ -144,12 +196,11 @@ def run(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
 
+    from numerics.cli.validate import SIGMA_MAX
     from numerics.data import check_sizes
     from numerics.errors import LintfError
     from numerics.evaluate.inspector import inspect, summary
     from numerics.io import load_model
-
-    from numerics.cli.validate import SIGMA_MAX
 
     if args.sigma is not None and not 0 <= args.sigma <= SIGMA_MAX:
         raise ValueError(f"--sigma must be >= 0 and <= {SIGMA_MAX:g}, got {args.sigma:g}")
@@ -157,21 +208,30 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--tol must be > 0, got {args.tol}")
     from numerics.models.family_io import is_member_file, load_member  # lazy: start-up
 
-    member = load_member(args.model) if is_member_file(args.model) else None  # a family member (docs/family.md)
+    member = (
+        load_member(args.model) if is_member_file(args.model) else None
+    )  # a family member (docs/family.md)
     if member is None:
         P, Q, meta = load_model(args.model)
         L, H, d = P.shape[0], P.shape[1], P.shape[2] - 1
     else:
         meta = member.meta
-        L, H, d = member.params.W_V.shape[0], member.params.W_V.shape[1], member.params.W_V.shape[2] - 1
+        L, H, d = (
+            member.params.W_V.shape[0],
+            member.params.W_V.shape[1],
+            member.params.W_V.shape[2] - 1,
+        )
     setting = None
     if not args.data:
         from numerics.cli.validate import memory, model_bytes
 
         setting = sampling_setting(args, meta)
         check_sizes(args.n, d, args.sequences)
-        memory(model_bytes(args.sequences, args.n, L, d), f"a model with L={L}, d={d} on {args.sequences} sequences "
-               f"of n={args.n}", "--sequences or --n")
+        memory(
+            model_bytes(args.sequences, args.n, L, d),
+            f"a model with L={L}, d={d} on {args.sequences} sequences of n={args.n}",
+            "--sequences or --n",
+        )
     if member is not None:
         from numerics.cli.inspect_family import run as run_member  # lazy: start-up
 
@@ -187,39 +247,82 @@ def run(args: argparse.Namespace) -> int:
     w = np.asarray(ins.states.w)
     if not np.all(np.isfinite(w)):
         seqs = np.flatnonzero(~np.all(np.isfinite(w), axis=(0, 2)))
-        raise LintfError(f"the implicit weights w^l are not finite on {seqs.size} of {B} sequences (the model "
-                         f"overflows in float64 on {source}, e.g. sequence {int(seqs[0])}); nothing to compare")
-    off = [(r["layer"], k) for r in rows for k, v in r.items()
-           if isinstance(v, (float, np.floating)) and not np.isfinite(v)]
+        raise LintfError(
+            f"the implicit weights w^l are not finite on {seqs.size} of {B} sequences (the model "
+            f"overflows in float64 on {source}, e.g. sequence {int(seqs[0])}); nothing to compare"
+        )
+    off = [
+        (r["layer"], k)
+        for r in rows
+        for k, v in r.items()
+        if isinstance(v, (float, np.floating)) and not np.isfinite(v)
+    ]
     if off:
-        raise LintfError(f"{off[0][1]} of layer {off[0][0]} is not finite in float64 on {source} (the model's "
-                         "read-outs overflow there); nothing to compare")
+        raise LintfError(
+            f"{off[0][1]} of layer {off[0][0]} is not finite in float64 on {source} (the model's "
+            "read-outs overflow there); nothing to compare"
+        )
     agree = ins.max_rel_diff <= args.tol
     if args.plot:
         _plot(args.plot, ins, rows)
     if args.json:
-        sampled = {"noise": str(args.noise), "x": str(args.x), "n": args.n, "setting": setting} if setting else None
-        print(strict_json({"model": args.model, "source": source, "sampled": sampled, "L": L, "H": H, "d": d, "B": B,
-                          "autodiff_max_abs_diff": ins.max_abs_diff, "autodiff_max_rel_diff": ins.max_rel_diff,
-                          "agree": agree, "layers": rows, "plot": args.plot}))
+        sampled = (
+            {"noise": str(args.noise), "x": str(args.x), "n": args.n, "setting": setting}
+            if setting
+            else None
+        )
+        print(
+            strict_json(
+                {
+                    "model": args.model,
+                    "source": source,
+                    "sampled": sampled,
+                    "L": L,
+                    "H": H,
+                    "d": d,
+                    "B": B,
+                    "autodiff_max_abs_diff": ins.max_abs_diff,
+                    "autodiff_max_rel_diff": ins.max_rel_diff,
+                    "agree": agree,
+                    "layers": rows,
+                    "plot": args.plot,
+                }
+            )
+        )
         return 0 if agree else 1
     print(f"model {args.model}: L={L} layers, H={H} heads, d={d}; {source} (B={B})")
     if setting:
         print(setting)
-    cols = [("layer", "l", "{:d}"), ("w_norm", "|w^l|", "{:.4g}"), ("cos_ols", "cos(w,w*)", "{:.4f}"),
-            ("dist_ols", "|w-w*|/|w*|", "{:.4g}"), ("cos_ridge", "cos(w,ridge)", "{:.4f}"),
-            ("dist_ridge", "|w-rr|/|rr|", "{:.4g}"), ("a", "a^l", "{:.4g}"), ("u_norm", "|u^l|", "{:.4g}"),
-            ("M_minus_I", "|M^l-I|_F", "{:.4g}"), ("loss", "loss", "{:.4g}")]
+    cols = [
+        ("layer", "l", "{:d}"),
+        ("w_norm", "|w^l|", "{:.4g}"),
+        ("cos_ols", "cos(w,w*)", "{:.4f}"),
+        ("dist_ols", "|w-w*|/|w*|", "{:.4g}"),
+        ("cos_ridge", "cos(w,ridge)", "{:.4f}"),
+        ("dist_ridge", "|w-rr|/|rr|", "{:.4g}"),
+        ("a", "a^l", "{:.4g}"),
+        ("u_norm", "|u^l|", "{:.4g}"),
+        ("M_minus_I", "|M^l-I|_F", "{:.4g}"),
+        ("loss", "loss", "{:.4g}"),
+    ]
     cols = [c for c in cols if c[0] in rows[0]]
     print("  ".join(f"{h:>12}" for _, h, _ in cols))
     for r in rows:
         print("  ".join(f"{f.format(r[k]):>12}" for k, _, f in cols))
-    ridge = (f"ridge uses sigma = {args.sigma:g} (--sigma)" if args.sigma is not None else
-             "ridge uses each sequence's true sigma" if sigma is not None else "no ridge")
+    ridge = (
+        f"ridge uses sigma = {args.sigma:g} (--sigma)"
+        if args.sigma is not None
+        else "ridge uses each sequence's true sigma"
+        if sigma is not None
+        else "no ridge"
+    )
     print(f"(batch means; w* = OLS, {ridge}; loss = 1/2 mean (y_t - <w^l, x_t>)^2)")
     n = data["X"].shape[1]
-    singular = (f"n={n} < d={d} (singular)" if n < d else
-                "X^T X is singular on some sequence (its inputs span fewer than d directions)")
+    singular = (
+        f"n={n} < d={d} (singular)"
+        if n < d
+        else "X^T X is singular on some sequence (its inputs span fewer than d directions)"
+    )
     if ins.w_ols is None:
         print(f"no OLS reference: {singular}")
     if sigma is None:
@@ -227,8 +330,10 @@ def run(args: argparse.Namespace) -> int:
     elif ins.w_ridge is None:
         print(f"no ridge reference: sigma = 0 on some sequence and {singular}")
     verdict = "agree" if agree else f"DISAGREE (tolerance {args.tol:g})"
-    print(f"autodiff check: max_l,b |w^l(recursion) - d y_hat^l / d x_t (autodiff)| = {ins.max_abs_diff:.3g} "
-          f"(relative {ins.max_rel_diff:.3g}): {verdict}")
+    print(
+        f"autodiff check: max_l,b |w^l(recursion) - d y_hat^l / d x_t (autodiff)| = {ins.max_abs_diff:.3g} "
+        f"(relative {ins.max_rel_diff:.3g}): {verdict}"
+    )
     if args.plot:
         print(f"plot written to {args.plot}")
     return 0 if agree else 1

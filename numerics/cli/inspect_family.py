@@ -23,7 +23,11 @@ def run(  # noqa: ANN001
     args: argparse.Namespace, saved, data: dict, source: str, setting: str | None
 ) -> int:
     from numerics.evaluate.inspector import compare, ols, ridge  # lazy: start-up
-    from numerics.models.family_weights import autodiff_weights, linearity_gap, transfer_weights  # lazy: start-up
+    from numerics.models.family_weights import (  # lazy: start-up
+        autodiff_weights,
+        linearity_gap,
+        transfer_weights,
+    )
 
     params, kind = saved.params, saved.kind
     L, H, d = params.W_V.shape[0], params.W_V.shape[1], params.W_V.shape[2] - 1

@@ -55,9 +55,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             p.add_argument(flag, dest=f.name, type=_option_type(f.type), required=True, help=help_)
         else:
             shown = "" if f.default is None else f" (default {f.default})"
-            p.add_argument(flag, dest=f.name, type=_option_type(f.type), default=f.default, help=help_ + shown)
+            p.add_argument(
+                flag, dest=f.name, type=_option_type(f.type), default=f.default, help=help_ + shown
+            )
     p.add_argument("--out", default=None, help="run directory (default runs/MODEL-L-NOISE-sSEED)")
-    p.add_argument("--no-baselines", action="store_true", help="skip the baselines table in metrics.json")
+    p.add_argument(
+        "--no-baselines", action="store_true", help="skip the baselines table in metrics.json"
+    )
     p.add_argument("--json", action="store_true", help="print metrics as JSON, no progress bar")
 
 
@@ -74,7 +78,7 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201
         msg = str(exc)
         for f in sorted(given, key=lambda f: -len(f.name)):
             if msg.startswith(f.name + " "):
-                raise ValueError(flag_of(f) + msg[len(f.name):]) from None
+                raise ValueError(flag_of(f) + msg[len(f.name) :]) from None
         raise
 
 
@@ -86,15 +90,28 @@ def run(args: argparse.Namespace) -> int:
     from numerics.train.rundir import run as run_dir
 
     cfg = config_from_args(args)
-    out = args.out or f"runs/{cfg.model}-{cfg.layers}-{cfg.noise.replace(':', '').replace(',', '_')}-s{cfg.seed}"
-    metrics = run_dir(cfg, out, progress=not args.json and sys.stderr.isatty(), baselines=not args.no_baselines)
+    out = (
+        args.out
+        or f"runs/{cfg.model}-{cfg.layers}-{cfg.noise.replace(':', '').replace(',', '_')}-s{cfg.seed}"
+    )
+    metrics = run_dir(
+        cfg, out, progress=not args.json and sys.stderr.isatty(), baselines=not args.no_baselines
+    )
     assert metrics is not None
     if args.json:
         print(strict_json({k: v for k, v in metrics.items() if k != "curve"}, indent=2))
     else:
-        rate = metrics.get("steps_per_s")  # NaN (null once stored) where a resumed run had no steps left to train
-        rate = f"{rate:.1f} steps/s" if isinstance(rate, float) and math.isfinite(rate) else "no steps left to train"
-        print(f"{cfg.kind!r}-{cfg.layers} {cfg.noise}: adjusted loss {metrics['adjusted_loss']:.5g} "
-              f"± {metrics['se']:.2g} (best of {cfg.seeds} seeds, {metrics['eval_sequences']} sequences, "
-              f"{rate}) -> {out}")
+        rate = metrics.get(
+            "steps_per_s"
+        )  # NaN (null once stored) where a resumed run had no steps left to train
+        rate = (
+            f"{rate:.1f} steps/s"
+            if isinstance(rate, float) and math.isfinite(rate)
+            else "no steps left to train"
+        )
+        print(
+            f"{cfg.kind!r}-{cfg.layers} {cfg.noise}: adjusted loss {metrics['adjusted_loss']:.5g} "
+            f"± {metrics['se']:.2g} (best of {cfg.seeds} seeds, {metrics['eval_sequences']} sequences, "
+            f"{rate}) -> {out}"
+        )
     return 0

@@ -35,10 +35,16 @@ from typing import Any
 
 import numpy as np
 
-from numerics.cli.footprint import (available_memory, baselines_bytes, itemsize, memory, model_bytes,  # noqa: F401
-                                    train_bytes)  # callers import them here
 from numerics.archive import npz_directory, read_npz
 from numerics.cli.environment import free_space
+from numerics.cli.footprint import (  # noqa: F401
+    available_memory,
+    baselines_bytes,
+    itemsize,
+    memory,
+    model_bytes,
+    train_bytes,  # callers import them here
+)
 from numerics.errors import LintfError
 from numerics.io import parse_json
 
@@ -50,15 +56,40 @@ SIGMA_MAX = 1e6
 
 #: ``dest: (lo, hi)`` of every integer option of the command, whichever sub-command has it.
 INT_ARGS: dict[str, tuple[int, int]] = {
-    "seed": (0, SEED_MAX), "tune_sequences": (2, SIZE_MAX), "eval_sequences": (2, SIZE_MAX),  # an SE needs two
-    "warmup": (0, SIZE_MAX), "diag_steps": (0, SIZE_MAX), "jobs": (1, 64),
-    **{k: (1, SIZE_MAX) for k in ("n", "d", "layers", "heads", "seeds", "steps", "batch", "chunk", "chunk_sequences", "sequences",
-                                  "nodes", "reps", "max_steps")},
+    "seed": (0, SEED_MAX),
+    "tune_sequences": (2, SIZE_MAX),
+    "eval_sequences": (2, SIZE_MAX),  # an SE needs two
+    "warmup": (0, SIZE_MAX),
+    "diag_steps": (0, SIZE_MAX),
+    "jobs": (1, 64),
+    **{
+        k: (1, SIZE_MAX)
+        for k in (
+            "n",
+            "d",
+            "layers",
+            "heads",
+            "seeds",
+            "steps",
+            "batch",
+            "chunk",
+            "chunk_sequences",
+            "sequences",
+            "nodes",
+            "reps",
+            "max_steps",
+        )
+    },
 }
 #: ``dest: (lo, lo_inclusive)`` of every float option: finite and ``> lo`` (``>= lo`` if inclusive); ``None``: any.
 FLOAT_ARGS: dict[str, tuple[float | None, bool]] = {
-    "lr": (0.0, False), "clip": (0.0, False), "huber": (0.0, True), "trust": (0.0, True), "sigma": (0.0, True),
-    "tol": (0.0, False), "target": (None, True),
+    "lr": (0.0, False),
+    "clip": (0.0, False),
+    "huber": (0.0, True),
+    "trust": (0.0, True),
+    "sigma": (0.0, True),
+    "tol": (0.0, False),
+    "target": (None, True),
 }
 
 
@@ -69,8 +100,11 @@ def _int_type(flag: str, lo: int, hi: int):  # noqa: ANN202
         except ValueError:
             v = None
         if v is None or not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"{flag} must be >= {lo} and <= {hi} (an integer), got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be >= {lo} and <= {hi} (an integer), got {text!r}"
+            )
         return v
+
     return parse
 
 
@@ -85,6 +119,7 @@ def _float_type(flag: str, lo: float | None, inclusive: bool):  # noqa: ANN202
         if not math.isfinite(v) or (lo is not None and not (v >= lo if inclusive else v > lo)):
             raise argparse.ArgumentTypeError(f"{flag} must be {rng}, got {text!r}")
         return v
+
     return parse
 
 
@@ -100,7 +135,11 @@ def install(parser: argparse.ArgumentParser) -> None:
 
 def seed(value: Any, flag: str = "--seed") -> int:
     """``value`` as a seed in ``[0, SEED_MAX]`` (an integer, not a float that happens to be whole)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= SEED_MAX:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not 0 <= int(value) <= SEED_MAX
+    ):
         raise LintfError(f"{flag} must be an integer in [0, {SEED_MAX}], got {value!r}")
     return int(value)
 
@@ -122,8 +161,10 @@ def noise(spec: str, flag: str = "--noise"):  # noqa: ANN201
 def bounded(nz):  # noqa: ANN001, ANN201
     """The :class:`numerics.data.Noise` ``nz``, or a :class:`ValueError` where a level is above ``SIGMA_MAX``."""
     if nz.sigma_max > SIGMA_MAX:
-        raise ValueError(f"noise levels must be in [0, {SIGMA_MAX:g}] (their squares and sums must stay finite), "
-                         f"got {nz.sigma_max:g}")
+        raise ValueError(
+            f"noise levels must be in [0, {SIGMA_MAX:g}] (their squares and sums must stay finite), "
+            f"got {nz.sigma_max:g}"
+        )
     return nz
 
 
@@ -139,8 +180,10 @@ def _names(path: str, flag: str, kind: str = "file") -> None:
         raise LintfError(f"{flag} must name a {kind} in visible characters, got {path!r}")
     for part in Path(path).parts:
         if (size := len(os.fsencode(part))) > NAME_MAX:
-            raise LintfError(f"{flag} {path[:40]!r}...: the name {part[:20]!r}... has {size} bytes, more than the "
-                             f"{NAME_MAX} a file name may have")
+            raise LintfError(
+                f"{flag} {path[:40]!r}...: the name {part[:20]!r}... has {size} bytes, more than the "
+                f"{NAME_MAX} a file name may have"
+            )
 
 
 def _writable_parent(path: str, flag: str) -> None:
@@ -171,9 +214,13 @@ def output_file(path: str, flag: str, inputs: dict[str, str | None] | None = Non
     if os.path.isdir(path):
         raise LintfError(f"{flag} {path!r} is a directory; give a file name")
     for iflag, ipath in (inputs or {}).items():
-        if ipath and (os.path.abspath(path) == os.path.abspath(ipath)
-                      or (os.path.exists(path) and os.path.exists(ipath) and os.path.samefile(path, ipath))):
-            raise LintfError(f"{flag} {path!r} is {iflag}; writing it would destroy that file, give another path")
+        if ipath and (
+            os.path.abspath(path) == os.path.abspath(ipath)
+            or (os.path.exists(path) and os.path.exists(ipath) and os.path.samefile(path, ipath))
+        ):
+            raise LintfError(
+                f"{flag} {path!r} is {iflag}; writing it would destroy that file, give another path"
+            )
     if os.path.lexists(path):
         raise LintfError(f"{flag} {path!r} exists; choose a new file name (nothing is overwritten)")
     _writable_parent(path, flag)
@@ -189,12 +236,17 @@ def output_dir(path: str, flag: str) -> None:
 
 # ---- .npz files ---------------------------------------------------------------------------------------------
 
-def npz_headers(path: str, flag: str, needed: tuple[str, ...] | None = None) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+
+def npz_headers(
+    path: str, flag: str, needed: tuple[str, ...] | None = None
+) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """``{name: (shape, dtype)}`` of every array in the ``.npz`` at ``path``, from its directory and headers only
     (:func:`numerics.archive.npz_directory`); the arrays ``needed`` (default all) must fit in memory."""
     input_file(path, flag)
     out = npz_directory(path, f"{flag} {path!r}")
-    total = sum(math.prod(s) * dt.itemsize for k, (s, dt) in out.items() if needed is None or k in needed)
+    total = sum(
+        math.prod(s) * dt.itemsize for k, (s, dt) in out.items() if needed is None or k in needed
+    )
     memory(total, f"{flag} {path!r}", "the size of the arrays in it")
     return out
 
@@ -202,15 +254,19 @@ def npz_headers(path: str, flag: str, needed: tuple[str, ...] | None = None) -> 
 def _numeric(path: str, flag: str, heads: dict, names: tuple[str, ...]) -> None:
     for k in names:
         if k in heads and heads[k][1].kind not in "fiu":
-            raise LintfError(f"{flag} {path!r}: array {k} must hold real numbers (integer or float), "
-                            f"got dtype {heads[k][1]}")
+            raise LintfError(
+                f"{flag} {path!r}: array {k} must hold real numbers (integer or float), "
+                f"got dtype {heads[k][1]}"
+            )
 
 
 def model_file(path: str, flag: str = "model file") -> tuple[int, int, int]:
     """``(L, H, d)`` of a universal model file: ``P, Q`` numeric, shape ``(L, H, d+1, d+1)``, finite;
     ``meta`` (if present) a JSON object."""
     heads = npz_headers(path, flag, ("P", "Q", "meta"))
-    if "P" not in heads and "meta" in heads:  # a family member's file (docs/family.md): its own loader checks it
+    if (
+        "P" not in heads and "meta" in heads
+    ):  # a family member's file (docs/family.md): its own loader checks it
         from numerics.models.family_io import is_member_file, load_member  # lazy: start-up
 
         if is_member_file(path):
@@ -221,20 +277,28 @@ def model_file(path: str, flag: str = "model file") -> tuple[int, int, int]:
     _numeric(path, flag, heads, ("P", "Q"))
     sp, sq = heads["P"][0], heads["Q"][0]
     if len(sp) != 4 or sp != sq or sp[2] != sp[3] or min(sp) < 1 or sp[2] < 2:
-        raise LintfError(f"{flag} {path!r}: P and Q must both have shape (L, H, d+1, d+1) with L, H, d >= 1, "
-                         f"got P {sp}, Q {sq}")
+        raise LintfError(
+            f"{flag} {path!r}: P and Q must both have shape (L, H, d+1, d+1) with L, H, d >= 1, "
+            f"got P {sp}, Q {sq}"
+        )
     if "meta" in heads and (heads["meta"][1].kind not in "US" or heads["meta"][0] != ()):
-        raise LintfError(f"{flag} {path!r}: meta must be a JSON string, got dtype {heads['meta'][1]} "
-                         f"of shape {heads['meta'][0]}")
+        raise LintfError(
+            f"{flag} {path!r}: meta must be a JSON string, got dtype {heads['meta'][1]} "
+            f"of shape {heads['meta'][0]}"
+        )
     z = read_npz(path, f"{flag} {path!r}", ("P", "Q", "meta"), max_bytes=available_memory())
     for k in ("P", "Q"):
         bad = int(z[k].size - np.count_nonzero(np.isfinite(z[k])))
         if bad:
-            raise LintfError(f"{flag} {path!r}: array {k} must be finite, but {bad} of its {z[k].size} entries are "
-                             "NaN or inf")
+            raise LintfError(
+                f"{flag} {path!r}: array {k} must be finite, but {bad} of its {z[k].size} entries are "
+                "NaN or inf"
+            )
     meta = parse_json(str(z["meta"]), f"{flag} {path!r}: meta") if "meta" in z else {}
     if not isinstance(meta, dict):
-        raise LintfError(f"{flag} {path!r}: meta must be a JSON object, got {str(z['meta'])[:40]!r}")
+        raise LintfError(
+            f"{flag} {path!r}: meta must be a JSON object, got {str(z['meta'])[:40]!r}"
+        )
     return sp[0], sp[1], sp[2] - 1
 
 
@@ -243,15 +307,21 @@ def data_file(path: str, d: int, layers: int, flag: str = "data file") -> None:
     memory of evaluating ``layers`` layers on it; the values are checked where they are loaded."""
     from numerics.cli._userdata import OPTIONAL, REQUIRED
 
-    heads = npz_headers(path, flag, (*REQUIRED, *OPTIONAL))  # an array of another name is refused below
+    heads = npz_headers(
+        path, flag, (*REQUIRED, *OPTIONAL)
+    )  # an array of another name is refused below
     missing = [k for k in REQUIRED if k not in heads]
     if missing:
-        raise LintfError(f"{flag} {path!r} must hold arrays X (B,n,d), y (B,n), x_query (B,d); "
-                         f"missing: {', '.join(missing)}")
+        raise LintfError(
+            f"{flag} {path!r} must hold arrays X (B,n,d), y (B,n), x_query (B,d); "
+            f"missing: {', '.join(missing)}"
+        )
     unknown = sorted(set(heads) - {*REQUIRED, *OPTIONAL})
     if unknown:  # a misspelt y_query would otherwise go unused, and the loss unreported
-        raise LintfError(f"{flag} {path!r} holds {', '.join(unknown)}, which no command reads; a data file holds "
-                         f"{', '.join(REQUIRED)} and optionally {', '.join(OPTIONAL)}")
+        raise LintfError(
+            f"{flag} {path!r} holds {', '.join(unknown)}, which no command reads; a data file holds "
+            f"{', '.join(REQUIRED)} and optionally {', '.join(OPTIONAL)}"
+        )
     _numeric(path, flag, heads, (*REQUIRED, *OPTIONAL))
     X = heads["X"][0]
     if len(X) != 3 or min(X) < 1:
@@ -259,22 +329,41 @@ def data_file(path: str, d: int, layers: int, flag: str = "data file") -> None:
     B, n, dx = X
     for k, want in {"y": (B, n), "x_query": (B, dx), "y_query": (B,), "sigma": (B,)}.items():
         if k in heads and heads[k][0] != want:
-            raise LintfError(f"{flag} {path!r}: {k} must have shape {want} to match X {X}, got {heads[k][0]}")
+            raise LintfError(
+                f"{flag} {path!r}: {k} must have shape {want} to match X {X}, got {heads[k][0]}"
+            )
     if dx != d:
-        raise LintfError(f"model has input dimension d={d} but {flag} {path!r} has d={dx} (X is {X})")
-    memory(model_bytes(B, n, layers, d), f"a model with L={layers}, d={d} on {B} sequences of length {n}",
-           f"the number of sequences in {flag}")
+        raise LintfError(
+            f"model has input dimension d={d} but {flag} {path!r} has d={dx} (X is {X})"
+        )
+    memory(
+        model_bytes(B, n, layers, d),
+        f"a model with L={layers}, d={d} on {B} sequences of length {n}",
+        f"the number of sequences in {flag}",
+    )
 
 
 # ---- the sub-commands ---------------------------------------------------------------------------------------
+
 
 def _train(a: argparse.Namespace) -> None:
     noise(a.noise)
     if a.out is not None:
         output_dir(a.out, "--out")
-    memory(train_bytes(a.seeds, a.batch, a.layers, a.heads, a.n, a.d, itemsize(a.dtype), min(8192, a.eval_sequences)),
-           f"training {a.seeds} seed(s), batch {a.batch}, {a.layers} layer(s), n={a.n}, d={a.d}",
-           "--batch, --seeds, --layers, --n or --d")
+    memory(
+        train_bytes(
+            a.seeds,
+            a.batch,
+            a.layers,
+            a.heads,
+            a.n,
+            a.d,
+            itemsize(a.dtype),
+            min(8192, a.eval_sequences),
+        ),
+        f"training {a.seeds} seed(s), batch {a.batch}, {a.layers} layer(s), n={a.n}, d={a.d}",
+        "--batch, --seeds, --layers, --n or --d",
+    )
 
 
 def _baselines(a: argparse.Namespace) -> None:
@@ -285,9 +374,11 @@ def _baselines(a: argparse.Namespace) -> None:
         for spec in PAPER_NOISES if s.strip().lower() in ("paper", "all") else [s]:
             noise(spec)
     tune = TUNE_SEQUENCES if a.tune_sequences is None else a.tune_sequences
-    memory(baselines_bytes(a.n, a.d, a.eval_sequences, tune, a.chunk_sequences, a.nodes or 256),
-           f"baselines with n={a.n}, d={a.d}, chunks of {min(a.chunk_sequences, max(a.eval_sequences, tune))} sequences",
-           "--chunk-sequences, --nodes, --d or --n")
+    memory(
+        baselines_bytes(a.n, a.d, a.eval_sequences, tune, a.chunk_sequences, a.nodes or 256),
+        f"baselines with n={a.n}, d={a.d}, chunks of {min(a.chunk_sequences, max(a.eval_sequences, tune))} sequences",
+        "--chunk-sequences, --nodes, --d or --n",
+    )
 
 
 def _predict(a: argparse.Namespace) -> None:
@@ -300,18 +391,26 @@ def _predict(a: argparse.Namespace) -> None:
 def _inspect(a: argparse.Namespace) -> None:
     L, _, d = model_file(a.model)
     if a.data:
-        given = [f"--{k}" for k in ("noise", "x", "n", "sequences", "seed") if getattr(a, k) is not None]
+        given = [
+            f"--{k}" for k in ("noise", "x", "n", "sequences", "seed") if getattr(a, k) is not None
+        ]
         if given:
             these = "this sets" if len(given) == 1 else "these set"
-            raise LintfError(f"{', '.join(given)}: {these} the sequences inspect samples; the data file {a.data!r} "
-                             "holds its own, so give one or the other")
+            raise LintfError(
+                f"{', '.join(given)}: {these} the sequences inspect samples; the data file {a.data!r} "
+                "holds its own, so give one or the other"
+            )
         data_file(a.data, d, L)
-    elif a.noise is not None:  # unset: the model's meta, checked where inspect reads it (with the memory it needs)
+    elif (
+        a.noise is not None
+    ):  # unset: the model's meta, checked where inspect reads it (with the memory it needs)
         noise(a.noise)
     if a.plot is not None:
         output_file(a.plot, "--plot", {"the model file": a.model, "the data file": a.data})
         if not a.plot.lower().endswith(".png"):
-            raise LintfError(f"--plot {a.plot!r}: the plot is a PNG image; give a file name ending in .png")
+            raise LintfError(
+                f"--plot {a.plot!r}: the plot is a PNG image; give a file name ending in .png"
+            )
 
 
 def _convert(a: argparse.Namespace) -> None:
@@ -337,11 +436,16 @@ def convert_input(path: str, flag: str = "IN.npz") -> tuple[str, ...]:
     heads = npz_headers(path, flag, needed=())
     has_w, has_pq = set(NAMES) <= set(heads), {"P", "Q"} <= set(heads)
     if has_w == has_pq:
-        raise LintfError(f"{flag} {path!r} must hold either W_Q, W_K, W_V, W_O or P, Q; "
-                         f"it holds {', '.join(sorted(heads)) or 'no arrays'}")
+        raise LintfError(
+            f"{flag} {path!r} must hold either W_Q, W_K, W_V, W_O or P, Q; "
+            f"it holds {', '.join(sorted(heads)) or 'no arrays'}"
+        )
     needed = NAMES if has_w else ("P", "Q")
-    memory(sum(math.prod(heads[k][0]) * heads[k][1].itemsize for k in needed), f"{flag} {path!r}",
-           "the size of the arrays in it")
+    memory(
+        sum(math.prod(heads[k][0]) * heads[k][1].itemsize for k in needed),
+        f"{flag} {path!r}",
+        "the size of the arrays in it",
+    )
     return needed
 
 
@@ -359,10 +463,15 @@ def _reproduce(a: argparse.Namespace) -> None:
 
 
 def _bench(a: argparse.Namespace) -> None:
-    if a.noise is not None:  # unset: time-to-quality's default, or no --ttq (bench refuses --noise without it)
+    if (
+        a.noise is not None
+    ):  # unset: time-to-quality's default, or no --ttq (bench refuses --noise without it)
         noise(a.noise)
-    memory(train_bytes(1, a.batch, a.layers, 1, 20, 10, 4),
-           f"bench with batch {a.batch}, {a.layers} layer(s)", "--batch or --layers")
+    memory(
+        train_bytes(1, a.batch, a.layers, 1, 20, 10, 4),
+        f"bench with batch {a.batch}, {a.layers} layer(s)",
+        "--batch or --layers",
+    )
 
 
 def _verify(a: argparse.Namespace) -> None:
@@ -372,8 +481,16 @@ def _verify(a: argparse.Namespace) -> None:
         input_file(a.printed, "--printed")
 
 
-CHECKS = {"train": _train, "baselines": _baselines, "predict": _predict, "inspect": _inspect,
-          "reproduce": _reproduce, "bench": _bench, "verify": _verify, "convert": _convert}
+CHECKS = {
+    "train": _train,
+    "baselines": _baselines,
+    "predict": _predict,
+    "inspect": _inspect,
+    "reproduce": _reproduce,
+    "bench": _bench,
+    "verify": _verify,
+    "convert": _convert,
+}
 
 
 def check(command: str, args: argparse.Namespace) -> None:

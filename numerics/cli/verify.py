@@ -14,12 +14,21 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the results as a JSON list")
-    parser.add_argument("--only", metavar="NAMES", help="comma-separated module names or paper refs to run")
-    parser.add_argument("--latex", metavar="FILE", help="also write every derived statement as LaTeX/Markdown")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print what each claim checked")
-    parser.add_argument("--printed", metavar="FILE",
-                        help="also check printed GD++ values (CSV or JSON with noise, depth, value and optionally se) "
-                             "against ridge at lambda = E sigma^2; the format is in numerics/reproduce/floor.py")
+    parser.add_argument(
+        "--only", metavar="NAMES", help="comma-separated module names or paper refs to run"
+    )
+    parser.add_argument(
+        "--latex", metavar="FILE", help="also write every derived statement as LaTeX/Markdown"
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="print what each claim checked"
+    )
+    parser.add_argument(
+        "--printed",
+        metavar="FILE",
+        help="also check printed GD++ values (CSV or JSON with noise, depth, value and optionally se) "
+        "against ridge at lambda = E sigma^2; the format is in numerics/reproduce/floor.py",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,8 +79,10 @@ def read_printed(path: str | Path) -> list:
     except LintfError as exc:
         raise ValueError(str(exc)) from None
     if Path(path).suffix.lower() == ".json" and (depth := json_depth(text)) > JSON_DEPTH_MAX:
-        raise ValueError(f"--printed {path}: JSON nested {depth} levels deep, more than the {JSON_DEPTH_MAX} a table "
-                         "of printed values needs (a list of objects)")
+        raise ValueError(
+            f"--printed {path}: JSON nested {depth} levels deep, more than the {JSON_DEPTH_MAX} a table "
+            "of printed values needs (a list of objects)"
+        )
     with open(path, "rb") as f:
         if f.read(3) != codecs.BOM_UTF8:
             return floor.read_printed(path)

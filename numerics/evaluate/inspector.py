@@ -48,7 +48,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from lintf_theory import run_recursion
-
 from numerics.baselines.ridge import oracle_weights
 from numerics.models import check_data, predict
 
@@ -76,8 +75,12 @@ def implicit_states(P: Any, Q: Any, X: Any, y: Any, backend: str = "jax") -> Sta
     if backend == "numpy":
         Pn, Qn, Xn, yn = (np.asarray(v) for v in (P, Q, X, y))
         runs = [run_recursion(Pn, Qn, Xn[b], yn[b], "numpy") for b in range(Xn.shape[0])]
-        return States(*(jnp.asarray(np.stack([[getattr(s, f) for s in r] for r in runs], axis=1))
-                        for f in States._fields))
+        return States(
+            *(
+                jnp.asarray(np.stack([[getattr(s, f) for s in r] for r in runs], axis=1))
+                for f in States._fields
+            )
+        )
     raise ValueError(f"backend must be 'jax' or 'numpy', got {backend!r}")
 
 
@@ -96,7 +99,9 @@ def autodiff_weights(P: Any, Q: Any, X: Any, y: Any, x_query: Any) -> jax.Array:
 
 
 @jax.jit
-def _autodiff_jax(P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
+def _autodiff_jax(
+    P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_query: jax.Array
+) -> jax.Array:
     def reads(xt: jax.Array, Xb: jax.Array, yb: jax.Array) -> jax.Array:  # (L+1,) for one sequence
         return predict(P, Q, Xb[None], yb[None], xt[None], all_layers=True)[:, 0]
 
@@ -137,17 +142,27 @@ def compare(w: jax.Array, ref: jax.Array) -> tuple[jax.Array, jax.Array]:
 class Inspection(NamedTuple):
     """Everything :func:`inspect` computes; per-layer arrays have leading axis ``l = 0..L``."""
 
-    states: States              # recursion route
-    w_autodiff: jax.Array       # (L+1, B, d), autodiff route
-    w_ols: jax.Array | None     # (B, d); None where Σ is singular on a sequence (n < d, all-zero X)
-    w_ridge: jax.Array | None   # (B, d); None without sigma, or where σ = 0 on a sequence whose Σ is singular
-    loss: jax.Array | None      # (L+1,) read-out loss ½ mean (y_t − ⟨w^l, x_t⟩)²; None without y_query
-    max_abs_diff: float         # max_{l,b,i} |w^l_recursion − w^l_autodiff|
-    max_rel_diff: float         # the same divided by max |w^l| (or by 1 if all w^l = 0)
+    states: States  # recursion route
+    w_autodiff: jax.Array  # (L+1, B, d), autodiff route
+    w_ols: jax.Array | None  # (B, d); None where Σ is singular on a sequence (n < d, all-zero X)
+    w_ridge: (
+        jax.Array | None
+    )  # (B, d); None without sigma, or where σ = 0 on a sequence whose Σ is singular
+    loss: jax.Array | None  # (L+1,) read-out loss ½ mean (y_t − ⟨w^l, x_t⟩)²; None without y_query
+    max_abs_diff: float  # max_{l,b,i} |w^l_recursion − w^l_autodiff|
+    max_rel_diff: float  # the same divided by max |w^l| (or by 1 if all w^l = 0)
 
 
-def inspect(P: Any, Q: Any, X: Any, y: Any, x_query: Any, sigma: Any = None, y_query: Any = None,
-            backend: str = "jax") -> Inspection:
+def inspect(
+    P: Any,
+    Q: Any,
+    X: Any,
+    y: Any,
+    x_query: Any,
+    sigma: Any = None,
+    y_query: Any = None,
+    backend: str = "jax",
+) -> Inspection:
     """Run both routes and the reference solutions on one batch (``sigma``, ``y_query``: ``(B,)``, optional)."""
     P, Q, X, y, x_query = (jnp.asarray(v) for v in (P, Q, X, y, x_query))
     B, n, d = check_data(P, Q, X, y, x_query)
@@ -160,13 +175,22 @@ def inspect(P: Any, Q: Any, X: Any, y: Any, x_query: Any, sigma: Any = None, y_q
     scale = float(jnp.max(jnp.abs(st.w)))
     loss = None
     if y_query is not None:
-        loss = 0.5 * jnp.mean((jnp.asarray(y_query) - jnp.einsum("lbd,bd->lb", st.w, x_query)) ** 2, axis=-1)
+        loss = 0.5 * jnp.mean(
+            (jnp.asarray(y_query) - jnp.einsum("lbd,bd->lb", st.w, x_query)) ** 2, axis=-1
+        )
     # Σ = XᵀX is singular on a sequence whose inputs span fewer than d directions (n < d, all-zero inputs): there
     # OLS, and ridge at σ = 0, are 0/0, so those references are left out rather than reported as overflows
     invertible = n >= d and bool(jnp.all(jnp.linalg.matrix_rank(X) == d))
     ridge_ok = sigma is not None and (invertible or bool(jnp.all(jnp.asarray(sigma) > 0)))
-    return Inspection(st, wad, ols(X, y) if invertible else None, ridge(X, y, sigma) if ridge_ok else None,
-                      loss, diff, diff / scale if scale > 0 else diff)
+    return Inspection(
+        st,
+        wad,
+        ols(X, y) if invertible else None,
+        ridge(X, y, sigma) if ridge_ok else None,
+        loss,
+        diff,
+        diff / scale if scale > 0 else diff,
+    )
 
 
 def summary(ins: Inspection) -> list[dict[str, float]]:
@@ -183,7 +207,9 @@ def summary(ins: Inspection) -> list[dict[str, float]]:
             "w_norm": float(jnp.mean(jnp.linalg.norm(st.w[l], axis=-1))),
             "a": float(jnp.mean(st.a[l])),
             "u_norm": float(jnp.mean(jnp.linalg.norm(st.u[l], axis=-1))),
-            "M_minus_I": float(jnp.mean(jnp.linalg.norm(st.M[l] - jnp.eye(d, dtype=st.M.dtype), axis=(-2, -1)))),
+            "M_minus_I": float(
+                jnp.mean(jnp.linalg.norm(st.M[l] - jnp.eye(d, dtype=st.M.dtype), axis=(-2, -1)))
+            ),
         }
         for k, r in refs.items():
             cos, dist = compare(st.w[l], r)

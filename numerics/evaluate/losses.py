@@ -60,7 +60,9 @@ def sliced(fn: Callable[..., jax.Array], *args: Any) -> jax.Array:
     parameters in ``fn``), joined on its output's last axis: the same numbers, each sequence's arithmetic being its own,
     sooner, a slice's intermediates staying in the CPU's cache (``python benchmarks/sliced_pass.py``)."""
     B = jax.tree_util.tree_leaves(args)[0].shape[0]
-    return jnp.concatenate([fn(*jax.tree.map(lambda a, i=i: a[i:i + SLICE], args)) for i in range(0, B, SLICE)], -1)
+    return jnp.concatenate(
+        [fn(*jax.tree.map(lambda a, i=i: a[i : i + SLICE], args)) for i in range(0, B, SLICE)], -1
+    )
 
 
 def sigma_grid(noise: Noise | str, points: int = 17, beyond: float = 1.0) -> np.ndarray:
@@ -73,8 +75,9 @@ def sigma_grid(noise: Noise | str, points: int = 17, beyond: float = 1.0) -> np.
     return np.linspace(0.0, noise.sigma_max + beyond, int(points))
 
 
-def profile(predict: PredictFn, sigmas, n: int, d: int, sequences: int, key: jax.Array,
-            chunk: int = CHUNK) -> dict[str, dict]:
+def profile(
+    predict: PredictFn, sigmas, n: int, d: int, sequences: int, key: jax.Array, chunk: int = CHUNK
+) -> dict[str, dict]:
     """Per-variance profile: for each ``σ`` of ``sigmas``, the adjusted loss ± SE on ``sequences``
     sequences drawn with exactly that ``σ`` (``data.sample_with_sigma``). Values are arrays over ``σ``
     (leading axes of multi-axis predictions come first)."""
@@ -90,8 +93,11 @@ def profile(predict: PredictFn, sigmas, n: int, d: int, sequences: int, key: jax
             acc.add(predict(batch, sp), batch.y_query, oracle)
         per.append(acc.result())
     keys = ("loss", "se", "raw", "raw_se")
-    return {name: {k: np.stack([np.asarray(p[name][k]) for p in per], -1) for k in keys} | {"sigma": sig}
-            for name in per[0]}
+    return {
+        name: {k: np.stack([np.asarray(p[name][k]) for p in per], -1) for k in keys}
+        | {"sigma": sig}
+        for name in per[0]
+    }
 
 
 #: The chunks of :func:`profile` drawn so far, each with its spectral statistics and the oracle's predictions, by key,
@@ -101,8 +107,9 @@ PROFILE_CACHE: dict[tuple, tuple[Batch, Spectral, jax.Array]] = {}
 PROFILE_CACHE_BYTES = 2**30
 
 
-def sigma_chunk(key: jax.Array, j: int, s: float, i: int, b: int, n: int, d: int,
-                chunk: int) -> tuple[Batch, Spectral, jax.Array]:
+def sigma_chunk(
+    key: jax.Array, j: int, s: float, i: int, b: int, n: int, d: int, chunk: int
+) -> tuple[Batch, Spectral, jax.Array]:
     """Chunk ``i`` of :func:`profile`'s point ``j`` (noise ``σ = s``), its spectral statistics and the oracle's
     predictions (call under float64): a full chunk drawn from ``fold_in(fold_in(key, j), i)``, of which the first
     ``b`` sequences are kept; a chunk drawn before comes from :data:`PROFILE_CACHE`."""
@@ -110,18 +117,28 @@ def sigma_chunk(key: jax.Array, j: int, s: float, i: int, b: int, n: int, d: int
     if k not in PROFILE_CACHE:
         # the inputs' distribution passed as :func:`numerics.data.sample` passes it: jit keys its cache on how the
         # arguments are given, and a default left out would compile the sampler a second time
-        batch = data.sample_with_sigma(jax.random.fold_in(jax.random.fold_in(key, j), i),
-                                       jnp.full((chunk,), s, jnp.float64), n, d, jnp.float64, data.NORMAL_X)
+        batch = data.sample_with_sigma(
+            jax.random.fold_in(jax.random.fold_in(key, j), i),
+            jnp.full((chunk,), s, jnp.float64),
+            n,
+            d,
+            jnp.float64,
+            data.NORMAL_X,
+        )
         batch = Batch(*(a[:b] for a in batch)) if b < chunk else batch
         sp = spectral(batch.X, batch.y, batch.x_query)
-        keep_within(PROFILE_CACHE, PROFILE_CACHE_BYTES, k, (batch, sp, oracle_predict(sp, batch.sigma)))
+        keep_within(
+            PROFILE_CACHE, PROFILE_CACHE_BYTES, k, (batch, sp, oracle_predict(sp, batch.sigma))
+        )
     return PROFILE_CACHE[k]
 
 
 def layer_losses(reads: jax.Array, batch: Batch) -> dict[str, np.ndarray]:
     """Adjusted loss ± SE of per-layer read-outs ``reads (L+1, B)`` (``models.predict(..., all_layers=True)``)."""
     if reads.ndim != 2 or reads.shape[1] != batch.y_query.shape[0]:
-        raise ValueError(f"reads must have shape (L+1, B) with B={batch.y_query.shape[0]}, got {tuple(reads.shape)}")
+        raise ValueError(
+            f"reads must have shape (L+1, B) with B={batch.y_query.shape[0]}, got {tuple(reads.shape)}"
+        )
     acc = LossAccumulator()
     sp = spectral(batch.X, batch.y, batch.x_query)
     acc.add({"layers": reads}, batch.y_query, oracle_predict(sp, batch.sigma))
@@ -136,12 +153,16 @@ TAIL_SEQUENCES = 1_000_000
 @jax.jit
 def adjusted_full(P: jax.Array, Q: jax.Array, batch: Batch, sp: Spectral) -> jax.Array:
     """Per-sequence adjusted losses ``(B,)`` of the universal model ``P, Q`` (call under float64)."""
-    return model_losses(P, Q, batch) - per_sequence_loss(oracle_predict(sp, batch.sigma), batch.y_query)
+    return model_losses(P, Q, batch) - per_sequence_loss(
+        oracle_predict(sp, batch.sigma), batch.y_query
+    )
 
 
 def model_losses(P: jax.Array, Q: jax.Array, batch: Batch) -> jax.Array:
     """Per-sequence losses ``½(y_t − ŷ)²`` ``(B,)`` of the universal model ``P, Q`` (call under float64)."""
-    return per_sequence_loss(predict_fast(Full(P, Q), batch.X, batch.y, batch.x_query), batch.y_query)
+    return per_sequence_loss(
+        predict_fast(Full(P, Q), batch.X, batch.y, batch.x_query), batch.y_query
+    )
 
 
 _model_losses = jax.jit(model_losses)  # one program per chunk shape, for every model of that depth
@@ -154,8 +175,16 @@ ORACLE_CACHE: dict[tuple, np.ndarray] = {}
 ORACLE_CACHE_MAX = 2**26
 
 
-def adjusted_chunks(P: Any, Q: Any, noise: Noise | str, n: int, d: int, key: jax.Array, sequences: int,
-                    chunk: int = CHUNK):
+def adjusted_chunks(
+    P: Any,
+    Q: Any,
+    noise: Noise | str,
+    n: int,
+    d: int,
+    key: jax.Array,
+    sequences: int,
+    chunk: int = CHUNK,
+):
     """Yield ``(Batch, adjusted losses)`` of the universal model ``P, Q`` chunk by chunk, on the float64 sequences
     of :func:`batches`; the same numbers as :func:`adjusted_full` on each chunk, with the oracle's part cached
     (:data:`ORACLE_CACHE`)."""
@@ -172,20 +201,38 @@ def adjusted_chunks(P: Any, Q: Any, noise: Noise | str, n: int, d: int, key: jax
                 if sum(len(v) for v in ORACLE_CACHE.values()) + b > ORACLE_CACHE_MAX:
                     ORACLE_CACHE.clear()
                 sp = spectral(batch.X, batch.y, batch.x_query)
-                ORACLE_CACHE[k] = np.asarray(per_sequence_loss(oracle_predict(sp, batch.sigma), batch.y_query))
+                ORACLE_CACHE[k] = np.asarray(
+                    per_sequence_loss(oracle_predict(sp, batch.sigma), batch.y_query)
+                )
             a = np.asarray(sliced(lambda part: _model_losses(P, Q, part), batch)) - ORACLE_CACHE[k]
         yield batch, a
 
 
-def adjusted_per_sequence(P: Any, Q: Any, noise: Noise | str, n: int, d: int, key: jax.Array, sequences: int,
-                          chunk: int = CHUNK) -> np.ndarray:
+def adjusted_per_sequence(
+    P: Any,
+    Q: Any,
+    noise: Noise | str,
+    n: int,
+    d: int,
+    key: jax.Array,
+    sequences: int,
+    chunk: int = CHUNK,
+) -> np.ndarray:
     """Per-sequence adjusted losses ``(sequences,)`` of the universal model ``P, Q`` on fresh float64 sequences
     drawn chunk by chunk from ``key`` (:func:`batches`)."""
     return np.concatenate([a for _, a in adjusted_chunks(P, Q, noise, n, d, key, sequences, chunk)])
 
 
-def tail_check(P: Any, Q: Any, noise: Noise | str, n: int, d: int, key: jax.Array,
-               sequences: int = TAIL_SEQUENCES, chunk: int = CHUNK) -> dict[str, Any]:
+def tail_check(
+    P: Any,
+    Q: Any,
+    noise: Noise | str,
+    n: int,
+    d: int,
+    key: jax.Array,
+    sequences: int = TAIL_SEQUENCES,
+    chunk: int = CHUNK,
+) -> dict[str, Any]:
     """The largest per-sequence adjusted loss of the universal model ``P, Q`` on ``sequences`` fresh float64
     sequences (chunked, so memory stays ``O(chunk · n · d)``), the count above :data:`TAIL_MAX`, whether it
     passes (every value finite and at most :data:`TAIL_MAX`), and the mean ± SE on those sequences (``None``
@@ -194,5 +241,12 @@ def tail_check(P: Any, Q: Any, noise: Noise | str, n: int, d: int, key: jax.Arra
     finite = bool(np.all(np.isfinite(a)))
     worst, above = float(np.max(a)) if finite else None, int(np.sum(~(a <= TAIL_MAX)))
     mean, se = (float(a.mean()), float(a.std(ddof=1) / np.sqrt(a.size))) if finite else (None, None)
-    return {"sequences": int(sequences), "max": worst, "above": above, "mean": mean, "se": se,
-            "limit": TAIL_MAX, "passed": finite and above == 0}
+    return {
+        "sequences": int(sequences),
+        "max": worst,
+        "above": above,
+        "mean": mean,
+        "se": se,
+        "limit": TAIL_MAX,
+        "passed": finite and above == 0,
+    }

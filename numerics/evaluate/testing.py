@@ -40,9 +40,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from numerics.evaluate import inspector
-from numerics.models.convert import to_universal
 from numerics.io import check_real_finite
 from numerics.models import check_data
+from numerics.models.convert import to_universal
 
 PROPERTIES = ("token form", "query isolation", "implicit weight", "permutation invariance")
 Forward = Callable[[np.ndarray, np.ndarray, np.ndarray], Any]
@@ -63,7 +63,9 @@ def _entries(bound: float) -> st.SearchStrategy[float]:
 
 
 @st.composite
-def contexts(draw: st.DrawFn, d: int, max_n: int = 6, batch: int = 2, bound: float = 2.0) -> Context:
+def contexts(
+    draw: st.DrawFn, d: int, max_n: int = 6, batch: int = 2, bound: float = 2.0
+) -> Context:
     """Contexts of ``batch`` sequences, ``1 ≤ n ≤ max_n``, entries in ``[−bound, bound]`` (shrink towards 0)."""
     n = draw(st.integers(1, max_n))
     arr = lambda *shape: draw(hnp.arrays(np.float64, shape, elements=_entries(bound)))  # noqa: E731
@@ -71,8 +73,15 @@ def contexts(draw: st.DrawFn, d: int, max_n: int = 6, batch: int = 2, bound: flo
 
 
 @st.composite
-def models(draw: st.DrawFn, d: int | None = None, max_d: int = 4, max_layers: int = 3, max_heads: int = 2,
-           max_n: int = 6, scale: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def models(
+    draw: st.DrawFn,
+    d: int | None = None,
+    max_d: int = 4,
+    max_layers: int = 3,
+    max_heads: int = 2,
+    max_n: int = 6,
+    scale: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Universal ``(P, Q)``, ``(L, H, d+1, d+1)``, entries ``U[−1, 1] · scale``.  The default
     ``scale = 1/(2 (d+1) √max_n)`` keeps ``‖G^l‖`` of order ``0.1`` on :func:`contexts` of the same ``max_n``."""
     d = draw(st.integers(1, max_d)) if d is None else int(d)
@@ -93,7 +102,9 @@ def _close(what: str, got: Any, want: Any, rtol: float, *scales: Any) -> None:
         raise AssertionError(f"{what}: relative difference {err:.3g} > rtol {rtol:g}")
 
 
-def _outputs(forward: Forward, X: Any, y: Any, xq: Any, L: int) -> tuple[np.ndarray, np.ndarray | None]:
+def _outputs(
+    forward: Forward, X: Any, y: Any, xq: Any, L: int
+) -> tuple[np.ndarray, np.ndarray | None]:
     """``(ŷ (B,), tokens (L+1, B, n+1, d+1) or None)`` from the callable's output."""
     out = np.asarray(forward(X, y, xq), dtype=np.float64)
     B, n, d = X.shape
@@ -101,16 +112,19 @@ def _outputs(forward: Forward, X: Any, y: Any, xq: Any, L: int) -> tuple[np.ndar
         return out, None
     if out.shape == (L + 1, B, n + 1, d + 1):
         return -out[-1, :, -1, -1], out
-    raise AssertionError(f"output: forward must return predictions ({B},) or tokens {(L + 1, B, n + 1, d + 1)}, "
-                         f"got shape {out.shape}")
+    raise AssertionError(
+        f"output: forward must return predictions ({B},) or tokens {(L + 1, B, n + 1, d + 1)}, "
+        f"got shape {out.shape}"
+    )
 
 
 def _prediction(out: Any) -> Any:
     return -out[-1, :, -1, -1] if out.ndim == 4 else out
 
 
-def _gradient(forward: Forward, X: np.ndarray, y: np.ndarray, xq: np.ndarray,
-              differentiate: str) -> tuple[np.ndarray, str]:
+def _gradient(
+    forward: Forward, X: np.ndarray, y: np.ndarray, xq: np.ndarray, differentiate: str
+) -> tuple[np.ndarray, str]:
     r"""``(∂ŷ_b/∂x_t (B, d), route)``: ``jax.grad`` (``"jax"``), central differences (``"fd"``), or
     ``"auto"``: JAX, else differences when the callable cannot be traced."""
     if differentiate in ("jax", "auto"):
@@ -132,47 +146,103 @@ def _gradient(forward: Forward, X: np.ndarray, y: np.ndarray, xq: np.ndarray,
     return np.stack(cols, axis=-1), "central differences, step 1"
 
 
-def check_token_form(forward: Forward, P: Any, Q: Any, X: Any, y: Any, x_query: Any, rtol: float = 1e-10) -> None:
+def check_token_form(
+    forward: Forward, P: Any, Q: Any, X: Any, y: Any, x_query: Any, rtol: float = 1e-10
+) -> None:
     """Property 1 (returns at once for a callable that gives predictions only)."""
     with jax.enable_x64(True):
         _, Z = _outputs(forward, X, y, x_query, P.shape[0])
         if Z is None:
             return
-        T = np.asarray(inspector.transfer_matrices(inspector.implicit_states(P, Q, X, y, backend="numpy")))
+        T = np.asarray(
+            inspector.transfer_matrices(inspector.implicit_states(P, Q, X, y, backend="numpy"))
+        )
         for l in range(Z.shape[0]):
-            _close(f"token form: layer {l} tokens vs T^l e_i (derived recursion)",
-                   Z[l], np.einsum("bij,bkj->bki", T[l], Z[0]), rtol)
+            _close(
+                f"token form: layer {l} tokens vs T^l e_i (derived recursion)",
+                Z[l],
+                np.einsum("bij,bkj->bki", T[l], Z[0]),
+                rtol,
+            )
 
 
-def check_query_isolation(forward: Forward, P: Any, Q: Any, X: Any, y: Any, x_query: Any, rtol: float = 1e-10,
-                          seed: int = 0, s: float = 0.75, t: float = -1.5, x_query_alt: Any = None) -> None:
+def check_query_isolation(
+    forward: Forward,
+    P: Any,
+    Q: Any,
+    X: Any,
+    y: Any,
+    x_query: Any,
+    rtol: float = 1e-10,
+    seed: int = 0,
+    s: float = 0.75,
+    t: float = -1.5,
+    x_query_alt: Any = None,
+) -> None:
     """Property 2: the context ignores ``x_t``; ``ŷ(s q_1 + t q_2) = s ŷ(q_1) + t ŷ(q_2)`` with ``q_1 = x_query``
     and ``q_2 = x_query_alt`` (drawn from ``seed`` if not given)."""
     q1 = x_query
-    q2 = np.random.default_rng(seed).standard_normal(x_query.shape) if x_query_alt is None else x_query_alt
+    q2 = (
+        np.random.default_rng(seed).standard_normal(x_query.shape)
+        if x_query_alt is None
+        else x_query_alt
+    )
     with jax.enable_x64(True):
         f1, Z1 = _outputs(forward, X, y, q1, P.shape[0])
         f2, Z2 = _outputs(forward, X, y, q2, P.shape[0])
         if Z1 is not None:
-            _close("query isolation: context tokens with two different queries", Z2[:, :, :-1], Z1[:, :, :-1], rtol)
+            _close(
+                "query isolation: context tokens with two different queries",
+                Z2[:, :, :-1],
+                Z1[:, :, :-1],
+                rtol,
+            )
         f12, _ = _outputs(forward, X, y, s * q1 + t * q2, P.shape[0])
-    _close(f"query isolation: y_hat(s q1 + t q2) vs s y_hat(q1) + t y_hat(q2) (q1 = x_query, q2 = x_query_alt, "
-           f"s = {s:g}, t = {t:g})", f12, s * f1 + t * f2, rtol, s * f1, t * f2)
+    _close(
+        f"query isolation: y_hat(s q1 + t q2) vs s y_hat(q1) + t y_hat(q2) (q1 = x_query, q2 = x_query_alt, "
+        f"s = {s:g}, t = {t:g})",
+        f12,
+        s * f1 + t * f2,
+        rtol,
+        s * f1,
+        t * f2,
+    )
 
 
-def check_implicit_weight(forward: Forward, P: Any, Q: Any, X: Any, y: Any, x_query: Any, rtol: float = 1e-10,
-                          differentiate: str = "auto") -> None:
+def check_implicit_weight(
+    forward: Forward,
+    P: Any,
+    Q: Any,
+    X: Any,
+    y: Any,
+    x_query: Any,
+    rtol: float = 1e-10,
+    differentiate: str = "auto",
+) -> None:
     """Property 3: ``ŷ = ⟨w^L, x_t⟩`` and ``∂ŷ/∂x_t = w^L`` with ``w^L`` from the derived recursion."""
     with jax.enable_x64(True):
         w = np.asarray(inspector.implicit_states(P, Q, X, y, backend="numpy").w[-1])
         f, _ = _outputs(forward, X, y, x_query, P.shape[0])
         grad, route = _gradient(forward, X, y, x_query, differentiate)
-    _close("implicit weight: y_hat vs <w^L, x_t> (derived recursion)", f, np.einsum("bd,bd->b", w, x_query), rtol)
+    _close(
+        "implicit weight: y_hat vs <w^L, x_t> (derived recursion)",
+        f,
+        np.einsum("bd,bd->b", w, x_query),
+        rtol,
+    )
     _close(f"implicit weight: d y_hat / d x_t ({route}) vs w^L (derived recursion)", grad, w, rtol)
 
 
-def check_permutation_invariance(forward: Forward, P: Any, Q: Any, X: Any, y: Any, x_query: Any,
-                                 rtol: float = 1e-10, seed: int = 0) -> None:
+def check_permutation_invariance(
+    forward: Forward,
+    P: Any,
+    Q: Any,
+    X: Any,
+    y: Any,
+    x_query: Any,
+    rtol: float = 1e-10,
+    seed: int = 0,
+) -> None:
     """Property 4: permuting the context (the same permutation for ``X`` and ``y``) changes no prediction."""
     perm = np.random.default_rng(seed).permutation(X.shape[1])
     with jax.enable_x64(True):
@@ -181,8 +251,18 @@ def check_permutation_invariance(forward: Forward, P: Any, Q: Any, X: Any, y: An
     _close("permutation invariance: y_hat with the context permuted", fp, f, rtol)
 
 
-def check_theorem_4_1(forward: Forward, P: Any, Q: Any, X: Any, y: Any, x_query: Any, x_query_alt: Any = None,
-                      rtol: float = 1e-10, differentiate: str = "auto", seed: int = 0) -> None:
+def check_theorem_4_1(
+    forward: Forward,
+    P: Any,
+    Q: Any,
+    X: Any,
+    y: Any,
+    x_query: Any,
+    x_query_alt: Any = None,
+    rtol: float = 1e-10,
+    differentiate: str = "auto",
+    seed: int = 0,
+) -> None:
     """All four properties on one batch, in the order of :data:`PROPERTIES`; ``AssertionError`` naming the first failure."""
     P, Q = check_real_finite("P", P), check_real_finite("Q", Q)
     X, y, x_query = (np.asarray(v, np.float64) for v in (X, y, x_query))
@@ -194,11 +274,24 @@ def check_theorem_4_1(forward: Forward, P: Any, Q: Any, X: Any, y: Any, x_query:
     check_permutation_invariance(forward, P, Q, X, y, x_query, rtol, seed)
 
 
-def assert_follows_theorem_4_1(forward: Forward, P: Any = None, Q: Any = None, *, weights: dict[str, Any] | None = None,
-                               convention: str = "row", value_scale: float = 1.0, y_only: bool = False,
-                               heads: int | None = None, layers: int | None = None, max_n: int = 6, batch: int = 2,
-                               max_examples: int = 30, rtol: float = 1e-10, differentiate: str = "auto",
-                               seed: int = 0) -> None:
+def assert_follows_theorem_4_1(
+    forward: Forward,
+    P: Any = None,
+    Q: Any = None,
+    *,
+    weights: dict[str, Any] | None = None,
+    convention: str = "row",
+    value_scale: float = 1.0,
+    y_only: bool = False,
+    heads: int | None = None,
+    layers: int | None = None,
+    max_n: int = 6,
+    batch: int = 2,
+    max_examples: int = 30,
+    rtol: float = 1e-10,
+    differentiate: str = "auto",
+    seed: int = 0,
+) -> None:
     r"""Check ``forward`` against Theorem 4.1 on Hypothesis-drawn contexts; raise ``AssertionError`` with the
     first failing property and the shrunk example.
 
@@ -217,12 +310,20 @@ def assert_follows_theorem_4_1(forward: Forward, P: Any = None, Q: Any = None, *
     failure: dict[str, Any] = {}
 
     @hypothesis_seed(seed)
-    @settings(max_examples=max_examples, deadline=None, database=None, report_multiple_bugs=False,
-              suppress_health_check=list(HealthCheck), print_blob=False)
+    @settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
     @given(contexts(P.shape[-1] - 1, max_n, batch))
     def run(ctx: Context) -> None:
         try:
-            check_theorem_4_1(forward, P, Q, *ctx, rtol=rtol, differentiate=differentiate, seed=seed)
+            check_theorem_4_1(
+                forward, P, Q, *ctx, rtol=rtol, differentiate=differentiate, seed=seed
+            )
         except AssertionError as exc:
             failure["message"], failure["ctx"] = str(exc), ctx
             raise
@@ -232,8 +333,10 @@ def assert_follows_theorem_4_1(forward: Forward, P: Any = None, Q: Any = None, *
     except AssertionError:
         ctx = failure["ctx"]
         shown = ", ".join(f"{k}={getattr(ctx, k).tolist()}" for k in Context._fields)
-        raise AssertionError(f"{failure['message']}\nshrunk example (B={ctx.X.shape[0]}, n={ctx.X.shape[1]}, "
-                             f"d={ctx.X.shape[2]}): {shown}") from None
+        raise AssertionError(
+            f"{failure['message']}\nshrunk example (B={ctx.X.shape[0]}, n={ctx.X.shape[1]}, "
+            f"d={ctx.X.shape[2]}): {shown}"
+        ) from None
 
 
 # The family's members (docs/family.md): the same kind of check on a member's own implementation.
@@ -242,5 +345,7 @@ from numerics.evaluate.testing_family import check_context_order as check_contex
 from numerics.evaluate.testing_family import check_member as check_member  # noqa: E402
 from numerics.evaluate.testing_family import (  # noqa: E402
     check_member_implicit_weight as check_member_implicit_weight,
+)
+from numerics.evaluate.testing_family import (
     check_member_query_isolation as check_member_query_isolation,
 )

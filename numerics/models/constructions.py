@@ -59,7 +59,9 @@ class Preconditioner(NamedTuple):
     nu: np.ndarray
 
 
-def gdpp_second_order(mu: float, nu: float, eps: float | None = None, precondition: int | None = None) -> Preconditioner:
+def gdpp_second_order(
+    mu: float, nu: float, eps: float | None = None, precondition: int | None = None
+) -> Preconditioner:
     r"""Theorem 5.1's GD++ model for data whose ``Σ`` has eigenvalues in ``[μ, ν]``.
 
     Exactly one of ``eps`` (then ``K = l(κ, ε) - 1`` from :func:`lintf_theory.layer_count`) and
@@ -71,7 +73,9 @@ def gdpp_second_order(mu: float, nu: float, eps: float | None = None, preconditi
     if mu > nu:
         raise ValueError(f"need mu <= nu, got mu={mu}, nu={nu}")
     if (eps is None) == (precondition is None):
-        raise ValueError("set exactly one of eps (target accuracy) and precondition (number of layers K)")
+        raise ValueError(
+            "set exactly one of eps (target accuracy) and precondition (number of layers K)"
+        )
     K = layer_count(nu / mu, float(eps)).total - 1 if eps is not None else int(precondition)  # type: ignore[arg-type]
     if K < 0:
         raise ValueError(f"precondition must be >= 0, got {precondition}")
@@ -87,7 +91,9 @@ def gdpp_second_order(mu: float, nu: float, eps: float | None = None, preconditi
     return Preconditioner(Gdpp(omega_xx, omega_yx), np.array(mus), np.array(nus))
 
 
-def spectrum_data(seed: int, n: int, d: int, mu: float, nu: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def spectrum_data(
+    seed: int, n: int, d: int, mu: float, nu: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""``X (n, d)`` whose ``Σ = XᵀX`` has eigenvalues spread on ``[μ, ν]`` (both end points included),
     a weight ``w* ~ N(0, I)``, and a query ``x_t ~ N(0, I)``; noiseless ``y = X w*`` is ``X @ w``."""
     if int(n) < int(d) or int(d) < 2:
@@ -101,7 +107,9 @@ def spectrum_data(seed: int, n: int, d: int, mu: float, nu: float) -> tuple[np.n
     return X, rng.standard_normal(d), rng.standard_normal(d)
 
 
-def gd_best_step_errors(Sigma: np.ndarray, alpha: np.ndarray, w_star: np.ndarray, steps: int) -> np.ndarray:
+def gd_best_step_errors(
+    Sigma: np.ndarray, alpha: np.ndarray, w_star: np.ndarray, steps: int
+) -> np.ndarray:
     r"""``‖w^k - w*‖/‖w*‖``, ``k = 0..steps``, for GD with the best fixed step ``η = 2/(μ+ν)``."""
     ev = np.linalg.eigvalsh(Sigma)
     eta = 2.0 / (ev[0] + ev[-1])
@@ -112,7 +120,9 @@ def gd_best_step_errors(Sigma: np.ndarray, alpha: np.ndarray, w_star: np.ndarray
     return np.array(out)
 
 
-def newton_schulz_errors(Sigma: np.ndarray, alpha: np.ndarray, w_star: np.ndarray, steps: int) -> np.ndarray:
+def newton_schulz_errors(
+    Sigma: np.ndarray, alpha: np.ndarray, w_star: np.ndarray, steps: int
+) -> np.ndarray:
     r"""``‖X_k α - w*‖/‖w*‖`` for Newton–Schulz ``X_{k+1} = X_k (2I - Σ X_k)``, ``X_0 = 2/(μ+ν) I``."""
     ev = np.linalg.eigvalsh(Sigma)
     Xk = 2.0 / (ev[0] + ev[-1]) * np.eye(Sigma.shape[0])
@@ -132,7 +142,9 @@ def theorem_5_2(sigma1: float, sigma2: float, n: int) -> Diag:
         raise ValueError(f"n must be >= 1, got {n}")
     s1, s2 = float(sigma1), float(sigma2)
     if not (np.isfinite(s1) and np.isfinite(s2) and s1 >= 0 and s2 >= 0 and s1 != s2):
-        raise ValueError(f"sigma1, sigma2 must be finite, >= 0 and distinct, got {sigma1}, {sigma2}")
+        raise ValueError(
+            f"sigma1, sigma2 must be finite, >= 0 and distinct, got {sigma1}, {sigma2}"
+        )
     omega_yx, omega_yy = theorem_5_2_parameters(s1, s2, int(n))
     z = np.zeros((2, 1))
     py = np.array([[omega_yx], [omega_yy]])
@@ -141,7 +153,9 @@ def theorem_5_2(sigma1: float, sigma2: float, n: int) -> Diag:
     return Diag(z.copy(), py, qx, qy)
 
 
-def implicit_weight(params: Gdpp | Diag, X: np.ndarray, y: np.ndarray, all_layers: bool = False) -> np.ndarray:
+def implicit_weight(
+    params: Gdpp | Diag, X: np.ndarray, y: np.ndarray, all_layers: bool = False
+) -> np.ndarray:
     r"""The model's implicit weight ``w^L`` (or every ``w^l``, ``(L+1, d)``) on one sequence, float64.
 
     Computed by the bridge :func:`lintf_theory.run_recursion` (NumPy backend) on the universal
@@ -153,7 +167,10 @@ def implicit_weight(params: Gdpp | Diag, X: np.ndarray, y: np.ndarray, all_layer
     Lpad = max(128, 1 << max(L - 1, 0).bit_length())  # few shapes: JAX compiles once per d
     padded = [np.concatenate([a, np.zeros((Lpad - L, *a.shape[1:]))]) for a in arrays]
     with jax.enable_x64(True):
-        P, Q = (np.asarray(m, dtype=np.float64)[:L] for m in universal(type(params)(*padded), X.shape[1]))
+        P, Q = (
+            np.asarray(m, dtype=np.float64)[:L]
+            for m in universal(type(params)(*padded), X.shape[1])
+        )
     states = run_recursion(P, Q, X, np.asarray(y, dtype=np.float64), backend="numpy")
     ws = np.stack([st.w for st in states])
     return ws if all_layers else ws[-1]

@@ -43,15 +43,13 @@ symbol             argument / array
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from lintf_theory import check_parameters, gram_update
-from numerics.models.kinds import Params, full_g, kind_of, universal
+from numerics.models.kinds import Params, kind_of, universal
 
 
 def context_gram(X: jax.Array, y: jax.Array) -> jax.Array:
@@ -87,8 +85,9 @@ def _sandwich_bwd(res: tuple[jax.Array, jax.Array], C: jax.Array) -> tuple[jax.A
 sandwich.defvjp(_sandwich_fwd, _sandwich_bwd)
 
 
-def predict_fast(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array,
-                 guard: bool = False) -> jax.Array | tuple[jax.Array, jax.Array]:
+def predict_fast(
+    params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array, guard: bool = False
+) -> jax.Array | tuple[jax.Array, jax.Array]:
     r"""``ŷ = −y_{n+1}^L`` by the factored Gram pass on native parameters; ``(B,)``.
 
     ``guard=True`` (training) also returns ``alive (B,)`` and keeps a sequence's arrays finite, so that
@@ -99,7 +98,9 @@ def predict_fast(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array,
     sequence's zero cotangent (the loss masks it) is finite.  Alive sequences are untouched."""
     d = X.shape[-1]
     E = context_gram(X, y)
-    q = jnp.concatenate([x_query, jnp.zeros_like(x_query[..., :1])], axis=-1)[..., None]  # (B, D, 1)
+    q = jnp.concatenate([x_query, jnp.zeros_like(x_query[..., :1])], axis=-1)[
+        ..., None
+    ]  # (B, D, 1)
     eye = jnp.eye(d + 1, dtype=E.dtype)
     L, g_of = kind_of(params).layer_g(params, d)
     alive = jnp.ones(E.shape[:-2], bool)
@@ -109,7 +110,9 @@ def predict_fast(params: Params, X: jax.Array, y: jax.Array, x_query: jax.Array,
         if guard:
             # E is a Gram matrix (PSD): every entry is at most its trace.  A dead sequence gets G = 0, so T = I
             # and its arrays stay as they were (finite, below t); its zero cotangent then meets finite residuals.
-            alive &= (jnp.trace(E, axis1=-2, axis2=-1) <= t) & (jnp.sum(q * q, axis=(-2, -1)) <= t * t)
+            alive &= (jnp.trace(E, axis1=-2, axis2=-1) <= t) & (
+                jnp.sum(q * q, axis=(-2, -1)) <= t * t
+            )
             G = jnp.where(alive[:, None, None], G, 0)
         T = eye + G
         q = T @ q
@@ -148,13 +151,19 @@ def check_data(P: Any, Q: Any, X: Any, y: Any, x_query: Any) -> tuple[int, int, 
         raise ValueError(f"X must have shape (B, n, d), got shape {xs}")
     B, n, d = (int(s) for s in xs)
     if n < 1 or d < 1:
-        raise ValueError(f"X must have n >= 1 context points and d >= 1 inputs, got shape {tuple(xs)}")
+        raise ValueError(
+            f"X must have n >= 1 context points and d >= 1 inputs, got shape {tuple(xs)}"
+        )
     check_parameters(P, Q, d)
     if tuple(getattr(y, "shape", ())) != (B, n):
-        raise ValueError(f"y must have shape (B, n) = ({B}, {n}) to match X, got shape {getattr(y, 'shape', None)}")
+        raise ValueError(
+            f"y must have shape (B, n) = ({B}, {n}) to match X, got shape {getattr(y, 'shape', None)}"
+        )
     if tuple(getattr(x_query, "shape", ())) != (B, d):
-        raise ValueError(f"x_query must have shape (B, d) = ({B}, {d}) to match X, "
-                         f"got shape {getattr(x_query, 'shape', None)}")
+        raise ValueError(
+            f"x_query must have shape (B, d) = ({B}, {d}) to match X, "
+            f"got shape {getattr(x_query, 'shape', None)}"
+        )
     return B, n, d
 
 
@@ -170,7 +179,9 @@ def tokens(X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
     return jnp.concatenate([ctx, q[..., None, :]], axis=-2)
 
 
-def forward_tokens(P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
+def forward_tokens(
+    P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_query: jax.Array
+) -> jax.Array:
     r"""Every layer's tokens, written literally: returns ``(L+1, B, n+1, d+1)``.
 
     ``e_i^{l+1} = e_i^l + Σ_k P_k^l (Σ_{j≤n} e_j^l e_j^{lᵀ}) Q_k^l e_i^l`` for all ``n+1`` tokens.
@@ -187,8 +198,14 @@ def forward_tokens(P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_que
     return jnp.stack(out)
 
 
-def predict(P: jax.Array, Q: jax.Array, X: jax.Array, y: jax.Array, x_query: jax.Array,
-            all_layers: bool = False) -> jax.Array:
+def predict(
+    P: jax.Array,
+    Q: jax.Array,
+    X: jax.Array,
+    y: jax.Array,
+    x_query: jax.Array,
+    all_layers: bool = False,
+) -> jax.Array:
     r"""``ŷ = −y_{n+1}^L`` by the Gram-form pass; ``(B,)``, or ``(L+1, B)`` read-outs with ``all_layers``.
 
     The read-out after layer ``l`` is ``−y_{n+1}^l`` (``0`` at ``l = 0``).

@@ -115,14 +115,23 @@ class Kind:
         if self.one_head and int(heads) != 1:
             raise ValueError(f"GD++ has one head per layer; heads must be 1, got {heads}")
 
-    def init(self, key: jax.Array, layers: int, d: int, heads: int = 1, scale: float = 0.0,
-             dtype: Any = jnp.float32) -> Params:
+    def init(
+        self,
+        key: jax.Array,
+        layers: int,
+        d: int,
+        heads: int = 1,
+        scale: float = 0.0,
+        dtype: Any = jnp.float32,
+    ) -> Params:
         r"""Initial parameters: entries ``N(0, scale²)`` (``scale = 0``: all zero)."""
         _check_sizes(layers, d, heads)
         self.check_heads(heads)
         return self._init(key, int(layers), int(d), int(heads), scale, dtype)
 
-    def _init(self, key: jax.Array, layers: int, d: int, heads: int, scale: float, dtype: Any) -> Params:
+    def _init(
+        self, key: jax.Array, layers: int, d: int, heads: int, scale: float, dtype: Any
+    ) -> Params:
         raise NotImplementedError
 
     def universal(self, params: Params, d: int) -> tuple[jax.Array, jax.Array]:
@@ -153,7 +162,9 @@ class FullKind(Kind):
     def _init(self, key, layers, d, heads, scale, dtype):  # noqa: ANN001, ANN202
         kp, kq = jax.random.split(key)
         shape = (layers, heads, d + 1, d + 1)
-        return Full(scale * jax.random.normal(kp, shape, dtype), scale * jax.random.normal(kq, shape, dtype))
+        return Full(
+            scale * jax.random.normal(kp, shape, dtype), scale * jax.random.normal(kq, shape, dtype)
+        )
 
     def universal(self, params, d):  # noqa: ANN001, ANN202
         return params.P, params.Q
@@ -175,7 +186,12 @@ class DiagKind(Kind):
     name, params_type, default_lr, default_y_step = "diag", Diag, 1e-2, "plain"
 
     def _init(self, key, layers, d, heads, scale, dtype):  # noqa: ANN001, ANN202
-        return Diag(*(scale * jax.random.normal(k, (layers, heads), dtype) for k in jax.random.split(key, 4)))
+        return Diag(
+            *(
+                scale * jax.random.normal(k, (layers, heads), dtype)
+                for k in jax.random.split(key, 4)
+            )
+        )
 
     def universal(self, params, d):  # noqa: ANN001, ANN202
         return diag_matrix(params.px, params.py, d), diag_matrix(params.qx, params.qy, d)
@@ -188,7 +204,10 @@ class DiagKind(Kind):
             dg = jnp.diagonal(Mx, axis1=-2, axis2=-1)
             off = Mx - dg[..., None] * jnp.eye(d + 1, dtype=Mx.dtype)
             xs = dg[..., :d]
-            if float(jnp.max(jnp.abs(off))) > atol or float(jnp.max(jnp.abs(xs - xs[..., :1]))) > atol:
+            if (
+                float(jnp.max(jnp.abs(off))) > atol
+                or float(jnp.max(jnp.abs(xs - xs[..., :1]))) > atol
+            ):
                 raise ValueError(f"{name} is not of DIAG form diag(p_x I, p_y) within atol={atol}")
             parts.append((dg[..., 0], dg[..., d]))
         (px, py), (qx, qy) = parts
@@ -208,21 +227,34 @@ class DiagKind(Kind):
         r"""Per-layer ``(ω_xx, ω_xy, ω_yx, ω_yy)``, each ``(L,)``, by the derived rule ``omega_rule(H)``."""
         H = params.px.shape[-1]
         heads = [a[..., k] for a in params for k in range(H)]
-        return tuple(jnp.broadcast_to(jnp.asarray(w), params.px.shape[:-1]) for w in omega_rule(H).jax(*heads))
+        return tuple(
+            jnp.broadcast_to(jnp.asarray(w), params.px.shape[:-1])
+            for w in omega_rule(H).jax(*heads)
+        )
 
     def scale_y_step(self, updates, c, d):  # noqa: ANN001, ANN202
         return updates._replace(qy=updates.qy / c)
 
 
 class GdppKind(DiagKind):
-    name, params_type, one_head, spectral_init, default_lr, default_y_step = "gdpp", Gdpp, True, True, 1e-2, "plain"
+    name, params_type, one_head, spectral_init, default_lr, default_y_step = (
+        "gdpp",
+        Gdpp,
+        True,
+        True,
+        1e-2,
+        "plain",
+    )
 
     def __repr__(self) -> str:
         return "GD++"
 
     def _init(self, key, layers, d, heads, scale, dtype):  # noqa: ANN001, ANN202
         k1, k2 = jax.random.split(key)
-        return Gdpp(scale * jax.random.normal(k1, (layers,), dtype), scale * jax.random.normal(k2, (layers,), dtype))
+        return Gdpp(
+            scale * jax.random.normal(k1, (layers,), dtype),
+            scale * jax.random.normal(k2, (layers,), dtype),
+        )
 
     def as_diag(self, params: Gdpp) -> Diag:
         """The one-head DIAG parameters of the same model: ``p = (ω_xx, ω_yx)``, ``q = (1, 0)``."""
@@ -249,8 +281,10 @@ class GdppKind(DiagKind):
         wxx, wxy, wyx, wyy = DIAG.omegas(DIAG.from_universal(P, Q, atol))
         for name, om in (("omega_xy", wxy), ("omega_yy", wyy)):
             if float(jnp.max(jnp.abs(om))) > atol:
-                raise ValueError(f"not a GD++ model: {name} = sum_k p q must be 0 in every layer (within "
-                                 f"atol={atol}), got max |{name}| = {float(jnp.max(jnp.abs(om))):.3g}")
+                raise ValueError(
+                    f"not a GD++ model: {name} = sum_k p q must be 0 in every layer (within "
+                    f"atol={atol}), got max |{name}| = {float(jnp.max(jnp.abs(om))):.3g}"
+                )
         return Gdpp(wxx, wyx)
 
     def scale_y_step(self, updates, c, d):  # noqa: ANN001, ANN202
@@ -280,8 +314,10 @@ def kind_of(x: str | Kind | Params) -> Kind:
     for k in KIND_OBJECTS.values():
         if type(x) is k.params_type:
             return k
-    raise ValueError(f"unknown parameter type {type(x).__name__}; expected one of "
-                     f"{', '.join(k.params_type.__name__ for k in KIND_OBJECTS.values())}")
+    raise ValueError(
+        f"unknown parameter type {type(x).__name__}; expected one of "
+        f"{', '.join(k.params_type.__name__ for k in KIND_OBJECTS.values())}"
+    )
 
 
 def check_kind(kind: str) -> str:
@@ -314,7 +350,14 @@ def omegas(params: Diag | Gdpp) -> Omegas:
     return kind_of(params).omegas(params)
 
 
-def init(kind: str | Kind, key: jax.Array, layers: int, d: int, heads: int = 1, scale: float = 0.0,
-         dtype: Any = jnp.float32) -> Params:
+def init(
+    kind: str | Kind,
+    key: jax.Array,
+    layers: int,
+    d: int,
+    heads: int = 1,
+    scale: float = 0.0,
+    dtype: Any = jnp.float32,
+) -> Params:
     r"""Initial parameters of ``kind``: small random entries of standard deviation ``scale``."""
     return kind_of(kind).init(key, layers, d, heads, scale, dtype)

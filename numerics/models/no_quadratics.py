@@ -48,7 +48,9 @@ def layer_targets(P: Any, Q: Any, X: np.ndarray, y: np.ndarray, x_query: np.ndar
     """Context targets ``y^l`` of every layer from the literal forward pass (float64): ``(L+1, B, n)``."""
     n = X.shape[-2]
     with jax.enable_x64(True):  # one XLA program per shape instead of one per operation
-        Z = jax.jit(forward_tokens)(np.asarray(P, np.float64), np.asarray(Q, np.float64), X, y, x_query)
+        Z = jax.jit(forward_tokens)(
+            np.asarray(P, np.float64), np.asarray(Q, np.float64), X, y, x_query
+        )
         return np.asarray(Z[:, :, :n, -1])
 
 
@@ -57,16 +59,33 @@ class CosineSample(NamedTuple):
     bound: np.ndarray  # (models, B): ‖P_X q‖/‖q‖
 
 
-def random_full_cosines(seed: int, n: int, d: int, layers: int, models: int, seqs: int) -> CosineSample:
+def random_full_cosines(
+    seed: int, n: int, d: int, layers: int, models: int, seqs: int
+) -> CosineSample:
     r"""Random FULL models (``numerics.models.init``, entries of std ``(n(d+1))^{-1/2}`` so ``G = P E Q`` is
     ``O(1)``) on fresh noiseless sequences ``x_i, w_τ ~ N(0, I)``; deterministic in ``seed``."""
-    for name, v, lo in (("n", n, 1), ("d", d, 1), ("layers", layers, 1), ("models", models, 1), ("seqs", seqs, 1)):
+    for name, v, lo in (
+        ("n", n, 1),
+        ("d", d, 1),
+        ("layers", layers, 1),
+        ("models", models, 1),
+        ("seqs", seqs, 1),
+    ):
         if int(v) < lo:
             raise ValueError(f"{name} must be >= {lo}, got {v}")
     rng = np.random.default_rng(seed)
     with jax.enable_x64(True):  # one init call: models·layers layers, split into ``models`` models
-        P_all, Q_all = universal(init("full", jax.random.PRNGKey(seed), models * layers, d,
-                                      scale=float((n * (d + 1)) ** -0.5), dtype=np.float64), d)
+        P_all, Q_all = universal(
+            init(
+                "full",
+                jax.random.PRNGKey(seed),
+                models * layers,
+                d,
+                scale=float((n * (d + 1)) ** -0.5),
+                dtype=np.float64,
+            ),
+            d,
+        )
     P_all, Q_all = (np.asarray(t).reshape(models, layers, *t.shape[1:]) for t in (P_all, Q_all))
     cos, bound = [], []
     for P, Q in zip(P_all, Q_all, strict=True):

@@ -29,12 +29,15 @@ from numerics.evaluate import inspector
 S_GRID = np.concatenate([[0.0], np.geomspace(1e-5, 1e5, 241)])
 
 
-def trajectories(P: Any, Q: Any, noise: str, sequences: int, n: int, d: int, key: jax.Array,
-                 show: int = 4) -> dict[str, np.ndarray]:
+def trajectories(
+    P: Any, Q: Any, noise: str, sequences: int, n: int, d: int, key: jax.Array, show: int = 4
+) -> dict[str, np.ndarray]:
     """Arrays for :func:`numerics.reproduce.plots.fig_weights` (float64, ``sequences`` fresh sequences)."""
     with jax.enable_x64(True):
         b = data.sample(key, noise, int(sequences), n, d, jnp.float64)
-        st = inspector.implicit_states(jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64), b.X, b.y)
+        st = inspector.implicit_states(
+            jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64), b.X, b.y
+        )
         w = np.asarray(st.w)  # (L+1, B, d)
         Sigma = np.asarray(jnp.einsum("bnd,bne->bde", b.X, b.X))
         alpha = np.asarray(jnp.einsum("bnd,bn->bd", b.X, b.y))
@@ -56,15 +59,25 @@ def trajectories(P: Any, Q: Any, noise: str, sequences: int, n: int, d: int, key
         return np.stack([np.sum(v * e1, -1), np.sum(v * e2, -1)], -1) / nrm
 
     k = min(int(show), w.shape[1])
-    return {"dist": dists.min(1) / scale, "s_best": S_GRID[np.argmin(dists[-1], axis=0)], "sigma": sig,
-            "to_oracle": np.linalg.norm(w - oracle[None], axis=-1) / scale,
-            "to_ols": np.linalg.norm(w - ols[None], axis=-1) / np.linalg.norm(ols, axis=-1),
-            "proj": coords(w)[:, :k], "path": coords(path)[:, :k]}
+    return {
+        "dist": dists.min(1) / scale,
+        "s_best": S_GRID[np.argmin(dists[-1], axis=0)],
+        "sigma": sig,
+        "to_oracle": np.linalg.norm(w - oracle[None], axis=-1) / scale,
+        "to_ols": np.linalg.norm(w - ols[None], axis=-1) / np.linalg.norm(ols, axis=-1),
+        "proj": coords(w)[:, :k],
+        "path": coords(path)[:, :k],
+    }
 
 
-def depth_gap(cells: dict[str, dict], model: str, noise: str, ref: int) -> list[tuple[int, float, float, float]]:
+def depth_gap(
+    cells: dict[str, dict], model: str, noise: str, ref: int
+) -> list[tuple[int, float, float, float]]:
     """``(L, gap to Bayes, its SE, fraction of the depth-``ref`` gap closed)`` for every stored depth."""
-    rows = sorted((m.layers, m.eval["minus_Bayes"], m.eval["minus_Bayes_se"]) for m in cells.values()
-                  if m.model == model and m.noise == noise)
+    rows = sorted(
+        (m.layers, m.eval["minus_Bayes"], m.eval["minus_Bayes_se"])
+        for m in cells.values()
+        if m.model == model and m.noise == noise
+    )
     g_ref = next((g for L, g, _ in rows if L == ref), None)
     return [(L, g, s, (g_ref - g) / g_ref if g_ref else float("nan")) for L, g, s in rows]

@@ -56,10 +56,20 @@ def cell_config(cell: Cell, budget: Budget, seed: int = 0) -> TrainConfig:
     """The cell's first-stage training configuration, from its start
     (:func:`numerics.reproduce.grid.start_of`)."""
     s = budget.schedule
-    return TrainConfig(model=cell.model, layers=cell.layers, noise=cell.noise, seeds=s.seeds, steps=s.steps,
-                       batch=s.batch, seed=seed, select_sequences=budget.select_sequences,
-                       eval_sequences=budget.select_sequences, n=budget.n, d=budget.d,
-                       init="spectral" if start_of(cell) == "spectral" else "random")
+    return TrainConfig(
+        model=cell.model,
+        layers=cell.layers,
+        noise=cell.noise,
+        seeds=s.seeds,
+        steps=s.steps,
+        batch=s.batch,
+        seed=seed,
+        select_sequences=budget.select_sequences,
+        eval_sequences=budget.select_sequences,
+        n=budget.n,
+        d=budget.d,
+        init="spectral" if start_of(cell) == "spectral" else "random",
+    )
 
 
 @dataclass(frozen=True)
@@ -93,12 +103,17 @@ def stopped(new: Stage, old: Stage) -> bool:
     if new.held is None:
         return True
     diff = old.held - new.held
-    return Schedule.stop(float(diff.mean()), old.mean, float(diff.std(ddof=1) / np.sqrt(diff.size)),
-                         old.blown or new.blown)
+    return Schedule.stop(
+        float(diff.mean()),
+        old.mean,
+        float(diff.std(ddof=1) / np.sqrt(diff.size)),
+        old.blown or new.blown,
+    )
 
 
-def train_stages(cfg: TrainConfig, schedule: Schedule, run: Path, trainer: Trainer = train_run
-                 ) -> tuple[Stage, dict[str, Any]]:
+def train_stages(
+    cfg: TrainConfig, schedule: Schedule, run: Path, trainer: Trainer = train_run
+) -> tuple[Stage, dict[str, Any]]:
     """Train ``cfg``'s cell in the stages of ``schedule`` into ``run/stage<k>``; the best stage and
     the summary."""
     stages: list[Stage] = []
@@ -106,35 +121,76 @@ def train_stages(cfg: TrainConfig, schedule: Schedule, run: Path, trainer: Train
     for k in range(1, schedule.most + 1):
         steps, seeds, factor = schedule.stage(k)
         prev = best_of(stages) if stages else None
-        scfg = replace(cfg, steps=steps, seeds=seeds, batch=schedule.batch) if prev is None else replace(
-            cfg, steps=steps, seeds=seeds, batch=schedule.batch, init="random", lr=cfg.peak_lr * factor,
-            warm_start=str(prev.model))
+        scfg = (
+            replace(cfg, steps=steps, seeds=seeds, batch=schedule.batch)
+            if prev is None
+            else replace(
+                cfg,
+                steps=steps,
+                seeds=seeds,
+                batch=schedule.batch,
+                init="random",
+                lr=cfg.peak_lr * factor,
+                warm_start=str(prev.model),
+            )
+        )
         t0 = time.perf_counter()
         try:
             tr = trainer(scfg, run / f"stage{k}")
         except Diverged as e:
             if prev is None:
                 raise
-            stages.append(Stage(k, None, None, {"stage": k, "steps": e.step, "held_out": None, "blown": True,
-                                                "diverged": str(e), "seconds": time.perf_counter() - t0}))
+            stages.append(
+                Stage(
+                    k,
+                    None,
+                    None,
+                    {
+                        "stage": k,
+                        "steps": e.step,
+                        "held_out": None,
+                        "blown": True,
+                        "diverged": str(e),
+                        "seconds": time.perf_counter() - t0,
+                    },
+                )
+            )
             done = True
             break
         model, scale = _scaled(tr.model, cfg, schedule.scale_pool)
-        held = evaluation.adjusted_per_sequence(*load_model(model)[:2], cfg.noise, cfg.n, cfg.d,
-                                                RULES.held_out_key(), schedule.held_out)
+        held = evaluation.adjusted_per_sequence(
+            *load_model(model)[:2], cfg.noise, cfg.n, cfg.d, RULES.held_out_key(), schedule.held_out
+        )
         t = evaluation.tail_stats(held)
-        stages.append(Stage(k, model, held, {
-            "stage": k, "steps": int(tr.metrics.get("steps", steps)), "held_out": t["mean"], "held_out_se": t["se"],
-            "held_out_max": t["max"] if np.isfinite(t["max"]) else None, "blown": t["failed"] is not None,
-            "scale": scale, "dropped_final": tr.metrics.get("dropped_final"),
-            "seconds": time.perf_counter() - t0}))
+        stages.append(
+            Stage(
+                k,
+                model,
+                held,
+                {
+                    "stage": k,
+                    "steps": int(tr.metrics.get("steps", steps)),
+                    "held_out": t["mean"],
+                    "held_out_se": t["se"],
+                    "held_out_max": t["max"] if np.isfinite(t["max"]) else None,
+                    "blown": t["failed"] is not None,
+                    "scale": scale,
+                    "dropped_final": tr.metrics.get("dropped_final"),
+                    "seconds": time.perf_counter() - t0,
+                },
+            )
+        )
         if prev is not None and stopped(stages[-1], prev):
             done = True
             break
     best = best_of(stages)
-    return best, {"stages": [s.summary for s in stages], "converged": done, "chosen_stage": best.k,
-                  "steps": sum(int(s.summary["steps"] or 0) for s in stages),
-                  "dropped_final": best.summary.get("dropped_final")}
+    return best, {
+        "stages": [s.summary for s in stages],
+        "converged": done,
+        "chosen_stage": best.k,
+        "steps": sum(int(s.summary["steps"] or 0) for s in stages),
+        "dropped_final": best.summary.get("dropped_final"),
+    }
 
 
 def _scaled(model: Path, cfg: TrainConfig, pool: int) -> tuple[Path, dict[str, Any]]:
@@ -149,8 +205,15 @@ def _scaled(model: Path, cfg: TrainConfig, pool: int) -> tuple[Path, dict[str, A
     return out, info
 
 
-def replicas(cell: Cell, budget: Budget, model: Path, judged: dict[str, Any], summary: dict[str, Any], run: Path,
-             trainer: Trainer) -> tuple[dict[str, Any], bytes]:
+def replicas(
+    cell: Cell,
+    budget: Budget,
+    model: Path,
+    judged: dict[str, Any],
+    summary: dict[str, Any],
+    run: Path,
+    trainer: Trainer,
+) -> tuple[dict[str, Any], bytes]:
     """Fig. 5's spread: the cell's model and ``budget.seeds − 1`` replicas trained as the cell was,
     with master seeds ``RULES.replica_seed · r``, each evaluated read-out by read-out and judged;
     the record's ``replicas`` and the stacked ``P, Q`` as ``seeds.npz`` bytes."""
@@ -158,43 +221,101 @@ def replicas(cell: Cell, budget: Budget, model: Path, judged: dict[str, Any], su
     Ps, Qs, info = [P], [Q], [(0, summary, {k: judged[k] for k in ("tail_check", "spectral")})]
     for r in range(1, budget.seeds):
         seed = RULES.replica_seed * r
-        best, rs = train_stages(cell_config(cell, budget, seed), budget.schedule, run / f"replica{r}", trainer)
+        best, rs = train_stages(
+            cell_config(cell, budget, seed), budget.schedule, run / f"replica{r}", trainer
+        )
         P, Q, _ = load_model(best.model)
         Ps.append(P)
         Qs.append(Q)
-        info.append((seed, rs, verdict.checks(P, Q, cell.model, cell.layers, cell.noise, budget.n, budget.d)))
-    ev = [verdict.evaluate_model(P, Q, cell.noise, budget.eval_sequences, budget.n, budget.d) for P, Q in zip(Ps, Qs)]
-    out = {"sequences": budget.eval_sequences, "seed": [i[0] for i in info],
-           "stage": [i[1]["chosen_stage"] for i in info], "steps": [i[1]["steps"] for i in info],
-           "loss": [e["layers"]["loss"] for e in ev], "se": [e["layers"]["se"] for e in ev],
-           "failed": [verdict.failure({"eval": e} | i[2], i[1]["dropped_final"]) for e, i in zip(ev, info)]}
+        info.append(
+            (
+                seed,
+                rs,
+                verdict.checks(P, Q, cell.model, cell.layers, cell.noise, budget.n, budget.d),
+            )
+        )
+    ev = [
+        verdict.evaluate_model(P, Q, cell.noise, budget.eval_sequences, budget.n, budget.d)
+        for P, Q in zip(Ps, Qs)
+    ]
+    out = {
+        "sequences": budget.eval_sequences,
+        "seed": [i[0] for i in info],
+        "stage": [i[1]["chosen_stage"] for i in info],
+        "steps": [i[1]["steps"] for i in info],
+        "loss": [e["layers"]["loss"] for e in ev],
+        "se": [e["layers"]["se"] for e in ev],
+        "failed": [
+            verdict.failure({"eval": e} | i[2], i[1]["dropped_final"]) for e, i in zip(ev, info)
+        ],
+    }
     buf = io.BytesIO()
     np.savez(buf, P=np.stack(Ps), Q=np.stack(Qs))
     return out, buf.getvalue()
 
 
-def train_cell(cell: Cell, budget: Budget, rundir: Path, trainer: Trainer = train_run) -> dict[str, bytes]:
+def train_cell(
+    cell: Cell, budget: Budget, rundir: Path, trainer: Trainer = train_run
+) -> dict[str, bytes]:
     """Train, judge and record one cell in ``rundir`` (resumable); the finished cell's files by
     name."""
     rundir, t0 = Path(rundir), time.perf_counter()
     cfg = cell_config(cell, budget)
     best, summary = train_stages(cfg, budget.schedule, rundir, trainer)
     P, Q, _ = load_model(best.model)
-    judged = verdict.judge(P, Q, cell.model, cell.layers, cell.noise, budget.eval_sequences, budget.profile_points,
-                           budget.profile_sequences, budget.n, budget.d)
+    judged = verdict.judge(
+        P,
+        Q,
+        cell.model,
+        cell.layers,
+        cell.noise,
+        budget.eval_sequences,
+        budget.profile_points,
+        budget.profile_sequences,
+        budget.n,
+        budget.d,
+    )
     failed = verdict.failure(judged, summary["dropped_final"])
     files: dict[str, bytes] = {} if failed else {"model.npz": best.model.read_bytes()}
     spread = None
     if cell.replicas and failed is None:
-        spread, files["seeds.npz"] = replicas(cell, budget, best.model, judged, summary, rundir, trainer)
-    record = Record(cell=cell.name, model=cell.model, layers=cell.layers, noise=cell.noise, budget=budget.name,
-                    start=start_of(cell), plan=plan_of(cell, budget), failed=failed, eval=judged["eval"],
-                    profile=judged["profile"], tail_check=judged["tail_check"], spectral=judged["spectral"],
-                    replicas=spread, training=summary | {"config": config_dict(cfg)},
-                    provenance={"device": jax.devices()[0].device_kind, "master_seed": cfg.seed,
-                                "seconds": time.perf_counter() - t0, "notes": []})
+        spread, files["seeds.npz"] = replicas(
+            cell, budget, best.model, judged, summary, rundir, trainer
+        )
+    record = Record(
+        cell=cell.name,
+        model=cell.model,
+        layers=cell.layers,
+        noise=cell.noise,
+        budget=budget.name,
+        start=start_of(cell),
+        plan=plan_of(cell, budget),
+        failed=failed,
+        eval=judged["eval"],
+        profile=judged["profile"],
+        tail_check=judged["tail_check"],
+        spectral=judged["spectral"],
+        replicas=spread,
+        training=summary | {"config": config_dict(cfg)},
+        provenance={
+            "device": jax.devices()[0].device_kind,
+            "master_seed": cfg.seed,
+            "seconds": time.perf_counter() - t0,
+            "notes": [],
+        },
+    )
     return files | {"metrics.json": record.to_json()}
 
 
-__all__ = ["Stage", "Trained", "Trainer", "best_of", "cell_config", "replicas", "stopped", "train_cell",
-           "train_run", "train_stages"]
+__all__ = [
+    "Stage",
+    "Trained",
+    "Trainer",
+    "best_of",
+    "cell_config",
+    "replicas",
+    "stopped",
+    "train_cell",
+    "train_run",
+    "train_stages",
+]

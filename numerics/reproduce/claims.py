@@ -34,7 +34,9 @@ class Entry:
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.loss) or not (self.se >= 0):
-            raise ValueError(f"an entry needs a finite loss and se >= 0, got {self.loss}, {self.se}")
+            raise ValueError(
+                f"an entry needs a finite loss and se >= 0, got {self.loss}, {self.se}"
+            )
 
 
 Table = dict[tuple[str, int, str], Entry]
@@ -59,12 +61,13 @@ class Claim:
         """The verdict, with "so far" while cells it reads are still to come."""
         if not self.waiting:
             return self.verdict
-        return f"{self.verdict} yet" if self.verdict == "not evaluated" else f"{self.verdict} so far"
+        return (
+            f"{self.verdict} yet" if self.verdict == "not evaluated" else f"{self.verdict} so far"
+        )
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, got {self.verdict!r}")
-
 
 
 def build_table(cells: dict[str, Any], base: dict[str, dict[str, Any]]) -> Table:
@@ -75,10 +78,14 @@ def build_table(cells: dict[str, Any], base: dict[str, dict[str, Any]]) -> Table
         if m.failed:
             continue
         e = m.eval
-        t[(m.model, int(m.layers), m.noise)] = Entry(e["loss"], e["se"], e["minus_Bayes"], e["minus_Bayes_se"])
+        t[(m.model, int(m.layers), m.noise)] = Entry(
+            e["loss"], e["se"], e["minus_Bayes"], e["minus_Bayes_se"]
+        )
     for nz, b in base.items():
         for name, r in b["methods"].items():
-            t[(name, 0, nz)] = Entry(r["loss"], r["se"], r.get("minus_Bayes"), r.get("minus_Bayes_se"))
+            t[(name, 0, nz)] = Entry(
+                r["loss"], r["se"], r.get("minus_Bayes"), r.get("minus_Bayes_se")
+            )
     return t
 
 
@@ -120,7 +127,12 @@ def _match(a: Entry, b: Entry) -> bool | None:
     return abs(diff) <= 3 * se + scale
 
 
-def _word(ok: bool | None, yes: str, no: str, neither: str = "too noisy to call (SE above the match scale)") -> str:
+def _word(
+    ok: bool | None,
+    yes: str,
+    no: str,
+    neither: str = "too noisy to call (SE above the match scale)",
+) -> str:
     return yes if ok else (no if ok is False else neither)
 
 
@@ -150,7 +162,9 @@ def verdict(ok: list[bool | None]) -> str:
     return "holds" if all(ok) else "undecided"
 
 
-def claim_diag_matches_full(t: Table, from_diag: frozenset[tuple[str, int, str]] = frozenset()) -> Claim:
+def claim_diag_matches_full(
+    t: Table, from_diag: frozenset[tuple[str, int, str]] = frozenset()
+) -> Claim:
     """DIAG and FULL match at every depth and setting with both.  ``from_diag``: the FULL cells trained from the
     DIAG start (records of an earlier recipe), for which a match is no evidence that FULL's extra freedom finds
     nothing better: the evidence says so."""
@@ -159,29 +173,46 @@ def claim_diag_matches_full(t: Table, from_diag: frozenset[tuple[str, int, str]]
         for L in sorted(set(_depths(t, "diag", nz)) & set(_depths(t, "full", nz))):
             a, b = t[("diag", L, nz)], t[("full", L, nz)]
             ok.append(_match(a, b))
-            ev.append(f"{nz} L={L}: DIAG {pm(a)} vs FULL {pm(b)}, {_diff_text(a, b)} → {_word(ok[-1], 'match', 'differ')}")
+            ev.append(
+                f"{nz} L={L}: DIAG {pm(a)} vs FULL {pm(b)}, {_diff_text(a, b)} → {_word(ok[-1], 'match', 'differ')}"
+            )
             bad += [("diag", L, nz), ("full", L, nz)] if ok[-1] is False else []
     both = [k for k in from_diag if ("diag", k[1], k[2]) in t and k in t]
     if both:
-        ev.insert(0, f"caveat: {len(both)} of these FULL cells were trained from the DIAG start (an earlier recipe; "
-                     "the report lists them): for them a match shows only that FULL's extra freedom found nothing "
-                     "better from there")
+        ev.insert(
+            0,
+            f"caveat: {len(both)} of these FULL cells were trained from the DIAG start (an earlier recipe; "
+            "the report lists them): for them a match shows only that FULL's extra freedom found nothing "
+            "better from there",
+        )
     return Claim("diag_matches_full", "DIAG matches FULL", verdict(ok), tuple(ev), tuple(bad))
 
 
 def claim_gdpp_near_constrr(t: Table) -> Claim:
     ok, ev, bad = [], [], []
     for nz in _noises(t):
-        if ("ConstRR", 0, nz) not in t or Noise.parse(nz).sigma_max == 0 or not _depths(t, "gdpp", nz):
+        if (
+            ("ConstRR", 0, nz) not in t
+            or Noise.parse(nz).sigma_max == 0
+            or not _depths(t, "gdpp", nz)
+        ):
             continue
         L = max(_depths(t, "gdpp", nz))
         g, c, a = t[("gdpp", L, nz)], t[("ConstRR", 0, nz)], t.get(("AdaRR", 0, nz))
         r = g.loss / c.loss if c.loss > 0 else float("inf")
         ok.append(abs(r - 1) <= NEAR_REL)
-        ev.append(f"{nz}: GD++-{L} {pm(g)}, ConstRR {pm(c)}, ratio {r:.2f}" + (f", AdaRR {pm(a)}" if a else ""))
+        ev.append(
+            f"{nz}: GD++-{L} {pm(g)}, ConstRR {pm(c)}, ratio {r:.2f}"
+            + (f", AdaRR {pm(a)}" if a else "")
+        )
         bad += [] if ok[-1] else [("gdpp", L, nz)]
-    return Claim("gdpp_near_constrr", f"GD++ settles near ConstRR (deepest GD++ within ±{NEAR_REL:.0%} of ConstRR)",
-                 verdict(ok), tuple(ev), tuple(bad))
+    return Claim(
+        "gdpp_near_constrr",
+        f"GD++ settles near ConstRR (deepest GD++ within ±{NEAR_REL:.0%} of ConstRR)",
+        verdict(ok),
+        tuple(ev),
+        tuple(bad),
+    )
 
 
 def claim_four_layers_beat_adarr(t: Table) -> Claim:
@@ -195,11 +226,23 @@ def claim_four_layers_beat_adarr(t: Table) -> Claim:
             if (m, 4, nz) in t:
                 e = t[(m, 4, nz)]
                 ok.append(beats(e, a))
-                ev.append(f"{nz}: {MODEL_NAMES[m]}-4 {pm(e)} vs AdaRR {pm(a)}, {_diff_text(e, a)} → "
-                          + _word(ok[-1], "beats", "does not beat", f"within {BEAT_SE:g} SE: too close to call"))
+                ev.append(
+                    f"{nz}: {MODEL_NAMES[m]}-4 {pm(e)} vs AdaRR {pm(a)}, {_diff_text(e, a)} → "
+                    + _word(
+                        ok[-1],
+                        "beats",
+                        "does not beat",
+                        f"within {BEAT_SE:g} SE: too close to call",
+                    )
+                )
                 bad += [(m, 4, nz)] if ok[-1] is False else []
-    return Claim("four_layers_beat_adarr", "4-layer DIAG and FULL beat AdaRR for σ_max ≥ 4", verdict(ok), tuple(ev),
-                 tuple(bad))
+    return Claim(
+        "four_layers_beat_adarr",
+        "4-layer DIAG and FULL beat AdaRR for σ_max ≥ 4",
+        verdict(ok),
+        tuple(ev),
+        tuple(bad),
+    )
 
 
 def claim_five_plus_match_tunedrr(t: Table) -> Claim:
@@ -212,11 +255,18 @@ def claim_five_plus_match_tunedrr(t: Table) -> Claim:
             for L in (L for L in _depths(t, m, nz) if L >= 5):
                 e = t[(m, L, nz)]
                 ok.append(True if e.loss <= r.loss else _match(e, r))
-                ev.append(f"{nz}: {MODEL_NAMES[m]}-{L} {pm(e)} vs TunedRR {pm(r)}, {_diff_text(e, r)} → "
-                          f"{_word(ok[-1], 'matches or beats', 'worse')}")
+                ev.append(
+                    f"{nz}: {MODEL_NAMES[m]}-{L} {pm(e)} vs TunedRR {pm(r)}, {_diff_text(e, r)} → "
+                    f"{_word(ok[-1], 'matches or beats', 'worse')}"
+                )
                 bad += [(m, L, nz)] if ok[-1] is False else []
-    return Claim("five_plus_match_tunedrr", "DIAG/FULL with 5 or more layers match or beat TunedRR (σ_max > 0)",
-                 verdict(ok), tuple(ev), tuple(bad))
+    return Claim(
+        "five_plus_match_tunedrr",
+        "DIAG/FULL with 5 or more layers match or beat TunedRR (σ_max > 0)",
+        verdict(ok),
+        tuple(ev),
+        tuple(bad),
+    )
 
 
 def log_rates(depths: list[int], losses: list[float]) -> list[float]:
@@ -231,21 +281,34 @@ def log_rates(depths: list[int], losses: list[float]) -> list[float]:
 
 
 def claim_gdpp_superexponential(t: Table) -> Claim:
-    nz = next((n for n in _noises(t) if Noise.parse(n).sigma_max == 0 and _depths(t, "gdpp", n)), None)
+    nz = next(
+        (n for n in _noises(t) if Noise.parse(n).sigma_max == 0 and _depths(t, "gdpp", n)), None
+    )
     if nz is None:
-        return Claim("gdpp_superexponential", "At σ_max = 0 GD++'s loss falls super-exponentially with depth",
-                     "not evaluated", ("no σ_max = 0 GD++ cells",))
+        return Claim(
+            "gdpp_superexponential",
+            "At σ_max = 0 GD++'s loss falls super-exponentially with depth",
+            "not evaluated",
+            ("no σ_max = 0 GD++ cells",),
+        )
     Ls = _depths(t, "gdpp", nz)
     ls = [t[("gdpp", L, nz)].loss for L in Ls]
     rates = log_rates(Ls, ls)
     ok = len(rates) >= 2 and all(b > a for a, b in zip(rates, rates[1:]))
-    ev = [", ".join(f"L={L}: {l:.3g}" for L, l in zip(Ls, ls)),
-          "per-layer decrease of ln loss between consecutive depths: " + ", ".join(f"{r:.3f}" for r in rates)
-          + (" (increasing: faster than exponential)" if ok else " (not increasing)")]
+    ev = [
+        ", ".join(f"L={L}: {l:.3g}" for L, l in zip(Ls, ls)),
+        "per-layer decrease of ln loss between consecutive depths: "
+        + ", ".join(f"{r:.3f}" for r in rates)
+        + (" (increasing: faster than exponential)" if ok else " (not increasing)"),
+    ]
     if len(rates) < 2:
         ev.append(f"fewer than two rates above the floor {FLOOR:g}")
-    return Claim("gdpp_superexponential", "At σ_max = 0 GD++'s loss falls super-exponentially with depth",
-                 "holds" if ok else "does not hold", tuple(ev))
+    return Claim(
+        "gdpp_superexponential",
+        "At σ_max = 0 GD++'s loss falls super-exponentially with depth",
+        "holds" if ok else "does not hold",
+        tuple(ev),
+    )
 
 
 def unseen_mean(sigma: list[float], loss: list[float], levels: tuple[float, ...]) -> float:
@@ -255,7 +318,9 @@ def unseen_mean(sigma: list[float], loss: list[float], levels: tuple[float, ...]
     return float(l[far].mean()) if far.any() else float("nan")
 
 
-def claim_diag_extrapolates(t: Table, profiles: dict[tuple[str, int, str], dict[str, list[float]]]) -> Claim:
+def claim_diag_extrapolates(
+    t: Table, profiles: dict[tuple[str, int, str], dict[str, list[float]]]
+) -> Claim:
     """At each categorical setting's deepest depth with both, DIAG's mean profile loss over the σ the setting does
     not draw (:func:`unseen_mean`) below FULL's.  A FULL cell that kept its DIAG start is that model, and its profile
     is DIAG's to the last digit: the comparison is undecided, not lost."""
@@ -265,17 +330,30 @@ def claim_diag_extrapolates(t: Table, profiles: dict[tuple[str, int, str], dict[
         if nzp.kind != "categorical":
             continue
         common = sorted(set(_depths(t, "diag", nz)) & set(_depths(t, "full", nz)))
-        if not common or ("diag", common[-1], nz) not in profiles or ("full", common[-1], nz) not in profiles:
+        if (
+            not common
+            or ("diag", common[-1], nz) not in profiles
+            or ("full", common[-1], nz) not in profiles
+        ):
             continue
         L = common[-1]
         pd, pf = profiles[("diag", L, nz)], profiles[("full", L, nz)]
-        ud, uf = unseen_mean(pd["sigma"], pd["loss"], nzp.values), unseen_mean(pf["sigma"], pf["loss"], nzp.values)
+        ud, uf = (
+            unseen_mean(pd["sigma"], pd["loss"], nzp.values),
+            unseen_mean(pf["sigma"], pf["loss"], nzp.values),
+        )
         one = pd["loss"] == pf["loss"]  # FULL kept its DIAG start: one model, compared with itself
         ok.append(None if one else ud < uf)
-        ev.append(f"{nz} L={L}: mean adjusted loss over unseen σ: DIAG {_f(ud)}, FULL {_f(uf)}"
-                  + (" (FULL kept its DIAG start, the same model: evidence neither way)" if one else ""))
-    return Claim("diag_extrapolates", "On categorical noise DIAG extrapolates to unseen σ better than FULL",
-                 verdict(ok), tuple(ev))
+        ev.append(
+            f"{nz} L={L}: mean adjusted loss over unseen σ: DIAG {_f(ud)}, FULL {_f(uf)}"
+            + (" (FULL kept its DIAG start, the same model: evidence neither way)" if one else "")
+        )
+    return Claim(
+        "diag_extrapolates",
+        "On categorical noise DIAG extrapolates to unseen σ better than FULL",
+        verdict(ok),
+        tuple(ev),
+    )
 
 
 def claim_baseline_order(t: Table) -> Claim:
@@ -285,16 +363,39 @@ def claim_baseline_order(t: Table) -> Claim:
             continue
         v = [t[(b, 0, nz)].loss for b in BASE_NAMES]
         ok.append(all(a > b for a, b in zip(v, v[1:])))
-        ev.append(f"{nz}: " + " > ".join(f"{b} {x:.4f}" for b, x in zip(BASE_NAMES, v)) + ("" if ok[-1] else " (order broken)"))
-    return Claim("baseline_order", "Baselines order as in the paper, ConstRR > AdaRR > TunedRR, with Bayes below all",
-                 verdict(ok), tuple(ev))
+        ev.append(
+            f"{nz}: "
+            + " > ".join(f"{b} {x:.4f}" for b, x in zip(BASE_NAMES, v))
+            + ("" if ok[-1] else " (order broken)")
+        )
+    return Claim(
+        "baseline_order",
+        "Baselines order as in the paper, ConstRR > AdaRR > TunedRR, with Bayes below all",
+        verdict(ok),
+        tuple(ev),
+    )
 
 
-def check_claims(t: Table, profiles: dict | None = None,
-                 from_diag: frozenset[tuple[str, int, str]] = frozenset()) -> list[Claim]:
+def check_claims(
+    t: Table, profiles: dict | None = None, from_diag: frozenset[tuple[str, int, str]] = frozenset()
+) -> list[Claim]:
     """Every claim of the paper the report judges (docs/reproduce.md, "The report"), and the baselines' order."""
-    claims = [claim_diag_matches_full(t, from_diag), claim_gdpp_near_constrr(t), claim_four_layers_beat_adarr(t),
-              claim_five_plus_match_tunedrr(t), claim_gdpp_superexponential(t),
-              claim_diag_extrapolates(t, profiles or {}), claim_baseline_order(t)]
-    return [Claim(c.key, c.text, c.verdict, c.evidence or ("the budget has no cells this check needs",), c.failing)
-            for c in claims]
+    claims = [
+        claim_diag_matches_full(t, from_diag),
+        claim_gdpp_near_constrr(t),
+        claim_four_layers_beat_adarr(t),
+        claim_five_plus_match_tunedrr(t),
+        claim_gdpp_superexponential(t),
+        claim_diag_extrapolates(t, profiles or {}),
+        claim_baseline_order(t),
+    ]
+    return [
+        Claim(
+            c.key,
+            c.text,
+            c.verdict,
+            c.evidence or ("the budget has no cells this check needs",),
+            c.failing,
+        )
+        for c in claims
+    ]

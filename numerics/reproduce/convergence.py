@@ -29,7 +29,9 @@ FACTOR = 2
 def longer(budget: Budget, factor: int = FACTOR) -> Budget:
     """``budget`` with every stage ``factor`` times as long."""
     s = budget.schedule
-    return replace(budget, name=f"{budget.name}-x{factor}", schedule=replace(s, steps=s.steps * factor))
+    return replace(
+        budget, name=f"{budget.name}-x{factor}", schedule=replace(s, steps=s.steps * factor)
+    )
 
 
 def holds(loss: float, se: float, loss2: float, se2: float) -> bool:
@@ -38,8 +40,13 @@ def holds(loss: float, se: float, loss2: float, se2: float) -> bool:
     return change <= max(RULES.stop_rel * abs(loss), RULES.stop_se * math.hypot(se, se2))
 
 
-def check(budget: Budget, out: Path, runs: Path, names: tuple[str, ...],
-          cell_fn: Callable[..., dict[str, bytes]] = train_cell) -> dict[str, Any]:
+def check(
+    budget: Budget,
+    out: Path,
+    runs: Path,
+    names: tuple[str, ...],
+    cell_fn: Callable[..., dict[str, bytes]] = train_cell,
+) -> dict[str, Any]:
     """Retrain the finished, passing cells ``names`` with longer stages and compare; the entries, also written to
     ``OUT/convergence.json`` (merged with earlier entries)."""
     grid = {c.name: c for c in cells_for(budget, PARTS)}
@@ -53,14 +60,23 @@ def check(budget: Budget, out: Path, runs: Path, names: tuple[str, ...],
         files = cell_fn(grid[name], slow, runs / slow.name / name)
         new = parse_record(json.loads(files["metrics.json"]), name)
         a, b = rec.eval, new.eval
-        entries[name] = {"loss": a["loss"], "se": a["se"], "steps": rec.training["steps"], "factor": FACTOR,
-                         "failed": new.failed, "loss_longer": b["loss"], "se_longer": b["se"],
-                         "steps_longer": new.training["steps"], "relative": b["loss"] / a["loss"] - 1
-                         if a["loss"] else 0.0,
-                         "holds": new.failed is None and holds(a["loss"], a["se"], b["loss"], b["se"])}
+        entries[name] = {
+            "loss": a["loss"],
+            "se": a["se"],
+            "steps": rec.training["steps"],
+            "factor": FACTOR,
+            "failed": new.failed,
+            "loss_longer": b["loss"],
+            "se_longer": b["se"],
+            "steps_longer": new.training["steps"],
+            "relative": b["loss"] / a["loss"] - 1 if a["loss"] else 0.0,
+            "holds": new.failed is None and holds(a["loss"], a["se"], b["loss"], b["se"]),
+        }
     path = out / "convergence.json"
     old = read_json(path) if path.exists() else {}
-    earlier = old.get("cells", {}) if isinstance(old, dict) and old.get("budget") == budget.name else {}
+    earlier = (
+        old.get("cells", {}) if isinstance(old, dict) and old.get("budget") == budget.name else {}
+    )
     res = {"budget": budget.name, "factor": FACTOR, "cells": earlier | entries}
     atomic_write_json(path, res)
     return res

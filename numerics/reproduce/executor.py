@@ -72,10 +72,17 @@ def pending(tasks: Sequence[Task], out: str | os.PathLike[str]) -> list[Task]:
     return [t for t in tasks if not (models / t[0] / FINISHED).is_file()]
 
 
-def run(tasks: Sequence[Task], *, out: str | os.PathLike[str], jobs: int = 1,
-        scheduler: str | None = None, runs: str | os.PathLike[str] | None = None,
-        progress: bool = True, replace: Collection[str] = (),
-        done: Callable[[str, Files], None] | None = None) -> None:
+def run(
+    tasks: Sequence[Task],
+    *,
+    out: str | os.PathLike[str],
+    jobs: int = 1,
+    scheduler: str | None = None,
+    runs: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+    replace: Collection[str] = (),
+    done: Callable[[str, Files], None] | None = None,
+) -> None:
     """Train every task's cell and write its files under ``out/models/<name>/`` (this module's
     docstring).
 
@@ -94,12 +101,15 @@ def run(tasks: Sequence[Task], *, out: str | os.PathLike[str], jobs: int = 1,
     names = _check(tasks, jobs, scheduler)
     out = Path(out)
     with sweep_lock(out):
-        finished = [n for n in names if (out / "models" / n / FINISHED).is_file()
-                    and n not in set(replace)]
+        finished = [
+            n for n in names if (out / "models" / n / FINISHED).is_file() and n not in set(replace)
+        ]
         if finished:
-            raise LintfError(f"tasks: cell {finished[0]!r} is finished already under "
-                             f"{str(out / 'models')!r}; pass pending(tasks, out) (nothing is "
-                             "overwritten)")
+            raise LintfError(
+                f"tasks: cell {finished[0]!r} is finished already under "
+                f"{str(out / 'models')!r}; pass pending(tasks, out) (nothing is "
+                "overwritten)"
+            )
         runs_at = None if runs is None else str(Path(runs).resolve())
         show = SweepProgress(len(tasks), quiet=not progress)
         try:
@@ -116,13 +126,16 @@ def _check(tasks: Sequence[Task], jobs: int, scheduler: str | None) -> list[str]
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise LintfError(f"jobs must be an integer of 1 or more, got {jobs!r}")
     if scheduler is not None and jobs != 1:
-        raise LintfError(f"jobs={jobs}: not allowed with scheduler={scheduler!r} (its workers run "
-                         "the cells)")
+        raise LintfError(
+            f"jobs={jobs}: not allowed with scheduler={scheduler!r} (its workers run the cells)"
+        )
     names = [t[0] for t in tasks]
     for n in names:
         if not isinstance(n, str) or not _NAME.fullmatch(n):
-            raise LintfError(f"tasks: cell name {n!r} is not a folder name (letters, digits and "
-                             "._,:=+- only, not first)")
+            raise LintfError(
+                f"tasks: cell name {n!r} is not a folder name (letters, digits and "
+                "._,:=+- only, not first)"
+            )
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
         raise LintfError(f"tasks: cell name {dup!r} appears more than once")
@@ -163,11 +176,15 @@ def _held_lock(out: Path, key: str) -> Iterator[None]:
             holder = (out / HOLDER).read_text().strip() or "unknown"
         except OSError:
             holder = "unknown"
-        raise LintfError(f"out {str(out)!r} is in use by another sweep ({holder}); wait for it "
-                         "or give another out") from None
+        raise LintfError(
+            f"out {str(out)!r} is in use by another sweep ({holder}); wait for it "
+            "or give another out"
+        ) from None
     try:
-        who = (f"pid {os.getpid()} of {getpass.getuser()} on {socket.gethostname()}, since "
-               f"{time.strftime('%c')}")
+        who = (
+            f"pid {os.getpid()} of {getpass.getuser()} on {socket.gethostname()}, since "
+            f"{time.strftime('%c')}"
+        )
         atomic_write_bytes(out / HOLDER, (who + "\n").encode())
         _HELD.add(key)
         yield
@@ -203,13 +220,16 @@ def write_cell(out: Path, name: str, files: Files) -> None:
     """Write a finished cell's ``files`` under ``out/models/<name>/``, each atomically,
     ``metrics.json`` last."""
     if not isinstance(files, dict) or FINISHED not in files:
-        raise LintfError(f"cell {name!r}: its task returned no {FINISHED}, so the cell cannot be "
-                         "marked finished")
+        raise LintfError(
+            f"cell {name!r}: its task returned no {FINISHED}, so the cell cannot be marked finished"
+        )
     for rel in files:
         p = PurePosixPath(rel)
         if not rel or p.is_absolute() or ".." in p.parts or not isinstance(files[rel], bytes):
-            raise LintfError(f"cell {name!r}: its task returned {rel!r}, not a relative path "
-                             "inside the cell with bytes")
+            raise LintfError(
+                f"cell {name!r}: its task returned {rel!r}, not a relative path "
+                "inside the cell with bytes"
+            )
     folder = out / "models" / name
     for stale in ("model.npz", "seeds.npz"):  # a replaced cell's model that the new record lacks
         if stale not in files:
@@ -218,8 +238,13 @@ def write_cell(out: Path, name: str, files: Files) -> None:
         atomic_write_bytes(folder / rel, files[rel])
 
 
-def _serial(tasks: Sequence[Task], out: Path, runs: str | None, show: SweepProgress,
-            done: Callable[[str, Files], None] | None) -> None:
+def _serial(
+    tasks: Sequence[Task],
+    out: Path,
+    runs: str | None,
+    show: SweepProgress,
+    done: Callable[[str, Files], None] | None,
+) -> None:
     failed: list[str] = []
     for name, fn in tasks:
         show.running(1)
@@ -233,10 +258,18 @@ def _serial(tasks: Sequence[Task], out: Path, runs: str | None, show: SweepProgr
     _report(failed, len(tasks))
 
 
-def _distributed(tasks: Sequence[Task], out: Path, jobs: int, scheduler: str | None,
-                 runs: str | None, show: SweepProgress,
-                 done: Callable[[str, Files], None] | None) -> None:
-    from distributed import Client  # lazy: start-up (here: importing it takes a second a serial sweep saves)
+def _distributed(
+    tasks: Sequence[Task],
+    out: Path,
+    jobs: int,
+    scheduler: str | None,
+    runs: str | None,
+    show: SweepProgress,
+    done: Callable[[str, Files], None] | None,
+) -> None:
+    from distributed import (
+        Client,  # lazy: start-up (here: importing it takes a second a serial sweep saves)
+    )
 
     cluster = on_dask.local_cluster(jobs, dashboard=show.visible) if scheduler is None else None
     try:
@@ -258,8 +291,14 @@ def _distributed(tasks: Sequence[Task], out: Path, jobs: int, scheduler: str | N
             cluster.close()
 
 
-def _write(out: Path, name: str, files: Files, failed: list[str], show: SweepProgress,
-           done: Callable[[str, Files], None] | None) -> None:
+def _write(
+    out: Path,
+    name: str,
+    files: Files,
+    failed: list[str],
+    show: SweepProgress,
+    done: Callable[[str, Files], None] | None,
+) -> None:
     try:
         write_cell(out, name, files)
     except LintfError as exc:  # a task that returns what no cell is: one of the failed cells
@@ -273,9 +312,22 @@ def _write(out: Path, name: str, files: Files, failed: list[str], show: SweepPro
 
 def _report(failed: list[str], total: int) -> None:
     if failed:
-        raise LintfError(f"{len(failed)} of {total} cells failed ({'; '.join(failed)}); the "
-                         "finished ones are kept, rerun with pending(tasks, out) to go on")
+        raise LintfError(
+            f"{len(failed)} of {total} cells failed ({'; '.join(failed)}); the "
+            "finished ones are kept, rerun with pending(tasks, out) to go on"
+        )
 
 
-__all__ = ["ALLOWED_FAILURES", "FINISHED", "Files", "Task", "local_cluster", "pending", "run",
-           "sweep_lock", "work", "worker_env", "write_cell"]
+__all__ = [
+    "ALLOWED_FAILURES",
+    "FINISHED",
+    "Files",
+    "Task",
+    "local_cluster",
+    "pending",
+    "run",
+    "sweep_lock",
+    "work",
+    "worker_env",
+    "write_cell",
+]

@@ -53,10 +53,15 @@ def local_cluster(jobs: int, dashboard: bool = False):  # noqa: ANN201 - a Local
 
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
         # the scheduler serves HTTP (health checks) in any case: on a free port, not a taken 8787
-        return LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
-                            env=worker_env(jobs), dashboard_address=":0",
-                            scheduler_kwargs={"dashboard": dashboard},
-                            silence_logs=logging.ERROR)
+        return LocalCluster(
+            n_workers=jobs,
+            threads_per_worker=1,
+            processes=True,
+            env=worker_env(jobs),
+            dashboard_address=":0",
+            scheduler_kwargs={"dashboard": dashboard},
+            silence_logs=logging.ERROR,
+        )
 
 
 def connect(scheduler: str):  # noqa: ANN201 - a distributed.Client
@@ -65,8 +70,10 @@ def connect(scheduler: str):  # noqa: ANN201 - a distributed.Client
     :data:`CONNECT_TIMEOUT`."""
     is_file = "://" not in scheduler and Path(scheduler).is_file()
     if not is_file and not re.fullmatch(r"(\w+://)?[^\s/:]+(:\d+)?", scheduler):
-        raise LintfError(f"scheduler {scheduler!r} is neither an address (tcp://HOST:PORT) nor a "
-                         "scheduler file that exists")
+        raise LintfError(
+            f"scheduler {scheduler!r} is neither an address (tcp://HOST:PORT) nor a "
+            "scheduler file that exists"
+        )
     from distributed import Client  # lazy: start-up
 
     try:
@@ -74,8 +81,9 @@ def connect(scheduler: str):  # noqa: ANN201 - a distributed.Client
             return Client(scheduler_file=scheduler, timeout=CONNECT_TIMEOUT)
         return Client(scheduler, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise LintfError(f"scheduler {scheduler!r}: no Dask scheduler answers "
-                         f"({first_line(exc)})") from None
+        raise LintfError(
+            f"scheduler {scheduler!r}: no Dask scheduler answers ({first_line(exc)})"
+        ) from None
 
 
 def dashboard(client, local: bool) -> str | None:  # noqa: ANN001
@@ -90,9 +98,13 @@ def dashboard(client, local: bool) -> str | None:  # noqa: ANN001
         return None
 
 
-def results(client, tasks: Sequence[tuple[str, Callable]], work: Callable,  # noqa: ANN001
-            runs: str | None, running: Callable[[int], None],
-            ) -> Iterator[tuple[str, dict[str, bytes] | None, str | None]]:
+def results(
+    client,
+    tasks: Sequence[tuple[str, Callable]],
+    work: Callable,  # noqa: ANN001
+    runs: str | None,
+    running: Callable[[int], None],
+) -> Iterator[tuple[str, dict[str, bytes] | None, str | None]]:
     """Submit ``work(name, fn, runs)`` for every task to ``client``'s cluster and yield
     ``(name, files, None)`` for each cell as it finishes, or ``(name, None, why)`` for one that
     raised or lost its worker too often.  While it waits it tells ``running`` how many cells the
@@ -100,8 +112,10 @@ def results(client, tasks: Sequence[tuple[str, Callable]], work: Callable,  # no
     payloads = [_pickled(name, fn) for name, fn in tasks]  # before any work: one that can't travel
     _check_workers(client, work)
     token = uuid.uuid4().hex[:8]  # a key of its own for each run, beside other clients
-    named = {client.submit(work, name, fn, runs, key=f"lintf-{name}-{token}", pure=False): name
-             for name, fn in payloads}
+    named = {
+        client.submit(work, name, fn, runs, key=f"lintf-{name}-{token}", pure=False): name
+        for name, fn in payloads
+    }
     left = list(named)
     while left:
         now = [f for f in left if f.done()]
@@ -128,9 +142,11 @@ def _pickled(name: str, fn: Callable) -> tuple[str, bytes]:
     try:
         return name, cloudpickle.dumps(fn)
     except Exception as exc:  # noqa: BLE001 - pickling raises many kinds
-        raise LintfError(f"tasks: the function of cell {name!r} does not pickle "
-                         f"({first_line(exc)}); give a functools.partial of a module-level "
-                         "function") from None
+        raise LintfError(
+            f"tasks: the function of cell {name!r} does not pickle "
+            f"({first_line(exc)}); give a functools.partial of a module-level "
+            "function"
+        ) from None
 
 
 def _check_workers(client, work: Callable) -> None:  # noqa: ANN001
@@ -140,8 +156,10 @@ def _check_workers(client, work: Callable) -> None:  # noqa: ANN001
     answers = client.run(exec, statement, on_error="return")
     for worker, answer in sorted(answers.items()):
         if isinstance(answer, BaseException):
-            raise LintfError(f"worker {worker} cannot run lintf's cells ({statement}: "
-                             f"{first_line(answer)}); install lintf in the workers' environment")
+            raise LintfError(
+                f"worker {worker} cannot run lintf's cells ({statement}: "
+                f"{first_line(answer)}); install lintf in the workers' environment"
+            )
 
 
 def _running(client, left: list) -> int:  # noqa: ANN001
@@ -150,8 +168,10 @@ def _running(client, left: list) -> int:  # noqa: ANN001
     keys = {f.key for f in left}
     try:
         threads = {w: i["nthreads"] for w, i in client.scheduler_info()["workers"].items()}
-        return sum(min(threads.get(w, 1), sum(k in keys for k in ks))
-                   for w, ks in client.processing().items())
+        return sum(
+            min(threads.get(w, 1), sum(k in keys for k in ks))
+            for w, ks in client.processing().items()
+        )
     except Exception:  # noqa: BLE001 - the count is for the display only
         return 0
 
@@ -171,5 +191,12 @@ def first_line(exc: BaseException | None) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-__all__ = ["ALLOWED_FAILURES", "connect", "dashboard", "first_line", "local_cluster", "results",
-           "worker_env"]
+__all__ = [
+    "ALLOWED_FAILURES",
+    "connect",
+    "dashboard",
+    "first_line",
+    "local_cluster",
+    "results",
+    "worker_env",
+]

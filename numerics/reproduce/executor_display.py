@@ -35,9 +35,14 @@ class SweepProgress:
         self.t0 = time.perf_counter()
         self.bar: Progress | None = None
         if self.visible and (sys.stderr.isatty() if rich is None else rich):
-            self.bar = Progress(TextColumn("cells"), BarColumn(),
-                                TextColumn("{task.fields[stat]}"), TimeElapsedColumn(),
-                                console=Console(stderr=True), transient=False)
+            self.bar = Progress(
+                TextColumn("cells"),
+                BarColumn(),
+                TextColumn("{task.fields[stat]}"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=False,
+            )
             self.bar.start()
             self.task = self.bar.add_task("cells", total=total, stat=self.stat())
 
@@ -52,8 +57,10 @@ class SweepProgress:
 
     def stat(self) -> str:
         failed = f" ({self.failed} failed)" if self.failed else ""
-        return (f"{self.done}/{self.total} done{failed}, {self.now} running, {self.left()} left; "
-                f"{self.eta()}")
+        return (
+            f"{self.done}/{self.total} done{failed}, {self.now} running, {self.left()} left; "
+            f"{self.eta()}"
+        )
 
     def dashboard(self, link: str | None) -> None:
         if link:

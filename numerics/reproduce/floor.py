@@ -50,13 +50,17 @@ COMMAND = "lintf verify --only gdpp_ridge_floor"
 SIGMA_MAX = 1e6
 
 
-def floor_of(noise: str | Noise, n: int, d: int, sequences: int, seed: int = 0, paired: bool = True) -> Entry:
+def floor_of(
+    noise: str | Noise, n: int, d: int, sequences: int, seed: int = 0, paired: bool = True
+) -> Entry:
     r"""Ridge at ``λ = E σ²`` on the evaluation sequences of :func:`numerics.baselines.table` (seed ``seed``),
     with its paired gap to Bayes if ``paired``."""
     from numerics import baselines
 
     methods = (baselines.FLOOR, "Bayes") if paired else (baselines.FLOOR,)
-    r = baselines.table(noise, n=n, d=d, sequences=sequences, seed=seed, tune_sequences=2, methods=methods)
+    r = baselines.table(
+        noise, n=n, d=d, sequences=sequences, seed=seed, tune_sequences=2, methods=methods
+    )
     r = r[baselines.FLOOR]
     return Entry(r["loss"], r["se"], r.get("minus_Bayes"), r.get("minus_Bayes_se"))
 
@@ -71,13 +75,22 @@ def floor_entries(out: str | Path, budget: Any, noises: list[str]) -> dict[str, 
         have = read_json(path) if path.exists() else {}
         if isinstance(have, dict) and {k: have.get(k) for k in want} == want:
             try:
-                check(have, {k: FIN for k in ("loss", "se", "minus_Bayes", "minus_Bayes_se")} | {"*": ANY}, "")
+                check(
+                    have,
+                    {k: FIN for k in ("loss", "se", "minus_Bayes", "minus_Bayes_se")} | {"*": ANY},
+                    "",
+                )
             except Corrupt as exc:
                 raise LintfError(f"{str(path)!r} is corrupt ({exc}); delete it and rerun") from None
         else:
             e = floor_of(nz, budget.n, budget.d, budget.eval_sequences, RULES.eval_seed)
-            have = want | {"loss": e.loss, "se": e.se, "minus_Bayes": e.minus_bayes, "minus_Bayes_se": e.minus_bayes_se,
-                           "lam": Noise.parse(nz).mean_sigma2}
+            have = want | {
+                "loss": e.loss,
+                "se": e.se,
+                "minus_Bayes": e.minus_bayes,
+                "minus_Bayes_se": e.minus_bayes_se,
+                "lam": Noise.parse(nz).mean_sigma2,
+            }
             atomic_write_json(path, have)
         floors[nz] = Entry(have["loss"], have["se"], have["minus_Bayes"], have["minus_Bayes_se"])
     return floors
@@ -92,8 +105,10 @@ def below_floor(entry: Entry, floor: Entry) -> tuple[bool, float, float]:
 def _verdict_text(flag: bool, diff: float, se: float) -> str:
     if not flag:
         return "at or above the floor"
-    return (f"IMPOSSIBLE: below the lambda = E sigma^2 floor by {-diff / max(se, 1e-300):.1f} SE; no GD++ model can "
-            f"beat ridge at lambda = E sigma^2 (`{COMMAND}`), so the entry is an evaluation or bookkeeping error")
+    return (
+        f"IMPOSSIBLE: below the lambda = E sigma^2 floor by {-diff / max(se, 1e-300):.1f} SE; no GD++ model can "
+        f"beat ridge at lambda = E sigma^2 (`{COMMAND}`), so the entry is an evaluation or bookkeeping error"
+    )
 
 
 def claim_gdpp_floor(t: Table, floors: dict[str, Entry]) -> Claim:
@@ -104,10 +119,16 @@ def claim_gdpp_floor(t: Table, floors: dict[str, Entry]) -> Claim:
             continue
         flag, diff, se = below_floor(e, floors[nz])
         ok.append(not flag)
-        ev.append(f"{nz} GD++-{L} {pm(e)} vs ridge at lambda = E sigma^2 = {Noise.parse(nz).mean_sigma2:.4g} "
-                  f"{pm(floors[nz])}: difference {diff:+.4f} ± {se:.4f} → {_verdict_text(flag, diff, se)}")
-    return Claim("gdpp_above_floor", "No GD++ entry lies below ridge at λ = E σ² (a theorem: GD++ is a spectral filter)",
-                 verdict(ok), tuple(ev))
+        ev.append(
+            f"{nz} GD++-{L} {pm(e)} vs ridge at lambda = E sigma^2 = {Noise.parse(nz).mean_sigma2:.4g} "
+            f"{pm(floors[nz])}: difference {diff:+.4f} ± {se:.4f} → {_verdict_text(flag, diff, se)}"
+        )
+    return Claim(
+        "gdpp_above_floor",
+        "No GD++ entry lies below ridge at λ = E σ² (a theorem: GD++ is a spectral filter)",
+        verdict(ok),
+        tuple(ev),
+    )
 
 
 # ----------------------------------------------------------------------------------------------- printed tables
@@ -127,25 +148,35 @@ def _row(i: int, rec: dict[str, Any], path: str) -> Printed:
     where = f"--printed {path}: row {i}"
     unknown = sorted(set(rec) - {"noise", "depth", "value", "se"}, key=str)
     if unknown:  # a misspelt "se" would otherwise read as se = 0
-        raise ValueError(f"{where} has {', '.join(map(repr, unknown))}; the fields are noise, depth, value and se")
+        raise ValueError(
+            f"{where} has {', '.join(map(repr, unknown))}; the fields are noise, depth, value and se"
+        )
     missing = [k for k in ("noise", "depth", "value") if rec.get(k) in (None, "")]
     if missing:
-        raise ValueError(f"{where} lacks {', '.join(missing)}; each row needs noise, depth, value and optionally se")
+        raise ValueError(
+            f"{where} lacks {', '.join(missing)}; each row needs noise, depth, value and optionally se"
+        )
     try:
         noise = str(Noise.parse(str(rec["noise"])))
         if Noise.parse(noise).sigma_max > SIGMA_MAX:
-            raise ValueError(f"noise levels must be in [0, {SIGMA_MAX:g}], got {Noise.parse(noise).sigma_max:g}")
+            raise ValueError(
+                f"noise levels must be in [0, {SIGMA_MAX:g}], got {Noise.parse(noise).sigma_max:g}"
+            )
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
     try:
         depth, value, se = int(rec["depth"]), float(rec["value"]), float(rec.get("se") or 0.0)
     except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{where}: depth must be an integer and value, se numbers; got depth={rec['depth']!r}, "
-                         f"value={rec['value']!r}, se={rec.get('se')!r}") from None
+        raise ValueError(
+            f"{where}: depth must be an integer and value, se numbers; got depth={rec['depth']!r}, "
+            f"value={rec['value']!r}, se={rec.get('se')!r}"
+        ) from None
     if depth < 1 or str(rec["depth"]).strip() not in (str(depth), f"{depth}.0"):
         raise ValueError(f"{where}: depth must be an integer >= 1, got {rec['depth']!r}")
     if not math.isfinite(value) or not (math.isfinite(se) and se >= 0):
-        raise ValueError(f"{where}: value must be finite and se finite and >= 0, got value={value}, se={se}")
+        raise ValueError(
+            f"{where}: value must be finite and se finite and >= 0, got value={value}, se={se}"
+        )
     return Printed(noise, depth, value, se)
 
 
@@ -159,41 +190,61 @@ def read_printed(path: str | Path) -> list[Printed]:
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"--printed {path}: not UTF-8 text (byte {exc.start}); give a CSV or JSON file") from None
+        raise ValueError(
+            f"--printed {path}: not UTF-8 text (byte {exc.start}); give a CSV or JSON file"
+        ) from None
     except OSError as exc:
         raise ValueError(f"--printed {path}: cannot be read ({exc.strerror or exc})") from None
     if p.suffix.lower() == ".json":
         try:
             recs = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"--printed {path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+            raise ValueError(
+                f"--printed {path}: not valid JSON ({exc.msg} at line {exc.lineno})"
+            ) from None
         if not isinstance(recs, list) or not all(isinstance(r, dict) for r in recs):
-            raise ValueError(f"--printed {path}: JSON must be a list of objects with noise, depth, value (and se)")
+            raise ValueError(
+                f"--printed {path}: JSON must be a list of objects with noise, depth, value (and se)"
+            )
     else:
         reader = csv.DictReader(io.StringIO(text))
         cols = [c.strip() for c in reader.fieldnames or []]
         if not {"noise", "depth", "value"} <= set(cols):
-            raise ValueError(f"--printed {path}: CSV header must name noise, depth, value (and optionally se), got {cols}")
+            raise ValueError(
+                f"--printed {path}: CSV header must name noise, depth, value (and optionally se), got {cols}"
+            )
         recs = []
         for r in reader:
             if None in r:
-                raise ValueError(f"--printed {path}: line {reader.line_num} has more fields than the header; quote a "
-                                 'noise spec that contains commas ("categorical:1,3")')
+                raise ValueError(
+                    f"--printed {path}: line {reader.line_num} has more fields than the header; quote a "
+                    'noise spec that contains commas ("categorical:1,3")'
+                )
             recs.append({k.strip(): (v or "").strip() for k, v in r.items()})
     if not recs:
-        raise ValueError(f"--printed {path}: no rows; each row needs noise, depth, value and optionally se")
+        raise ValueError(
+            f"--printed {path}: no rows; each row needs noise, depth, value and optionally se"
+        )
     return [_row(i + 1, r, str(path)) for i, r in enumerate(recs)]
 
 
-def check_printed(rows: list[Printed], sequences: int = PRINTED_SEQ, seed: int = 0) -> list[tuple[Printed, Entry, bool, str]]:
+def check_printed(
+    rows: list[Printed], sequences: int = PRINTED_SEQ, seed: int = 0
+) -> list[tuple[Printed, Entry, bool, str]]:
     r"""Each printed value against the floor of its noise (``n = 20, d = 10``): ``(row, floor, flagged, text)``."""
-    floors = {nz: floor_of(nz, PRINTED_N, PRINTED_D, sequences, seed, paired=False) for nz in sorted({r.noise for r in rows})}
+    floors = {
+        nz: floor_of(nz, PRINTED_N, PRINTED_D, sequences, seed, paired=False)
+        for nz in sorted({r.noise for r in rows})
+    }
     out = []
     for r in rows:
         f = floors[r.noise]
         flag, diff, se = below_floor(Entry(r.value, r.se), f)
-        text = (f"printed GD++-{r.depth} {r.noise}: {r.value:.4f}" + (f" ± {r.se:.4f}" if r.se else "")
-                + f" vs ridge at lambda = E sigma^2 = {Noise.parse(r.noise).mean_sigma2:.4g}: {pm(f)} "
-                f"({sequences} sequences, seed {seed}), difference {diff:+.4f} ± {se:.4f} → {_verdict_text(flag, diff, se)}")
+        text = (
+            f"printed GD++-{r.depth} {r.noise}: {r.value:.4f}"
+            + (f" ± {r.se:.4f}" if r.se else "")
+            + f" vs ridge at lambda = E sigma^2 = {Noise.parse(r.noise).mean_sigma2:.4g}: {pm(f)} "
+            f"({sequences} sequences, seed {seed}), difference {diff:+.4f} ± {se:.4f} → {_verdict_text(flag, diff, se)}"
+        )
         out.append((r, f, flag, text))
     return out

@@ -73,8 +73,14 @@ class Schedule:
     scale_pool: int = 2**19
 
     def __post_init__(self) -> None:
-        for k, lo in (("steps", 1), ("batch", 1), ("seeds", 1), ("most", 2), ("held_out", 2),
-                      ("scale_pool", 2)):
+        for k, lo in (
+            ("steps", 1),
+            ("batch", 1),
+            ("seeds", 1),
+            ("most", 2),
+            ("held_out", 2),
+            ("scale_pool", 2),
+        ):
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ValueError(f"schedule: {k} must be an integer >= {lo}, got {v!r}")
@@ -126,9 +132,14 @@ class Budget:
             raise ValueError("a budget needs at least one model, depth and noise setting")
         for nz in self.noises:
             Noise.parse(nz)
-        for k in ("seeds", "eval_sequences", "tune_sequences", "profile_sequences",
-                  "select_sequences",
-                  *(() if min((*self.depths, *self.beyond_depths)) >= 1 else ("depths",))):
+        for k in (
+            "seeds",
+            "eval_sequences",
+            "tune_sequences",
+            "profile_sequences",
+            "select_sequences",
+            *(() if min((*self.depths, *self.beyond_depths)) >= 1 else ("depths",)),
+        ):
             if k == "depths" or int(getattr(self, k)) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if self.profile_points < 2:
@@ -142,21 +153,40 @@ class Budget:
 BUDGETS: dict[str, Budget] = {
     # The qualitative picture in minutes: 3 models × depths {1, 2, 4, 7} × σ = 0, σ ~ U(0,5), σ ∈
     # {1,3}.
-    "quick": Budget("quick", MODELS, (1, 2, 4, 7), ("uniform:0", FOCUS, CATEGORICAL),
-                    Schedule(steps=400, batch=512, seeds=1, most=3, held_out=20_000,
-                             scale_pool=2**17),
-                    seeds=2, tune_sequences=20_000, profile_sequences=1_000, profile_points=13,
-                    select_sequences=2048),
+    "quick": Budget(
+        "quick",
+        MODELS,
+        (1, 2, 4, 7),
+        ("uniform:0", FOCUS, CATEGORICAL),
+        Schedule(steps=400, batch=512, seeds=1, most=3, held_out=20_000, scale_pool=2**17),
+        seeds=2,
+        tune_sequences=20_000,
+        profile_sequences=1_000,
+        profile_points=13,
+        select_sequences=2048,
+    ),
     # The paper's grid on a 2-core CPU overnight: stages of 1500 steps of batch 512, one seed, at
     # most 7 stages.
-    "overnight": Budget("overnight", MODELS, tuple(range(1, 8)), PAPER_NOISES,
-                        Schedule(steps=1500, batch=512, seeds=1, most=7), seeds=5,
-                        beyond_depths=(8, 9, 10, 11, 12)),
+    "overnight": Budget(
+        "overnight",
+        MODELS,
+        tuple(range(1, 8)),
+        PAPER_NOISES,
+        Schedule(steps=1500, batch=512, seeds=1, most=7),
+        seeds=5,
+        beyond_depths=(8, 9, 10, 11, 12),
+    ),
     # The reference: stages of 3000 steps of batch 2048 (two seeds in the first), at most 6 (96 000
     # steps).
-    "paper": Budget("paper", MODELS, tuple(range(1, 8)), PAPER_NOISES,
-                    Schedule(steps=3000, batch=2048, seeds=2, most=6), seeds=5,
-                    beyond_depths=(8, 9, 10, 11, 12)),
+    "paper": Budget(
+        "paper",
+        MODELS,
+        tuple(range(1, 8)),
+        PAPER_NOISES,
+        Schedule(steps=3000, batch=2048, seeds=2, most=6),
+        seeds=5,
+        beyond_depths=(8, 9, 10, 11, 12),
+    ),
 }
 
 
@@ -174,8 +204,9 @@ def parse_parts(spec: str | None) -> tuple[str, ...]:
     parts = tuple(p.strip() for p in spec.split(",") if p.strip())
     bad = [p for p in parts if p not in PARTS]
     if bad or not parts:
-        raise ValueError(f"--only takes a comma list out of {','.join(PARTS)}; "
-                         f"got {', '.join(bad) or 'nothing'}")
+        raise ValueError(
+            f"--only takes a comma list out of {','.join(PARTS)}; got {', '.join(bad) or 'nothing'}"
+        )
     return parts
 
 
@@ -197,10 +228,13 @@ def cells_for(budget: Budget, parts: Iterable[str]) -> list[Cell]:
         want |= {(m, L, FOCUS) for m in budget.models}
     if "beyond" in parts:
         deep = (*budget.depths, *budget.beyond_depths)
-        want |= {(m, d, nz) for m in ("diag", "full") for d in deep
-                 for nz in (FOCUS, CATEGORICAL)} | {("diag", L, FOCUS)}
-    return sorted((Cell(m, d, nz, replicas=(nz == FOCUS and d == L)) for m, d, nz in want),
-                  key=lambda c: (c.layers, c.noise, MODELS.index(c.model), c.model))
+        want |= {
+            (m, d, nz) for m in ("diag", "full") for d in deep for nz in (FOCUS, CATEGORICAL)
+        } | {("diag", L, FOCUS)}
+    return sorted(
+        (Cell(m, d, nz, replicas=(nz == FOCUS and d == L)) for m, d, nz in want),
+        key=lambda c: (c.layers, c.noise, MODELS.index(c.model), c.model),
+    )
 
 
 def parse_noises(budget: Budget, specs: Iterable[str]) -> tuple[str, ...]:
@@ -213,9 +247,11 @@ def parse_noises(budget: Budget, specs: Iterable[str]) -> tuple[str, ...]:
         except ValueError:
             key = None
         if key not in own:
-            raise ValueError(f"--noise must be one of budget {budget.name}'s settings "
-                             f"({' | '.join(budget.noises)}); "
-                             f"got {spec!r}")
+            raise ValueError(
+                f"--noise must be one of budget {budget.name}'s settings "
+                f"({' | '.join(budget.noises)}); "
+                f"got {spec!r}"
+            )
         out.append(own[key])
     return tuple(dict.fromkeys(out))
 
@@ -226,9 +262,11 @@ def parse_cells(budget: Budget, specs: Iterable[str]) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(specs))
     for name in names:
         if name not in grid:
-            raise ValueError(f"--cell must name a cell of budget {budget.name} "
-                             "as under OUT/models/ "
-                             f"(MODEL-L<depth>-<noise>, such as {min(grid)}); got {name!r}")
+            raise ValueError(
+                f"--cell must name a cell of budget {budget.name} "
+                "as under OUT/models/ "
+                f"(MODEL-L<depth>-<noise>, such as {min(grid)}); got {name!r}"
+            )
     return names
 
 
@@ -236,13 +274,42 @@ def plan_of(cell: Cell, budget: Budget) -> dict[str, Any]:
     """What a finished cell's numbers were made under, stored in its record: a stored record is the
     plan's cell when its plan equals this one."""
     s = budget.schedule
-    return {"budget": budget.name, "start": start_of(cell), "eval_sequences": budget.eval_sequences,
-            "profile_sequences": budget.profile_sequences, "profile_points": budget.profile_points,
-            "schedule": {"steps": s.steps, "batch": s.batch, "seeds": s.seeds, "most": s.most,
-                         "held_out": s.held_out, "scale_pool": s.scale_pool},
-            "replicas": budget.seeds if cell.replicas else 0, "n": budget.n, "d": budget.d}
+    return {
+        "budget": budget.name,
+        "start": start_of(cell),
+        "eval_sequences": budget.eval_sequences,
+        "profile_sequences": budget.profile_sequences,
+        "profile_points": budget.profile_points,
+        "schedule": {
+            "steps": s.steps,
+            "batch": s.batch,
+            "seeds": s.seeds,
+            "most": s.most,
+            "held_out": s.held_out,
+            "scale_pool": s.scale_pool,
+        },
+        "replicas": budget.seeds if cell.replicas else 0,
+        "n": budget.n,
+        "d": budget.d,
+    }
 
 
-__all__ = ["BUDGETS", "Budget", "CATEGORICAL", "Cell", "FOCUS", "MODELS", "PARTS", "STARTS",
-           "Schedule", "cells_for", "get_budget", "parse_cells", "parse_noises", "parse_parts",
-           "plan_of", "slug", "start_of"]
+__all__ = [
+    "BUDGETS",
+    "Budget",
+    "CATEGORICAL",
+    "Cell",
+    "FOCUS",
+    "MODELS",
+    "PARTS",
+    "STARTS",
+    "Schedule",
+    "cells_for",
+    "get_budget",
+    "parse_cells",
+    "parse_noises",
+    "parse_parts",
+    "plan_of",
+    "slug",
+    "start_of",
+]

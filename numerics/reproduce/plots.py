@@ -21,8 +21,15 @@ import numpy as np  # noqa: E402
 from numerics.data import Noise  # noqa: E402
 from numerics.io import atomic_write_bytes  # noqa: E402
 
-COLORS = {"gdpp": "tab:green", "diag": "tab:blue", "full": "tab:red", "ConstRR": "tab:gray",
-          "AdaRR": "tab:olive", "TunedRR": "tab:purple", "Bayes": "black"}
+COLORS = {
+    "gdpp": "tab:green",
+    "diag": "tab:blue",
+    "full": "tab:red",
+    "ConstRR": "tab:gray",
+    "AdaRR": "tab:olive",
+    "TunedRR": "tab:purple",
+    "Bayes": "black",
+}
 NAMES = {"gdpp": "GD++", "diag": "DIAG", "full": "FULL"}
 STYLES = {"ConstRR": ":", "AdaRR": "-.", "TunedRR": "--", "Bayes": "-"}
 LINTHRESH = 1e-4  # symlog: adjusted losses can be slightly negative (evaluation noise) at σ_max = 0
@@ -39,7 +46,9 @@ def save(fig: Any, path: str | Path) -> None:
 
 
 def _cell(cells: dict, model: str, L: int, noise: str) -> dict | None:
-    return next((m for m in cells.values() if m.model == model and m.layers == L and m.noise == noise), None)
+    return next(
+        (m for m in cells.values() if m.model == model and m.layers == L and m.noise == noise), None
+    )
 
 
 def _depths(cells: dict, model: str, noise: str) -> list[int]:
@@ -82,11 +91,18 @@ def fig1(cells: dict, base: dict, noises: list[str], path: str | Path) -> None:
         _depth_curves(ax, cells, NAMES, nz, "loss", "se", max_depth=7)
         _baseline_lines(ax, base.get(nz))
         _depth_axis(ax, nz)
-    _finish(fig, axes, "adjusted loss",
-            "Fig. 1: adjusted loss vs depth (symlog); lines: baselines and the Bayes floor", path)
+    _finish(
+        fig,
+        axes,
+        "adjusted loss",
+        "Fig. 1: adjusted loss vs depth (symlog); lines: baselines and the Bayes floor",
+        path,
+    )
 
 
-def _depth_curves(ax: Any, cells: dict, kinds: Any, noise: str, key: str, se: str, max_depth: int | None = None) -> None:
+def _depth_curves(
+    ax: Any, cells: dict, kinds: Any, noise: str, key: str, se: str, max_depth: int | None = None
+) -> None:
     """One error-bar curve per model kind: ``eval[key] ± eval[se]`` against depth (depths ≤ ``max_depth`` if any)."""
     for m in kinds:
         Ls = _depths(cells, m, noise)
@@ -94,8 +110,15 @@ def _depth_curves(ax: Any, cells: dict, kinds: Any, noise: str, key: str, se: st
             Ls = [L for L in Ls if L <= max_depth] or Ls
         if Ls:
             e = [_cell(cells, m, L, noise).eval for L in Ls]
-            ax.errorbar(Ls, [x[key] for x in e], [x[se] for x in e], color=COLORS[m], marker="o", ms=3,
-                        label=NAMES[m])
+            ax.errorbar(
+                Ls,
+                [x[key] for x in e],
+                [x[se] for x in e],
+                color=COLORS[m],
+                marker="o",
+                ms=3,
+                label=NAMES[m],
+            )
 
 
 def _depth_axis(ax: Any, noise: str) -> None:
@@ -113,7 +136,9 @@ def _finish(fig: Any, axes: Any, ylabel: str, title: str, path: str | Path, ncol
     save(fig, path)
 
 
-def _profile_panel(ax: Any, cells: dict, base: dict | None, noise: str, curves: list[tuple[str, int, str, Any]]) -> None:
+def _profile_panel(
+    ax: Any, cells: dict, base: dict | None, noise: str, curves: list[tuple[str, int, str, Any]]
+) -> None:
     for model, L, label, color in curves:
         c = _cell(cells, model, L, noise)
         if c is None:
@@ -125,7 +150,7 @@ def _profile_panel(ax: Any, cells: dict, base: dict | None, noise: str, curves: 
         for b in ("ConstRR", "AdaRR", "TunedRR", "Bayes"):
             ax.plot(pr["sigma"], pr[b]["loss"], color=COLORS[b], ls=STYLES[b], lw=1, label=b)
     nzp = Noise.parse(noise)
-    for v in (nzp.values if nzp.kind == "categorical" else [nzp.sigma_max]):
+    for v in nzp.values if nzp.kind == "categorical" else [nzp.sigma_max]:
         ax.axvline(v, color="0.7", lw=0.8, ls=":")
     _yscale(ax)
     ax.set_xlabel("σ")
@@ -140,16 +165,26 @@ def fig2(cells: dict, base: dict, noises: list[str], L: int, focus: str, path: s
     bottom = []
     for m in NAMES:
         Ls = _depths(cells, m, focus)
-        bottom.append([(m, d, f"{NAMES[m]}-{d}", cmap(i / max(len(Ls) - 1, 1))) for i, d in enumerate(Ls)])
-    panels = [(nz, c, None) for nz, c in zip(uni, top)] + [(focus, c, m) for m, c in zip(NAMES, bottom)]
+        bottom.append(
+            [(m, d, f"{NAMES[m]}-{d}", cmap(i / max(len(Ls) - 1, 1))) for i, d in enumerate(Ls)]
+        )
+    panels = [(nz, c, None) for nz, c in zip(uni, top)] + [
+        (focus, c, m) for m, c in zip(NAMES, bottom)
+    ]
     fig, axes = _grid(len(panels))
     for ax, (nz, curves, m) in zip(axes, panels):
         _profile_panel(ax, cells, base.get(nz), nz, curves)
         if m is not None:
             ax.set_title(f"{NAMES[m]}, {nz}, across depths", fontsize=9)
             ax.legend(fontsize=5)
-    _finish(fig, axes, "adjusted loss", f"Fig. 2: per-variance profiles on σ ∈ [0, σ_max+1] (dotted: σ_max); "
-            f"{L}-layer models, and {focus} across depths", path)
+    _finish(
+        fig,
+        axes,
+        "adjusted loss",
+        f"Fig. 2: per-variance profiles on σ ∈ [0, σ_max+1] (dotted: σ_max); "
+        f"{L}-layer models, and {focus} across depths",
+        path,
+    )
 
 
 def fig3(cells: dict, base: dict, noises: list[str], L: int, path: str | Path) -> None:
@@ -157,10 +192,14 @@ def fig3(cells: dict, base: dict, noises: list[str], L: int, path: str | Path) -
     cat = [nz for nz in noises if Noise.parse(nz).kind == "categorical"]
     fig, axes = _grid(max(len(cat), 1), ncols=2, w=5, h=3.5)
     for ax, nz in zip(axes, cat):
-        _profile_panel(ax, cells, base.get(nz), nz, [(m, L, f"{NAMES[m]}-{L}", COLORS[m]) for m in NAMES])
+        _profile_panel(
+            ax, cells, base.get(nz), nz, [(m, L, f"{NAMES[m]}-{L}", COLORS[m]) for m in NAMES]
+        )
         ax.legend(fontsize=6)
     axes[0].set_ylabel("adjusted loss")
-    fig.suptitle("Fig. 3: categorical noise (dotted: training levels;\nevery other σ is unseen)", fontsize=9)
+    fig.suptitle(
+        "Fig. 3: categorical noise (dotted: training levels;\nevery other σ is unseen)", fontsize=9
+    )
     fig.tight_layout()
     save(fig, path)
 
@@ -193,18 +232,42 @@ def fig5(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
             continue
         x = np.arange(L + 1)
         if c.replicas:  # the cell and its seed replicas that pass the tail rules
-            s = np.asarray([v for v, f in zip(c.replicas["loss"], c.replicas["failed"]) if f is None])
+            s = np.asarray(
+                [v for v, f in zip(c.replicas["loss"], c.replicas["failed"]) if f is None]
+            )
             if len(s):
-                ax.errorbar(x, s.mean(0), s.std(0), color=COLORS[m], capsize=2, alpha=0.6,
-                            label=f"mean ± std over {len(s)} of {len(c.replicas['loss'])} seeds")
-        ax.plot(x, c.eval["layers"]["loss"], color=COLORS[m], marker="o", ms=3, label="the cell's model")
+                ax.errorbar(
+                    x,
+                    s.mean(0),
+                    s.std(0),
+                    color=COLORS[m],
+                    capsize=2,
+                    alpha=0.6,
+                    label=f"mean ± std over {len(s)} of {len(c.replicas['loss'])} seeds",
+                )
+        ax.plot(
+            x, c.eval["layers"]["loss"], color=COLORS[m], marker="o", ms=3, label="the cell's model"
+        )
         Ls = _depths(cells, m, focus)
-        ax.plot(Ls, [_cell(cells, m, d, focus).eval["loss"] for d in Ls], "k^", ms=4, label="L-layer model, final")
+        ax.plot(
+            Ls,
+            [_cell(cells, m, d, focus).eval["loss"] for d in Ls],
+            "k^",
+            ms=4,
+            label="L-layer model, final",
+        )
         _baseline_lines(ax, base.get(focus))
         _yscale(ax)
         ax.set_title(f"{NAMES[m]}-{L}, {focus}", fontsize=9)
         ax.set_xlabel("read-out after layer l")
-    _finish(fig, axes, "adjusted loss", "Fig. 5: adjusted loss of the prediction read out after each layer", path, ncol=5)
+    _finish(
+        fig,
+        axes,
+        "adjusted loss",
+        "Fig. 5: adjusted loss of the prediction read out after each layer",
+        path,
+        ncol=5,
+    )
 
 
 def fig7(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
@@ -217,14 +280,27 @@ def fig7(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
             continue
         p = c.profile
         for l in range(1, L + 1):
-            ax.plot(p["sigma"], p["loss"][l], color=cmap((l - 1) / max(L - 1, 1)), lw=1, label=f"layer {l}")
+            ax.plot(
+                p["sigma"],
+                p["loss"][l],
+                color=cmap((l - 1) / max(L - 1, 1)),
+                lw=1,
+                label=f"layer {l}",
+            )
         pr = base[focus]["profile"] if focus in base else None
         if pr:
             ax.plot(pr["sigma"], pr["Bayes"]["loss"], "k-", lw=1, label="Bayes")
         _yscale(ax)
         ax.set_title(f"{NAMES[m]}-{L}, {focus}", fontsize=9)
         ax.set_xlabel("σ")
-    _finish(fig, axes, "adjusted loss", "Fig. 7: per-variance profiles of the read-out after each layer", path, ncol=5)
+    _finish(
+        fig,
+        axes,
+        "adjusted loss",
+        "Fig. 7: per-variance profiles of the read-out after each layer",
+        path,
+        ncol=5,
+    )
 
 
 def fig_depth(cells: dict, base: dict, noises: list[str], path: str | Path) -> None:
@@ -238,7 +314,13 @@ def fig_depth(cells: dict, base: dict, noises: list[str], path: str | Path) -> N
                 ax.axhline(b[k]["minus_Bayes"], color=COLORS[k], ls=STYLES[k], lw=1, label=k)
         ax.axhline(0, color="k", lw=1, label="Bayes")
         _depth_axis(ax, nz)
-    _finish(fig, axes, "loss − Bayes loss", "Beyond the paper: gap to the Bayes-optimal floor against depth", path)
+    _finish(
+        fig,
+        axes,
+        "loss − Bayes loss",
+        "Beyond the paper: gap to the Bayes-optimal floor against depth",
+        path,
+    )
 
 
 def fig_weights(traj: dict[str, np.ndarray], title: str, path: str | Path) -> None:
@@ -251,8 +333,11 @@ def fig_weights(traj: dict[str, np.ndarray], title: str, path: str | Path) -> No
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     L = traj["dist"].shape[0] - 1
     x = np.arange(L + 1)
-    for key, lab, col in (("dist", "to the ridge path (nearest s)", "tab:blue"), ("to_oracle", "to oracle ridge (true σ)", "tab:red"),
-                          ("to_ols", "to OLS", "tab:gray")):
+    for key, lab, col in (
+        ("dist", "to the ridge path (nearest s)", "tab:blue"),
+        ("to_oracle", "to oracle ridge (true σ)", "tab:red"),
+        ("to_ols", "to OLS", "tab:gray"),
+    ):
         med = np.median(traj[key], 1)
         q1, q3 = np.quantile(traj[key], [0.25, 0.75], axis=1)
         axes[0].plot(x, med, marker="o", ms=3, color=col, label=lab)
@@ -268,8 +353,10 @@ def fig_weights(traj: dict[str, np.ndarray], title: str, path: str | Path) -> No
     axes[1].set_ylabel(f"ridge s nearest to w^{L}")
     axes[1].legend(fontsize=7)
     for b in range(traj["proj"].shape[1]):
-        line, = axes[2].plot(traj["path"][:, b, 0], traj["path"][:, b, 1], "-", lw=1, alpha=0.6)
-        axes[2].plot(traj["proj"][:, b, 0], traj["proj"][:, b, 1], "o-", ms=3, color=line.get_color())
+        (line,) = axes[2].plot(traj["path"][:, b, 0], traj["path"][:, b, 1], "-", lw=1, alpha=0.6)
+        axes[2].plot(
+            traj["proj"][:, b, 0], traj["proj"][:, b, 1], "o-", ms=3, color=line.get_color()
+        )
     axes[2].set_xlabel("along OLS w*  (/‖w*‖)")
     axes[2].set_ylabel("orthogonal part")
     axes[2].set_title("w^0…w^L (dots) and ridge paths (lines)", fontsize=8)

@@ -18,11 +18,12 @@ from numerics.reproduce.claims import Claim, Table, check_claims
 READS: dict[str, Callable[[str, int, Noise], bool]] = {
     "diag_matches_full": lambda m, L, nz: m in ("diag", "full"),
     "gdpp_near_constrr": lambda m, L, nz: m == "gdpp" and nz.sigma_max > 0,
-    "four_layers_beat_adarr": lambda m, L, nz: m in ("diag", "full") and L == 4
-    and nz.kind == "uniform"
-    and nz.sigma_max >= 4,
-    "five_plus_match_tunedrr": lambda m, L, nz: m in ("diag", "full") and L >= 5
-    and nz.sigma_max > 0,
+    "four_layers_beat_adarr": lambda m, L, nz: (
+        m in ("diag", "full") and L == 4 and nz.kind == "uniform" and nz.sigma_max >= 4
+    ),
+    "five_plus_match_tunedrr": lambda m, L, nz: (
+        m in ("diag", "full") and L >= 5 and nz.sigma_max > 0
+    ),
     "gdpp_superexponential": lambda m, L, nz: m == "gdpp" and nz.sigma_max == 0,
     "diag_extrapolates": lambda m, L, nz: m in ("diag", "full") and nz.kind == "categorical",
     "baseline_order": lambda m, L, nz: False,
@@ -49,9 +50,14 @@ def complete_series(t: Table, depths: tuple[int, ...]) -> Table:
 WAITING_NAMED = 6
 
 
-def judged_claims(table: Table, depths: tuple[int, ...], profiles: dict, extra: list[Claim],
-                  missing: dict[str, tuple[str, int, str]],
-                  from_diag: frozenset[tuple[str, int, str]] = frozenset()) -> list[Claim]:
+def judged_claims(
+    table: Table,
+    depths: tuple[int, ...],
+    profiles: dict,
+    extra: list[Claim],
+    missing: dict[str, tuple[str, int, str]],
+    from_diag: frozenset[tuple[str, int, str]] = frozenset(),
+) -> list[Claim]:
     """Every claim of :func:`check_claims`, then the ``extra`` claims (GD++ against ridge at λ = E
     σ², :func:`numerics.reproduce.floor.claim_gdpp_floor`), each with the cells not trained yet that
     it reads (``missing``: cell name → ``(model, L, noise)``; :data:`READS`).  A claim about the
@@ -62,15 +68,19 @@ def judged_claims(table: Table, depths: tuple[int, ...], profiles: dict, extra: 
     out = []
     for c in [*check_claims(table, profiles, from_diag), *extra]:
         c = series[c.key] if c.key in SERIES else c
-        waiting = tuple(sorted(n for n, (m, L, nz) in missing.items()
-                               if READS[c.key](m, L, Noise.parse(nz))))
+        waiting = tuple(
+            sorted(n for n, (m, L, nz) in missing.items() if READS[c.key](m, L, Noise.parse(nz)))
+        )
         if waiting:
             more = len(waiting) - WAITING_NAMED
-            named = ", ".join(waiting[:WAITING_NAMED]) + (f" and {more} more"
-                                                          if len(waiting) > WAITING_NAMED else "")
-            note = (f"not trained yet, of the cells this claim reads ({len(waiting)}): {named}"
-                    + ("; it is checked only on the series whose every depth is in"
-                       if c.key in SERIES else ""))
+            named = ", ".join(waiting[:WAITING_NAMED]) + (
+                f" and {more} more" if len(waiting) > WAITING_NAMED else ""
+            )
+            note = f"not trained yet, of the cells this claim reads ({len(waiting)}): {named}" + (
+                "; it is checked only on the series whose every depth is in"
+                if c.key in SERIES
+                else ""
+            )
             found = () if c.verdict == "not evaluated" else c.evidence
             c = replace(c, evidence=(note, *found), waiting=waiting)
         out.append(c)

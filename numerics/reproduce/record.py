@@ -42,19 +42,50 @@ def _list(spec: Any) -> tuple:
 
 
 _LAYERS = {k: _list(FIN) for k in ("loss", "se", "minus_Bayes", "minus_Bayes_se")} | {"*": ANY}
-_EVAL = {"loss": FIN, "se": FIN, "minus_Bayes": FIN, "minus_Bayes_se": FIN, "Bayes": FIN,
-         "sequences": INT, "layers": _LAYERS, "tail": {"*": ANY}, "*": ANY}
+_EVAL = {
+    "loss": FIN,
+    "se": FIN,
+    "minus_Bayes": FIN,
+    "minus_Bayes_se": FIN,
+    "Bayes": FIN,
+    "sequences": INT,
+    "layers": _LAYERS,
+    "tail": {"*": ANY},
+    "*": ANY,
+}
 _PROFILE = {"sigma": _list(FIN), "loss": _list(_list(FIN)), "se": _list(_list(FIN))}
-_REPLICAS = {"seed": _list(INT), "loss": _list(_list(FIN)), "se": _list(_list(FIN)),
-             "failed": _list(_opt(STR)), "*": ANY}
-_TRAINING = {"steps": INT, "converged": BOOL, "chosen_stage": INT, "stages": _list({"*": ANY}),
-             "*": ANY}
-_FIELDS = {"format": INT, "cell": STR, "model": STR, "layers": INT, "noise": STR, "budget": STR,
-           "start": STR,
-           "plan": {"*": ANY}, "failed": _opt(STR), "eval": _EVAL, "profile": _PROFILE,
-           "tail_check": _opt({"*": ANY}), "spectral": _opt({"*": ANY}),
-           "replicas": _opt(_REPLICAS),
-           "training": _TRAINING, "provenance": {"notes": _list(STR), "*": ANY}}
+_REPLICAS = {
+    "seed": _list(INT),
+    "loss": _list(_list(FIN)),
+    "se": _list(_list(FIN)),
+    "failed": _list(_opt(STR)),
+    "*": ANY,
+}
+_TRAINING = {
+    "steps": INT,
+    "converged": BOOL,
+    "chosen_stage": INT,
+    "stages": _list({"*": ANY}),
+    "*": ANY,
+}
+_FIELDS = {
+    "format": INT,
+    "cell": STR,
+    "model": STR,
+    "layers": INT,
+    "noise": STR,
+    "budget": STR,
+    "start": STR,
+    "plan": {"*": ANY},
+    "failed": _opt(STR),
+    "eval": _EVAL,
+    "profile": _PROFILE,
+    "tail_check": _opt({"*": ANY}),
+    "spectral": _opt({"*": ANY}),
+    "replicas": _opt(_REPLICAS),
+    "training": _TRAINING,
+    "provenance": {"notes": _list(STR), "*": ANY},
+}
 #: A failed cell's numbers reach no table: only their types are checked (``null`` allowed).
 _LOOSE = {FIN: NUM}
 
@@ -176,8 +207,9 @@ def read_record(path: str | Path, cell: str) -> Record:
     try:
         return parse_record(data, cell)
     except Corrupt as exc:
-        raise LintfError(f"{str(path)!r} (cell {cell}) is corrupt ({exc}); "
-                         "delete it and rerun") from None
+        raise LintfError(
+            f"{str(path)!r} (cell {cell}) is corrupt ({exc}); delete it and rerun"
+        ) from None
 
 
 _METHOD = {"loss": FIN, "se": FIN, "minus_Bayes": FIN, "minus_Bayes_se": FIN, "*": ANY}
@@ -189,15 +221,23 @@ def read_baselines(path: str | Path, methods: tuple[str, ...]) -> dict[str, Any]
     paired gap to Bayes, finite) and ``profile`` (``sigma`` and each method's curve, finite);
     one-line error otherwise."""
     data = read_json(path, f"baselines of {Path(path).stem}")
-    spec = {"noise": STR, "eval_sequences": INT, "tune_sequences": INT, "profile_sequences": INT,
-            "profile_points": INT, "methods": {m: _METHOD for m in methods} | {"*": ANY},
-            "profile": {"sigma": _list(FIN)} | {m: _CURVE for m in methods}}
+    spec = {
+        "noise": STR,
+        "eval_sequences": INT,
+        "tune_sequences": INT,
+        "profile_sequences": INT,
+        "profile_points": INT,
+        "methods": {m: _METHOD for m in methods} | {"*": ANY},
+        "profile": {"sigma": _list(FIN)} | {m: _CURVE for m in methods},
+    }
     try:
         check(data, spec, "")
     except Corrupt as exc:
-        raise LintfError(f"{str(path)!r} (baselines of {Path(path).stem}) is corrupt ({exc}); "
-                         "delete it and "
-                         "rerun") from None
+        raise LintfError(
+            f"{str(path)!r} (baselines of {Path(path).stem}) is corrupt ({exc}); "
+            "delete it and "
+            "rerun"
+        ) from None
     return data
 
 

@@ -58,8 +58,9 @@ class Rules:
 
     def __post_init__(self) -> None:
         if not (0 < self.stop_rel < 1 and self.stop_se >= 0):
-            raise ValueError(f"stop_rel must be in (0, 1) and stop_se >= 0, "
-                             f"got {self.stop_rel}, {self.stop_se}")
+            raise ValueError(
+                f"stop_rel must be in (0, 1) and stop_se >= 0, got {self.stop_rel}, {self.stop_se}"
+            )
         streams = (self.profile_stream, self.tail_stream, self.held_out_stream, self.scale_stream)
         if len(set(streams)) != len(streams):
             raise ValueError(f"the streams must differ, got {streams}")

@@ -25,13 +25,21 @@ import numpy as np
 
 from numerics import baselines
 from numerics.errors import LintfError
+from numerics.evaluate import losses as evaluation
 from numerics.io import atomic_write_json, read_json
 from numerics.reproduce import executor
 from numerics.reproduce.cell import train_cell
-from numerics.reproduce.grid import Budget, Cell, cells_for, parse_cells, parse_noises, plan_of, slug
+from numerics.reproduce.grid import (
+    Budget,
+    Cell,
+    cells_for,
+    parse_cells,
+    parse_noises,
+    plan_of,
+    slug,
+)
 from numerics.reproduce.record import FORMAT, Record, read_baselines, read_record
 from numerics.reproduce.rules import RULES
-from numerics.evaluate import losses as evaluation
 
 MARKER = "lintf-sweep.json"
 BASELINES = ("ConstRR", "AdaRR", "TunedRR", "Bayes")
@@ -49,22 +57,30 @@ def check_out(out: Path, budget: Budget, flag: str = "--out") -> bool:
     marker = out / MARKER
     if not marker.exists():
         if out.is_dir() and any(out.iterdir()):
-            raise LintfError(f"{flag} {str(out)!r} is not empty and holds no {MARKER}, so it is not a sweep's; give "
-                             "a new or empty directory (nothing is overwritten)")
+            raise LintfError(
+                f"{flag} {str(out)!r} is not empty and holds no {MARKER}, so it is not a sweep's; give "
+                "a new or empty directory (nothing is overwritten)"
+            )
         return False
     m = read_json(marker)
     if not isinstance(m, dict) or m.get("kind") != "lintf-sweep" or m.get("format") != FORMAT:
-        raise LintfError(f"{str(marker)!r} is not a format-{FORMAT} sweep marker; give another {flag}")
+        raise LintfError(
+            f"{str(marker)!r} is not a format-{FORMAT} sweep marker; give another {flag}"
+        )
     if m.get("budget") != budget.name:
-        raise LintfError(f"{flag} {str(out)!r} holds the sweep of budget {m.get('budget')!r}; give budget "
-                         f"{budget.name} its own {flag} (nothing is overwritten)")
+        raise LintfError(
+            f"{flag} {str(out)!r} holds the sweep of budget {m.get('budget')!r}; give budget "
+            f"{budget.name} its own {flag} (nothing is overwritten)"
+        )
     return True
 
 
 def claim_out(out: Path, budget: Budget) -> None:
     """Write :data:`MARKER` into ``out`` unless it is there (after :func:`check_out`)."""
     if not check_out(out, budget):
-        atomic_write_json(out / MARKER, {"kind": "lintf-sweep", "format": FORMAT, "budget": budget.name})
+        atomic_write_json(
+            out / MARKER, {"kind": "lintf-sweep", "format": FORMAT, "budget": budget.name}
+        )
 
 
 def load_records(out: Path, cells: Iterable[Cell]) -> dict[str, Record]:
@@ -83,16 +99,32 @@ def is_plans(record: Record, cell: Cell, budget: Budget) -> bool:
     return all(record.plan.get(k) == plan[k] for k in SAME_PLAN)
 
 
-def execute(tasks: list[Task], *, out: Path, runs: Path, jobs: int = 1, scheduler: str | None = None,
-            replace: Iterable[str] = (), progress: bool = False,
-            done: Callable[[str, dict[str, bytes]], None] | None = None) -> None:
+def execute(
+    tasks: list[Task],
+    *,
+    out: Path,
+    runs: Path,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    replace: Iterable[str] = (),
+    progress: bool = False,
+    done: Callable[[str, dict[str, bytes]], None] | None = None,
+) -> None:
     """Run ``tasks`` on the Dask executor (:func:`numerics.reproduce.executor.run`: in this process, on a local
     cluster of ``jobs`` worker processes, or on the cluster at ``scheduler``), each ``fn(runs/<name>)``; the
     client writes each cell's files as it finishes, then calls ``done(name, files)``.  ``replace``: the stored
     cells these tasks train again."""
     if tasks:
-        executor.run(tasks, out=out, jobs=jobs, scheduler=scheduler, runs=runs, progress=progress,
-                     replace=tuple(replace), done=done)
+        executor.run(
+            tasks,
+            out=out,
+            jobs=jobs,
+            scheduler=scheduler,
+            runs=runs,
+            progress=progress,
+            replace=tuple(replace),
+            done=done,
+        )
 
 
 def baselines_for(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
@@ -100,25 +132,48 @@ def baselines_for(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
     (``OUT/baselines/<noise>.json``, read back by
     :func:`numerics.reproduce.record.read_baselines`)."""
     path = out / "baselines" / f"{slug(noise)}.json"
-    want = {"noise": noise, "eval_sequences": budget.eval_sequences, "tune_sequences": budget.tune_sequences,
-            "profile_sequences": budget.profile_sequences, "profile_points": budget.profile_points}
+    want = {
+        "noise": noise,
+        "eval_sequences": budget.eval_sequences,
+        "tune_sequences": budget.tune_sequences,
+        "profile_sequences": budget.profile_sequences,
+        "profile_points": budget.profile_points,
+    }
     if path.exists():
         have = read_baselines(path, BASELINES)
         if all(have.get(k) == v for k, v in want.items()):
             return have
     import jax  # lazy: start-up (noqa: PLC0415  (the command line starts without JAX))
 
-    tab = baselines.table(noise, n=budget.n, d=budget.d, sequences=budget.eval_sequences, seed=RULES.eval_seed,
-                          tune_sequences=budget.tune_sequences, methods=BASELINES)
-    tuned = baselines.Tuned(lam_const=tab["ConstRR"]["lam_const"], cap=tab["TunedRR"]["cap"],
-                            mult=tab["TunedRR"]["mult"])
+    tab = baselines.table(
+        noise,
+        n=budget.n,
+        d=budget.d,
+        sequences=budget.eval_sequences,
+        seed=RULES.eval_seed,
+        tune_sequences=budget.tune_sequences,
+        methods=BASELINES,
+    )
+    tuned = baselines.Tuned(
+        lam_const=tab["ConstRR"]["lam_const"],
+        cap=tab["TunedRR"]["cap"],
+        mult=tab["TunedRR"]["mult"],
+    )
     sig = evaluation.sigma_grid(noise, budget.profile_points)
     with jax.enable_x64(True):
-        pr = evaluation.profile(baselines.predictor(tuned, noise, BASELINES), sig, budget.n, budget.d,
-                                budget.profile_sequences, RULES.profile_key())
-    res = want | {"methods": {m: {k: _plain(v) for k, v in tab[m].items()} for m in BASELINES},
-                  "profile": {"sigma": sig.tolist()} | {m: {"loss": pr[m]["loss"].tolist(),
-                                                            "se": pr[m]["se"].tolist()} for m in BASELINES}}
+        pr = evaluation.profile(
+            baselines.predictor(tuned, noise, BASELINES),
+            sig,
+            budget.n,
+            budget.d,
+            budget.profile_sequences,
+            RULES.profile_key(),
+        )
+    res = want | {
+        "methods": {m: {k: _plain(v) for k, v in tab[m].items()} for m in BASELINES},
+        "profile": {"sigma": sig.tolist()}
+        | {m: {"loss": pr[m]["loss"].tolist(), "se": pr[m]["se"].tolist()} for m in BASELINES},
+    }
     atomic_write_json(path, res)
     return read_baselines(path, BASELINES)
 
@@ -142,11 +197,19 @@ class Sweep:
     due: list[str] = field(default_factory=list)
 
 
-def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Path = "runs/reproduce",
-          train: bool = True, noises: Iterable[str] | None = None, only: Iterable[str] | None = None,
-          jobs: int = 1, scheduler: str | None = None,
-          progress: Callable[[str, dict[str, Any]], None] | None = None,
-          cell_fn: Callable[..., dict[str, bytes]] = train_cell) -> Sweep:
+def sweep(
+    budget: Budget,
+    parts: Iterable[str],
+    out: str | Path,
+    runs: str | Path = "runs/reproduce",
+    train: bool = True,
+    noises: Iterable[str] | None = None,
+    only: Iterable[str] | None = None,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    progress: Callable[[str, dict[str, Any]], None] | None = None,
+    cell_fn: Callable[..., dict[str, bytes]] = train_cell,
+) -> Sweep:
     """Train every cell the parts need that has no record of the plan (``noises``/``only``: only
     those settings or cells), then compute the baselines; ``train=False`` only reads.
     ``progress(event, info)``: ``("start", {"todo"})``, ``("cell", {"name", "loss", "failed"})``,
@@ -157,10 +220,14 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     keep = None if noises is None else set(parse_noises(budget, noises))
     named = None if only is None else set(parse_cells(budget, only))
     if named and named - {c.name for c in cells}:
-        raise ValueError(f"--cell {sorted(named - {c.name for c in cells})[0]} is not a cell of the parts asked for")
+        raise ValueError(
+            f"--cell {sorted(named - {c.name for c in cells})[0]} is not a cell of the parts asked for"
+        )
     have = load_records(out, cells) if marked else {}
     left = [c for c in cells if c.name not in have or not is_plans(have[c.name], c, budget)]
-    mine = [c for c in left if (keep is None or c.noise in keep) and (named is None or c.name in named)]
+    mine = [
+        c for c in left if (keep is None or c.noise in keep) and (named is None or c.name in named)
+    ]
     todo = mine if train else []
     if train and (todo or not marked):
         claim_out(out, budget)
@@ -170,20 +237,49 @@ def sweep(budget: Budget, parts: Iterable[str], out: str | Path, runs: str | Pat
     def done(name: str, files: dict[str, bytes]) -> None:
         have[name] = read_record(out / "models" / name / "metrics.json", name)
         if progress:
-            progress("cell", {"name": name, "loss": have[name].eval.get("loss"), "failed": have[name].failed})
+            progress(
+                "cell",
+                {"name": name, "loss": have[name].eval.get("loss"), "failed": have[name].failed},
+            )
 
-    execute([(c.name, partial(cell_fn, c, budget)) for c in todo], out=out, jobs=jobs, scheduler=scheduler,
-            runs=runs, replace=[c.name for c in todo if c.name in have], progress=progress is not None,
-            done=done)
+    execute(
+        [(c.name, partial(cell_fn, c, budget)) for c in todo],
+        out=out,
+        jobs=jobs,
+        scheduler=scheduler,
+        runs=runs,
+        replace=[c.name for c in todo if c.name in have],
+        progress=progress is not None,
+        done=done,
+    )
     base = {}
     for nz in sorted({c.noise for c in cells}):
         if progress:
             progress("baselines", {"noise": nz})
-        if train or (out / "baselines" / f"{slug(nz)}.json").exists() or any(r.noise == nz for r in have.values()):
-            base[nz] = baselines_for(nz, budget, out)  # without training, only for a setting with a finished cell
+        if (
+            train
+            or (out / "baselines" / f"{slug(nz)}.json").exists()
+            or any(r.noise == nz for r in have.values())
+        ):
+            base[nz] = baselines_for(
+                nz, budget, out
+            )  # without training, only for a setting with a finished cell
     due = [c.name for c in cells if c.name in have and not is_plans(have[c.name], c, budget)]
-    return Sweep(have, base, [c.name for c in todo], [c.name for c in cells if c.name not in have], due)
+    return Sweep(
+        have, base, [c.name for c in todo], [c.name for c in cells if c.name not in have], due
+    )
 
 
-__all__ = ["BASELINES", "MARKER", "Sweep", "Task", "baselines_for", "check_out", "claim_out", "execute",
-           "is_plans", "load_records", "sweep"]
+__all__ = [
+    "BASELINES",
+    "MARKER",
+    "Sweep",
+    "Task",
+    "baselines_for",
+    "check_out",
+    "claim_out",
+    "execute",
+    "is_plans",
+    "load_records",
+    "sweep",
+]

@@ -33,8 +33,9 @@ def _reads_fn(P: Any, Q: Any) -> Callable:
     """``predict(batch, spectra) -> {"layers": (L+1, B)}``; compiled once per shape, not per
     model."""
     P, Q = jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64)
-    return lambda batch, sp: {"layers": evaluation.sliced(lambda *a: _reads(P, Q, *a), batch.X, batch.y,
-                                                          batch.x_query)}
+    return lambda batch, sp: {
+        "layers": evaluation.sliced(lambda *a: _reads(P, Q, *a), batch.X, batch.y, batch.x_query)
+    }
 
 
 #: Bayes' predictions on the evaluation sequences of each ``(noise, sequences, n, d)``, chunk by
@@ -70,24 +71,50 @@ def evaluate_model(P: Any, Q: Any, noise: str, sequences: int, n: int, d: int) -
     bayes_pred = _bayes_fn(noise, sequences, n, d)
     with jax.enable_x64(True):
         reads = _reads_fn(P, Q)
-        res = evaluation.evaluate(lambda b, sp: reads(b, sp) | bayes_pred(b, sp), noise, sequences, n, d,
-                                  RULES.eval_key(), against="Bayes", tails=True)
+        res = evaluation.evaluate(
+            lambda b, sp: reads(b, sp) | bayes_pred(b, sp),
+            noise,
+            sequences,
+            n,
+            d,
+            RULES.eval_key(),
+            against="Bayes",
+            tails=True,
+        )
     lay = res["layers"]
-    out = {k: np.asarray(lay[k]).tolist() for k in ("loss", "se", "raw", "minus_Bayes", "minus_Bayes_se")}
-    tail = {k: (_json(float(np.ravel(v)[-1])) if isinstance(v, np.ndarray) else v) for k, v in lay["tail"].items()}
-    return {k: v[-1] for k, v in out.items()} | {"layers": out, "sequences": int(lay["count"]),
-                                                "Bayes": res["Bayes"]["loss"], "tail": tail}
+    out = {
+        k: np.asarray(lay[k]).tolist()
+        for k in ("loss", "se", "raw", "minus_Bayes", "minus_Bayes_se")
+    }
+    tail = {
+        k: (_json(float(np.ravel(v)[-1])) if isinstance(v, np.ndarray) else v)
+        for k, v in lay["tail"].items()
+    }
+    return {k: v[-1] for k, v in out.items()} | {
+        "layers": out,
+        "sequences": int(lay["count"]),
+        "Bayes": res["Bayes"]["loss"],
+        "tail": tail,
+    }
 
 
-def profile_model(P: Any, Q: Any, noise: str, points: int, sequences: int, n: int, d: int) -> dict[str, Any]:
+def profile_model(
+    P: Any, Q: Any, noise: str, points: int, sequences: int, n: int, d: int
+) -> dict[str, Any]:
     """Per-variance profile of every read-out: ``loss``/``se`` are ``(L+1, points)`` lists."""
     sig = evaluation.sigma_grid(noise, points)
     with jax.enable_x64(True):
         pr = evaluation.profile(_reads_fn(P, Q), sig, n, d, sequences, RULES.profile_key())
-    return {"sigma": sig.tolist(), "loss": pr["layers"]["loss"].tolist(), "se": pr["layers"]["se"].tolist()}
+    return {
+        "sigma": sig.tolist(),
+        "loss": pr["layers"]["loss"].tolist(),
+        "se": pr["layers"]["se"].tolist(),
+    }
 
 
-def spectral_check(P: Any, Q: Any, noise: str, n: int, d: int, chunk: int = 2**18) -> dict[str, Any]:
+def spectral_check(
+    P: Any, Q: Any, noise: str, n: int, d: int, chunk: int = 2**18
+) -> dict[str, Any]:
     r"""GD++ at σ_max = 0: the mean over ``RULES.spectral_sequences`` draws of ``Σ ~ W_d(n, I)`` of
     the model's exact expected loss given ``Σ``
     (:func:`numerics.baselines.gdpp_fit.sequence_losses`), ± its SE, and the count of spectra above
@@ -97,15 +124,20 @@ def spectral_check(P: Any, Q: Any, noise: str, n: int, d: int, chunk: int = 2**1
     g = GDPP.from_universal(np.asarray(P, np.float64), np.asarray(Q, np.float64), atol=1e-12)
     total, parts = int(RULES.spectral_sequences), []
     for k, start in enumerate(range(0, total, chunk)):
-        sample = gdpp_fit.sample_spectra(RULES.spectral_seed + k, min(chunk, total - start), n, d, noise,
-                                         importance=False)
+        sample = gdpp_fit.sample_spectra(
+            RULES.spectral_seed + k, min(chunk, total - start), n, d, noise, importance=False
+        )
         parts.append(gdpp_fit.sequence_losses(g, sample))
     v = np.concatenate(parts)
     finite = bool(np.all(np.isfinite(v)))
-    return {"spectra": total, "mean": float(v.mean()) if finite else None,
-            "se": float(v.std(ddof=1) / np.sqrt(v.size)) if finite else None,
-            "max": float(v.max()) if finite else None, "above": int(np.sum(~(v <= evaluation.TAIL_MAX))),
-            "limit": evaluation.TAIL_MAX}
+    return {
+        "spectra": total,
+        "mean": float(v.mean()) if finite else None,
+        "se": float(v.std(ddof=1) / np.sqrt(v.size)) if finite else None,
+        "max": float(v.max()) if finite else None,
+        "above": int(np.sum(~(v <= evaluation.TAIL_MAX))),
+        "limit": evaluation.TAIL_MAX,
+    }
 
 
 def checks(P: Any, Q: Any, model: str, layers: int, noise: str, n: int, d: int) -> dict[str, Any]:
@@ -113,18 +145,33 @@ def checks(P: Any, Q: Any, model: str, layers: int, noise: str, n: int, d: int) 
     ``RULES.tail_sequences`` fresh sequences, and for GD++ at σ_max = 0 also :func:`spectral_check`;
     ``None`` where a check does not apply."""
     deep = layers >= RULES.tail_depth
-    tail = evaluation.tail_check(P, Q, noise, n, d, RULES.tail_key(), RULES.tail_sequences) if deep else None
+    tail = (
+        evaluation.tail_check(P, Q, noise, n, d, RULES.tail_key(), RULES.tail_sequences)
+        if deep
+        else None
+    )
     spectral = deep and model == "gdpp" and Noise.parse(noise).sigma_max == 0
     return {"tail_check": tail, "spectral": spectral_check(P, Q, noise, n, d) if spectral else None}
 
 
-def judge(P: Any, Q: Any, model: str, layers: int, noise: str, sequences: int, points: int, profile_sequences: int,
-          n: int, d: int) -> dict[str, Any]:
+def judge(
+    P: Any,
+    Q: Any,
+    model: str,
+    layers: int,
+    noise: str,
+    sequences: int,
+    points: int,
+    profile_sequences: int,
+    n: int,
+    d: int,
+) -> dict[str, Any]:
     """Everything a finished model is measured on (``eval``, ``profile``, ``tail_check``,
     ``spectral``)."""
-    return ({"eval": evaluate_model(P, Q, noise, sequences, n, d),
-             "profile": profile_model(P, Q, noise, points, profile_sequences, n, d)}
-            | checks(P, Q, model, layers, noise, n, d))
+    return {
+        "eval": evaluate_model(P, Q, noise, sequences, n, d),
+        "profile": profile_model(P, Q, noise, points, profile_sequences, n, d),
+    } | checks(P, Q, model, layers, noise, n, d)
 
 
 def pooled(ev: dict[str, Any], other: dict[str, Any]) -> tuple[float, float]:
@@ -144,20 +191,36 @@ def failure(judged: dict[str, Any], dropped_final: int | None = None) -> str | N
     10⁵ sequences may not pin it to a tenth where 10⁶ do.  The evaluation's own sequences stay in
     the pool, so one huge sequence still carries the mean."""
     ev, tc, sc = judged["eval"]["tail"], judged.get("tail_check"), judged.get("spectral")
-    only_se = ev["max"] is not None and bool(np.isfinite(ev["max"])) and ev["max"] <= evaluation.FAIL_MAX
-    settled = only_se and any(e is not None and e.get("se") is not None and evaluation.se_settles(*pooled(ev, e))
-                              for e in (tc, sc))
+    only_se = (
+        ev["max"] is not None and bool(np.isfinite(ev["max"])) and ev["max"] <= evaluation.FAIL_MAX
+    )
+    settled = only_se and any(
+        e is not None and e.get("se") is not None and evaluation.se_settles(*pooled(ev, e))
+        for e in (tc, sc)
+    )
     if ev["failed"] and not settled:
         return f"evaluation: {ev['failed']}"
     if tc is not None and not tc["passed"]:
-        return (f"tail check: {tc['above']} of {tc['sequences']} sequences above {tc['limit']:g} "
-                f"(largest {tc['max']})")
+        return (
+            f"tail check: {tc['above']} of {tc['sequences']} sequences above {tc['limit']:g} "
+            f"(largest {tc['max']})"
+        )
     if sc is not None and sc.get("above", 0) > 0:
-        return (f"spectral check: {sc['above']} of {sc['spectra']} spectra with expected loss above "
-                f"{sc['limit']:g} (largest {sc['max']})")
+        return (
+            f"spectral check: {sc['above']} of {sc['spectra']} spectra with expected loss above "
+            f"{sc['limit']:g} (largest {sc['max']})"
+        )
     if dropped_final:
         return f"training left {dropped_final} sequences out of its final phase"
     return None
 
 
-__all__ = ["checks", "evaluate_model", "failure", "judge", "pooled", "profile_model", "spectral_check"]
+__all__ = [
+    "checks",
+    "evaluate_model",
+    "failure",
+    "judge",
+    "pooled",
+    "profile_model",
+    "spectral_check",
+]

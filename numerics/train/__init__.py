@@ -16,30 +16,111 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "config": ("GDPP_XX", "HISTORY", "INITS", "MAX_SKIPS", "TRUST_FLOOR", "TRUST_REGROW",
-               "TRUST_STRIDE", "WARMUP_MIN", "Y_STEPS", "TrainConfig", "config_dict", "default_warmup"),
-    "objective": ("Aux", "batch_mesh", "batch_sharding", "data_key", "diag_part", "draw", "effective_params", "huber",
-                  "loss_fn", "noise_values", "static_config"),
-    "step": ("CHUNK_CACHE", "TrainState", "chunk_fn", "lr_at", "make_chunk", "optimizer", "place", "project", "y_moment",
-             "y_step"),
-    "loop": ("Result", "adjusted_losses", "clear_caches", "finite_adjusted", "init_state", "nanmean", "train", "training_devices",
-             "warm_params"),
+    "config": (
+        "GDPP_XX",
+        "HISTORY",
+        "INITS",
+        "MAX_SKIPS",
+        "TRUST_FLOOR",
+        "TRUST_REGROW",
+        "TRUST_STRIDE",
+        "WARMUP_MIN",
+        "Y_STEPS",
+        "TrainConfig",
+        "config_dict",
+        "default_warmup",
+    ),
+    "objective": (
+        "Aux",
+        "batch_mesh",
+        "batch_sharding",
+        "data_key",
+        "diag_part",
+        "draw",
+        "effective_params",
+        "huber",
+        "loss_fn",
+        "noise_values",
+        "static_config",
+    ),
+    "step": (
+        "CHUNK_CACHE",
+        "TrainState",
+        "chunk_fn",
+        "lr_at",
+        "make_chunk",
+        "optimizer",
+        "place",
+        "project",
+        "y_moment",
+        "y_step",
+    ),
+    "loop": (
+        "Result",
+        "adjusted_losses",
+        "clear_caches",
+        "finite_adjusted",
+        "init_state",
+        "nanmean",
+        "train",
+        "training_devices",
+        "warm_params",
+    ),
     "rundir": ("run",),
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
 
 if TYPE_CHECKING:  # the static view of the same names (documentation tools, type checkers)
-    from numerics.train.config import (GDPP_XX, HISTORY, INITS, MAX_SKIPS, TRUST_FLOOR,  # noqa: F401
-                                       TRUST_REGROW, TRUST_STRIDE, WARMUP_MIN, Y_STEPS, TrainConfig, config_dict,
-                                       default_warmup)
-    from numerics.train.loop import (Result, adjusted_losses, clear_caches, finite_adjusted, init_state,  # noqa: F401
-                                     nanmean, train, training_devices, warm_params)
-    from numerics.train.objective import (Aux, batch_sharding, data_key, diag_part, draw, effective_params,  # noqa: F401
-                                          huber, loss_fn, noise_values, static_config)
+    from numerics.train.config import (
+        GDPP_XX,
+        HISTORY,
+        INITS,
+        MAX_SKIPS,
+        TRUST_FLOOR,  # noqa: F401
+        TRUST_REGROW,
+        TRUST_STRIDE,
+        WARMUP_MIN,
+        Y_STEPS,
+        TrainConfig,
+        config_dict,
+        default_warmup,
+    )
+    from numerics.train.loop import (
+        Result,
+        adjusted_losses,
+        clear_caches,
+        finite_adjusted,
+        init_state,  # noqa: F401
+        nanmean,
+        train,
+        training_devices,
+        warm_params,
+    )
+    from numerics.train.objective import (
+        Aux,
+        batch_sharding,
+        data_key,
+        diag_part,
+        draw,
+        effective_params,  # noqa: F401
+        huber,
+        loss_fn,
+        noise_values,
+        static_config,
+    )
     from numerics.train.rundir import run  # noqa: F401
-    from numerics.train.step import (CHUNK_CACHE, TrainState, chunk_fn, lr_at, make_chunk, optimizer,  # noqa: F401
-                                     project, y_moment, y_step)
+    from numerics.train.step import (
+        CHUNK_CACHE,
+        TrainState,
+        chunk_fn,
+        lr_at,
+        make_chunk,
+        optimizer,  # noqa: F401
+        project,
+        y_moment,
+        y_step,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -55,53 +55,104 @@ def _x64_enabled() -> bool:
 class TrainConfig:
     """Everything that defines a run; two runs with equal configs give equal numbers."""
 
-    model: str = field(metadata={"help": 'full, diag or gdpp, or a linear-attention family member: causal, retnet, '
-                                         'mamba2, gla, deltanet or gated-deltanet (docs/family.md)'})
-    layers: int = field(metadata={"help": 'number of layers L >= 1'})
-    noise: str = field(default="uniform:5", metadata={"help": 'fixed:S, uniform:SMAX or categorical:S1,S2,...'})
-    heads: int = field(default=1, metadata={"help": 'heads per layer (GD++ needs 1)'})
-    seeds: int = field(default=1, metadata={"help": 'seeds trained together (vmap); the best is kept'})
-    steps: int = field(default=3000, metadata={"help": 'training steps'})
-    batch: int = field(default=2048, metadata={"help": 'sequences per step'})
-    micro_batch: int = field(default=0, metadata={"help": "sequences per forward and backward pass; the step adds "
-                                                          "the parts' sums (0: the whole batch at once; must divide "
-                                                          "--batch)"})
-    lr: float | None = field(default=None, metadata={"help": 'peak learning rate (default: per model kind)'})
-    warmup: int | None = field(default=None, metadata={"help":
-        "warm-up steps of the (last) phase (default 5%% of it, at least 150, at most "
-        "half)"})
-    clip: float = field(default=1.0, metadata={"help": 'global gradient-norm clip'})
+    model: str = field(
+        metadata={
+            "help": "full, diag or gdpp, or a linear-attention family member: causal, retnet, "
+            "mamba2, gla, deltanet or gated-deltanet (docs/family.md)"
+        }
+    )
+    layers: int = field(metadata={"help": "number of layers L >= 1"})
+    noise: str = field(
+        default="uniform:5", metadata={"help": "fixed:S, uniform:SMAX or categorical:S1,S2,..."}
+    )
+    heads: int = field(default=1, metadata={"help": "heads per layer (GD++ needs 1)"})
+    seeds: int = field(
+        default=1, metadata={"help": "seeds trained together (vmap); the best is kept"}
+    )
+    steps: int = field(default=3000, metadata={"help": "training steps"})
+    batch: int = field(default=2048, metadata={"help": "sequences per step"})
+    micro_batch: int = field(
+        default=0,
+        metadata={
+            "help": "sequences per forward and backward pass; the step adds "
+            "the parts' sums (0: the whole batch at once; must divide "
+            "--batch)"
+        },
+    )
+    lr: float | None = field(
+        default=None, metadata={"help": "peak learning rate (default: per model kind)"}
+    )
+    warmup: int | None = field(
+        default=None,
+        metadata={
+            "help": "warm-up steps of the (last) phase (default 5%% of it, at least 150, at most "
+            "half)"
+        },
+    )
+    clip: float = field(default=1.0, metadata={"help": "global gradient-norm clip"})
     init_scale: float = field(default=1e-3, metadata={"help": None})
     explode: float = field(default=100.0, metadata={"help": None})
-    seed: int = field(default=0, metadata={"help": 'master seed (init and data keys derive from it)'})
-    n: int = field(default=20, metadata={"help": 'context length n'})
-    d: int = field(default=10, metadata={"help": 'input dimension d'})
-    chunk: int = field(default=100, metadata={"help": "steps per compiled chunk / checkpoint", "flag": "--chunk-steps"})
+    seed: int = field(
+        default=0, metadata={"help": "master seed (init and data keys derive from it)"}
+    )
+    n: int = field(default=20, metadata={"help": "context length n"})
+    d: int = field(default=10, metadata={"help": "input dimension d"})
+    chunk: int = field(
+        default=100,
+        metadata={"help": "steps per compiled chunk / checkpoint", "flag": "--chunk-steps"},
+    )
     select_sequences: int = field(default=8192, metadata={"help": None})
-    eval_sequences: int = field(default=100_000, metadata={"help": 'fresh sequences for the final evaluation'})
-    dtype: str = field(default="float32", metadata={"help": 'float32 or float64'})
+    eval_sequences: int = field(
+        default=100_000, metadata={"help": "fresh sequences for the final evaluation"}
+    )
+    dtype: str = field(default="float32", metadata={"help": "float32 or float64"})
     max_rollbacks: int = field(default=30, metadata={"help": None})
     forward: str = field(default="fast", metadata={"help": None})
-    diag_steps: int | None = field(default=None, metadata={"help":
-        "FULL only: steps that train the DIAG sub-family first, a warm start (default 0: FULL trains from its "
-        "own random start, as in the paper)"})
-    init: str = field(default="random", metadata={"help":
-        "random or spectral: GD++ only, start from the exact spectral fit "
-        "(numerics.baselines.gdpp_fit); seed 0 stays the fit, seeds 1.. refine it with "
-        "Adam"})
-    huber: float = field(default=30.0, metadata={"help": "training loss is Huber beyond this many √d (the target's "
-                                                          "standard deviation); 0: plain squared loss"})
-    gdpp_xx: str = field(default="nonpositive", metadata={"help":
-        "nonpositive or free: GD++ only, keep every ω_xx <= 0 while training (projected "
-        "Adam) or leave it free"})
+    diag_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "FULL only: steps that train the DIAG sub-family first, a warm start (default 0: FULL trains from its "
+            "own random start, as in the paper)"
+        },
+    )
+    init: str = field(
+        default="random",
+        metadata={
+            "help": "random or spectral: GD++ only, start from the exact spectral fit "
+            "(numerics.baselines.gdpp_fit); seed 0 stays the fit, seeds 1.. refine it with "
+            "Adam"
+        },
+    )
+    huber: float = field(
+        default=30.0,
+        metadata={
+            "help": "training loss is Huber beyond this many √d (the target's "
+            "standard deviation); 0: plain squared loss"
+        },
+    )
+    gdpp_xx: str = field(
+        default="nonpositive",
+        metadata={
+            "help": "nonpositive or free: GD++ only, keep every ω_xx <= 0 while training (projected "
+            "Adam) or leave it free"
+        },
+    )
     # None: the kind's default_y_step, filled in by __post_init__
-    y_step: str | None = field(default=None, metadata={"help":
-        "plain or scaled (default: scaled for FULL, plain for DIAG): divide Adam's step of q_y (FULL: Q_yy) by "
-        "E y² = d + E σ² (numerics.train.step.y_step)"})
-    trust: float = field(default=2.0, metadata={"help":
-        "reject a step that raises the median loss of its own batch (every 8th sequence) "
-        "more than this factor, to above TRUST_FLOOR·d/2, and halve the rate until steps "
-        "are accepted again; 0: off (numerics.train.config.TRUST_*)"})
+    y_step: str | None = field(
+        default=None,
+        metadata={
+            "help": "plain or scaled (default: scaled for FULL, plain for DIAG): divide Adam's step of q_y (FULL: Q_yy) by "
+            "E y² = d + E σ² (numerics.train.step.y_step)"
+        },
+    )
+    trust: float = field(
+        default=2.0,
+        metadata={
+            "help": "reject a step that raises the median loss of its own batch (every 8th sequence) "
+            "more than this factor, to above TRUST_FLOOR·d/2, and halve the rate until steps "
+            "are accepted again; 0: off (numerics.train.config.TRUST_*)"
+        },
+    )
     # the last steps minimise the plain mean squared error (:func:`numerics.train.objective.loss_fn`)
     final_fraction: float = field(default=0.1, metadata={"help": None})
     # a model file whose layers start the first layers of every seed
@@ -112,38 +163,66 @@ class TrainConfig:
         from numerics.models.kinds import kind_of
 
         kind = kind_of(self.model)
-        for name, lo in (("layers", 1), ("heads", 1), ("seeds", 1), ("steps", 1), ("batch", 1),
-                         ("chunk", 1), ("select_sequences", 1), ("eval_sequences", 2)):  # an SE needs two
+        for name, lo in (
+            ("layers", 1),
+            ("heads", 1),
+            ("seeds", 1),
+            ("steps", 1),
+            ("batch", 1),
+            ("chunk", 1),
+            ("select_sequences", 1),
+            ("eval_sequences", 2),
+        ):  # an SE needs two
             if int(getattr(self, name)) < lo:
                 raise ValueError(f"{name} must be >= {lo}, got {getattr(self, name)}")
         kind.check_heads(self.heads)
-        self.noise_dist  # parses and validates the noise spec once
+        self.noise_dist  # noqa: B018  (parses and validates the noise spec once)
         check_sizes(self.n, self.d, self.batch)
-        if not (self.micro_batch == 0 or (self.micro_batch >= 1 and self.batch % self.micro_batch == 0)):
-            raise ValueError(f"micro_batch must be 0 (the whole batch) or divide batch={self.batch}, "
-                             f"got {self.micro_batch}")
-        if self.lr is not None and not (math.isfinite(self.lr) and FACTOR_MIN <= self.lr <= FACTOR_MAX):
+        if not (
+            self.micro_batch == 0 or (self.micro_batch >= 1 and self.batch % self.micro_batch == 0)
+        ):
+            raise ValueError(
+                f"micro_batch must be 0 (the whole batch) or divide batch={self.batch}, "
+                f"got {self.micro_batch}"
+            )
+        if self.lr is not None and not (
+            math.isfinite(self.lr) and FACTOR_MIN <= self.lr <= FACTOR_MAX
+        ):
             raise ValueError(f"lr must be >= {FACTOR_MIN:g} and <= {FACTOR_MAX:g}, got {self.lr}")
         for name in ("clip", "huber", "trust"):
             if getattr(self, name) > FACTOR_MAX:  # NaN and the lower bounds: the checks below
                 raise ValueError(f"{name} must be <= {FACTOR_MAX:g}, got {getattr(self, name)}")
         if 0 < self.clip < FACTOR_MIN:  # 0 and below: the check below
-            raise ValueError(f"clip must be >= {FACTOR_MIN:g} (a smaller one is 0 in float32), got {self.clip}")
+            raise ValueError(
+                f"clip must be >= {FACTOR_MIN:g} (a smaller one is 0 in float32), got {self.clip}"
+            )
         if 0 < self.huber < FACTOR_MIN:
-            raise ValueError(f"huber must be 0 (the squared loss) or >= {FACTOR_MIN:g}, got {self.huber}")
+            raise ValueError(
+                f"huber must be 0 (the squared loss) or >= {FACTOR_MIN:g}, got {self.huber}"
+            )
         if self.diag_steps is not None and not kind.diag_phase and self.diag_steps != 0:
-            raise ValueError(f"diag_steps is a FULL-only warm start; it must be 0 for {self.model}, got {self.diag_steps}")
+            raise ValueError(
+                f"diag_steps is a FULL-only warm start; it must be 0 for {self.model}, got {self.diag_steps}"
+            )
         if self.diag_steps is not None and not 0 <= self.diag_steps < self.steps:
-            raise ValueError(f"diag_steps must be in [0, steps={self.steps}), got {self.diag_steps}")
+            raise ValueError(
+                f"diag_steps must be in [0, steps={self.steps}), got {self.diag_steps}"
+            )
         if self.warmup is not None and not 0 <= self.warmup <= self.steps - self.phase1_steps:
-            raise ValueError(f"warmup must be in [0, {self.steps - self.phase1_steps}] (the steps after the "
-                             f"DIAG phase), got {self.warmup}")
+            raise ValueError(
+                f"warmup must be in [0, {self.steps - self.phase1_steps}] (the steps after the "
+                f"DIAG phase), got {self.warmup}"
+            )
         if not (math.isfinite(self.huber) and self.huber >= 0):
-            raise ValueError(f"huber must be a finite number >= 0 (0: plain squared loss), got {self.huber}")
+            raise ValueError(
+                f"huber must be a finite number >= 0 (0: plain squared loss), got {self.huber}"
+            )
         if not (math.isfinite(self.final_fraction) and 0 < self.final_fraction <= 1):
             raise ValueError(f"final_fraction must be in (0, 1], got {self.final_fraction}")
         if not (self.trust == 0 or (math.isfinite(self.trust) and self.trust > 1)):
-            raise ValueError(f"trust must be 0 (no step rejection) or a finite number > 1, got {self.trust}")
+            raise ValueError(
+                f"trust must be 0 (no step rejection) or a finite number > 1, got {self.trust}"
+            )
         if not (self.clip > 0 and self.init_scale > 0 and self.explode > 1):
             raise ValueError("clip and init_scale must be > 0 and explode > 1")
         if self.forward not in ("fast", "plain"):
@@ -151,31 +230,45 @@ class TrainConfig:
         if self.gdpp_xx not in GDPP_XX:
             raise ValueError(f"gdpp_xx must be one of {', '.join(GDPP_XX)}, got {self.gdpp_xx!r}")
         if self.gdpp_xx != GDPP_XX[0] and kind.name != "gdpp":
-            raise ValueError(f"gdpp_xx constrains GD++'s ω_xx; it must be {GDPP_XX[0]} (the default) for "
-                             f"{self.model}, got {self.gdpp_xx!r}")
+            raise ValueError(
+                f"gdpp_xx constrains GD++'s ω_xx; it must be {GDPP_XX[0]} (the default) for "
+                f"{self.model}, got {self.gdpp_xx!r}"
+            )
         if self.y_step is None:
             object.__setattr__(self, "y_step", kind.default_y_step)
         if self.y_step not in Y_STEPS:
             raise ValueError(f"y_step must be one of {', '.join(Y_STEPS)}, got {self.y_step!r}")
         if self.y_step != kind.default_y_step and kind.name == "gdpp":
-            raise ValueError(f"y_step scales the step of q_y, which GD++ does not have (its y column of Q is 0); it "
-                             f"must be {kind.default_y_step} for gdpp, got {self.y_step!r}")
+            raise ValueError(
+                f"y_step scales the step of q_y, which GD++ does not have (its y column of Q is 0); it "
+                f"must be {kind.default_y_step} for gdpp, got {self.y_step!r}"
+            )
         if self.init not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
         if self.warm_start is not None and self.init != "random":
-            raise ValueError(f"warm_start replaces the random start; init must be 'random', got {self.init!r}")
+            raise ValueError(
+                f"warm_start replaces the random start; init must be 'random', got {self.init!r}"
+            )
         if self.init == "spectral" and not kind.spectral_init:
-            raise ValueError(f"init 'spectral' needs model gdpp (a GD++ model is a polynomial in Σ), got {self.model!r}")
+            raise ValueError(
+                f"init 'spectral' needs model gdpp (a GD++ model is a polynomial in Σ), got {self.model!r}"
+            )
         if self.init == "spectral" and self.seeds == 1 and (self.lr, self.warmup) != (None, None):
-            raise ValueError(f"{'lr' if self.lr is not None else 'warmup'} has no effect: with init 'spectral' and one "
-                             "seed, that seed is the spectral fit, which Adam leaves as it is; train seeds >= 2 to "
-                             "refine it")
+            raise ValueError(
+                f"{'lr' if self.lr is not None else 'warmup'} has no effect: with init 'spectral' and one "
+                "seed, that seed is the spectral fit, which Adam leaves as it is; train seeds >= 2 to "
+                "refine it"
+            )
         if self.init == "spectral" and self.n <= self.d:
-            raise ValueError(f"init 'spectral' needs context length n > d, got n={self.n}, d={self.d}")
+            raise ValueError(
+                f"init 'spectral' needs context length n > d, got n={self.n}, d={self.d}"
+            )
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be float32 or float64, got {self.dtype!r}")
         if self.dtype == "float64" and not _x64_enabled():
-            raise ValueError("dtype float64 needs jax_enable_x64 (the CLI sets it for --dtype float64)")
+            raise ValueError(
+                "dtype float64 needs jax_enable_x64 (the CLI sets it for --dtype float64)"
+            )
 
     @property
     def peak_lr(self) -> float:
@@ -191,7 +284,11 @@ class TrainConfig:
     @property
     def warmup_steps(self) -> int:
         """Warm-up of the (last) phase: ``warmup``, else :func:`default_warmup` of its length."""
-        return int(self.warmup if self.warmup is not None else default_warmup(self.steps - self.phase1_steps))
+        return int(
+            self.warmup
+            if self.warmup is not None
+            else default_warmup(self.steps - self.phase1_steps)
+        )
 
     @property
     def final_start(self) -> int:
@@ -238,7 +335,9 @@ CONFIG_EXTRAS = frozenset({"peak_lr", "warmup_steps", "warm_start_sha256"})
 def config_dict(cfg: TrainConfig) -> dict[str, Any]:
     d = asdict(cfg)
     d.update(peak_lr=cfg.peak_lr, warmup_steps=cfg.warmup_steps)
-    if cfg.init == "random":  # the default is left out, so run directories written before the option stay valid
+    if (
+        cfg.init == "random"
+    ):  # the default is left out, so run directories written before the option stay valid
         del d["init"]
     if cfg.micro_batch == 0:  # likewise
         del d["micro_batch"]
@@ -246,7 +345,9 @@ def config_dict(cfg: TrainConfig) -> dict[str, Any]:
         from numerics.io import file_sha256
 
         d["warm_start_sha256"] = file_sha256(cfg.warm_start)
-    if cfg.kind.name != "gdpp":  # GD++ only; GD++ run directories from before the option (trained free) are refused
+    if (
+        cfg.kind.name != "gdpp"
+    ):  # GD++ only; GD++ run directories from before the option (trained free) are refused
         del d["gdpp_xx"]
     # DIAG's default is left out, so earlier DIAG run directories stay valid; FULL's is always written (FULL runs
     # from before its default became "scaled" were plain, and are refused on resume)

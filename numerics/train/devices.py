@@ -48,7 +48,9 @@ def default_count(n_cores: int | None = None) -> int:
     return n
 
 
-def configure(environ: MutableMapping[str, str] | None = None, jax_imported: bool | None = None) -> int | None:
+def configure(
+    environ: MutableMapping[str, str] | None = None, jax_imported: bool | None = None
+) -> int | None:
     """Add the host-device flag to ``XLA_FLAGS`` and return the count, or ``None`` where it is not ours to
     set (JAX already imported, or ``XLA_FLAGS`` names a count).  A bad ``LINTF_HOST_DEVICES`` is a
     one-line :class:`ValueError`."""
@@ -68,7 +70,9 @@ def configure(environ: MutableMapping[str, str] | None = None, jax_imported: boo
         except ValueError:
             n = 0
         if not 1 <= n <= MAX_COUNT:
-            raise ValueError(f"{ENV} must be an integer in 1..{MAX_COUNT} (1 turns the split off), got {raw!r}")
+            raise ValueError(
+                f"{ENV} must be an integer in 1..{MAX_COUNT} (1 turns the split off), got {raw!r}"
+            )
     if n > 1:
         environ["XLA_FLAGS"] = f"{flags} {FLAG}={n}".strip()
         if not chosen and environ is os.environ:
@@ -77,8 +81,12 @@ def configure(environ: MutableMapping[str, str] | None = None, jax_imported: boo
     return n
 
 
-def for_processes(jobs: int, environ: MutableMapping[str, str] | None = None, added: str | None = None,
-                  n_cores: int | None = None) -> dict[str, str]:
+def for_processes(
+    jobs: int,
+    environ: MutableMapping[str, str] | None = None,
+    added: str | None = None,
+    n_cores: int | None = None,
+) -> dict[str, str]:
     """The environment of each of ``jobs`` processes that run side by side on this host: the cores are shared
     out, :func:`default_count` of ``cores // jobs`` host devices each (on 2 cores, ``--jobs 2`` gives each
     process one), instead of every process splitting every core.  A count the user chose
@@ -100,13 +108,17 @@ def for_processes(jobs: int, environ: MutableMapping[str, str] | None = None, ad
     return env
 
 
-def full_precision(environ: MutableMapping[str, str] | None = None, jax_imported: bool | None = None) -> bool:
+def full_precision(
+    environ: MutableMapping[str, str] | None = None, jax_imported: bool | None = None
+) -> bool:
     """Ask JAX for float32 products at full precision on every device (``JAX_DEFAULT_MATMUL_PRECISION=highest``),
     before JAX is imported; returns whether it set it.  A GPU otherwise multiplies float32 at reduced precision
     (TF32), so a model trained there would differ from the CPU's by more than rounding; a CPU computes float32
     products at full precision either way.  A value the user set is left alone."""
     environ = os.environ if environ is None else environ
-    if (jax_imported if jax_imported is not None else "jax" in sys.modules) or environ.get(PRECISION_ENV):
+    if (jax_imported if jax_imported is not None else "jax" in sys.modules) or environ.get(
+        PRECISION_ENV
+    ):
         return False
     environ[PRECISION_ENV] = "highest"
     return True
@@ -146,6 +158,8 @@ def compile_cache(path: str | os.PathLike[str]) -> bool:
         return False
     jax.config.update("jax_compilation_cache_dir", os.fspath(path))
     jax.config.update("jax_compilation_cache_max_size", CACHE_BYTES)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # a sweep compiles hundreds of small ones
+    jax.config.update(
+        "jax_persistent_cache_min_compile_time_secs", 0.0
+    )  # a sweep compiles hundreds of small ones
     compilation_cache.reset_cache()  # a program compiled before this call has fixed the cache as unset
     return True

@@ -46,20 +46,31 @@ from numerics.train.step import CHUNK_CACHE, TrainState, chunk_fn, optimizer, pl
 def init_state(cfg: TrainConfig, template: bool = False) -> TrainState:
     """The state at step 0; ``template=True`` skips the spectral fit (only the structure is needed on resume)."""
     keys = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0), cfg.seeds)
-    params = jax.vmap(lambda k: init(cfg.model, k, cfg.layers, cfg.d, cfg.heads, cfg.init_scale, cfg.jdtype))(keys)
+    params = jax.vmap(
+        lambda k: init(cfg.model, k, cfg.layers, cfg.d, cfg.heads, cfg.init_scale, cfg.jdtype)
+    )(keys)
     rho = jnp.ones((cfg.seeds,), cfg.jdtype)
     if cfg.init == "spectral" and not template:
         from numerics.baselines.gdpp_fit import fit_gdpp
 
         fit = fit_gdpp(cfg.layers, cfg.noise_dist, cfg.n, cfg.d, cfg.seed).params
-        params = type(params)(*(jnp.broadcast_to(jnp.asarray(p, cfg.jdtype), (cfg.seeds, cfg.layers)) for p in fit))
+        params = type(params)(
+            *(jnp.broadcast_to(jnp.asarray(p, cfg.jdtype), (cfg.seeds, cfg.layers)) for p in fit)
+        )
         rho = rho.at[0].set(0.0)  # seed 0 is the fit itself, frozen
     if cfg.warm_start is not None and not template:
         params = warm_params(cfg, params)
     params = project(cfg, params)
     opt_state = jax.vmap(optimizer(cfg).init)(params)
-    return TrainState(params, opt_state, rho, jnp.zeros((), jnp.int32), jnp.ones((cfg.seeds,), cfg.jdtype),
-                      jnp.zeros((cfg.seeds,), jnp.int32), jnp.zeros((cfg.seeds,), jnp.int32))
+    return TrainState(
+        params,
+        opt_state,
+        rho,
+        jnp.zeros((), jnp.int32),
+        jnp.ones((cfg.seeds,), cfg.jdtype),
+        jnp.zeros((cfg.seeds,), jnp.int32),
+        jnp.zeros((cfg.seeds,), jnp.int32),
+    )
 
 
 def warm_params(cfg: TrainConfig, params: Any) -> Any:
@@ -72,23 +83,32 @@ def warm_params(cfg: TrainConfig, params: Any) -> Any:
 
     P, Q, _ = load_model(cfg.warm_start)
     if P.shape[0] > cfg.layers or P.shape[1] != cfg.heads or P.shape[-1] != cfg.d + 1:
-        raise ValueError(f"warm_start {cfg.warm_start!r} holds {P.shape[0]} layers of {P.shape[1]} heads with "
-                         f"d = {P.shape[-1] - 1}; it can start at most {cfg.layers} layers of {cfg.heads} heads, "
-                         f"d = {cfg.d}")
+        raise ValueError(
+            f"warm_start {cfg.warm_start!r} holds {P.shape[0]} layers of {P.shape[1]} heads with "
+            f"d = {P.shape[-1] - 1}; it can start at most {cfg.layers} layers of {cfg.heads} heads, "
+            f"d = {cfg.d}"
+        )
     old = from_universal(cfg.model, P, Q, atol=1e-12)
-    return jax.tree_util.tree_map(lambda a, o: a.at[:, : o.shape[0]].set(jnp.asarray(o, a.dtype)), params, old)
+    return jax.tree_util.tree_map(
+        lambda a, o: a.at[:, : o.shape[0]].set(jnp.asarray(o, a.dtype)), params, old
+    )
 
 
-def adjusted_losses(cfg: TrainConfig, params: Any, stream: int, sequences: int,
-                    chunk: int = 8192) -> tuple[np.ndarray, np.ndarray]:
+def adjusted_losses(
+    cfg: TrainConfig, params: Any, stream: int, sequences: int, chunk: int = 8192
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Per-sequence losses ``½(y_t−ŷ)²`` ``(K, sequences)`` of ``params`` (leading seed axis) and of the
     oracle ridge ``w_{σ²} = (Σ + σ_τ² I)^{-1} α`` (docs/model.md) ``(sequences,)`` on the same sequences.
     The adjusted loss is their difference."""
     model, oracle = [], []
-    one = jax.device_put(params, jax.devices()[0])  # trained parameters are replicated over the batch's devices
+    one = jax.device_put(
+        params, jax.devices()[0]
+    )  # trained parameters are replicated over the batch's devices
     for i in range(0, sequences, chunk):
         m = min(chunk, sequences - i)
-        a, o = _eval_jit(static_config(cfg), m)(one, data_key(cfg.seed, stream, i // chunk), noise_values(cfg))
+        a, o = _eval_jit(static_config(cfg), m)(
+            one, data_key(cfg.seed, stream, i // chunk), noise_values(cfg)
+        )
         model.append(np.asarray(a, np.float64))
         oracle.append(np.asarray(o, np.float64))
     return np.concatenate(model, axis=1), np.concatenate(oracle)
@@ -113,13 +133,17 @@ def _eval_jit(cfg: TrainConfig, m: int) -> Callable:
     whenever the program spanned both devices (batch split, in ``jit`` and ``shard_map`` alike, or parameters
     replicated by training); ``tests/train/test_devices.py`` evaluates a trained model on the split host."""
     if (cfg, m) not in _EVAL_CACHE:
+
         def f(params, key, values):
             b = draw(cfg, key, m, None, values)
             w_or = oracle_weights(b.X, b.y, b.sigma)
             oracle = 0.5 * (b.y_query - jnp.einsum("bd,bd->b", w_or, b.x_query)) ** 2
-            fwd = cfg.kind.forward if cfg.kind.own_forward else predict_fast  # a family member's own pass
+            fwd = (
+                cfg.kind.forward if cfg.kind.own_forward else predict_fast
+            )  # a family member's own pass
             yhat = jax.vmap(lambda p: fwd(p, b.X, b.y, b.x_query))(params)
             return 0.5 * (yhat - b.y_query) ** 2, oracle
+
         _EVAL_CACHE[(cfg, m)] = jax.jit(f)
     return _EVAL_CACHE[(cfg, m)]
 
@@ -145,7 +169,9 @@ class Result:
     steps_per_s: float = float("nan")
     #: seconds spent training so far, over every call that trained this run (stored in its checkpoints)
     seconds: float = 0.0
-    devices: int = 1  # how many devices shared the batch (part of the arithmetic: numerics.train.devices)
+    devices: int = (
+        1  # how many devices shared the batch (part of the arithmetic: numerics.train.devices)
+    )
     skipped: int = 0
     #: the starts of the last accepted chunks, oldest first, each with the curve's length and ``skipped`` then
     history: list[tuple[TrainState, int, int]] = field(default_factory=list)
@@ -161,10 +187,14 @@ def training_devices(batch: int) -> tuple:
     return tuple(usable(jax.devices(), batch))
 
 
-def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
-          on_chunk: Callable[[TrainState, Result], Any] | None = None,
-          checkpoint: Callable[[TrainState, Result], None] | None = None,
-          devices: list | None = None, stop_at: int | None = None) -> Result:
+def train(
+    cfg: TrainConfig,
+    resume: dict[str, Any] | None = None,
+    on_chunk: Callable[[TrainState, Result], Any] | None = None,
+    checkpoint: Callable[[TrainState, Result], None] | None = None,
+    devices: list | None = None,
+    stop_at: int | None = None,
+) -> Result:
     """Run (or continue from ``resume``, :func:`numerics.train.rundir.prepare`'s payload: ``leaves``, ``curve``,
     ``rollbacks``, ``skipped`` and the earlier chunk starts ``history`` / ``history_marks``) to ``cfg.steps``
     (or ``stop_at``).
@@ -175,7 +205,9 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
     devices = training_devices(cfg.batch) if devices is None else tuple(devices)
     ndev = len(devices)
     if cfg.batch % ndev:
-        raise ValueError(f"batch must be a multiple of the number of devices ({ndev}), got {cfg.batch}")
+        raise ValueError(
+            f"batch must be a multiple of the number of devices ({ndev}), got {cfg.batch}"
+        )
     res = Result(init_state(cfg, template=resume is not None), devices=ndev)
     if resume is not None:
         template = res.state
@@ -184,9 +216,16 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
         res.curve, res.rollbacks = list(resume["curve"]), list(resume["rollbacks"])
         res.skipped = int(resume.get("skipped", 0))
         res.seconds = float(resume.get("seconds", 0.0))
-        res.history = [(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template),
-                                                     [jnp.asarray(x) for x in h]), n, k)
-                       for h, (n, k) in zip(resume.get("history", []), resume.get("history_marks", []))]
+        res.history = [
+            (
+                jax.tree_util.tree_unflatten(
+                    jax.tree_util.tree_structure(template), [jnp.asarray(x) for x in h]
+                ),
+                n,
+                k,
+            )
+            for h, (n, k) in zip(resume.get("history", []), resume.get("history_marks", []))
+        ]
     # every start is placed as the chunk returns its state, so that one compile serves every chunk (:func:`place`)
     res.state = place(res.state, devices)
     res.history = [(place(h, devices), n, k) for h, n, k in res.history]
@@ -196,15 +235,18 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
     while int(res.state.step) < end:
         step = int(res.state.step)
         length = min(cfg.chunk, end - step)
-        new, ok, losses = chunk_fn(cfg, length, devices)(res.state, jnp.asarray(cfg.seed, jnp.int32),
-                                                        noise_values(cfg))
+        new, ok, losses = chunk_fn(cfg, length, devices)(
+            res.state, jnp.asarray(cfg.seed, jnp.int32), noise_values(cfg)
+        )
         ok = np.asarray(ok)
         if not ok.all():
             bad = np.flatnonzero(~ok)
             rho = np.asarray(res.state.rho).copy()
             rho[bad] *= 0.5
             event = {"step": step, "seeds": bad.tolist(), "rho": rho[bad].tolist()}
-            if failed_at == step and res.history:  # failed again from the same start: go back one more chunk
+            if (
+                failed_at == step and res.history
+            ):  # failed again from the same start: go back one more chunk
                 res.state, n, res.skipped = res.history.pop()
                 res.curve = res.curve[:n]
                 event["to"] = int(res.state.step)
@@ -214,9 +256,14 @@ def train(cfg: TrainConfig, resume: dict[str, Any] | None = None,
                 from numerics.errors import Diverged
 
                 wider = ", or train in --dtype float64" if cfg.dtype == "float32" else ""
-                raise Diverged(f"training diverged {len(res.rollbacks)} times (last at step {step}, seeds "
-                               f"{bad.tolist()}); lower --lr (now {cfg.peak_lr:g}){wider}", step)
-            res.state = res.state._replace(rho=place(jnp.asarray(rho, res.state.rho.dtype), devices))
+                raise Diverged(
+                    f"training diverged {len(res.rollbacks)} times (last at step {step}, seeds "
+                    f"{bad.tolist()}); lower --lr (now {cfg.peak_lr:g}){wider}",
+                    step,
+                )
+            res.state = res.state._replace(
+                rho=place(jnp.asarray(rho, res.state.rho.dtype), devices)
+            )
             continue
         failed_at = None
         res.history = [*res.history, (res.state, len(res.curve), res.skipped)][-HISTORY:]
@@ -243,5 +290,3 @@ def nanmean(a: np.ndarray, axis: int) -> np.ndarray:
     a = np.asarray(a, np.float64)
     cnt = (~np.isnan(a)).sum(axis=axis)
     return np.where(cnt > 0, np.nansum(a, axis=axis) / np.maximum(cnt, 1), np.nan)
-
-

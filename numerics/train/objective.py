@@ -35,9 +35,19 @@ def static_config(cfg: TrainConfig) -> TrainConfig:
     share every stage's programs).  Of the schedule only whether a FULL run has a DIAG phase is kept
     (``diag_steps`` 1 of 2 steps, or 0)."""
     nz = cfg.noise_dist
-    return replace(cfg, seed=0, noise=str(Noise(nz.kind, tuple(0.0 for _ in nz.values))), warm_start=None,
-                   init="random", init_scale=TrainConfig.init_scale, steps=2, lr=None, warmup=None,
-                   diag_steps=1 if cfg.phase1_steps else 0, final_fraction=TrainConfig.final_fraction)
+    return replace(
+        cfg,
+        seed=0,
+        noise=str(Noise(nz.kind, tuple(0.0 for _ in nz.values))),
+        warm_start=None,
+        init="random",
+        init_scale=TrainConfig.init_scale,
+        steps=2,
+        lr=None,
+        warmup=None,
+        diag_steps=1 if cfg.phase1_steps else 0,
+        final_fraction=TrainConfig.final_fraction,
+    )
 
 
 def noise_values(cfg: TrainConfig) -> jax.Array:
@@ -45,14 +55,22 @@ def noise_values(cfg: TrainConfig) -> jax.Array:
     return jnp.asarray(cfg.noise_dist.values, cfg.jdtype)
 
 
-def draw(cfg: TrainConfig, key: jax.Array, batch: int, sharding: Any = None, values: jax.Array | None = None) -> Any:
+def draw(
+    cfg: TrainConfig,
+    key: jax.Array,
+    batch: int,
+    sharding: Any = None,
+    values: jax.Array | None = None,
+) -> Any:
     """A batch from the config's noise distribution (float ``cfg.dtype``), sharded over the batch axis;
     ``values`` overrides the levels of ``cfg.noise`` (same kind and count)."""
     ks, kd = jax.random.split(key)
     sigma = cfg.noise_dist.sample_sigma(ks, batch, cfg.jdtype, values)
     b = sample_with_sigma(kd, sigma, cfg.n, cfg.d, cfg.jdtype)
     if sharding is not None:
-        b = jax.tree_util.tree_map(lambda a: jax.lax.with_sharding_constraint(a, sharding(a.ndim)), b)
+        b = jax.tree_util.tree_map(
+            lambda a: jax.lax.with_sharding_constraint(a, sharding(a.ndim)), b
+        )
     return b
 
 
@@ -101,12 +119,22 @@ def huber(r: jax.Array, delta: float) -> jax.Array:
 class Aux(NamedTuple):
     """:func:`loss_fn`'s auxiliary output."""
 
-    median: jax.Array  # batch median of ½ r², a dead sequence counted as +∞ (the divergence guard's statistic)
-    dropped: jax.Array  # sequences left out of the squared loss: dead, or beyond δ while the Huber loss applies
+    median: (
+        jax.Array
+    )  # batch median of ½ r², a dead sequence counted as +∞ (the divergence guard's statistic)
+    dropped: (
+        jax.Array
+    )  # sequences left out of the squared loss: dead, or beyond δ while the Huber loss applies
 
 
-def loss_sums(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False,
-              delta: float = 0.0, final: Any = False) -> tuple[jax.Array, tuple[jax.Array, jax.Array, jax.Array]]:
+def loss_sums(
+    params: Any,
+    b: Any,
+    forward: str = "fast",
+    diag_phase: Any = False,
+    delta: float = 0.0,
+    final: Any = False,
+) -> tuple[jax.Array, tuple[jax.Array, jax.Array, jax.Array]]:
     """The parts of :func:`loss_fn` that add up over a batch's sequences: the sum of the per-sequence loss over the
     alive sequences and, as auxiliary output, their number, every sequence's ``½ r²`` (``+∞`` where dead) and the
     count of sequences the objective did not take as ``½ r²``.  A batch split in parts gives the same sums."""
@@ -118,23 +146,39 @@ def loss_sums(params: Any, b: Any, forward: str = "fast", diag_phase: Any = Fals
     else:
         f = lambda p, X, y, xq: (predict_plain(p, X, y, xq), jnp.ones(X.shape[0], bool))  # noqa: E731
 
-    def sums(out: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, tuple[jax.Array, jax.Array, jax.Array]]:
+    def sums(
+        out: tuple[jax.Array, jax.Array],
+    ) -> tuple[jax.Array, tuple[jax.Array, jax.Array, jax.Array]]:
         yhat, alive = out
         r = yhat - b.y_query
         sq = 0.5 * r**2
         per = jnp.where(final, sq, huber(r, delta)) if delta else sq
         clipped = (jnp.abs(r) > delta) & ~final if delta else jnp.zeros_like(alive)
         dropped = jnp.sum(~alive | (alive & clipped)).astype(jnp.int32)
-        return jnp.sum(jnp.where(alive, per, 0)), (jnp.sum(alive), jnp.where(alive, sq, jnp.inf), dropped)
+        return jnp.sum(jnp.where(alive, per, 0)), (
+            jnp.sum(alive),
+            jnp.where(alive, sq, jnp.inf),
+            dropped,
+        )
 
     if kind_of(params).diag_phase and diag_phase is not False:
-        return jax.lax.cond(diag_phase, lambda p: sums(f(diag_part(p), b.X, b.y, b.x_query)),
-                            lambda p: sums(f(p, b.X, b.y, b.x_query)), params)
+        return jax.lax.cond(
+            diag_phase,
+            lambda p: sums(f(diag_part(p), b.X, b.y, b.x_query)),
+            lambda p: sums(f(p, b.X, b.y, b.x_query)),
+            params,
+        )
     return sums(f(params, b.X, b.y, b.x_query))
 
 
-def loss_fn(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False,
-            delta: float = 0.0, final: Any = False) -> tuple[jax.Array, Aux]:
+def loss_fn(
+    params: Any,
+    b: Any,
+    forward: str = "fast",
+    diag_phase: Any = False,
+    delta: float = 0.0,
+    final: Any = False,
+) -> tuple[jax.Array, Aux]:
     """``mean huber_δ(y_t − ŷ)`` (``½ (y_t − ŷ)²`` where ``|y_t − ŷ| ≤ δ``) over the batch's *alive* sequences
     (``predict_fast(guard=True)``: a sequence whose pass leaves the float range is dropped, with gradient
     exactly 0) and, as auxiliary output (:class:`Aux`), the batch *median* of ``½ (y_t − ŷ)²`` with dead sequences
@@ -146,8 +190,15 @@ def loss_fn(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False,
     return total / alive, Aux(jnp.nanmedian(sq), dropped)  # NaN if every sequence is dead
 
 
-def loss_and_grad(params: Any, b: Any, forward: str = "fast", diag_phase: Any = False, delta: float = 0.0,
-                  final: Any = False, micro_batch: int = 0) -> tuple[tuple[jax.Array, Aux], Any]:
+def loss_and_grad(
+    params: Any,
+    b: Any,
+    forward: str = "fast",
+    diag_phase: Any = False,
+    delta: float = 0.0,
+    final: Any = False,
+    micro_batch: int = 0,
+) -> tuple[tuple[jax.Array, Aux], Any]:
     """``jax.value_and_grad(loss_fn, has_aux=True)``, with the batch's forward and backward passes run
     ``micro_batch`` sequences at a time (0: all at once) and their sums added (:func:`loss_sums`): the same loss,
     statistics and gradient up to the order of the additions, each pass on smaller arrays (what that buys is machine
@@ -155,15 +206,26 @@ def loss_and_grad(params: Any, b: Any, forward: str = "fast", diag_phase: Any = 
     (``m`` parts), so a batch sharded over devices keeps every part spread over all of them."""
     B = int(jax.tree_util.tree_leaves(b)[0].shape[0])
     if not micro_batch or micro_batch >= B:
-        return jax.value_and_grad(loss_fn, has_aux=True)(params, b, forward, diag_phase, delta, final)
+        return jax.value_and_grad(loss_fn, has_aux=True)(
+            params, b, forward, diag_phase, delta, final
+        )
     m = B // micro_batch
-    parts = jax.tree_util.tree_map(lambda a: jnp.swapaxes(a.reshape(micro_batch, m, *a.shape[1:]), 0, 1), b)
+    parts = jax.tree_util.tree_map(
+        lambda a: jnp.swapaxes(a.reshape(micro_batch, m, *a.shape[1:]), 0, 1), b
+    )
 
     def part(acc: tuple[jax.Array, Any], mb: Any) -> tuple[tuple[jax.Array, Any], tuple]:
-        (total, aux), g = jax.value_and_grad(loss_sums, has_aux=True)(params, mb, forward, diag_phase, delta, final)
+        (total, aux), g = jax.value_and_grad(loss_sums, has_aux=True)(
+            params, mb, forward, diag_phase, delta, final
+        )
         return (acc[0] + total, jax.tree_util.tree_map(jnp.add, acc[1], g)), aux
 
-    zero = (jnp.zeros((), jax.tree_util.tree_leaves(params)[0].dtype), jax.tree_util.tree_map(jnp.zeros_like, params))
+    zero = (
+        jnp.zeros((), jax.tree_util.tree_leaves(params)[0].dtype),
+        jax.tree_util.tree_map(jnp.zeros_like, params),
+    )
     (total, grads), (alive, sq, dropped) = jax.lax.scan(part, zero, parts)
     n = jnp.sum(alive)
-    return (total / n, Aux(jnp.nanmedian(sq), jnp.sum(dropped))), jax.tree_util.tree_map(lambda g: g / n, grads)
+    return (total / n, Aux(jnp.nanmedian(sq), jnp.sum(dropped))), jax.tree_util.tree_map(
+        lambda g: g / n, grads
+    )

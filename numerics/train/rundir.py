@@ -37,9 +37,17 @@ from numerics.errors import LintfError
 from numerics.io import atomic_savez, atomic_write_json, save_model
 from numerics.models import universal
 from numerics.models.family_io import save_member
+from numerics.train import (
+    Result,
+    TrainConfig,
+    TrainState,
+    adjusted_losses,
+    config_dict,
+    finite_adjusted,
+    nanmean,
+    train,
+)
 from numerics.train.curve import plot_curve
-from numerics.train import (Result, TrainConfig, TrainState, adjusted_losses, config_dict, finite_adjusted, nanmean,
-                       train)
 
 
 def _claimed(out: Path) -> bool:
@@ -61,8 +69,10 @@ def prepare(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> dict[str,
     _output_dir(out, flag)
     theirs = [] if _claimed(out) else [f for f in (*_RESULTS, "loss.png") if (out / f).exists()]
     if theirs:
-        raise LintfError(f"{flag} {str(out)!r} holds {', '.join(theirs)} but no lintf run (no config.json beside a "
-                         "checkpoint or result); give a new or empty directory (nothing is overwritten)")
+        raise LintfError(
+            f"{flag} {str(out)!r} holds {', '.join(theirs)} but no lintf run (no config.json beside a "
+            "checkpoint or result); give a new or empty directory (nothing is overwritten)"
+        )
     cfg_path, ck = out / "config.json", out / "checkpoint.npz"
     if cfg_path.exists():
         try:
@@ -70,25 +80,33 @@ def prepare(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> dict[str,
             if not isinstance(have, dict):
                 raise ValueError("not a JSON object")
         except (OSError, ValueError) as exc:
-            fix = (f"restore it, or delete {str(out)!r} to start this run over" if _claimed(out)
-                   else f"delete {str(cfg_path)!r} to start this run")
+            fix = (
+                f"restore it, or delete {str(out)!r} to start this run over"
+                if _claimed(out)
+                else f"delete {str(cfg_path)!r} to start this run"
+            )
             raise LintfError(f"{flag}: {str(cfg_path)!r} is corrupt ({exc}); {fix}") from None
         want = json.loads(json.dumps(config_dict(cfg)))
         diff = _differences(have, want)
         if _claimed(out) and diff:
-            raise LintfError(f"{flag} {str(out)!r} holds a run with a different config ({', '.join(diff)}); "
-                             f"use another {flag} or the same arguments")
+            raise LintfError(
+                f"{flag} {str(out)!r} holds a run with a different config ({', '.join(diff)}); "
+                f"use another {flag} or the same arguments"
+            )
         if diff and not _a_config(have):
-            raise LintfError(f"{flag} {str(out)!r} holds a config.json that is not a lintf run's; give a new or "
-                             "empty directory (nothing is overwritten)")
+            raise LintfError(
+                f"{flag} {str(out)!r} holds a config.json that is not a lintf run's; give a new or "
+                "empty directory (nothing is overwritten)"
+            )
     if not ck.exists():
         return None
     try:
         return _read_checkpoint(ck, cfg)
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise LintfError(f"{flag}: {str(ck)!r} is corrupt ({reason}); delete it to restart this run from "
-                         "step 0") from None
+        raise LintfError(
+            f"{flag}: {str(ck)!r} is corrupt ({reason}); delete it to restart this run from step 0"
+        ) from None
 
 
 def _output_dir(out: Path, flag: str) -> None:
@@ -112,8 +130,11 @@ def _a_config(have: dict[str, Any]) -> bool:
     from numerics.models.kinds import KIND_OBJECTS
     from numerics.train.config import CONFIG_EXTRAS
 
-    return ({"model", "layers", "noise", "steps", "batch"} <= set(have) and have["model"] in KIND_OBJECTS
-            and set(have) <= {f.name for f in fields(TrainConfig)} | CONFIG_EXTRAS)
+    return (
+        {"model", "layers", "noise", "steps", "batch"} <= set(have)
+        and have["model"] in KIND_OBJECTS
+        and set(have) <= {f.name for f in fields(TrainConfig)} | CONFIG_EXTRAS
+    )
 
 
 def _differences(have: dict[str, Any], want: dict[str, Any]) -> list[str]:
@@ -141,19 +162,33 @@ def _read_checkpoint(ck: Path, cfg: TrainConfig) -> dict[str, Any]:
         if n_leaves != len(template):
             raise ValueError(f"{n_leaves} state arrays, this config has {len(template)}")
         leaves = [np.array(z[f"leaf_{i}"]) for i in range(n_leaves)]
-        history = [[np.array(z[f"history_{j}_leaf_{i}"]) for i in range(n_leaves)] for j in range(n_hist)]
+        history = [
+            [np.array(z[f"history_{j}_leaf_{i}"]) for i in range(n_leaves)] for j in range(n_hist)
+        ]
     for state in (leaves, *history):
         for i, (x, t) in enumerate(zip(state, template)):
             if x.shape != t.shape or x.dtype != t.dtype:
-                raise ValueError(f"array {i} is {x.dtype}{list(x.shape)}, this config needs {t.dtype}{list(t.shape)}")
+                raise ValueError(
+                    f"array {i} is {x.dtype}{list(x.shape)}, this config needs {t.dtype}{list(t.shape)}"
+                )
             if x.dtype.kind == "f" and not np.all(np.isfinite(x)):
                 raise ValueError(f"array {i} holds non-finite values")
     step = int(meta["step"])
-    if not 0 < step <= cfg.steps or int(jax.tree_util.tree_structure(shapes).unflatten(leaves).step) != step:
+    if (
+        not 0 < step <= cfg.steps
+        or int(jax.tree_util.tree_structure(shapes).unflatten(leaves).step) != step
+    ):
         raise ValueError(f"step {step} is outside [1, {cfg.steps}] or disagrees with the state")
-    return {"leaves": leaves, "step": step, "curve": list(meta["curve"]), "rollbacks": list(meta["rollbacks"]),
-            "skipped": int(meta.get("skipped", 0)), "history": history, "history_marks": meta.get("history_marks", []),
-            "seconds": _seconds(meta.get("seconds", 0.0))}
+    return {
+        "leaves": leaves,
+        "step": step,
+        "curve": list(meta["curve"]),
+        "rollbacks": list(meta["rollbacks"]),
+        "skipped": int(meta.get("skipped", 0)),
+        "history": history,
+        "history_marks": meta.get("history_marks", []),
+        "seconds": _seconds(meta.get("seconds", 0.0)),
+    }
 
 
 def _seconds(x: Any) -> float:
@@ -171,7 +206,9 @@ def claim(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> None:
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise LintfError(f"{flag} {str(out)!r} is not a writable directory: {exc.strerror}") from None
+            raise LintfError(
+                f"{flag} {str(out)!r} is not a writable directory: {exc.strerror}"
+            ) from None
         atomic_write_json(out / "config.json", config_dict(cfg))
 
 
@@ -180,13 +217,28 @@ def save_checkpoint(out: str | Path, state: TrainState, res: Result) -> None:
     leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(state)]
     if not all(np.all(np.isfinite(x)) for x in leaves if np.issubdtype(x.dtype, np.floating)):
         raise LintfError("refusing to checkpoint a non-finite training state")
-    meta = {"leaves": len(leaves), "step": int(state.step), "curve": res.curve, "rollbacks": res.rollbacks,
-            "skipped": res.skipped, "history": len(res.history), "history_marks": [[n, k] for _, n, k in res.history],
-            "seconds": res.seconds, "time": time.time()}  # when it was written: a stopped sweep's time counts to it
-    history = {f"history_{j}_leaf_{i}": np.asarray(x) for j, (h, _, _) in enumerate(res.history)
-               for i, x in enumerate(jax.tree_util.tree_leaves(h))}  # earlier chunk starts, for deeper rollbacks
-    atomic_savez(Path(out) / "checkpoint.npz", meta=np.asarray(json.dumps(meta)),
-                 **{f"leaf_{i}": x for i, x in enumerate(leaves)}, **history)
+    meta = {
+        "leaves": len(leaves),
+        "step": int(state.step),
+        "curve": res.curve,
+        "rollbacks": res.rollbacks,
+        "skipped": res.skipped,
+        "history": len(res.history),
+        "history_marks": [[n, k] for _, n, k in res.history],
+        "seconds": res.seconds,
+        "time": time.time(),
+    }  # when it was written: a stopped sweep's time counts to it
+    history = {
+        f"history_{j}_leaf_{i}": np.asarray(x)
+        for j, (h, _, _) in enumerate(res.history)
+        for i, x in enumerate(jax.tree_util.tree_leaves(h))
+    }  # earlier chunk starts, for deeper rollbacks
+    atomic_savez(
+        Path(out) / "checkpoint.npz",
+        meta=np.asarray(json.dumps(meta)),
+        **{f"leaf_{i}": x for i, x in enumerate(leaves)},
+        **history,
+    )
 
 
 #: Sequences for the baselines in metrics.json (evaluation / tuning).  At uniform:5 TunedRR's adjusted
@@ -203,11 +255,20 @@ def _baselines(cfg: TrainConfig) -> dict[str, Any] | None:
     from numerics.baselines import NAMES, OLS_BASED, table
 
     methods = NAMES if cfg.n > cfg.d else tuple(m for m in NAMES if m not in OLS_BASED)
-    return table(cfg.noise, n=cfg.n, d=cfg.d, sequences=BASELINE_SEQUENCES, seed=cfg.seed,
-                 tune_sequences=BASELINE_TUNE_SEQUENCES, methods=methods)
+    return table(
+        cfg.noise,
+        n=cfg.n,
+        d=cfg.d,
+        sequences=BASELINE_SEQUENCES,
+        seed=cfg.seed,
+        tune_sequences=BASELINE_TUNE_SEQUENCES,
+        methods=methods,
+    )
 
 
-def finalize(out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = True) -> dict[str, Any]:
+def finalize(
+    out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = True
+) -> dict[str, Any]:
     """Select the best seed, evaluate it on fresh sequences, write metrics, model and plot."""
     out = Path(out)
     params = res.state.params
@@ -225,20 +286,36 @@ def finalize(out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = T
     adjusted, se, nonfinite = finite_adjusted(ev_model[best], ev_oracle)
     per_seed = nanmean(np.where(np.isfinite(ev_model), ev_model - ev_oracle[None], np.nan), axis=1)
     metrics = {
-        "model": cfg.model, "layers": cfg.layers, "heads": cfg.heads, "noise": cfg.noise,
-        "adjusted_loss": adjusted, "se": se,
-        "loss": float(ev_model[best][fin].mean()), "oracle_loss": float(ev_oracle[fin].mean()),
-        "nonfinite_sequences": nonfinite, "skipped_steps": res.skipped,
+        "model": cfg.model,
+        "layers": cfg.layers,
+        "heads": cfg.heads,
+        "noise": cfg.noise,
+        "adjusted_loss": adjusted,
+        "se": se,
+        "loss": float(ev_model[best][fin].mean()),
+        "oracle_loss": float(ev_oracle[fin].mean()),
+        "nonfinite_sequences": nonfinite,
+        "skipped_steps": res.skipped,
         "rejected_steps": np.asarray(res.state.rejected).tolist(),
         # sequences left out of the squared loss in the final phase (dead in float32): 0 for a model worth keeping
         "dropped_final": int(np.asarray(res.state.dropped)[best]),
         "dropped_final_per_seed": np.asarray(res.state.dropped).tolist(),
-        "eval_sequences": int(fin.sum()), "best_seed": best, "selection_adjusted": select.tolist(), "eval_adjusted_per_seed": per_seed.tolist(),
-        "steps": int(res.state.step), "steps_per_s": res.steps_per_s, "devices": res.devices,
+        "eval_sequences": int(fin.sum()),
+        "best_seed": best,
+        "selection_adjusted": select.tolist(),
+        "eval_adjusted_per_seed": per_seed.tolist(),
+        "steps": int(res.state.step),
+        "steps_per_s": res.steps_per_s,
+        "devices": res.devices,
         "baselines": _baselines(cfg) if baselines else None,
-        "curve": {"columns": ["step"] + [f"seed_{k}" for k in range(cfg.seeds)], "rows": res.curve}, "rollbacks": res.rollbacks,
+        "curve": {"columns": ["step"] + [f"seed_{k}" for k in range(cfg.seeds)], "rows": res.curve},
+        "rollbacks": res.rollbacks,
     }
-    meta = {"kind": cfg.model, "config": config_dict(cfg), "adjusted_loss": metrics["adjusted_loss"]}
+    meta = {
+        "kind": cfg.model,
+        "config": config_dict(cfg),
+        "adjusted_loss": metrics["adjusted_loss"],
+    }
     if cfg.kind.own_forward:  # a family member: its native arrays only (numerics.models.family_io)
         save_member(out / "model.npz", best_params, meta)
     else:
@@ -250,17 +327,32 @@ def finalize(out: str | Path, cfg: TrainConfig, res: Result, baselines: bool = T
     return metrics
 
 
-def run(cfg: TrainConfig, out: str | Path, progress: bool = True, baselines: bool = True,
-        stop_at: int | None = None, flag: str = "--out") -> dict[str, Any] | None:
+def run(
+    cfg: TrainConfig,
+    out: str | Path,
+    progress: bool = True,
+    baselines: bool = True,
+    stop_at: int | None = None,
+    flag: str = "--out",
+) -> dict[str, Any] | None:
     """Train into ``out`` (resuming if a matching checkpoint exists) and finalize; ``stop_at`` stops
     early without finalizing (used to simulate a killed run); ``flag`` names ``out`` in errors (:func:`prepare`)."""
     resume = prepare(out, cfg, flag)
     done = Path(out) / "metrics.json"
-    if resume is not None and int(resume["step"]) == cfg.steps and done.exists() and (Path(out) / "model.npz").exists():
+    if (
+        resume is not None
+        and int(resume["step"]) == cfg.steps
+        and done.exists()
+        and (Path(out) / "model.npz").exists()
+    ):
         from numerics.io import read_json
 
-        metrics = read_json(done)  # finished before: its results as they are, not evaluated and written again,
-        if baselines and metrics.get("baselines") is None:  # except the baselines it was trained without
+        metrics = read_json(
+            done
+        )  # finished before: its results as they are, not evaluated and written again,
+        if (
+            baselines and metrics.get("baselines") is None
+        ):  # except the baselines it was trained without
             metrics["baselines"] = _baselines(cfg)
             atomic_write_json(done, metrics)
         return metrics
@@ -272,13 +364,23 @@ def run(cfg: TrainConfig, out: str | Path, progress: bool = True, baselines: boo
     if progress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-        cols = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                TextColumn("loss {task.fields[loss]:.4g}"), TextColumn("{task.fields[rate]:.1f} steps/s"),
-                TimeRemainingColumn())
+        cols = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TextColumn("loss {task.fields[loss]:.4g}"),
+            TextColumn("{task.fields[rate]:.1f} steps/s"),
+            TimeRemainingColumn(),
+        )
         with Progress(*cols, transient=False) as bar:
             start = 0 if resume is None else int(resume["step"])
-            task = bar.add_task(f"{cfg.model}-{cfg.layers}", total=cfg.steps, completed=start, loss=float("nan"),
-                                rate=0.0)
+            task = bar.add_task(
+                f"{cfg.model}-{cfg.layers}",
+                total=cfg.steps,
+                completed=start,
+                loss=float("nan"),
+                rate=0.0,
+            )
             t0 = time.perf_counter()
 
             def tick(s: TrainState, r: Result) -> None:

@@ -45,16 +45,31 @@ class Stratified(NamedTuple):
     pool_max: float
 
 
-def pool_losses(P: Any, Q: Any, noise: str, n: int, d: int, key: jax.Array, pool: int,
-                chunk: int = evaluation.CHUNK) -> np.ndarray:
+def pool_losses(
+    P: Any,
+    Q: Any,
+    noise: str,
+    n: int,
+    d: int,
+    key: jax.Array,
+    pool: int,
+    chunk: int = evaluation.CHUNK,
+) -> np.ndarray:
     """The adjusted loss under ``P, Q`` of each of ``pool`` fresh float64 sequences of ``key``, a non-finite one as
     ``inf`` (8 bytes a sequence)."""
     a = evaluation.adjusted_per_sequence(P, Q, noise, n, d, key, pool, chunk)
     return np.where(np.isfinite(a), a, np.inf)
 
 
-def pool_rows(noise: str, n: int, d: int, key: jax.Array, pool: int, idx: np.ndarray,
-              chunk: int = evaluation.CHUNK) -> Batch:
+def pool_rows(
+    noise: str,
+    n: int,
+    d: int,
+    key: jax.Array,
+    pool: int,
+    idx: np.ndarray,
+    chunk: int = evaluation.CHUNK,
+) -> Batch:
     """The float64 sequences ``idx`` of the pool of :func:`pool_losses`, in the order of ``idx``: each chunk that
     holds one is drawn again, or taken from :data:`numerics.evaluate.losses.BATCH_CACHE`."""
     noise = Noise.parse(noise)
@@ -71,28 +86,48 @@ def pool_rows(noise: str, n: int, d: int, key: jax.Array, pool: int, idx: np.nda
     return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[back], *parts)
 
 
-def stratify(P: Any, Q: Any, noise: str, n: int, d: int, key: jax.Array, pool: int, top: int, rest: int,
-             chunk: int = evaluation.CHUNK, losses: np.ndarray | None = None) -> Stratified:
+def stratify(
+    P: Any,
+    Q: Any,
+    noise: str,
+    n: int,
+    d: int,
+    key: jax.Array,
+    pool: int,
+    top: int,
+    rest: int,
+    chunk: int = evaluation.CHUNK,
+    losses: np.ndarray | None = None,
+) -> Stratified:
     """The ``top`` sequences of ``pool`` fresh ones with the largest adjusted loss under ``P, Q`` (weight ``1/pool``
     each, largest first, ties by index) and the others among ``rest`` indices drawn uniformly in advance (weight
     ``(pool − top) / (pool · r)`` each, ``r`` of them, by index); ``losses`` are the pool's :func:`pool_losses`
     where already computed.  Memory ``O(pool + (top + rest) · n · d)``."""
     import jax.numpy as jnp
 
-    picked = np.sort(np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist()).choice(pool, rest, False))
+    picked = np.sort(
+        np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist()).choice(
+            pool, rest, False
+        )
+    )
     a = pool_losses(P, Q, noise, n, d, key, pool, chunk) if losses is None else losses
     keep_idx = np.argsort(-a, kind="stable")[:top]
     others = picked[~np.isin(picked, keep_idx)]
     rows = pool_rows(noise, n, d, key, pool, np.concatenate([keep_idx, others]), chunk)
     with jax.enable_x64(True):  # the sample's spectra, for the oracle of the scaled models
-        sp = jax.tree_util.tree_map(np.asarray, evaluation.spectral(*map(jnp.asarray, (rows.X, rows.y, rows.x_query))))
+        sp = jax.tree_util.tree_map(
+            np.asarray, evaluation.spectral(*map(jnp.asarray, (rows.X, rows.y, rows.x_query)))
+        )
     r = len(others)
-    weight = np.concatenate([np.full(len(keep_idx), 1.0 / pool), np.full(r, (pool - len(keep_idx)) / (pool * r))])
+    weight = np.concatenate(
+        [np.full(len(keep_idx), 1.0 / pool), np.full(r, (pool - len(keep_idx)) / (pool * r))]
+    )
     return Stratified(rows, sp, weight, float(a.max()))
 
 
-def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL,
-              stream: int = SCALE_STREAM) -> tuple[float, dict]:
+def fit_scale(
+    P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL, stream: int = SCALE_STREAM
+) -> tuple[float, dict]:
     r"""The scale ``c ∈ [SCALE_LOW, 1]`` of the model ``P, c·Q`` fitted to the mean adjusted loss over a pool of
     ``pool`` fresh float64 sequences of the key ``fold_in(PRNGKey(0), stream)`` (golden section on the pool's
     stratified sample, :func:`stratify`, then the conservative edge of the minimum: :data:`SCALE_SLACK`,
@@ -118,15 +153,25 @@ def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL
         """The pool's mean adjusted loss at scale ``c`` and the SE an evaluation on SCALE_EVAL sequences would have."""
         if c not in seen:
             with jax.enable_x64(True):
-                a = np.asarray(evaluation.adjusted_full(jnp.asarray(P), jnp.asarray(c * Q),
-                                                        Batch(*map(jnp.asarray, sample.batch)),
-                                                        type(sample.spectra)(*map(jnp.asarray, sample.spectra))))
+                a = np.asarray(
+                    evaluation.adjusted_full(
+                        jnp.asarray(P),
+                        jnp.asarray(c * Q),
+                        Batch(*map(jnp.asarray, sample.batch)),
+                        type(sample.spectra)(*map(jnp.asarray, sample.spectra)),
+                    )
+                )
             if not np.all(np.isfinite(a)):
                 seen[c] = (np.inf, np.inf)
             else:
-                with np.errstate(over="ignore"):  # a loss past 1e154 squares to inf: the SE is unbounded
+                with np.errstate(
+                    over="ignore"
+                ):  # a loss past 1e154 squares to inf: the SE is unbounded
                     m, m2 = float(np.sum(sample.weight * a)), float(np.sum(sample.weight * a**2))
-                seen[c] = (m, float(np.sqrt(max(m2 - m**2, 0.0) / SCALE_EVAL)) if np.isfinite(m2) else np.inf)
+                seen[c] = (
+                    m,
+                    float(np.sqrt(max(m2 - m**2, 0.0) / SCALE_EVAL)) if np.isfinite(m2) else np.inf,
+                )
         return seen[c]
 
     def mean_at(c: float) -> float:
@@ -151,7 +196,17 @@ def fit_scale(P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL
     while c - SCALE_DOWN >= SCALE_LOW and flat(c):
         c = round(c - SCALE_DOWN, 10)
     slack = c  # the conservative edge of the minimum; then as far as the SE asks
-    while c - SCALE_DOWN >= SCALE_LOW and (flat(c) or not moments(c)[1] <= SCALE_SE * moments(c)[0]):
+    while c - SCALE_DOWN >= SCALE_LOW and (
+        flat(c) or not moments(c)[1] <= SCALE_SE * moments(c)[0]
+    ):
         c = round(c - SCALE_DOWN, 10)
-    return c, {"scale": c, "searched": True, "pool_max": sample.pool_max, "mean": seen[c][0], "best": best,
-               "se_at_eval": seen[c][1], "mean_unscaled": seen[1.0][0], "slack": slack}
+    return c, {
+        "scale": c,
+        "searched": True,
+        "pool_max": sample.pool_max,
+        "mean": seen[c][0],
+        "best": best,
+        "se_at_eval": seen[c][1],
+        "mean_unscaled": seen[1.0][0],
+        "slack": slack,
+    }

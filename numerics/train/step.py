@@ -24,9 +24,23 @@ import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from numerics.models.kinds import DIAG
-from numerics.train.config import MAX_SKIPS, TRUST_FLOOR, TRUST_REGROW, TRUST_STRIDE, TrainConfig, default_warmup
-from numerics.train.objective import (batch_mesh, batch_sharding, data_key, draw, loss_and_grad, loss_fn,
-                                      static_config)
+from numerics.train.config import (
+    MAX_SKIPS,
+    TRUST_FLOOR,
+    TRUST_REGROW,
+    TRUST_STRIDE,
+    TrainConfig,
+    default_warmup,
+)
+from numerics.train.objective import (
+    batch_mesh,
+    batch_sharding,
+    data_key,
+    draw,
+    loss_and_grad,
+    loss_fn,
+    static_config,
+)
 
 
 class TrainState(NamedTuple):
@@ -36,9 +50,13 @@ class TrainState(NamedTuple):
     opt_state: Any
     rho: jax.Array  # (K,) rollback factor on the learning rate
     step: jax.Array  # () global step (shared by all seeds)
-    damp: jax.Array  # (K,) step-rejection factor on the learning rate (halved per rejected step, regrown after)
+    damp: (
+        jax.Array
+    )  # (K,) step-rejection factor on the learning rate (halved per rejected step, regrown after)
     rejected: jax.Array  # (K,) int32, steps rejected so far (:data:`TrainConfig.trust`)
-    dropped: jax.Array  # (K,) int32, sequences left out of the squared loss in the final phase (:class:`Aux`)
+    dropped: (
+        jax.Array
+    )  # (K,) int32, sequences left out of the squared loss in the final phase (:class:`Aux`)
 
 
 def optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
@@ -78,9 +96,17 @@ def schedule(cfg: TrainConfig) -> Schedule:
     """The traced schedule of ``cfg`` (:class:`Schedule`)."""
     s1 = cfg.phase1_steps
     n = cfg.steps - s1
-    return Schedule(np.float32(0.5) * np.float32(cfg.peak_lr), _inv(cfg.warmup_steps), np.float32(s1), np.float32(n),
-                    _angle(n), _inv(default_warmup(s1)) if s1 else np.float32(1), _angle(s1 or 1), np.int32(s1),
-                    np.int32(cfg.final_start))
+    return Schedule(
+        np.float32(0.5) * np.float32(cfg.peak_lr),
+        _inv(cfg.warmup_steps),
+        np.float32(s1),
+        np.float32(n),
+        _angle(n),
+        _inv(default_warmup(s1)) if s1 else np.float32(1),
+        _angle(s1 or 1),
+        np.int32(s1),
+        np.int32(cfg.final_start),
+    )
 
 
 def _warm_cosine(t: jax.Array, half_peak: Any, warm_inv: Any, steps: Any, angle: Any) -> jax.Array:
@@ -99,8 +125,13 @@ def lr_at(cfg: TrainConfig, step: jax.Array, sched: Schedule | None = None) -> j
     last = _warm_cosine(t - sched.start, sched.half_peak, sched.warm_inv, sched.length, sched.angle)
     if not cfg.phase1_steps:
         return last
-    first = _warm_cosine(t, np.float32(0.5) * np.float32(DIAG.default_lr), sched.diag_warm_inv, sched.start,
-                         sched.diag_angle)
+    first = _warm_cosine(
+        t,
+        np.float32(0.5) * np.float32(DIAG.default_lr),
+        sched.diag_warm_inv,
+        sched.start,
+        sched.diag_angle,
+    )
     return jnp.where(t < sched.start, first, last)
 
 
@@ -164,22 +195,42 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         return step < sched.s1 if cfg.phase1_steps else False
 
     def seed_step(params, opt_state, rho, damp, lr, b, diag_phase, values, final):
-        (loss, aux), grads = loss_and_grad(params, b, cfg.forward, diag_phase, cfg.huber_delta, final, cfg.micro_batch)
+        (loss, aux), grads = loss_and_grad(
+            params, b, cfg.forward, diag_phase, cfg.huber_delta, final, cfg.micro_batch
+        )
         med = aux.median
         updates, new_opt = opt.update(grads, opt_state, params)
         updates = y_step(cfg, updates, values)
-        new_params = project(cfg, jax.tree_util.tree_map(lambda p, u: p - (lr * rho * damp).astype(p.dtype) * u,
-                                                         params, updates))
+        new_params = project(
+            cfg,
+            jax.tree_util.tree_map(
+                lambda p, u: p - (lr * rho * damp).astype(p.dtype) * u, params, updates
+            ),
+        )
         finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
-        finite &= jnp.all(jnp.asarray([jnp.all(jnp.isfinite(p)) for p in jax.tree_util.tree_leaves(new_params)]))
-        sane = jnp.isfinite(med) & (med < limit)  # the batch's typical sequence is fine at these parameters
+        finite &= jnp.all(
+            jnp.asarray([jnp.all(jnp.isfinite(p)) for p in jax.tree_util.tree_leaves(new_params)])
+        )
+        sane = jnp.isfinite(med) & (
+            med < limit
+        )  # the batch's typical sequence is fine at these parameters
         good = finite & sane
         accept = trusted(params, new_params, b, diag_phase) if cfg.trust else True
         take = good & accept
         keep = lambda new, old: jax.tree_util.tree_map(lambda a, c: jnp.where(take, a, c), new, old)  # noqa: E731
-        damp = jnp.where(good & ~accept, 0.5 * damp, jnp.where(take, jnp.minimum(1.0, damp * TRUST_REGROW), damp))
-        return (keep(new_params, params), keep(new_opt, opt_state), damp.astype(rho.dtype), good & ~accept, good, ~sane,
-                jnp.where(good, loss, jnp.nan), aux.dropped)
+        damp = jnp.where(
+            good & ~accept, 0.5 * damp, jnp.where(take, jnp.minimum(1.0, damp * TRUST_REGROW), damp)
+        )
+        return (
+            keep(new_params, params),
+            keep(new_opt, opt_state),
+            damp.astype(rho.dtype),
+            good & ~accept,
+            good,
+            ~sane,
+            jnp.where(good, loss, jnp.nan),
+            aux.dropped,
+        )
 
     def trusted(params, new_params, b, diag_phase):
         """The step keeps the median loss of every ``TRUST_STRIDE``-th sequence of its own batch within ``trust``×,
@@ -187,7 +238,9 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         sub = jax.tree_util.tree_map(lambda a: a[::TRUST_STRIDE], b)
         before = loss_fn(params, sub, cfg.forward, diag_phase)[1].median
         after = loss_fn(new_params, sub, cfg.forward, diag_phase)[1].median
-        return jnp.isfinite(after) & ((after <= cfg.trust * before) | (after <= TRUST_FLOOR * cfg.d / 2))
+        return jnp.isfinite(after) & (
+            (after <= cfg.trust * before) | (after <= TRUST_FLOOR * cfg.d / 2)
+        )
 
     def body(sched, carry, xs):
         seed, values = xs
@@ -196,26 +249,56 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         lr = lr_at(cfg, state.step, sched)
         final = state.step >= sched.final_start
         params, opt_state, damp, rejected, good, boom, loss, dropped = jax.vmap(
-            seed_step, in_axes=(0, 0, 0, 0, None, None, None, None, None))(
-            state.params, state.opt_state, state.rho, state.damp, lr, b, phase(state.step, sched), values,
-            final)
+            seed_step, in_axes=(0, 0, 0, 0, None, None, None, None, None)
+        )(
+            state.params,
+            state.opt_state,
+            state.rho,
+            state.damp,
+            lr,
+            b,
+            phase(state.step, sched),
+            values,
+            final,
+        )
         run_bad = jnp.where(boom, run_bad + 1, 0)
-        carry = (TrainState(params, opt_state, state.rho, state.step + 1, damp, state.rejected + rejected.astype(jnp.int32),
-                            state.dropped + jnp.where(final, dropped, 0).astype(jnp.int32)),
-                 run_bad, jnp.maximum(worst, run_bad), skips + (~good).astype(jnp.int32))
+        carry = (
+            TrainState(
+                params,
+                opt_state,
+                state.rho,
+                state.step + 1,
+                damp,
+                state.rejected + rejected.astype(jnp.int32),
+                state.dropped + jnp.where(final, dropped, 0).astype(jnp.int32),
+            ),
+            run_bad,
+            jnp.maximum(worst, run_bad),
+            skips + (~good).astype(jnp.int32),
+        )
         return carry, loss
 
     @jax.jit
     def run(state: TrainState, seed: jax.Array, values: jax.Array, sched: Schedule):
         zero = jnp.zeros(state.rho.shape, jnp.int32)
         xs = (jnp.broadcast_to(seed, (length,)), jnp.broadcast_to(values, (length, *values.shape)))
-        (state, _, worst, skips), losses = jax.lax.scan(partial(body, sched), (state, zero, zero, zero), xs)
+        (state, _, worst, skips), losses = jax.lax.scan(
+            partial(body, sched), (state, zero, zero, zero), xs
+        )
         # the chunk's last update is verified too (finite parameters, bounded median loss on the last batch)
         b = draw(cfg, data_key(seed, 1, state.step - 1), cfg.batch, sharding, values)
-        med = jax.vmap(loss_fn, in_axes=(0, None, None, None))(state.params, b, cfg.forward,
-                                                                phase(state.step - 1, sched))[1].median
-        finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(p).reshape(p.shape[0], -1), axis=1)
-                                    for p in jax.tree_util.tree_leaves(state.params)]), axis=0)
+        med = jax.vmap(loss_fn, in_axes=(0, None, None, None))(
+            state.params, b, cfg.forward, phase(state.step - 1, sched)
+        )[1].median
+        finite = jnp.all(
+            jnp.stack(
+                [
+                    jnp.all(jnp.isfinite(p).reshape(p.shape[0], -1), axis=1)
+                    for p in jax.tree_util.tree_leaves(state.params)
+                ]
+            ),
+            axis=0,
+        )
         ok = (worst < MAX_SKIPS) & (2 * skips <= length) & finite & (med < limit)
         return state, ok, losses
 
@@ -254,5 +337,3 @@ def chunk_fn(cfg: TrainConfig, length: int, devices: tuple) -> Chunk:
     if key not in CHUNK_CACHE:
         CHUNK_CACHE[key] = make_chunk(key[0], length, batch_sharding(list(devices)))
     return Chunk(CHUNK_CACHE[key], schedule(cfg))
-
-

@@ -28,7 +28,11 @@ SHAPES = [(1, 3), (4, 6), (6, 6), (12, 5), (20, 10)]
 
 def _rand(seed: int, B: int, n: int, d: int):
     rng = np.random.default_rng(seed)
-    X, xq, w = rng.standard_normal((B, n, d)), rng.standard_normal((B, d)), rng.standard_normal((B, d))
+    X, xq, w = (
+        rng.standard_normal((B, n, d)),
+        rng.standard_normal((B, d)),
+        rng.standard_normal((B, d)),
+    )
     y = np.einsum("bnd,bd->bn", X, w) + rng.uniform(0.1, 3.0, (B, 1)) * rng.standard_normal((B, n))
     return X, y, xq
 
@@ -47,8 +51,11 @@ def _dense_ll(X: np.ndarray, y: np.ndarray, s: float) -> float:
 def test_log_likelihood_matches_dense(shape: tuple[int, int], seed: int, s: float) -> None:
     n, d = shape
     X, y, xq = _rand(seed, 3, n, d)
-    ll = np.asarray(bayes.log_marginal_likelihood(spectral(jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq)),
-                                                  jnp.asarray([s])))[:, 0]
+    ll = np.asarray(
+        bayes.log_marginal_likelihood(
+            spectral(jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq)), jnp.asarray([s])
+        )
+    )[:, 0]
     ref = np.array([_dense_ll(X[b], y[b], s) for b in range(3)])
     np.testing.assert_allclose(ll, ref, rtol=DENSE_RTOL, atol=DENSE_RTOL)
 
@@ -58,13 +65,23 @@ def test_log_likelihood_small_s_high_precision(n: int, d: int) -> None:
     """At s = 1e-4 the dense float64 route is ill-conditioned; compare with 40-digit arithmetic."""
     X, y, xq = _rand(7, 1, n, d)
     s = 1e-4
-    ll = float(bayes.log_marginal_likelihood(spectral(jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq)),
-                                             jnp.asarray([s]))[0, 0])
+    ll = float(
+        bayes.log_marginal_likelihood(
+            spectral(jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq)), jnp.asarray([s])
+        )[0, 0]
+    )
     with mpmath.workdps(40):
         Xm = mpmath.matrix(X[0].tolist())
         C = Xm * Xm.T + mpmath.mpf(s) * mpmath.eye(n)
         ym = mpmath.matrix(y[0].tolist())
-        ref = -(mpmath.log(mpmath.det(C)) + (ym.T * mpmath.lu_solve(C, ym))[0] + n * mpmath.log(2 * mpmath.pi)) / 2
+        ref = (
+            -(
+                mpmath.log(mpmath.det(C))
+                + (ym.T * mpmath.lu_solve(C, ym))[0]
+                + n * mpmath.log(2 * mpmath.pi)
+            )
+            / 2
+        )
     assert abs(ll - float(ref)) < MP_ATOL
 
 
@@ -95,7 +112,9 @@ def test_categorical_matches_dense_mixture() -> None:
 def test_uniform_matches_brute_force_sigma_grid() -> None:
     """Gauss–Legendre in log σ vs a 200 001-point trapezoid rule in σ on [0, σ_max]."""
     X, y, xq = _rand(11, 6, 20, 10)
-    y[0] = np.einsum("nd,d->n", X[0], np.ones(10)) + 1e-3 * np.random.default_rng(0).standard_normal(20)
+    y[0] = np.einsum("nd,d->n", X[0], np.ones(10)) + 1e-3 * np.random.default_rng(
+        0
+    ).standard_normal(20)
     sp = spectral(jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq))
     sig = np.linspace(0, 5.0, 200_001)[1:]
     ll = np.asarray(bayes.log_marginal_likelihood(sp, jnp.asarray(sig**2)))
@@ -127,8 +146,12 @@ def test_atom_at_zero() -> None:
     ols = np.array([xq[b] @ np.linalg.solve(X[b].T @ X[b], X[b].T @ y_clean[b]) for b in range(3)])
     for noise in ("fixed:0", "uniform:0", "categorical:0,1,3"):
         np.testing.assert_allclose(np.asarray(bayes.predict(*args, noise)), ols, rtol=1e-9)
-    sp = spectral(jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq))  # noisy data: the 0 atom gets no weight
-    pi = np.asarray(bayes.posterior_weights(sp, jnp.asarray([0.0, 1.0, 9.0]), jnp.log(jnp.ones(3) / 3)))
+    sp = spectral(
+        jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq)
+    )  # noisy data: the 0 atom gets no weight
+    pi = np.asarray(
+        bayes.posterior_weights(sp, jnp.asarray([0.0, 1.0, 9.0]), jnp.log(jnp.ones(3) / 3))
+    )
     assert np.all(pi[:, 0] == 0) and np.allclose(pi.sum(-1), 1)
 
 

@@ -17,8 +17,8 @@ from lintf_theory import one_step_rule
 from numerics.baselines import gdpp_fit as gf
 from numerics.cli import main as cli_main
 from numerics.models import Gdpp, predict, universal
-from numerics.train.rundir import run as run_dir
 from numerics.train import TrainConfig, init_state, train
+from numerics.train.rundir import run as run_dir
 from proofs.gdpp_spectral import RTOL, conditional_loss_error, spectral_prediction_error
 
 #: Fit-sample size for the fast tests (the default is 200 000): enough for L <= 4.
@@ -65,7 +65,11 @@ def test_a_fit_goes_on_from_the_path_of_a_shallower_one_and_gives_the_fit_from_n
     same = lambda p, q: all(np.array_equal(x, y) for x, y in zip(p, q))  # noqa: E731
     assert went_on.loss == fresh.loss and same(went_on.params, fresh.params)
     assert all(a == b and same(p, q) for (a, p), (b, q) in zip(went_on.path, fresh.path))
-    assert one.path == went_on.path[:1] and one.loss == fresh.path[0][0] and 0 < one.seconds <= went_on.seconds
+    assert (
+        one.path == went_on.path[:1]
+        and one.loss == fresh.path[0][0]
+        and 0 < one.seconds <= went_on.seconds
+    )
 
 
 def test_one_layer_fit_is_the_closed_form_step_and_four_layers_reach_a_low_loss() -> None:
@@ -93,7 +97,20 @@ def test_init_spectral_is_gdpp_only() -> None:
 
 
 def test_cli_init_spectral_error_is_one_line(capsys) -> None:
-    rc = cli_main(["train", "--model", "full", "--layers", "2", "--init", "spectral", "--steps", "1", "--json"])
+    rc = cli_main(
+        [
+            "train",
+            "--model",
+            "full",
+            "--layers",
+            "2",
+            "--init",
+            "spectral",
+            "--steps",
+            "1",
+            "--json",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "gdpp" in err, err
 
@@ -105,8 +122,21 @@ def test_default_init_leaves_config_json_unchanged() -> None:
     assert config_dict(TrainConfig(model="gdpp", layers=2, init="spectral"))["init"] == "spectral"
 
 
-SPEC = dict(model="gdpp", layers=2, noise="fixed:0", n=6, d=3, seeds=2, steps=4, chunk=2, batch=64, select_sequences=512,
-            eval_sequences=2048, init="spectral", dtype="float64")
+SPEC = dict(
+    model="gdpp",
+    layers=2,
+    noise="fixed:0",
+    n=6,
+    d=3,
+    seeds=2,
+    steps=4,
+    chunk=2,
+    batch=64,
+    select_sequences=512,
+    eval_sequences=2048,
+    init="spectral",
+    dtype="float64",
+)
 
 
 def test_spectral_init_trains_keeps_the_fit_frozen_and_resumes(tmp_path: Path) -> None:
@@ -127,4 +157,6 @@ def test_spectral_init_trains_keeps_the_fit_frozen_and_resumes(tmp_path: Path) -
         assert cut is not None and whole is not None
         assert cut["adjusted_loss"] == whole["adjusted_loss"] and cut["curve"] == whole["curve"]
         # the fit's exact expected loss and the run's evaluation agree (2048 sequences, 6 SE)
-        assert abs(whole["eval_adjusted_per_seed"][0] - fit.loss) < 6 * whole["se"] + 0.05 * fit.loss
+        assert (
+            abs(whole["eval_adjusted_per_seed"][0] - fit.loss) < 6 * whole["se"] + 0.05 * fit.loss
+        )

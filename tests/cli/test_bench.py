@@ -23,16 +23,37 @@ from numerics.train.devices import ENV
 ROOT = Path(__file__).resolve().parents[2]
 
 D, N = 10, 20  # the benchmark's sizes (the training defaults)
-BENCH = ["bench", "--models", "diag", "--layers", "3", "--batch", "64", "--steps", "2", "--max-steps", "4"]
+BENCH = [
+    "bench",
+    "--models",
+    "diag",
+    "--layers",
+    "3",
+    "--batch",
+    "64",
+    "--steps",
+    "2",
+    "--max-steps",
+    "4",
+]
 
 
 @pytest.fixture(scope="module")
 def report():
     """One benchmark run shared by the tests below: the console command on a host split into 2 devices
     (as ``lintf`` runs on this 2-core machine), read back from its ``--json`` output."""
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {ENV: "2", "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run([sys.executable, "-m", "numerics.cli", *BENCH, "--ttq", "--target", "1e9", "--json"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {
+        ENV: "2",
+        "JAX_PLATFORMS": "cpu",
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "numerics.cli", *BENCH, "--ttq", "--target", "1e9", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -56,7 +77,9 @@ def test_throughput_rows_relate_rates_and_flops(report):
     assert plain["flop_per_step"] > fast["flop_per_step"]
     assert plain1["flop_per_step"] == pytest.approx(plain["flop_per_step"], rel=0.05)
     assert report["speedup"] == {"diag": pytest.approx(fast["steps_per_s"] / plain["steps_per_s"])}
-    assert report["speedup_vs_plain_one_device"] == {"diag": pytest.approx(fast["steps_per_s"] / plain1["steps_per_s"])}
+    assert report["speedup_vs_plain_one_device"] == {
+        "diag": pytest.approx(fast["steps_per_s"] / plain1["steps_per_s"])
+    }
 
 
 @pytest.mark.slow
@@ -69,8 +92,16 @@ def test_time_to_quality_reports_the_first_chunk_that_reaches_the_target(report)
 @pytest.mark.slow
 def test_reproduce_line_parses_to_the_same_arguments(report):
     words = shlex.split(report["reproduce"])
-    assert words[:4] == [f"{ENV}=2", "python", "-m", "numerics.cli"]  # the device split is part of the command
-    again, first = build_parser().parse_args(words[4:]), build_parser().parse_args([*BENCH, "--ttq", "--target", "1e9", "--json"])
+    assert words[:4] == [
+        f"{ENV}=2",
+        "python",
+        "-m",
+        "numerics.cli",
+    ]  # the device split is part of the command
+    again, first = (
+        build_parser().parse_args(words[4:]),
+        build_parser().parse_args([*BENCH, "--ttq", "--target", "1e9", "--json"]),
+    )
     assert vars(again) == vars(first)
 
 
@@ -81,17 +112,25 @@ def test_unreachable_target_is_reported_not_reached(capsys):
     assert not row["reached"] and row["step"] is None and row["train_s"] is None
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--models", "bogus"], "model kind must be one of"),
-    (["--models", ","], "--models must name at least one"),
-    (["--steps", "0"], "--steps must be >= 1"),
-    (["--layers", "0"], "--layers must be >= 1"),
-    (["--models", "full,diag,full"], "--models names full more than once"),
-    (["--target", "0.05"], "--target 0.05 sets the time-to-quality run; add --ttq, or leave it out"),
-    (["--noise", "uniform:3", "--max-steps", "10"],
-     "--noise uniform:3 and --max-steps 10 set the time-to-quality run; add --ttq, or leave them out"),
-    (["--eval-sequences", "5000"], "--eval-sequences 5000 sets the time-to-quality run"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--models", "bogus"], "model kind must be one of"),
+        (["--models", ","], "--models must name at least one"),
+        (["--steps", "0"], "--steps must be >= 1"),
+        (["--layers", "0"], "--layers must be >= 1"),
+        (["--models", "full,diag,full"], "--models names full more than once"),
+        (
+            ["--target", "0.05"],
+            "--target 0.05 sets the time-to-quality run; add --ttq, or leave it out",
+        ),
+        (
+            ["--noise", "uniform:3", "--max-steps", "10"],
+            "--noise uniform:3 and --max-steps 10 set the time-to-quality run; add --ttq, or leave them out",
+        ),
+        (["--eval-sequences", "5000"], "--eval-sequences 5000 sets the time-to-quality run"),
+    ],
+)
 def test_bad_input_is_one_line(capsys, monkeypatch, args, message):
     from numerics.cli import bench
 

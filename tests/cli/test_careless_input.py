@@ -18,14 +18,21 @@ import pytest
 
 from numerics.cli import environment, main
 from numerics.cli import reproduce as cli_reproduce
+from numerics.cli.verify import read_printed
 from numerics.errors import LintfError
 from numerics.io import save_model
 from numerics.train.devices import FLAG
-from numerics.cli.verify import read_printed
 from proofs import discover, ref_parts
 
 #: Numbers whose exact value no float holds: an option that expands them exactly (a ``Fraction``) hangs.
-HUGE_NUMBERS = ["1e999999999", "-1e999999999", "1e-999999999", "1/1e-999999999", "1e999999999/3", "9" * 5000]
+HUGE_NUMBERS = [
+    "1e999999999",
+    "-1e999999999",
+    "1e-999999999",
+    "1/1e-999999999",
+    "1e999999999/3",
+    "9" * 5000,
+]
 
 
 def _run(argv: list[str]) -> tuple[int, str, str]:
@@ -35,14 +42,29 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
     return rc, out.getvalue(), err.getvalue()
 
 
-@pytest.mark.parametrize("flags", [f"{FLAG}=abc", f"{FLAG}=0", f"{FLAG}=-1", f"{FLAG}=", FLAG, f"{FLAG}=65",
-                                   f"{FLAG}=2 {FLAG}=4", f"--foo {FLAG}=٣"])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        f"{FLAG}=abc",
+        f"{FLAG}=0",
+        f"{FLAG}=-1",
+        f"{FLAG}=",
+        FLAG,
+        f"{FLAG}=65",
+        f"{FLAG}=2 {FLAG}=4",
+        f"--foo {FLAG}=٣",
+    ],
+)
 def test_a_bad_host_device_count_in_xla_flags_is_one_line(flags: str) -> None:
-    with pytest.raises(LintfError, match=rf"^XLA_FLAGS: {FLAG} must be given once as an integer in 1\.\.64, got "):
+    with pytest.raises(
+        LintfError, match=rf"^XLA_FLAGS: {FLAG} must be given once as an integer in 1\.\.64, got "
+    ):
         environment.xla_flags({"XLA_FLAGS": flags})
 
 
-@pytest.mark.parametrize("flags", ["", f"{FLAG}=1", f"--xla_cpu_foo=1 {FLAG}=8", f"{FLAG}_other=abc"])
+@pytest.mark.parametrize(
+    "flags", ["", f"{FLAG}=1", f"--xla_cpu_foo=1 {FLAG}=8", f"{FLAG}_other=abc"]
+)
 def test_a_good_host_device_count_in_xla_flags_is_accepted(flags: str) -> None:
     environment.xla_flags({"XLA_FLAGS": flags})
 
@@ -90,10 +112,16 @@ print(tried, any("--value-scale" in a.option_strings for a in sub.choices["conve
 def test_every_numeric_option_answers_numbers_past_float64_at_once() -> None:
     """Each option's parser gets each number, in another process: one still working after two minutes is a hang
     (the exact expansion of ``1e999999999`` holds the interpreter for hours), not a slow machine."""
-    res = subprocess.run([sys.executable, "-c", PARSE_ALL, *HUGE_NUMBERS], capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-c", PARSE_ALL, *HUGE_NUMBERS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     tried, has_scale = res.stdout.split()
-    assert res.returncode == 0 and int(tried) > 10 * len(HUGE_NUMBERS) and has_scale == "True", res.stderr
+    assert res.returncode == 0 and int(tried) > 10 * len(HUGE_NUMBERS) and has_scale == "True", (
+        res.stderr
+    )
     for text in HUGE_NUMBERS:
         rc, _, err = _run(["convert", "x.npz", "--out", "y.npz", "--value-scale", text])
         assert rc == 2 and "--value-scale" in err and len(err.splitlines()) == 1, err
@@ -107,10 +135,14 @@ def test_verify_only_matches_whole_names_never_substrings(only: str) -> None:
 
 def test_verify_only_takes_a_module_name_or_a_paper_ref() -> None:
     claims = discover()
-    family = {f"proofs.family_{m}" for m in ("linear", "causal", "retnet", "ssd", "gla", "deltanet",
-                                             "gated_deltanet")}
-    assert {c.module for c in claims if "theorem 4.1" in ref_parts(c.ref)} == {"proofs.theorem_4_1",
-                                                                              "proofs.gdpp_spectral"} | family
+    family = {
+        f"proofs.family_{m}"
+        for m in ("linear", "causal", "retnet", "ssd", "gla", "deltanet", "gated_deltanet")
+    }
+    assert {c.module for c in claims if "theorem 4.1" in ref_parts(c.ref)} == {
+        "proofs.theorem_4_1",
+        "proofs.gdpp_spectral",
+    } | family
     assert "lemma 4.3" in ref_parts("Lemma 4.3 (matrix form), fast forward pass")
 
 
@@ -126,24 +158,45 @@ def test_a_printed_csv_with_a_byte_order_mark_reads_as_without(tmp_path: Path) -
 def test_all_zero_data_in_inspect_has_no_ols_reference_and_no_overflow(tmp_path: Path) -> None:
     """``XᵀX = 0``: OLS is 0/0, not an overflow; the references are left out and the check still runs."""
     rng = np.random.default_rng(0)
-    save_model(tmp_path / "m.npz", 0.1 * rng.standard_normal((2, 1, 3, 3)), 0.1 * rng.standard_normal((2, 1, 3, 3)))
-    np.savez(tmp_path / "z.npz", X=np.zeros((4, 5, 2)), y=np.zeros((4, 5)), x_query=np.zeros((4, 2)),
-             sigma=np.zeros(4))
+    save_model(
+        tmp_path / "m.npz",
+        0.1 * rng.standard_normal((2, 1, 3, 3)),
+        0.1 * rng.standard_normal((2, 1, 3, 3)),
+    )
+    np.savez(
+        tmp_path / "z.npz",
+        X=np.zeros((4, 5, 2)),
+        y=np.zeros((4, 5)),
+        x_query=np.zeros((4, 2)),
+        sigma=np.zeros(4),
+    )
     rc, out, err = _run(["inspect", str(tmp_path / "m.npz"), str(tmp_path / "z.npz")])
     assert rc == 0 and err == "", err
-    assert "no OLS reference: X^T X is singular on some sequence" in out and "overflow" not in out, out
+    assert (
+        "no OLS reference: X^T X is singular on some sequence" in out and "overflow" not in out
+    ), out
 
 
 @pytest.mark.parametrize("full", ["--out", "--runs"])
-def test_a_sweep_on_a_full_disk_is_refused_before_it_starts(full: str, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_a_sweep_on_a_full_disk_is_refused_before_it_starts(
+    full: str, tmp_path: Path, monkeypatch
+) -> None:  # noqa: ANN001
     dirs = {"--out": tmp_path / "o", "--runs": tmp_path / "r"}
     for d in dirs.values():
         d.mkdir()
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(cli_reproduce, "run", lambda args: pytest.fail("the sweep started"))
-    monkeypatch.setattr(environment.shutil, "disk_usage",
-                        lambda p: usage(10**9, 10**9 - 4096, 4096 if Path(p) == dirs[full] else 10**8))
-    rc, out, err = _run(["reproduce", "--budget", "quick", *(a for k, d in dirs.items() for a in (k, str(d)))])
-    assert rc == 2 and len(err.splitlines()) == 1 and f"{full} '{dirs[full]}': its file system has 4096 bytes free" \
-        in err, err
+    monkeypatch.setattr(
+        environment.shutil,
+        "disk_usage",
+        lambda p: usage(10**9, 10**9 - 4096, 4096 if Path(p) == dirs[full] else 10**8),
+    )
+    rc, out, err = _run(
+        ["reproduce", "--budget", "quick", *(a for k, d in dirs.items() for a in (k, str(d)))]
+    )
+    assert (
+        rc == 2
+        and len(err.splitlines()) == 1
+        and f"{full} '{dirs[full]}': its file system has 4096 bytes free" in err
+    ), err
     assert not any(any(d.iterdir()) for d in dirs.values())

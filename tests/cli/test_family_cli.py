@@ -7,11 +7,11 @@ import json
 
 import numpy as np
 import pytest
-from tests.strategies import RTOL64, max_rel_err, member_params, toy_batch
 
 from numerics import models
 from numerics.cli import main
 from numerics.models.family_io import load_member, save_member
+from tests.strategies import RTOL64, max_rel_err, member_params, toy_batch
 
 
 @pytest.fixture(scope="module")

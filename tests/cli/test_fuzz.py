@@ -27,14 +27,31 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from numerics.train import rundir
-from numerics.cli import footprint, validate
-from numerics.cli import COMMANDS, build_parser, main
+from numerics.cli import COMMANDS, build_parser, footprint, main, validate
 from numerics.io import save_model
+from numerics.train import rundir
 
 FAST, SLOW = 200, 2000
-RUN = ["--model", "diag", "--layers", "1", "--n", "4", "--d", "2", "--steps", "4", "--chunk-steps", "2", "--batch", "8",
-       "--eval-sequences", "16", "--no-baselines", "--json"]
+RUN = [
+    "--model",
+    "diag",
+    "--layers",
+    "1",
+    "--n",
+    "4",
+    "--d",
+    "2",
+    "--steps",
+    "4",
+    "--chunk-steps",
+    "2",
+    "--batch",
+    "8",
+    "--eval-sequences",
+    "16",
+    "--no-baselines",
+    "--json",
+]
 COUNT = {"cases": 0}
 
 
@@ -44,7 +61,9 @@ def _header_npz(path: Path, shapes: dict[str, tuple[int, ...]]) -> None:
     with zipfile.ZipFile(path, "w") as z:
         for k, shape in shapes.items():
             buf = io.BytesIO()
-            np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False, "shape": shape})
+            np.lib.format.write_array_header_1_0(
+                buf, {"descr": "<f8", "fortran_order": False, "shape": shape}
+            )
             z.writestr(f"{k}.npy", buf.getvalue())
 
 
@@ -57,17 +76,30 @@ def _world(root: Path) -> dict[str, Path]:
     save_model(f["model"], P, Q)
     np.savez(f["data"], X=X, y=y, x_query=xq, y_query=rng.normal(size=4))
     bad_models = {
-        "m_text": None, "m_empty": None, "m_truncated": None, "m_noP": dict(Q=Q), "m_rank3": dict(P=P[0], Q=Q[0]),
-        "m_mismatch": dict(P=P, Q=Q[..., :2, :2]), "m_strings": dict(P=np.array(["a"]), Q=Q),
-        "m_complex": dict(P=P + 1j, Q=Q), "m_nan": dict(P=P * np.nan, Q=Q), "m_inf": dict(P=P, Q=np.where(Q > 0, np.inf, Q)),
-        "m_meta_list": dict(P=P, Q=Q, meta=np.asarray("[1]")), "m_meta_bad": dict(P=P, Q=Q, meta=np.asarray("{no")),
+        "m_text": None,
+        "m_empty": None,
+        "m_truncated": None,
+        "m_noP": dict(Q=Q),
+        "m_rank3": dict(P=P[0], Q=Q[0]),
+        "m_mismatch": dict(P=P, Q=Q[..., :2, :2]),
+        "m_strings": dict(P=np.array(["a"]), Q=Q),
+        "m_complex": dict(P=P + 1j, Q=Q),
+        "m_nan": dict(P=P * np.nan, Q=Q),
+        "m_inf": dict(P=P, Q=np.where(Q > 0, np.inf, Q)),
+        "m_meta_list": dict(P=P, Q=Q, meta=np.asarray("[1]")),
+        "m_meta_bad": dict(P=P, Q=Q, meta=np.asarray("{no")),
         "m_d0": dict(P=P[..., :1, :1], Q=Q[..., :1, :1]),
     }
     bad_data = {
-        "d_missing": dict(X=X, y=y), "d_rank2": dict(X=X[0], y=y, x_query=xq), "d_ywrong": dict(X=X, y=y[:, :2], x_query=xq),
-        "d_dim": dict(X=X[..., :1], y=y, x_query=xq[:, :1]), "d_strings": dict(X=X, y=y, x_query=np.array(["a", "b"])),
-        "d_nan": dict(X=X * np.nan, y=y, x_query=xq), "d_yq": dict(X=X, y=y, x_query=xq, y_query=np.ones(3)),
-        "d_sigma": dict(X=X, y=y, x_query=xq, sigma=-np.ones(4)), "d_empty": dict(X=X[:0], y=y[:0], x_query=xq[:0]),
+        "d_missing": dict(X=X, y=y),
+        "d_rank2": dict(X=X[0], y=y, x_query=xq),
+        "d_ywrong": dict(X=X, y=y[:, :2], x_query=xq),
+        "d_dim": dict(X=X[..., :1], y=y, x_query=xq[:, :1]),
+        "d_strings": dict(X=X, y=y, x_query=np.array(["a", "b"])),
+        "d_nan": dict(X=X * np.nan, y=y, x_query=xq),
+        "d_yq": dict(X=X, y=y, x_query=xq, y_query=np.ones(3)),
+        "d_sigma": dict(X=X, y=y, x_query=xq, sigma=-np.ones(4)),
+        "d_empty": dict(X=X[:0], y=y[:0], x_query=xq[:0]),
     }
     for name, arrays in {**bad_models, **bad_data}.items():
         f[name] = root / f"{name}.npz"
@@ -99,15 +131,26 @@ def _snapshot(root: Path) -> dict[str, tuple[int, str]]:
         for name in files + [d + "/" for d in dirnames]:
             p = Path(dirpath) / name.rstrip("/")
             st_ = p.stat()
-            digest = hashlib.sha1(p.read_bytes()).hexdigest() if p.is_file() and st_.st_size < 2**20 else ""
-            out[str(p.relative_to(root)) + ("/" if name.endswith("/") else "")] = (st_.st_mtime_ns, digest)
+            digest = (
+                hashlib.sha1(p.read_bytes()).hexdigest()
+                if p.is_file() and st_.st_size < 2**20
+                else ""
+            )
+            out[str(p.relative_to(root)) + ("/" if name.endswith("/") else "")] = (
+                st_.st_mtime_ns,
+                digest,
+            )
     return out
 
 
 # ---- cases ---------------------------------------------------------------------------------------------------
-def _options(command: str) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[float | None, bool]]]:
+def _options(
+    command: str,
+) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[float | None, bool]]]:
     """The checked integer and float options of ``command``'s parser: ``{flag: range}``."""
-    sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and isinstance(a.choices, dict))
+    sub = next(
+        a for a in build_parser()._actions if hasattr(a, "choices") and isinstance(a.choices, dict)
+    )
     ints, floats = {}, {}
     for a in sub.choices[command]._actions:
         if a.option_strings and a.dest in validate.INT_ARGS:
@@ -118,8 +161,11 @@ def _options(command: str) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[
 
 
 def _bad_int(lo: int, hi: int) -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from([str(lo - 1), str(hi + 1), "1e23", "2.5", "ten", "", "0x10", str(10**30)]),
-                     st.integers(max_value=lo - 1).map(str), st.integers(min_value=hi + 1).map(str))
+    return st.one_of(
+        st.sampled_from([str(lo - 1), str(hi + 1), "1e23", "2.5", "ten", "", "0x10", str(10**30)]),
+        st.integers(max_value=lo - 1).map(str),
+        st.integers(min_value=hi + 1).map(str),
+    )
 
 
 def _bad_float(lo: float | None, inclusive: bool) -> st.SearchStrategy[str]:
@@ -129,8 +175,19 @@ def _bad_float(lo: float | None, inclusive: bool) -> st.SearchStrategy[str]:
     return st.sampled_from(bad)
 
 
-BAD_NOISE = ["bogus", "fixed:", "fixed:-1", "uniform:nan", "categorical:1,,2", "fixed:1e300", "uniform:1e7",
-             "gauss:1", "fixed:1,2", "categorical:", "uniform:inf"]
+BAD_NOISE = [
+    "bogus",
+    "fixed:",
+    "fixed:-1",
+    "uniform:nan",
+    "categorical:1,,2",
+    "fixed:1e300",
+    "uniform:1e7",
+    "gauss:1",
+    "fixed:1,2",
+    "categorical:",
+    "uniform:inf",
+]
 
 
 def _set(argv: list[str], flag: str, value: str) -> list[str]:
@@ -145,47 +202,123 @@ def _cases(f: dict[str, Path], out: Path) -> st.SearchStrategy[list[str]]:
     M, D = str(f["model"]), str(f["data"])
     base = {
         "verify": ["verify", "--latex", str(out / "claims.md")],
-        "baselines": ["baselines", "--noise", "fixed:1", "--n", "5", "--d", "2", "--eval-sequences", "8", "--tune-sequences", "8"],
+        "baselines": [
+            "baselines",
+            "--noise",
+            "fixed:1",
+            "--n",
+            "5",
+            "--d",
+            "2",
+            "--eval-sequences",
+            "8",
+            "--tune-sequences",
+            "8",
+        ],
         "train": ["train", *RUN, "--out", str(out / "run")],
         "predict": ["predict", M, D, "--out", str(out / "p.npy")],
         "inspect": ["inspect", M, D, "--plot", str(out / "w.png")],
-        "reproduce": ["reproduce", "--budget", "quick", "--out", str(out / "res"), "--runs", str(out / "runs")],
-        "bench": ["bench", "--models", "diag", "--layers", "1", "--batch", "8", "--steps", "1", "--reps", "1", "--no-plain"],
+        "reproduce": [
+            "reproduce",
+            "--budget",
+            "quick",
+            "--out",
+            str(out / "res"),
+            "--runs",
+            str(out / "runs"),
+        ],
+        "bench": [
+            "bench",
+            "--models",
+            "diag",
+            "--layers",
+            "1",
+            "--batch",
+            "8",
+            "--steps",
+            "1",
+            "--reps",
+            "1",
+            "--no-plain",
+        ],
     }
     models = [str(f[k]) for k in f if k.startswith("m_")] + [D]
-    datas = [str(f[k]) for k in f if k.startswith("d_")] + [str(f["m_missing"]), str(f["m_text"]), M]
+    datas = [str(f[k]) for k in f if k.startswith("d_")] + [
+        str(f["m_missing"]),
+        str(f["m_text"]),
+        M,
+    ]
     bad_outs = [M, D, str(f["m_directory"]), str(f["a_file"] / "x"), ""]
     per_command = {
-        "verify": st.sampled_from([["--latex", p] for p in (str(f["m_directory"]), str(f["a_file"] / "x.md"), "")]
-                                  + [["--only", "no_such_claim"]]),
-        "baselines": st.one_of(st.sampled_from(BAD_NOISE).map(lambda s: ["--noise", s]),
-                               st.sampled_from([["--methods", "OLS,Foo"], ["--n", "2"], ["--nodes", "7"],
-                                                ["--d", "100000"], ["--eval-sequences", "100000000", "--d", "1000"]])),
-        "train": st.one_of(st.sampled_from(BAD_NOISE).map(lambda s: ["--noise", s]),
-                           st.sampled_from([["--model", "huge"], ["--dtype", "float16"], ["--heads", "2", "--model", "gdpp"],
-                                            ["--init", "spectral"], ["--y-step", "x"], ["--trust", "0.5"],
-                                            ["--warmup", "9"], ["--diag-steps", "1"], ["--out", str(f["a_file"])],
-                                            ["--out", str(f["a_file"] / "run")], ["--d", "100000"],
-                                            ["--seeds", "100000000"], ["--batch", "1000000000"]])),
-        "predict": st.one_of(st.sampled_from(models).map(lambda p: ["MODEL", p]),
-                             st.sampled_from(datas).map(lambda p: ["DATA", p]),
-                             st.sampled_from(bad_outs).map(lambda p: ["--out", p])),
-        "inspect": st.one_of(st.sampled_from(models).map(lambda p: ["MODEL", p]),
-                             st.sampled_from(datas).map(lambda p: ["DATA", p]),
-                             st.sampled_from(bad_outs).map(lambda p: ["--plot", p]),
-                             st.sampled_from(BAD_NOISE).map(lambda s: ["DATA", None, "--noise", s]),
-                             st.just(["DATA", None, "--sequences", "100000000"])),
-        "reproduce": st.sampled_from([["--budget", "huge"], ["--only", "fig9"], ["--out", str(f["a_file"])],
-                                      ["--runs", str(f["a_file"] / "r")], ["--noise", "uniform:5"], ["--noise", "bogus"]]),
-        "bench": st.one_of(st.sampled_from(BAD_NOISE).map(lambda s: ["--noise", s]),
-                           st.sampled_from([["--models", "nope"], ["--models", ","], ["--batch", "2000000000"]])),
+        "verify": st.sampled_from(
+            [["--latex", p] for p in (str(f["m_directory"]), str(f["a_file"] / "x.md"), "")]
+            + [["--only", "no_such_claim"]]
+        ),
+        "baselines": st.one_of(
+            st.sampled_from(BAD_NOISE).map(lambda s: ["--noise", s]),
+            st.sampled_from(
+                [
+                    ["--methods", "OLS,Foo"],
+                    ["--n", "2"],
+                    ["--nodes", "7"],
+                    ["--d", "100000"],
+                    ["--eval-sequences", "100000000", "--d", "1000"],
+                ]
+            ),
+        ),
+        "train": st.one_of(
+            st.sampled_from(BAD_NOISE).map(lambda s: ["--noise", s]),
+            st.sampled_from(
+                [
+                    ["--model", "huge"],
+                    ["--dtype", "float16"],
+                    ["--heads", "2", "--model", "gdpp"],
+                    ["--init", "spectral"],
+                    ["--y-step", "x"],
+                    ["--trust", "0.5"],
+                    ["--warmup", "9"],
+                    ["--diag-steps", "1"],
+                    ["--out", str(f["a_file"])],
+                    ["--out", str(f["a_file"] / "run")],
+                    ["--d", "100000"],
+                    ["--seeds", "100000000"],
+                    ["--batch", "1000000000"],
+                ]
+            ),
+        ),
+        "predict": st.one_of(
+            st.sampled_from(models).map(lambda p: ["MODEL", p]),
+            st.sampled_from(datas).map(lambda p: ["DATA", p]),
+            st.sampled_from(bad_outs).map(lambda p: ["--out", p]),
+        ),
+        "inspect": st.one_of(
+            st.sampled_from(models).map(lambda p: ["MODEL", p]),
+            st.sampled_from(datas).map(lambda p: ["DATA", p]),
+            st.sampled_from(bad_outs).map(lambda p: ["--plot", p]),
+            st.sampled_from(BAD_NOISE).map(lambda s: ["DATA", None, "--noise", s]),
+            st.just(["DATA", None, "--sequences", "100000000"]),
+        ),
+        "reproduce": st.sampled_from(
+            [
+                ["--budget", "huge"],
+                ["--only", "fig9"],
+                ["--out", str(f["a_file"])],
+                ["--runs", str(f["a_file"] / "r")],
+                ["--noise", "uniform:5"],
+                ["--noise", "bogus"],
+            ]
+        ),
+        "bench": st.one_of(
+            st.sampled_from(BAD_NOISE).map(lambda s: ["--noise", s]),
+            st.sampled_from([["--models", "nope"], ["--models", ","], ["--batch", "2000000000"]]),
+        ),
     }
 
     def apply(command: str, edit: list) -> list[str]:
         argv = base[command]
         if edit[0] in ("MODEL", "DATA"):
             i = 1 if edit[0] == "MODEL" else 2
-            argv = argv[:i] + ([] if edit[1] is None else [edit[1]]) + argv[i + 1:]
+            argv = argv[:i] + ([] if edit[1] is None else [edit[1]]) + argv[i + 1 :]
             edit = edit[2:]
         for k in range(0, len(edit), 2):
             argv = _set(argv, edit[k], edit[k + 1])
@@ -199,8 +332,10 @@ def _cases(f: dict[str, Path], out: Path) -> st.SearchStrategy[list[str]]:
         opts += [_bad_float(*r).map(lambda v, fl=fl: _set(head, fl, v)) for fl, r in floats.items()]
         return st.one_of(opts)
 
-    return st.one_of([generic(c) for c in COMMANDS]
-                     + [s.map(lambda e, c=c: apply(c, e)) for c, s in per_command.items()])
+    return st.one_of(
+        [generic(c) for c in COMMANDS]
+        + [s.map(lambda e, c=c: apply(c, e)) for c, s in per_command.items()]
+    )
 
 
 def _refused(argv: list[str], root: Path) -> str:
@@ -212,7 +347,10 @@ def _refused(argv: list[str], root: Path) -> str:
     COUNT["cases"] += 1
     lines = err.getvalue().splitlines()
     assert rc == 2, (argv, rc, err.getvalue()[-2000:])
-    assert len(lines) == 1 and lines[0].startswith("lintf") and ": error: " in lines[0], (argv, err.getvalue())
+    assert len(lines) == 1 and lines[0].startswith("lintf") and ": error: " in lines[0], (
+        argv,
+        err.getvalue(),
+    )
     assert "Traceback" not in err.getvalue() and out.getvalue() == "", (argv, out.getvalue())
     assert _snapshot(root) == before, argv
     return lines[0]
@@ -235,7 +373,9 @@ def _fuzz(sandbox, examples: int) -> None:  # noqa: ANN001
     repo_before = _snapshot(repo)
     start = COUNT["cases"]
 
-    @settings(max_examples=examples, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+    )
     @given(argv=_cases(files, out))
     def check(argv: list[str]) -> None:
         _refused(argv, root)
@@ -259,40 +399,99 @@ def test_every_example_of_each_command_is_refused(sandbox) -> None:  # noqa: ANN
     f, out, root = sandbox
     M, D = str(f["model"]), str(f["data"])
     for argv, words in [
-        (["predict", M, D, "--out", M], "is the model file"), (["predict", M, D, "--out", D], "is the data file"),
+        (["predict", M, D, "--out", M], "is the model file"),
+        (["predict", M, D, "--out", D], "is the data file"),
         (["train", *RUN, "--batch", "1000000000", "--out", str(out / "R")], "memory"),
         (["baselines", "--d", "100000", "--methods", "ConstRR", "--noise", "uniform:1"], "memory"),
-        (["baselines", "--nodes", "100000000", "--noise", "uniform:1"], "lower --chunk-sequences, --nodes, --d or --n"),
+        (
+            ["baselines", "--nodes", "100000000", "--noise", "uniform:1"],
+            "lower --chunk-sequences, --nodes, --d or --n",
+        ),
         (["baselines", "--noise", "fixed:1e300"], "noise levels must be in [0, 1e+06]"),
-        (["baselines", "--noise", "uniform:1", "--methods", "OLS", "--nodes", "16"], "--nodes 16 applies to Bayes, which --methods leaves out"),
-        (["baselines", "--noise", "uniform:1", "--methods", "OLS,Bayes", "--tune-sequences", "70"],
-         "--tune-sequences 70 applies to ConstRR, TunedRR, GD, which --methods leaves out"),
-        (["baselines", "--noise", "uniform:1", "--methods", "OLS,OLS"], "methods must name each baseline once; got OLS more than once"),
+        (
+            ["baselines", "--noise", "uniform:1", "--methods", "OLS", "--nodes", "16"],
+            "--nodes 16 applies to Bayes, which --methods leaves out",
+        ),
+        (
+            [
+                "baselines",
+                "--noise",
+                "uniform:1",
+                "--methods",
+                "OLS,Bayes",
+                "--tune-sequences",
+                "70",
+            ],
+            "--tune-sequences 70 applies to ConstRR, TunedRR, GD, which --methods leaves out",
+        ),
+        (
+            ["baselines", "--noise", "uniform:1", "--methods", "OLS,OLS"],
+            "methods must name each baseline once; got OLS more than once",
+        ),
         (["baselines", "--noise", "uniform:-1"], "got -1.0 (noise levels must be in [0, 1e+06])"),
         (["train", *RUN, "--seed", "1e23"], "--seed must be >= 0 and <= 2147483647"),
-        (["train", *RUN, "--lr", "1e308", "--out", str(out / "R")], "--lr must be >= 1e-30 and <= 1e+06, got 1e+308"),
+        (
+            ["train", *RUN, "--lr", "1e308", "--out", str(out / "R")],
+            "--lr must be >= 1e-30 and <= 1e+06, got 1e+308",
+        ),
         (["train", *RUN, "--clip", "1e7", "--out", str(out / "R")], "--clip must be <= 1e+06"),
-        (["train", *RUN, "--lr", "1e-320", "--out", str(out / "R")], "--lr must be >= 1e-30 and <= 1e+06"),
+        (
+            ["train", *RUN, "--lr", "1e-320", "--out", str(out / "R")],
+            "--lr must be >= 1e-30 and <= 1e+06",
+        ),
         (["train", *RUN, "--clip", "1e-320", "--out", str(out / "R")], "--clip must be >= 1e-30"),
-        (["train", *RUN, "--huber", "1e-320", "--out", str(out / "R")], "--huber must be 0 (the squared loss) or >= 1e-30"),
+        (
+            ["train", *RUN, "--huber", "1e-320", "--out", str(out / "R")],
+            "--huber must be 0 (the squared loss) or >= 1e-30",
+        ),
         (["train", *RUN, "--huber", "1e300", "--out", str(out / "R")], "--huber must be <= 1e+06"),
         (["train", *RUN, "--trust", "2e6", "--out", str(out / "R")], "--trust must be <= 1e+06"),
-        (["train", *RUN, "--gdpp-xx", "free", "--out", str(out / "R")], "--gdpp-xx constrains GD++'s"),
-        (["train", "--model", "gdpp", "--layers", "1", "--y-step", "scaled", "--out", str(out / "R")],
-         "--y-step scales the step of q_y, which GD++ does not have"),
+        (
+            ["train", *RUN, "--gdpp-xx", "free", "--out", str(out / "R")],
+            "--gdpp-xx constrains GD++'s",
+        ),
+        (
+            [
+                "train",
+                "--model",
+                "gdpp",
+                "--layers",
+                "1",
+                "--y-step",
+                "scaled",
+                "--out",
+                str(out / "R"),
+            ],
+            "--y-step scales the step of q_y, which GD++ does not have",
+        ),
         (["inspect", M, "--seed", str(2**32)], "--seed must be >= 0"),
         (["reproduce", "--out", str(f["a_file"])], "is a file"),
-        (["reproduce", "--budget", "quick", "--noise", "uniform:1"], "--noise must be one of budget quick's settings"),
-        (["reproduce", "--budget", "quick", "--cell", "diag-L9-uniform1"], "--cell must name a cell of budget quick"),
+        (
+            ["reproduce", "--budget", "quick", "--noise", "uniform:1"],
+            "--noise must be one of budget quick's settings",
+        ),
+        (
+            ["reproduce", "--budget", "quick", "--cell", "diag-L9-uniform1"],
+            "--cell must name a cell of budget quick",
+        ),
         (["reproduce", "--budget", "quick", "--jobs", "0"], "--jobs must be >= 1"),
-        (["reproduce", "--cell", "diag-L1-uniform0", "--noise", "uniform:0"], "--noise: not allowed with argument --cell"),
-        (["reproduce", "--budget", "quick", "--no-train", "--only", ""], "--only takes a comma list out of"),
+        (
+            ["reproduce", "--cell", "diag-L1-uniform0", "--noise", "uniform:0"],
+            "--noise: not allowed with argument --cell",
+        ),
+        (
+            ["reproduce", "--budget", "quick", "--no-train", "--only", ""],
+            "--only takes a comma list out of",
+        ),
         (["verify", "--latex", str(f["a_file"] / "x.md")], "is a file"),
         (["verify", "--latex", str(f["a_file"])], "exists; choose a new file name"),
         (["predict", M, D, "--out", str(f["a_file"])], "exists; choose a new file name"),
         (["inspect", M, D, "--plot", str(f["a_file"])], "exists; choose a new file name"),
         (["bench", "--ttq", "--noise", "bogus"], "noise spec"),
-        (["bench", "--noise", "uniform:3"], "--noise uniform:3 sets the time-to-quality run; add --ttq"),
+        (
+            ["bench", "--noise", "uniform:3"],
+            "--noise uniform:3 sets the time-to-quality run; add --ttq",
+        ),
         (["predict", str(f["m_huge"]), D], "8000000000000 bytes, but its entry holds 128"),
     ]:
         assert words in _refused(argv, root), argv
@@ -313,8 +512,10 @@ def test_accepted_seeds_never_alias(a: int, b: int) -> None:
             assert jax.random.key_data(jax.random.PRNGKey(s)).tolist() == want
             traced = _traced_key(jnp.asarray(s, jnp.int32))
             assert traced.tolist() == want
-    assert (a == b) == (jax.random.key_data(jax.random.PRNGKey(a)).tolist()
-                        == jax.random.key_data(jax.random.PRNGKey(b)).tolist())
+    assert (a == b) == (
+        jax.random.key_data(jax.random.PRNGKey(a)).tolist()
+        == jax.random.key_data(jax.random.PRNGKey(b)).tolist()
+    )
     assert validate.seed(a) == a
     for bad in (-1, validate.SEED_MAX + 1, 1e23, 2.0, True):
         with pytest.raises(validate.LintfError, match="--seed must be an integer in"):
@@ -330,10 +531,17 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 CORRUPT = st.one_of(
-    st.tuples(st.just("checkpoint.npz"), st.sampled_from(["garbage", "empty", "json", "other_shape", "nan"]),
-              st.just(0)),
+    st.tuples(
+        st.just("checkpoint.npz"),
+        st.sampled_from(["garbage", "empty", "json", "other_shape", "nan"]),
+        st.just(0),
+    ),
     st.tuples(st.just("checkpoint.npz"), st.just("truncate"), st.integers(0, 10**6)),
-    st.tuples(st.just("config.json"), st.sampled_from(["garbage", "empty", "list", "truncate"]), st.integers(1, 50)),
+    st.tuples(
+        st.just("config.json"),
+        st.sampled_from(["garbage", "empty", "list", "truncate"]),
+        st.integers(1, 50),
+    ),
 )
 
 
@@ -342,7 +550,9 @@ def _corrupt(path: Path, kind: str, k: int) -> None:
     if kind == "truncate":
         path.write_bytes(raw[: k % len(raw)])
     elif kind in ("garbage", "empty", "json", "list"):
-        path.write_bytes({"garbage": b"\x00\xffnot this", "empty": b"", "json": b"{}", "list": b"[1, 2]"}[kind])
+        path.write_bytes(
+            {"garbage": b"\x00\xffnot this", "empty": b"", "json": b"{}", "list": b"[1, 2]"}[kind]
+        )
     else:
         with np.load(path) as z:
             arrays = {n: z[n] for n in z.files}
@@ -357,7 +567,9 @@ def _corrupt(path: Path, kind: str, k: int) -> None:
 
 @given(case=CORRUPT)
 @settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-def test_corrupt_run_directory_is_named_never_overwritten(finished_run: Path, tmp_path_factory, case) -> None:  # noqa: ANN001
+def test_corrupt_run_directory_is_named_never_overwritten(
+    finished_run: Path, tmp_path_factory, case
+) -> None:  # noqa: ANN001
     name, kind, k = case
     run = tmp_path_factory.mktemp("corrupt") / "R"
     shutil.copytree(finished_run, run)
@@ -387,8 +599,12 @@ def _interrupt_before_first_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rundir, "save_checkpoint", save)
 
 
-def test_interrupt_before_first_checkpoint_blocks_nothing(tmp_path: Path, monkeypatch, capsys,  # noqa: ANN001
-                                                           default_sigint) -> None:  # noqa: ANN001
+def test_interrupt_before_first_checkpoint_blocks_nothing(
+    tmp_path: Path,
+    monkeypatch,
+    capsys,  # noqa: ANN001
+    default_sigint,
+) -> None:  # noqa: ANN001
     """Interrupted before its first checkpoint, a run leaves no checkpoint; a corrected command then runs in the
     same directory (and the same command would too)."""
     run = tmp_path / "R"
@@ -399,12 +615,19 @@ def test_interrupt_before_first_checkpoint_blocks_nothing(tmp_path: Path, monkey
     assert len(err.splitlines()) == 1 and "interrupted" in err, err
     assert not (run / "checkpoint.npz").exists()
     assert main(["train", *_set(RUN, "--batch", "16"), "--out", str(run)]) == 0
-    assert json.loads((run / "config.json").read_text())["batch"] == 16 and (run / "model.npz").exists()
+    assert (
+        json.loads((run / "config.json").read_text())["batch"] == 16
+        and (run / "model.npz").exists()
+    )
 
 
 @pytest.mark.slow
-def test_interrupt_after_a_checkpoint_resumes_bit_identically(tmp_path: Path, monkeypatch, finished_run,  # noqa: ANN001
-                                                               default_sigint) -> None:  # noqa: ANN001
+def test_interrupt_after_a_checkpoint_resumes_bit_identically(
+    tmp_path: Path,
+    monkeypatch,
+    finished_run,  # noqa: ANN001
+    default_sigint,
+) -> None:  # noqa: ANN001
     """SIGINT after the first checkpoint; the same command then ends with the uninterrupted run's model."""
     real, run = rundir.save_checkpoint, tmp_path / "R"
 
@@ -422,18 +645,30 @@ def test_interrupt_after_a_checkpoint_resumes_bit_identically(tmp_path: Path, mo
             np.testing.assert_array_equal(a[k], b[k])
 
 
-def test_an_interrupted_command_that_cannot_resume_does_not_say_it_can(tmp_path: Path, monkeypatch, capsys) -> None:  # noqa: ANN001
+def test_an_interrupted_command_that_cannot_resume_does_not_say_it_can(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:  # noqa: ANN001
     from numerics.cli import predict
 
     def stop(args):  # noqa: ANN001, ANN202
         raise KeyboardInterrupt
 
     monkeypatch.setattr(predict, "run", stop)
-    model = Path(__file__).resolve().parents[2] / "results" / "quick" / "models" / "diag-L1-uniform5" / "model.npz"
+    model = (
+        Path(__file__).resolve().parents[2]
+        / "results"
+        / "quick"
+        / "models"
+        / "diag-L1-uniform5"
+        / "model.npz"
+    )
     data = tmp_path / "data.npz"
     rng = np.random.default_rng(0)
     X = rng.standard_normal((2, 3, 10))
     np.savez(data, X=X, y=X.sum(-1), x_query=X[:, 0])
     assert main(["predict", str(model), str(data), "--out", str(tmp_path / "p.npy")]) == 130
     err = capsys.readouterr().err.strip()
-    assert err == "lintf predict: interrupted; nothing was written" and not (tmp_path / "p.npy").exists()
+    assert (
+        err == "lintf predict: interrupted; nothing was written"
+        and not (tmp_path / "p.npy").exists()
+    )

@@ -21,27 +21,52 @@ from hypothesis import strategies as st
 
 from numerics import archive
 from numerics.cli import footprint, main, validate
-from tests.strategies.hostile import ACCEPTED, REFUSED_WORDS, hostile_json, refused_archives, unused_huge
+from tests.strategies.hostile import (
+    ACCEPTED,
+    REFUSED_WORDS,
+    hostile_json,
+    refused_archives,
+    unused_huge,
+)
 
 D, K = 2, 4
 RNG = np.random.default_rng(0)
-MODEL = {"P": 0.1 * RNG.standard_normal((2, 1, D + 1, D + 1)), "Q": 0.1 * RNG.standard_normal((2, 1, D + 1, D + 1)),
-         "meta": np.asarray(json.dumps({"kind": "full"}))}
-DATA = {"X": RNG.standard_normal((3, 5, D)), "y": RNG.standard_normal((3, 5)), "x_query": RNG.standard_normal((3, D)),
-        "y_query": RNG.standard_normal(3)}
-WEIGHTS = {"W_Q": RNG.standard_normal((D + 1, K)), "W_K": RNG.standard_normal((D + 1, K)),
-           "W_V": RNG.standard_normal((D + 1, K)), "W_O": RNG.standard_normal((K, D + 1))}
+MODEL = {
+    "P": 0.1 * RNG.standard_normal((2, 1, D + 1, D + 1)),
+    "Q": 0.1 * RNG.standard_normal((2, 1, D + 1, D + 1)),
+    "meta": np.asarray(json.dumps({"kind": "full"})),
+}
+DATA = {
+    "X": RNG.standard_normal((3, 5, D)),
+    "y": RNG.standard_normal((3, 5)),
+    "x_query": RNG.standard_normal((3, D)),
+    "y_query": RNG.standard_normal(3),
+}
+WEIGHTS = {
+    "W_Q": RNG.standard_normal((D + 1, K)),
+    "W_K": RNG.standard_normal((D + 1, K)),
+    "W_V": RNG.standard_normal((D + 1, K)),
+    "W_O": RNG.standard_normal((K, D + 1)),
+}
 
 #: ``(command, which file is hostile, its arrays, the arrays the command reads)``
-TARGETS = [("predict", "model", MODEL, ("P", "Q", "meta")), ("predict", "data", DATA, tuple(DATA)),
-           ("inspect", "model", MODEL, ("P", "Q", "meta")), ("inspect", "data", DATA, tuple(DATA)),
-           ("convert", "weights", WEIGHTS, tuple(WEIGHTS)), ("convert", "model", MODEL, ("P", "Q"))]
+TARGETS = [
+    ("predict", "model", MODEL, ("P", "Q", "meta")),
+    ("predict", "data", DATA, tuple(DATA)),
+    ("inspect", "model", MODEL, ("P", "Q", "meta")),
+    ("inspect", "data", DATA, tuple(DATA)),
+    ("convert", "weights", WEIGHTS, tuple(WEIGHTS)),
+    ("convert", "model", MODEL, ("P", "Q")),
+]
+
 
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The good files, and 1 GiB of memory whatever the machine has."""
     monkeypatch.setattr(footprint, "available_memory", lambda: 2**30)
-    monkeypatch.setattr(validate, "available_memory", lambda: 2**30)  # its own name for the same function
+    monkeypatch.setattr(
+        validate, "available_memory", lambda: 2**30
+    )  # its own name for the same function
     monkeypatch.setattr(archive, "memory_available", lambda: 2**30)
     for name, arrays in (("model", MODEL), ("data", DATA), ("weights", WEIGHTS)):
         np.savez(tmp_path / f"{name}.npz", **arrays)
@@ -67,7 +92,11 @@ def _refused(argv: list[str], root: Path, words: str) -> None:
     rc, out, err = _run(argv)
     lines = err.splitlines()
     assert rc == 2 and len(lines) == 1 and "Traceback" not in err and out == "", (argv, rc, err)
-    assert lines[0].startswith(f"lintf {argv[0]}: error: ") and words in lines[0], (argv, words, lines)
+    assert lines[0].startswith(f"lintf {argv[0]}: error: ") and words in lines[0], (
+        argv,
+        words,
+        lines,
+    )
     assert sorted(os.listdir(root)) == before, argv
 
 
@@ -82,14 +111,18 @@ def _archive_case(world: Path, target: tuple, data: st.DataObject) -> None:
 
 @given(target=st.sampled_from(TARGETS), data=st.data())
 @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-def test_a_strange_archive_is_refused_by_its_own_check(world: Path, target: tuple, data: st.DataObject) -> None:
+def test_a_strange_archive_is_refused_by_its_own_check(
+    world: Path, target: tuple, data: st.DataObject
+) -> None:
     _archive_case(world, target, data)
 
 
 @pytest.mark.slow
 @given(target=st.sampled_from(TARGETS), data=st.data())
 @settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-def test_a_strange_archive_is_refused_by_its_own_check_many(world: Path, target: tuple, data: st.DataObject) -> None:
+def test_a_strange_archive_is_refused_by_its_own_check_many(
+    world: Path, target: tuple, data: st.DataObject
+) -> None:
     _archive_case(world, target, data)
 
 
@@ -100,9 +133,14 @@ def test_an_odd_but_valid_archive_reads_as_the_plain_one(variant: str, world: Pa
     odd.mkdir()
     for name, arrays in (("model", MODEL), ("data", DATA), ("weights", WEIGHTS)):
         (odd / f"{name}.npz").write_bytes(ACCEPTED[variant](arrays))
-    plain, strange = _run(_argv("predict", "model", world / "model.npz", world)), _run(
-        ["predict", str(odd / "model.npz"), str(odd / "data.npz"), "--json"])
-    assert plain[0] == strange[0] == 0 and json.loads(plain[1])["predictions"] == json.loads(strange[1])["predictions"]
+    plain, strange = (
+        _run(_argv("predict", "model", world / "model.npz", world)),
+        _run(["predict", str(odd / "model.npz"), str(odd / "data.npz"), "--json"]),
+    )
+    assert (
+        plain[0] == strange[0] == 0
+        and json.loads(plain[1])["predictions"] == json.loads(strange[1])["predictions"]
+    )
     assert _run(["convert", str(odd / "weights.npz"), "--out", str(odd / "c.npz")])[0] == 0
     assert _run(_argv("convert", "weights", world / "weights.npz", world))[0] == 0
     with np.load(odd / "c.npz") as a, np.load(world / "converted.npz") as b:
@@ -138,16 +176,18 @@ def _json_case(world: Path, kind: str, data: st.DataObject) -> None:
 
 @given(kind=st.sampled_from(["meta", "printed"]), data=st.data())
 @settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-def test_hostile_json_in_a_models_meta_or_a_printed_table_is_one_line(world: Path, kind: str,
-                                                                      data: st.DataObject) -> None:
+def test_hostile_json_in_a_models_meta_or_a_printed_table_is_one_line(
+    world: Path, kind: str, data: st.DataObject
+) -> None:
     _json_case(world, kind, data)
 
 
 @pytest.mark.slow
 @given(kind=st.sampled_from(["meta", "printed"]), data=st.data())
 @settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-def test_hostile_json_in_a_models_meta_or_a_printed_table_is_one_line_many(world: Path, kind: str,
-                                                                           data: st.DataObject) -> None:
+def test_hostile_json_in_a_models_meta_or_a_printed_table_is_one_line_many(
+    world: Path, kind: str, data: st.DataObject
+) -> None:
     _json_case(world, kind, data)
 
 
@@ -157,4 +197,8 @@ def test_json_nested_past_the_limit_is_refused_by_the_depth_check(world: Path) -
     np.savez(path, P=MODEL["P"], Q=MODEL["Q"], meta=np.asarray('{"a": ' * 100 + "1" + "}" * 100))
     _refused(["inspect", str(path), str(world / "data.npz")], world, "nested 100 levels deep")
     (world / "p.json").write_text("[" * 100 + "]" * 100)
-    _refused(["verify", "--only", "gram_map", "--printed", str(world / "p.json")], world, "nested 100 levels deep")
+    _refused(
+        ["verify", "--only", "gram_map", "--printed", str(world / "p.json")],
+        world,
+        "nested 100 levels deep",
+    )

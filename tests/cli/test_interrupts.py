@@ -24,16 +24,40 @@ import pytest
 
 from numerics import cli
 
-TRAIN = ["train", "--model", "diag", "--layers", "1", "--n", "4", "--d", "2", "--steps", "4", "--chunk-steps", "2",
-         "--batch", "8", "--eval-sequences", "16", "--no-baselines", "--json"]
+TRAIN = [
+    "train",
+    "--model",
+    "diag",
+    "--layers",
+    "1",
+    "--n",
+    "4",
+    "--d",
+    "2",
+    "--steps",
+    "4",
+    "--chunk-steps",
+    "2",
+    "--batch",
+    "8",
+    "--eval-sequences",
+    "16",
+    "--no-baselines",
+    "--json",
+]
 REPRODUCE = ["reproduce", "--budget", "quick", "--only", "table1", "--noise", "uniform:0"]
 ENV = {**os.environ, "LINTF_HOST_DEVICES": "1", "PYTHONWARNINGS": "ignore"}
 
 
 def _interrupted(argv: list[str], after: float) -> subprocess.CompletedProcess:
     """Run ``lintf argv`` as the console command and send it SIGINT ``after`` seconds in (if it still runs)."""
-    p = subprocess.Popen([sys.executable, "-m", "numerics.cli", *argv], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=ENV, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "numerics.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+        text=True,
+    )
     try:
         p.wait(after)
     except subprocess.TimeoutExpired:
@@ -46,9 +70,15 @@ def _ended_cleanly(res: subprocess.CompletedProcess, command: str) -> None:
     assert res.returncode in (0, 130), (res.returncode, res.stderr[-2000:])
     if res.returncode == 130:
         lines = res.stderr.strip().splitlines()
-        assert lines and lines[-1] == f"lintf {command}: interrupted; finished work is kept, rerun the same command " \
-                                      "to resume", res.stderr[-2000:]
-        assert "Traceback" not in res.stderr and "Exception ignored" not in res.stderr, res.stderr[-2000:]
+        assert (
+            lines
+            and lines[-1]
+            == f"lintf {command}: interrupted; finished work is kept, rerun the same command "
+            "to resume"
+        ), res.stderr[-2000:]
+        assert "Traceback" not in res.stderr and "Exception ignored" not in res.stderr, res.stderr[
+            -2000:
+        ]
 
 
 def _model(run: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -82,7 +112,9 @@ def test_sigint_during_train_ends_it_with_130_and_one_line(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-def test_sigint_at_twenty_moments_of_train_then_resume_equals_the_uninterrupted_run(tmp_path: Path) -> None:
+def test_sigint_at_twenty_moments_of_train_then_resume_equals_the_uninterrupted_run(
+    tmp_path: Path,
+) -> None:
     _train_interrupts(tmp_path, runs=20, seed=1, resume=True)
 
 
@@ -91,8 +123,10 @@ def test_sigint_while_reproduce_compiles_ends_it_with_130(tmp_path: Path) -> Non
     rng = random.Random(2)
     for k in range(4):
         out = tmp_path / f"s{k}"
-        res = _interrupted([*REPRODUCE, "--runs", str(out / "runs"), "--out", str(out / "res")],
-                           after=rng.uniform(2.0, 12.0))
+        res = _interrupted(
+            [*REPRODUCE, "--runs", str(out / "runs"), "--out", str(out / "res")],
+            after=rng.uniform(2.0, 12.0),
+        )
         _ended_cleanly(res, "reproduce")
 
 
@@ -111,7 +145,9 @@ def test_an_interrupt_a_gc_callback_swallows_is_raised_again(console_handlers, c
     """The SIGINT lands in a garbage-collector callback (as in JAX's), where Python prints "Exception ignored" and
     drops the KeyboardInterrupt; the console handler raises it again, and prints nothing for the dropped one."""
     dropped: list = []
-    sys.unraisablehook = dropped.append  # what the console handler passes on (pytest has a hook of its own)
+    sys.unraisablehook = (
+        dropped.append
+    )  # what the console handler passes on (pytest has a hook of its own)
     interrupts = cli._Interrupts()  # noqa: SLF001 - the console command's own handler, tested directly
     interrupts.install()
 

@@ -14,7 +14,14 @@ from numerics.cli import main
 from numerics.data import XDist, sample
 from numerics.io import save_model
 
-COMMITTED = Path(__file__).resolve().parents[2] / "results" / "quick" / "models" / "diag-L1-categorical1_3" / "model.npz"
+COMMITTED = (
+    Path(__file__).resolve().parents[2]
+    / "results"
+    / "quick"
+    / "models"
+    / "diag-L1-categorical1_3"
+    / "model.npz"
+)
 UNIFORM = "uniform:-0.5,0.5"
 
 
@@ -60,8 +67,13 @@ def test_inspect_with_the_models_own_input_distribution(uniform_model, capsys):
     zero = res["layers"][0]["loss"]  # the read-out before any layer is 0: loss of predicting 0
     assert abs(own - train_loss) < 0.15 * train_loss and own < 0.5 * zero, (own, train_loss, zero)
     default, res = _last_loss(capsys, [str(path)])  # no flag: the model's meta says uniform
-    assert default == own and "x ~ uniform:-0.5,0.5 (the model's own, from its meta)" in res["sampled"]["setting"]
-    normal, _ = _last_loss(capsys, [str(path), "--x", "normal"])  # the wrong distribution looks diverged
+    assert (
+        default == own
+        and "x ~ uniform:-0.5,0.5 (the model's own, from its meta)" in res["sampled"]["setting"]
+    )
+    normal, _ = _last_loss(
+        capsys, [str(path), "--x", "normal"]
+    )  # the wrong distribution looks diverged
     assert normal > 100 * own
 
 
@@ -71,7 +83,9 @@ def test_x_spec_is_parsed_and_checked():
         with pytest.raises(ValueError, match="uniform:a,b"):
             XDist.parse(bad)
     with jax.enable_x64(True):
-        X = np.asarray(sample(jax.random.key(0), "fixed:0", 64, 8, 3, jax.numpy.float64, "uniform:2,3").X)
+        X = np.asarray(
+            sample(jax.random.key(0), "fixed:0", 64, 8, 3, jax.numpy.float64, "uniform:2,3").X
+        )
     assert X.min() >= 2 and X.max() <= 3 and X.std() > 0.2
 
 
@@ -83,9 +97,14 @@ def _one_line_error(capsys, argv: list[str], match: str) -> None:
 
 
 @pytest.mark.parametrize("command", ["predict", "inspect"])
-@pytest.mark.parametrize(("case", "match"), [("nan", "P must be finite, but 1 of its 18 entries"),
-                                             ("inf", "Q must be finite, but 2 of its 18 entries"),
-                                             ("complex", "P must hold real numbers")])
+@pytest.mark.parametrize(
+    ("case", "match"),
+    [
+        ("nan", "P must be finite, but 1 of its 18 entries"),
+        ("inf", "Q must be finite, but 2 of its 18 entries"),
+        ("complex", "P must hold real numbers"),
+    ],
+)
 def test_non_finite_or_complex_models_are_one_line_errors(tmp_path, capsys, command, case, match):
     rng = np.random.default_rng(3)
     P, Q = rng.standard_normal((2, 1, 3, 3)), rng.standard_normal((2, 1, 3, 3))
@@ -98,46 +117,96 @@ def test_non_finite_or_complex_models_are_one_line_errors(tmp_path, capsys, comm
     np.savez(tmp_path / "model.npz", P=P, Q=Q)  # plain NumPy: lintf's own writer refuses these
     X = rng.standard_normal((3, 4, 2))
     np.savez(tmp_path / "data.npz", X=X, y=X.sum(-1), x_query=X[:, 0])
-    _one_line_error(capsys, [command, str(tmp_path / "model.npz"), str(tmp_path / "data.npz")], match)
+    _one_line_error(
+        capsys, [command, str(tmp_path / "model.npz"), str(tmp_path / "data.npz")], match
+    )
     if command == "inspect":  # and when inspect samples the data itself
         _one_line_error(capsys, [command, str(tmp_path / "model.npz")], match)
 
 
 def test_invalid_noise_in_meta_is_a_one_line_error(tmp_path, capsys):
-    save_model(tmp_path / "model.npz", np.ones((1, 1, 3, 3)), np.ones((1, 1, 3, 3)), {"noise": "loud"})
-    _one_line_error(capsys, ["inspect", str(tmp_path / "model.npz")], "noise 'loud' \\(the model's own, from its meta\\)")
+    save_model(
+        tmp_path / "model.npz", np.ones((1, 1, 3, 3)), np.ones((1, 1, 3, 3)), {"noise": "loud"}
+    )
+    _one_line_error(
+        capsys,
+        ["inspect", str(tmp_path / "model.npz")],
+        "noise 'loud' \\(the model's own, from its meta\\)",
+    )
 
 
-@pytest.mark.parametrize(("n", "match"), [(10**12, "n 1000000000000 \\(the model's own, from its meta\\) is not valid: "
-                                                   "must be an integer >= 1 and <= 2147483647"),
-                                          (20.5, "n 20.5 .* is not valid"), (True, "n True .* is not valid"),
-                                          (2 * 10**9, "needs about .* of memory.*lower --sequences or --n")])
+@pytest.mark.parametrize(
+    ("n", "match"),
+    [
+        (
+            10**12,
+            "n 1000000000000 \\(the model's own, from its meta\\) is not valid: "
+            "must be an integer >= 1 and <= 2147483647",
+        ),
+        (20.5, "n 20.5 .* is not valid"),
+        (True, "n True .* is not valid"),
+        (2 * 10**9, "needs about .* of memory.*lower --sequences or --n"),
+    ],
+)
 def test_a_context_length_in_meta_is_checked_as_the_flag_is(tmp_path, capsys, n, match):
     """Before, a meta ``n`` of 10^12 aborted inside XLA, and 20.5 or ``true`` were silently truncated."""
     save_model(tmp_path / "model.npz", np.zeros((1, 1, 3, 3)), np.zeros((1, 1, 3, 3)), {"n": n})
     _one_line_error(capsys, ["inspect", str(tmp_path / "model.npz"), "--sequences", "4"], match)
 
 
-@pytest.mark.parametrize(("argv", "match"), [(["--sigma", "1e200"], "--sigma must be >= 0 and <= 1e\\+06"),
-                                             (["--x", "uniform:-1e300,1e300"], "within \\[-1e\\+06, 1e\\+06\\]")])
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--sigma", "1e200"], "--sigma must be >= 0 and <= 1e\\+06"),
+        (["--x", "uniform:-1e300,1e300"], "within \\[-1e\\+06, 1e\\+06\\]"),
+    ],
+)
 def test_inspect_bounds_sigma_and_inputs_as_noise_specs_are(capsys, argv, match):
     _one_line_error(capsys, ["inspect", str(COMMITTED), "--sequences", "4", *argv], match)
 
 
-def test_inspect_of_a_model_that_overflows_is_an_error_not_a_table_of_made_up_cosines(tmp_path, capsys):
+def test_inspect_of_a_model_that_overflows_is_an_error_not_a_table_of_made_up_cosines(
+    tmp_path, capsys
+):
     from numerics.io import load_model
 
     P, Q, meta = load_model(COMMITTED.parents[1] / "diag-L2-uniform5" / "model.npz")
-    save_model(tmp_path / "model.npz", P * 1e120, Q * 1e120, meta)  # finite, but w^2 overflows float64
-    _one_line_error(capsys, ["inspect", str(tmp_path / "model.npz"), "--sequences", "4"],
-                    "implicit weights w\\^l are not finite on 4 of 4 sequences")
+    save_model(
+        tmp_path / "model.npz", P * 1e120, Q * 1e120, meta
+    )  # finite, but w^2 overflows float64
+    _one_line_error(
+        capsys,
+        ["inspect", str(tmp_path / "model.npz"), "--sequences", "4"],
+        "implicit weights w\\^l are not finite on 4 of 4 sequences",
+    )
 
 
 def test_inspect_without_a_ridge_reference_at_sigma_zero_and_n_below_d(capsys):
     """With σ = 0 and n < d ridge is OLS on a singular Σ: the ridge columns are left out, not printed as NaN."""
-    assert main(["inspect", str(COMMITTED), "--noise", "fixed:0", "--n", "5", "--sequences", "16", "--json"]) == 0
+    assert (
+        main(
+            [
+                "inspect",
+                str(COMMITTED),
+                "--noise",
+                "fixed:0",
+                "--n",
+                "5",
+                "--sequences",
+                "16",
+                "--json",
+            ]
+        )
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)["layers"]
     assert rows and all("cos_ridge" not in r and "dist_ridge" not in r for r in rows)
     assert all(np.isfinite(v) for r in rows for v in r.values())
-    assert main(["inspect", str(COMMITTED), "--noise", "fixed:0", "--n", "5", "--sequences", "16"]) == 0
-    assert "no ridge reference: sigma = 0 on some sequence and n=5 < d=10 (singular)" in capsys.readouterr().out
+    assert (
+        main(["inspect", str(COMMITTED), "--noise", "fixed:0", "--n", "5", "--sequences", "16"])
+        == 0
+    )
+    assert (
+        "no ridge reference: sigma = 0 on some sequence and n=5 < d=10 (singular)"
+        in capsys.readouterr().out
+    )

@@ -7,11 +7,11 @@ import re
 
 import numpy as np
 import pytest
-from tests.strategies import RTOL64, max_rel_err, scaled_model, toy_batch
 
 from numerics import models
 from numerics.cli import main
 from numerics.io import save_model
+from tests.strategies import RTOL64, max_rel_err, scaled_model, toy_batch
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +29,18 @@ def files(tmp_path_factory):
 def test_predict_round_trip_json_and_out(files, capsys):
     tmp, arrays, expected = files
     out = tmp / "preds.npy"
-    rc = main(["predict", str(tmp / "model.npz"), str(tmp / "data.npz"), "--out", str(out), "--json"])
+    rc = main(
+        ["predict", str(tmp / "model.npz"), str(tmp / "data.npz"), "--out", str(out), "--json"]
+    )
     assert rc == 0
     got = np.load(out)
     assert got.shape == expected.shape and max_rel_err(got, expected) < RTOL64
     assert float(np.max(np.abs(expected))) > 1e-3
     res = json.loads(capsys.readouterr().out)
     assert max_rel_err(np.asarray(res["predictions"]), expected) < RTOL64
-    np.testing.assert_allclose(res["loss"], 0.5 * np.mean((arrays["y_query"] - expected) ** 2), rtol=1e-12)
+    np.testing.assert_allclose(
+        res["loss"], 0.5 * np.mean((arrays["y_query"] - expected) ** 2), rtol=1e-12
+    )
     assert (res["L"], res["H"], res["d"], res["B"]) == (3, 1, 3, expected.shape[0])
 
 
@@ -58,16 +62,41 @@ def _bad_data(arrays):
         "d_mismatch": (dict(X=X[..., :2], y=y, x_query=xq[:, :2]), "model has input dimension d=3"),
         "B_mismatch": (dict(X=X, y=y[:-1], x_query=xq), "y must have shape"),
         "X_2d": (dict(X=X[0], y=y, x_query=xq), "X must have shape \\(B, n, d\\)"),
-        "nonfinite": (dict(X=X, y=np.where(y > 0, np.nan, y), x_query=xq), "array y must be finite"),
+        "nonfinite": (
+            dict(X=X, y=np.where(y > 0, np.nan, y), x_query=xq),
+            "array y must be finite",
+        ),
         "complex": (dict(X=X.astype(complex), y=y, x_query=xq), "array X must hold real numbers"),
-        "y_query": (dict(X=X, y=y, x_query=xq, y_query=arrays["y_query"][:1]), "y_query must have shape"),
+        "y_query": (
+            dict(X=X, y=y, x_query=xq, y_query=arrays["y_query"][:1]),
+            "y_query must have shape",
+        ),
         "strings": (dict(X=X, y=y, x_query=np.array(["a"])), "must hold real numbers"),
-        "sigma_huge": (dict(X=X, y=y, x_query=xq, sigma=np.full(len(y), 1e200)), "sigma must be >= 0 and <= 1e\\+06"),
+        "sigma_huge": (
+            dict(X=X, y=y, x_query=xq, sigma=np.full(len(y), 1e200)),
+            "sigma must be >= 0 and <= 1e\\+06",
+        ),
     }
 
 
-@pytest.mark.parametrize("case", ["missing", "d_mismatch", "B_mismatch", "X_2d", "nonfinite", "y_query",
-                                  "strings", "complex", "sigma_huge", "no_file", "not_npz", "no_model", "out_is_dir"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing",
+        "d_mismatch",
+        "B_mismatch",
+        "X_2d",
+        "nonfinite",
+        "y_query",
+        "strings",
+        "complex",
+        "sigma_huge",
+        "no_file",
+        "not_npz",
+        "no_model",
+        "out_is_dir",
+    ],
+)
 def test_predict_errors_are_one_line_exit_2(files, capsys, case):
     tmp, arrays, _ = files
     model, data, extra = str(tmp / "model.npz"), str(tmp / f"{case}.npz"), []
@@ -81,7 +110,11 @@ def test_predict_errors_are_one_line_exit_2(files, capsys, case):
         (tmp / "not_npz.npz").write_text("X,y\n1,2\n")
         match = "is not an .npz archive"
     elif case == "no_model":
-        model, data, match = str(tmp / "absent.npz"), str(tmp / "data.npz"), "model file .* does not exist"
+        model, data, match = (
+            str(tmp / "absent.npz"),
+            str(tmp / "data.npz"),
+            "model file .* does not exist",
+        )
     else:
         data, extra, match = str(tmp / "data.npz"), ["--out", str(tmp)], "is a directory"
     rc = main(["predict", model, data, *extra])
@@ -94,11 +127,22 @@ def test_predict_errors_are_one_line_exit_2(files, capsys, case):
 def test_inspect_json_plot_and_errors(files, capsys):
     tmp, _, _ = files
     png = tmp / "w.png"
-    rc = main(["inspect", str(tmp / "model.npz"), str(tmp / "data.npz"), "--json", "--plot", str(png)])
+    rc = main(
+        ["inspect", str(tmp / "model.npz"), str(tmp / "data.npz"), "--json", "--plot", str(png)]
+    )
     res = json.loads(capsys.readouterr().out)
     assert rc == 0 and res["agree"] and res["autodiff_max_rel_diff"] < RTOL64
     assert [r["layer"] for r in res["layers"]] == [0, 1, 2, 3]
-    assert {"cos_ols", "dist_ols", "cos_ridge", "dist_ridge", "a", "u_norm", "M_minus_I", "loss"} <= set(res["layers"][1])
+    assert {
+        "cos_ols",
+        "dist_ols",
+        "cos_ridge",
+        "dist_ridge",
+        "a",
+        "u_norm",
+        "M_minus_I",
+        "loss",
+    } <= set(res["layers"][1])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["inspect", str(tmp / "model.npz"), str(tmp / "data.npz")]) == 0
     text = capsys.readouterr().out
@@ -133,9 +177,16 @@ def test_predictions_that_overflow_are_an_error_and_nothing_is_written(files, ca
     P, Q, meta = load_model(tmp / "model.npz")
     save_model(tmp / "huge.npz", P * 1e100, Q * 1e100, meta)
     out = tmp / "huge.npy"
-    rc = main(["predict", str(tmp / "huge.npz"), str(tmp / "data.npz"), "--out", str(out), "--json"])
+    rc = main(
+        ["predict", str(tmp / "huge.npz"), str(tmp / "data.npz"), "--out", str(out), "--json"]
+    )
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and "predictions are not finite" in err[0] and "nothing written" in err[0], err
+    assert (
+        rc == 2
+        and len(err) == 1
+        and "predictions are not finite" in err[0]
+        and "nothing written" in err[0]
+    ), err
     assert not out.exists()
 
 
@@ -144,7 +195,9 @@ def test_one_sequence_has_a_loss_but_no_standard_error(files, capsys):
     np.savez(tmp / "one.npz", **{k: v[:1] for k, v in arrays.items()})
     assert main(["predict", str(tmp / "model.npz"), str(tmp / "one.npz"), "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert res["loss_se"] is None and res["loss"] == pytest.approx(0.5 * (arrays["y_query"][0] - expected[0]) ** 2)
+    assert res["loss_se"] is None and res["loss"] == pytest.approx(
+        0.5 * (arrays["y_query"][0] - expected[0]) ** 2
+    )
     assert main(["predict", str(tmp / "model.npz"), str(tmp / "one.npz")]) == 0
     assert "(one sequence: no standard error)" in capsys.readouterr().out
 

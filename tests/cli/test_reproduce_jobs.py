@@ -6,8 +6,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The command line with the tests' tiny budget registered as ``--budget tiny``.
-SCRIPT = ("import sys; from numerics.reproduce import grid; from tests.fakes import TINY; grid.BUDGETS['tiny'] = TINY; "
-          "from numerics.cli import main; sys.exit(main(sys.argv[1:]))")
+SCRIPT = (
+    "import sys; from numerics.reproduce import grid; from tests.fakes import TINY; grid.BUDGETS['tiny'] = TINY; "
+    "from numerics.cli import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 def _children(pid: int) -> list[int]:
@@ -18,7 +20,7 @@ def _children(pid: int) -> list[int]:
             stat = (d / "stat").read_text()
         except (OSError, ValueError):
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if fields[1] == str(pid) and fields[0] != "Z":
             found.append(int(d.name))
     return found
@@ -33,8 +35,22 @@ def test_a_kill_of_the_command_reaches_its_jobs_processes(tmp_path: Path) -> Non
     import time
 
     out = tmp_path / "killed-out"
-    argv = [sys.executable, "-c", SCRIPT, "reproduce", "--budget", "tiny", "--only", "table1", "--out", str(out),
-            "--runs", str(tmp_path / "runs"), "--jobs", "2"]
+    argv = [
+        sys.executable,
+        "-c",
+        SCRIPT,
+        "reproduce",
+        "--budget",
+        "tiny",
+        "--only",
+        "table1",
+        "--out",
+        str(out),
+        "--runs",
+        str(tmp_path / "runs"),
+        "--jobs",
+        "2",
+    ]
     parent = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         first = parent.stderr.readline()
@@ -47,11 +63,21 @@ def test_a_kill_of_the_command_reaches_its_jobs_processes(tmp_path: Path) -> Non
         parent.send_signal(signal.SIGTERM)
         assert parent.wait(timeout=60) != 0
         deadline = time.time() + 30
-        while any(Path(f"/proc/{k}").exists() and "Z" not in (Path(f"/proc/{k}/stat").read_text().split(")")[1][:3])
-                  for k in kids) and time.time() < deadline:
+        while (
+            any(
+                Path(f"/proc/{k}").exists()
+                and "Z" not in (Path(f"/proc/{k}/stat").read_text().split(")")[1][:3])
+                for k in kids
+            )
+            and time.time() < deadline
+        ):
             time.sleep(0.2)
-        assert not [k for k in kids if Path(f"/proc/{k}").exists()
-                    and "Z" not in Path(f"/proc/{k}/stat").read_text().split(")")[1][:3]]
+        assert not [
+            k
+            for k in kids
+            if Path(f"/proc/{k}").exists()
+            and "Z" not in Path(f"/proc/{k}/stat").read_text().split(")")[1][:3]
+        ]
     finally:
         if parent.poll() is None:
             parent.kill()

@@ -12,45 +12,104 @@ from numerics.cli import main as cli_main
 
 
 # --- one-line CLI errors -------------------------------------------------------------------------
-@pytest.mark.parametrize("argv,needle", [
-    (["--model", "mlp", "--layers", "2"], "--model kind"),
-    (["--model", "diag", "--layers", "0"], "layers"),
-    (["--model", "diag", "--layers", "2", "--steps", "0"], "steps"),
-    (["--model", "diag", "--layers", "2", "--eval-sequences", "1"], "--eval-sequences must be >= 2"),  # an SE needs two
-    (["--model", "diag", "--layers", "2", "--noise", "gauss:3"], "noise spec"),
-    (["--model", "diag", "--layers", "2", "--out", "__FILE__/sub"], "--out"),
-    (["--model", "diag", "--layers", "2", "--diag-steps", "1"], "--diag-steps is"),
-    (["--model", "diag", "--layers", "2", "--y-step", "sometimes"], "--y-step must be one of plain, scaled"),
-    (["--model", "diag", "--layers", "2", "--trust", "0.5"], "--trust must be 0 (no step rejection) or a finite number > 1"),
-    (["--model", "diag", "--layers", "2", "--micro-batch", "3"], "--micro-batch must be 0 (the whole batch) or divide"),
-    (["--model", "diag", "--layers", "2", "--init", "spectral"], "--init 'spectral' needs model gdpp"),
-    (["--model", "gdpp", "--layers", "2", "--n", "4", "--init", "spectral", "--lr", "0.5"],
-     "--lr has no effect: with init 'spectral' and one seed"),
-    (["--model", "gdpp", "--layers", "2", "--init", "spectral", "--warmup", "0"], "--warmup has no effect"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--model", "mlp", "--layers", "2"], "--model kind"),
+        (["--model", "diag", "--layers", "0"], "layers"),
+        (["--model", "diag", "--layers", "2", "--steps", "0"], "steps"),
+        (
+            ["--model", "diag", "--layers", "2", "--eval-sequences", "1"],
+            "--eval-sequences must be >= 2",
+        ),  # an SE needs two
+        (["--model", "diag", "--layers", "2", "--noise", "gauss:3"], "noise spec"),
+        (["--model", "diag", "--layers", "2", "--out", "__FILE__/sub"], "--out"),
+        (["--model", "diag", "--layers", "2", "--diag-steps", "1"], "--diag-steps is"),
+        (
+            ["--model", "diag", "--layers", "2", "--y-step", "sometimes"],
+            "--y-step must be one of plain, scaled",
+        ),
+        (
+            ["--model", "diag", "--layers", "2", "--trust", "0.5"],
+            "--trust must be 0 (no step rejection) or a finite number > 1",
+        ),
+        (
+            ["--model", "diag", "--layers", "2", "--micro-batch", "3"],
+            "--micro-batch must be 0 (the whole batch) or divide",
+        ),
+        (
+            ["--model", "diag", "--layers", "2", "--init", "spectral"],
+            "--init 'spectral' needs model gdpp",
+        ),
+        (
+            ["--model", "gdpp", "--layers", "2", "--n", "4", "--init", "spectral", "--lr", "0.5"],
+            "--lr has no effect: with init 'spectral' and one seed",
+        ),
+        (
+            ["--model", "gdpp", "--layers", "2", "--init", "spectral", "--warmup", "0"],
+            "--warmup has no effect",
+        ),
+    ],
+)
 def test_cli_errors_are_one_line(argv: list[str], needle: str, tmp_path: Path, capsys) -> None:
     f = tmp_path / "afile"
     f.write_text("")
     argv = [a.replace("__FILE__", str(f)) for a in argv]
-    rc = cli_main(["train", *argv, "--steps" if "--steps" not in argv else "--seed", "1" if "--steps" not in argv
-                   else "0", "--batch", "8", "--n", "4", "--d", "2", "--json"])
+    rc = cli_main(
+        [
+            "train",
+            *argv,
+            "--steps" if "--steps" not in argv else "--seed",
+            "1" if "--steps" not in argv else "0",
+            "--batch",
+            "8",
+            "--n",
+            "4",
+            "--d",
+            "2",
+            "--json",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and needle in err, err
 
 
 @pytest.mark.parametrize("theirs", ["model.npz", "metrics.json", "loss.png", "checkpoint.npz"])
-def test_train_refuses_an_out_that_holds_files_no_run_wrote(theirs: str, tmp_path: Path, capsys) -> None:
+def test_train_refuses_an_out_that_holds_files_no_run_wrote(
+    theirs: str, tmp_path: Path, capsys
+) -> None:
     """A directory with the user's own ``model.npz`` (no ``config.json`` beside it) is not a run to resume or
     replace: refused before any work, and the file is untouched."""
     out = tmp_path / "mine"
     out.mkdir()
     (out / theirs).write_bytes(b"precious")
     (out / "notes.txt").write_text("kept")
-    rc = cli_main(["train", "--model", "diag", "--layers", "1", "--steps", "1", "--batch", "8", "--n", "4", "--d", "2",
-                   "--no-baselines", "--json", "--out", str(out)])
+    rc = cli_main(
+        [
+            "train",
+            "--model",
+            "diag",
+            "--layers",
+            "1",
+            "--steps",
+            "1",
+            "--batch",
+            "8",
+            "--n",
+            "4",
+            "--d",
+            "2",
+            "--no-baselines",
+            "--json",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and f"holds {theirs} but no lintf run" in err, err
-    assert (out / theirs).read_bytes() == b"precious" and sorted(p.name for p in out.iterdir()) == sorted([theirs, "notes.txt"])
+    assert (out / theirs).read_bytes() == b"precious" and sorted(
+        p.name for p in out.iterdir()
+    ) == sorted([theirs, "notes.txt"])
 
 
 def test_train_refuses_an_out_that_holds_a_config_json_no_run_wrote(tmp_path: Path, capsys) -> None:
@@ -59,36 +118,97 @@ def test_train_refuses_an_out_that_holds_a_config_json_no_run_wrote(tmp_path: Pa
     out = tmp_path / "mine"
     out.mkdir()
     (out / "config.json").write_text('{"my": "settings"}')
-    argv = ["train", "--model", "diag", "--layers", "1", "--steps", "1", "--batch", "8", "--n", "4", "--d", "2",
-            "--eval-sequences", "64", "--no-baselines", "--json", "--out", str(out)]
+    argv = [
+        "train",
+        "--model",
+        "diag",
+        "--layers",
+        "1",
+        "--steps",
+        "1",
+        "--batch",
+        "8",
+        "--n",
+        "4",
+        "--d",
+        "2",
+        "--eval-sequences",
+        "64",
+        "--no-baselines",
+        "--json",
+        "--out",
+        str(out),
+    ]
     rc = cli_main(argv)
     err = capsys.readouterr().err.strip()
-    assert rc == 2 and len(err.splitlines()) == 1 and "holds a config.json that is not a lintf run's" in err, err
-    assert (out / "config.json").read_text() == '{"my": "settings"}' and [p.name for p in out.iterdir()] == ["config.json"]
-    theirs = json.dumps({"model": "resnet50", "layers": 50, "noise": "gaussian", "steps": 9, "batch": 2, "notes": ""})
-    for mine in (theirs, theirs.replace("resnet50", "diag")):  # a run's keys, with another model or another key
+    assert (
+        rc == 2
+        and len(err.splitlines()) == 1
+        and "holds a config.json that is not a lintf run's" in err
+    ), err
+    assert (out / "config.json").read_text() == '{"my": "settings"}' and [
+        p.name for p in out.iterdir()
+    ] == ["config.json"]
+    theirs = json.dumps(
+        {
+            "model": "resnet50",
+            "layers": 50,
+            "noise": "gaussian",
+            "steps": 9,
+            "batch": 2,
+            "notes": "",
+        }
+    )
+    for mine in (
+        theirs,
+        theirs.replace("resnet50", "diag"),
+    ):  # a run's keys, with another model or another key
         (out / "config.json").write_text(mine)
         assert cli_main(argv) == 2 and "not a lintf run's" in capsys.readouterr().err
         assert (out / "config.json").read_text() == mine
     from numerics.train.config import TrainConfig, config_dict
 
-    stub = config_dict(TrainConfig(model="diag", layers=1, steps=2, batch=8, n=4, d=2, warm_start=None))
-    (out / "config.json").write_text(json.dumps(stub))  # another command's stub, stopped before its first checkpoint
+    stub = config_dict(
+        TrainConfig(model="diag", layers=1, steps=2, batch=8, n=4, d=2, warm_start=None)
+    )
+    (out / "config.json").write_text(
+        json.dumps(stub)
+    )  # another command's stub, stopped before its first checkpoint
     assert cli_main(argv) == 0 and json.loads((out / "config.json").read_text())["steps"] == 1
 
 
-TINY = ["train", "--model", "diag", "--layers", "1", "--steps", "4", "--batch", "8", "--n", "4", "--d", "2",
-        "--eval-sequences", "64", "--no-baselines"]
+TINY = [
+    "train",
+    "--model",
+    "diag",
+    "--layers",
+    "1",
+    "--steps",
+    "4",
+    "--batch",
+    "8",
+    "--n",
+    "4",
+    "--d",
+    "2",
+    "--eval-sequences",
+    "64",
+    "--no-baselines",
+]
 
 
-def test_the_same_train_command_twice_leaves_the_finished_run_as_it_is(tmp_path: Path, capsys) -> None:
+def test_the_same_train_command_twice_leaves_the_finished_run_as_it_is(
+    tmp_path: Path, capsys
+) -> None:
     out = tmp_path / "run"
     argv = [*TINY, "--json", "--out", str(out)]
     assert cli_main(argv) == 0
     first = capsys.readouterr().out
     before = {f: (out / f).read_bytes() for f in ("metrics.json", "model.npz", "checkpoint.npz")}
     assert cli_main(argv) == 0
-    again = capsys.readouterr().out  # the same summary, steps/s included (nothing trained: no new rate)
+    again = (
+        capsys.readouterr().out
+    )  # the same summary, steps/s included (nothing trained: no new rate)
     assert json.loads(again) == json.loads(first) and json.loads(again)["steps_per_s"] > 0
     assert {f: (out / f).read_bytes() for f in before} == before
 
@@ -106,11 +226,16 @@ def _checkpoint_meta(ck: Path, edit=None) -> dict:
 
 
 def _stopped_before_finishing(out: Path) -> None:
-    for f in ("metrics.json", "model.npz"):  # as if stopped after the last checkpoint, before these were written
+    for f in (
+        "metrics.json",
+        "model.npz",
+    ):  # as if stopped after the last checkpoint, before these were written
         (out / f).unlink()
 
 
-def test_a_run_resumed_with_no_steps_left_reports_the_rate_its_checkpoint_recorded(tmp_path: Path, capsys) -> None:
+def test_a_run_resumed_with_no_steps_left_reports_the_rate_its_checkpoint_recorded(
+    tmp_path: Path, capsys
+) -> None:
     """Interrupted after its last checkpoint: the resumed run trains nothing, and its rate is that of the training
     before, from the time the checkpoint stores, then and on a later rerun.  A checkpoint without that time (as
     written before it did) has no rate to give: the run says so, and stores ``null``."""
@@ -124,10 +249,14 @@ def test_a_run_resumed_with_no_steps_left_reports_the_rate_its_checkpoint_record
         assert cli_main(argv) == 0
         line = capsys.readouterr().out
         assert f"{4 / seconds:.1f} steps/s" in line and "nan" not in line, line
-    assert json.loads((out / "metrics.json").read_text())["steps_per_s"] == pytest.approx(4 / seconds)
+    assert json.loads((out / "metrics.json").read_text())["steps_per_s"] == pytest.approx(
+        4 / seconds
+    )
 
     _stopped_before_finishing(out)
-    _checkpoint_meta(out / "checkpoint.npz", lambda m: {k: v for k, v in m.items() if k != "seconds"})
+    _checkpoint_meta(
+        out / "checkpoint.npz", lambda m: {k: v for k, v in m.items() if k != "seconds"}
+    )
     for _ in range(2):
         assert cli_main(argv) == 0
         line = capsys.readouterr().out
@@ -136,7 +265,9 @@ def test_a_run_resumed_with_no_steps_left_reports_the_rate_its_checkpoint_record
 
 
 @pytest.mark.parametrize("bad", [-1.0, "3", True, None])
-def test_a_checkpoint_with_a_bad_training_time_is_named_as_corrupt(bad, tmp_path: Path, capsys) -> None:
+def test_a_checkpoint_with_a_bad_training_time_is_named_as_corrupt(
+    bad, tmp_path: Path, capsys
+) -> None:
     out = tmp_path / "run"
     argv = [*TINY, "--out", str(out)]
     assert cli_main(argv) == 0
@@ -145,12 +276,15 @@ def test_a_checkpoint_with_a_bad_training_time_is_named_as_corrupt(bad, tmp_path
     capsys.readouterr()
     assert cli_main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and f"checkpoint.npz' is corrupt (its training time is {bad!r}," in err[0], err
+    assert (
+        len(err) == 1 and f"checkpoint.npz' is corrupt (its training time is {bad!r}," in err[0]
+    ), err
 
 
 @pytest.mark.slow  # it trains and evaluates (about 15 s)
-def test_a_finished_run_rerun_without_no_baselines_adds_its_baselines_and_nothing_else(tmp_path: Path,
-                                                                                      capsys) -> None:
+def test_a_finished_run_rerun_without_no_baselines_adds_its_baselines_and_nothing_else(
+    tmp_path: Path, capsys
+) -> None:
     """A run trained with ``--no-baselines`` and rerun without it: the baselines asked for are computed and stored;
     the model and every other field of ``metrics.json`` stay as they were."""
     out = tmp_path / "run"
@@ -161,6 +295,8 @@ def test_a_finished_run_rerun_without_no_baselines_adds_its_baselines_and_nothin
     assert cli_main(argv) == 0
     after = json.loads((out / "metrics.json").read_text())
     assert {"ConstRR", "Bayes"} <= set(after["baselines"]), after["baselines"]
-    assert {k: v for k, v in after.items() if k != "baselines"} == {k: v for k, v in before.items() if k != "baselines"}
+    assert {k: v for k, v in after.items() if k != "baselines"} == {
+        k: v for k, v in before.items() if k != "baselines"
+    }
     assert (out / "model.npz").read_bytes() == model
     capsys.readouterr()

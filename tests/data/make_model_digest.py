@@ -36,8 +36,13 @@ def model_files() -> list[Path]:
     path relative to the repository."""
     import subprocess
 
-    out = subprocess.run(["git", "ls-files", "-z", "results/**/model.npz"], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "results/**/model.npz"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return sorted(ROOT / f for f in out.split("\0") if f)
 
 
@@ -53,7 +58,7 @@ def cell_setting(path: Path, meta: dict[str, Any]) -> tuple[str, int, int]:
     return str(cfg["noise"]), int(cfg.get("n", 20)), int(cfg.get("d", 10))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sequences(noise: str, n: int, d: int) -> tuple[Any, Any, Any]:
     """The fixed sequences of a setting, the oracle's predictions on them and their targets: the same for every
     model of the setting, so drawn once."""
@@ -70,7 +75,7 @@ def sequences(noise: str, n: int, d: int) -> tuple[Any, Any, Any]:
     return b, oracle, np.asarray(b.y_query, np.float64)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def passes() -> tuple[Any, Any]:
     """The Gram-form pass and the fast training pass, each jitted as training and evaluation run them: one program
     per depth, so that the digest of hundreds of models does not dispatch every operation of every layer."""
@@ -79,7 +84,9 @@ def passes() -> tuple[Any, Any]:
     from numerics.models import Full, predict
     from numerics.models.forward import predict_fast
 
-    return jax.jit(predict), jax.jit(lambda P, Q, X, y, x_query: predict_fast(Full(P, Q), X, y, x_query))
+    return jax.jit(predict), jax.jit(
+        lambda P, Q, X, y, x_query: predict_fast(Full(P, Q), X, y, x_query)
+    )
 
 
 def digest(path: Path) -> dict[str, Any]:
@@ -97,18 +104,35 @@ def digest(path: Path) -> dict[str, Any]:
     pred = np.asarray(gram(P, Q, b.X, b.y, b.x_query), np.float64)
     fast = np.asarray(fast_pass(P, Q, b.X, b.y, b.x_query), np.float64)
     adjusted = 0.5 * (yq - pred) ** 2 - 0.5 * (yq - oracle) ** 2
-    return {"sha256": sha256(path), "noise": noise, "n": n, "d": d,
-            "adjusted_loss": float(adjusted.mean()),
-            "predictions_sha256": hashlib.sha256(np.ascontiguousarray(pred).tobytes()).hexdigest(),
-            "fast_predictions_sha256": hashlib.sha256(np.ascontiguousarray(fast).tobytes()).hexdigest()}
+    return {
+        "sha256": sha256(path),
+        "noise": noise,
+        "n": n,
+        "d": d,
+        "adjusted_loss": float(adjusted.mean()),
+        "predictions_sha256": hashlib.sha256(np.ascontiguousarray(pred).tobytes()).hexdigest(),
+        "fast_predictions_sha256": hashlib.sha256(np.ascontiguousarray(fast).tobytes()).hexdigest(),
+    }
 
 
 #: Training configs whose ``config_dict`` JSON is recorded (keyword arguments of ``TrainConfig``).
 CONFIGS: tuple[dict[str, Any], ...] = (
-    {"model": "full", "layers": 3}, {"model": "diag", "layers": 2}, {"model": "gdpp", "layers": 4},
+    {"model": "full", "layers": 3},
+    {"model": "diag", "layers": 2},
+    {"model": "gdpp", "layers": 4},
     {"model": "gdpp", "layers": 2, "noise": "fixed:0", "init": "spectral", "gdpp_xx": "free"},
-    {"model": "diag", "layers": 5, "noise": "categorical:1,3,5", "y_step": "scaled", "lr": 3e-3, "warmup": 10,
-     "trust": 0.0, "huber": 0.0, "chunk": 50, "seeds": 4},
+    {
+        "model": "diag",
+        "layers": 5,
+        "noise": "categorical:1,3,5",
+        "y_step": "scaled",
+        "lr": 3e-3,
+        "warmup": 10,
+        "trust": 0.0,
+        "huber": 0.0,
+        "chunk": 50,
+        "seeds": 4,
+    },
     {"model": "full", "layers": 2, "diag_steps": 0, "y_step": "plain", "final_fraction": 0.5},
 )
 
@@ -134,8 +158,14 @@ def main() -> int:
     jax.config.update("jax_enable_x64", True)
     table = {str(p.relative_to(ROOT)): digest(p) for p in model_files()}
     sigs = signatures()
-    OUT.write_text(json.dumps({"sequences": SEQUENCES, "seed": SEED, "models": table, "signatures": sigs},
-                              indent=1, sort_keys=True) + "\n")
+    OUT.write_text(
+        json.dumps(
+            {"sequences": SEQUENCES, "seed": SEED, "models": table, "signatures": sigs},
+            indent=1,
+            sort_keys=True,
+        )
+        + "\n"
+    )
     print(f"wrote {OUT.relative_to(ROOT)}: {len(table)} models, {len(sigs)} signatures")
     return 0
 

@@ -233,6 +233,10 @@ def test_full_own_start_tables_are_its_logs() -> None:
     script = runpy.run_path(str(ROOT / "benchmarks" / "full_own_start.py"))
     logs = ROOT / "benchmarks" / "logs" / "full-own-start"
     runs, probe = (json.loads((logs / f"{n}.json").read_text()) for n in ("runs", "probe"))
-    rows = [script["recipe_row"](r) for r in runs] + [script["probe_row"](v, probe[v]) for v in script["PROBE_ROWS"]]
-    assert [r["name"] for r in runs] == list(script["RECIPES"]), "a recipe without its run in runs.json"
+    rows = [script["recipe_row"](r) for r in runs] + [
+        script["probe_row"](v, probe[v]) for v in script["PROBE_ROWS"]
+    ]
+    assert [r["name"] for r in runs] == list(script["RECIPES"]), (
+        "a recipe without its run in runs.json"
+    )
     assert all(row in page for row in rows), [row for row in rows if row not in page]

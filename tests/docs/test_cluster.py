@@ -40,7 +40,8 @@ def test_the_example_prints_what_the_page_says_in_this_process(tmp_path, monkeyp
 def test_the_example_runs_as_written_on_a_local_cluster(tmp_path):
     block, shown = example()
     (tmp_path / "toy_sweep.py").write_text(block)
-    proc = subprocess.run([sys.executable, "toy_sweep.py"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "toy_sweep.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == shown

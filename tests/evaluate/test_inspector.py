@@ -5,13 +5,20 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tests.strategies import RTOL64, max_rel_err, scaled_model, toy_batch
 
 from numerics import models
 from numerics.evaluate import inspector
+from tests.strategies import RTOL64, max_rel_err, scaled_model, toy_batch
 
 # (kind, L, H): FULL and DIAG up to 7 layers; FULL/DIAG share universal shapes, so jit caches are reused.
-CASES = [("full", 1, 1), ("full", 3, 2), ("full", 7, 1), ("diag", 1, 1), ("diag", 3, 2), ("diag", 7, 1)]
+CASES = [
+    ("full", 1, 1),
+    ("full", 3, 2),
+    ("full", 7, 1),
+    ("diag", 1, 1),
+    ("diag", 3, 2),
+    ("diag", 7, 1),
+]
 
 
 @pytest.mark.parametrize(("kind", "layers", "heads"), CASES)
@@ -23,7 +30,9 @@ def test_recursion_equals_autodiff_every_layer(kind, layers, heads):
     w_ad = inspector.autodiff_weights(P, Q, data.X, data.y, data.x_query)
     assert st.w.shape == w_ad.shape == (layers + 1, *data.x_query.shape)
     assert max_rel_err(st.w, w_ad) < RTOL64
-    assert float(jnp.min(jnp.max(jnp.abs(st.w[1:]), axis=(-2, -1)))) > 1e-3  # every layer non-trivial
+    assert (
+        float(jnp.min(jnp.max(jnp.abs(st.w[1:]), axis=(-2, -1)))) > 1e-3
+    )  # every layer non-trivial
     # the read-out <w^l, x_t> is the model's prediction after layer l
     reads = models.predict(P, Q, data.X, data.y, data.x_query, all_layers=True)
     assert max_rel_err(jnp.einsum("lbd,bd->lb", st.w, data.x_query), reads) < RTOL64
@@ -50,8 +59,8 @@ def test_tokens_are_transfer_matrix_times_original_tokens(kind):
     T = inspector.transfer_matrices(inspector.implicit_states(P, Q, data.X, data.y))
     TZ = jnp.einsum("lbij,bkj->lbki", T, Z[0])
     assert max_rel_err(TZ[:, :, :-1], Z[:, :, :-1]) < RTOL64  # context tokens
-    assert max_rel_err(TZ[:, :, -1], Z[:, :, -1]) < RTOL64    # query
-    assert float(jnp.max(jnp.abs(Z[-1] - Z[0]))) > 0.1         # the layers did move the tokens
+    assert max_rel_err(TZ[:, :, -1], Z[:, :, -1]) < RTOL64  # query
+    assert float(jnp.max(jnp.abs(Z[-1] - Z[0]))) > 0.1  # the layers did move the tokens
 
 
 def test_one_layer_gd_model_has_w1_equal_eta_alpha():
@@ -71,13 +80,17 @@ def test_ols_and_ridge_reference_solutions():
     data = toy_batch(50)
     w_ols = inspector.ols(data.X, data.y)
     resid = data.y - jnp.einsum("bnd,bd->bn", data.X, w_ols)
-    assert float(jnp.max(jnp.abs(jnp.einsum("bn,bnd->bd", resid, data.X)))) < 1e-12  # Σ_i r_i x_i = 0
+    assert (
+        float(jnp.max(jnp.abs(jnp.einsum("bn,bnd->bd", resid, data.X)))) < 1e-12
+    )  # Σ_i r_i x_i = 0
     w_r = inspector.ridge(data.X, data.y, data.sigma)
     for b in range(data.X.shape[0]):  # ridge = least squares on [X; σ I], [y; 0]
         d = data.X.shape[-1]
         A = np.vstack([np.asarray(data.X[b]), float(data.sigma[b]) * np.eye(d)])
         rhs = np.concatenate([np.asarray(data.y[b]), np.zeros(d)])
-        np.testing.assert_allclose(np.asarray(w_r[b]), np.linalg.lstsq(A, rhs, rcond=None)[0], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(w_r[b]), np.linalg.lstsq(A, rhs, rcond=None)[0], rtol=1e-10, atol=1e-12
+        )
     assert float(jnp.max(jnp.abs(w_r - w_ols))) > 1e-3  # σ > 0 does shrink
 
 
@@ -130,7 +143,9 @@ def test_summary_compares_each_layer_with_least_squares_and_with_ridge():
     X, y, s = (np.asarray(a, np.float64) for a in (data.X, data.y, sigma))
     d = X.shape[-1]
     ols = np.stack([np.linalg.lstsq(Xb, yb, rcond=None)[0] for Xb, yb in zip(X, y)])
-    ridge = np.stack([np.linalg.solve(Xb.T @ Xb + sb**2 * np.eye(d), Xb.T @ yb) for Xb, yb, sb in zip(X, y, s)])
+    ridge = np.stack(
+        [np.linalg.solve(Xb.T @ Xb + sb**2 * np.eye(d), Xb.T @ yb) for Xb, yb, sb in zip(X, y, s)]
+    )
     w = np.asarray(inspector.implicit_states(P, Q, data.X, data.y, "numpy").w)
     apart = 0.0
     for l, row in enumerate(rows):

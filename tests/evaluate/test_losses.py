@@ -24,15 +24,24 @@ KEY = jax.random.PRNGKey(11)
 
 def _direct(noise: str, sequences: int, chunk: int) -> np.ndarray:
     with jax.enable_x64(True):
-        return np.concatenate([np.asarray(losses.adjusted_full(jnp.asarray(P), jnp.asarray(Q), b, sp))
-                               for b, sp in losses.batches(KEY, noise, sequences, 20, 10, chunk)])
+        return np.concatenate(
+            [
+                np.asarray(losses.adjusted_full(jnp.asarray(P), jnp.asarray(Q), b, sp))
+                for b, sp in losses.batches(KEY, noise, sequences, 20, 10, chunk)
+            ]
+        )
 
 
 def test_cached_oracle_gives_the_direct_numbers_bit_for_bit():
     losses.ORACLE_CACHE.clear()
-    for noise in ("uniform:2", "categorical:1,3"):  # the same key under two noises: two sets of sequences
+    for noise in (
+        "uniform:2",
+        "categorical:1,3",
+    ):  # the same key under two noises: two sets of sequences
         first = losses.adjusted_per_sequence(P, Q, noise, 20, 10, KEY, 250, chunk=100)
-        again = losses.adjusted_per_sequence(P, Q, noise, 20, 10, KEY, 250, chunk=100)  # from the cache
+        again = losses.adjusted_per_sequence(
+            P, Q, noise, 20, 10, KEY, 250, chunk=100
+        )  # from the cache
         np.testing.assert_array_equal(first, _direct(noise, 250, 100))
         np.testing.assert_array_equal(again, first)
     assert len(losses.ORACLE_CACHE) == 6  # 3 chunks (100, 100, 50) per noise
@@ -43,8 +52,12 @@ def test_the_cache_is_what_a_second_evaluation_reads():
     first = losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 200, chunk=100)
     for k in losses.ORACLE_CACHE:
         losses.ORACLE_CACHE[k] = losses.ORACLE_CACHE[k] + 1.0
-    np.testing.assert_allclose(losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 200, chunk=100),
-                               first - 1.0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 200, chunk=100),
+        first - 1.0,
+        rtol=0,
+        atol=1e-12,
+    )
     losses.ORACLE_CACHE.clear()
 
 
@@ -57,23 +70,34 @@ def test_a_drawn_chunk_is_kept_and_read_again():
         for a, b in zip(first, direct):
             np.testing.assert_array_equal(a, b[:70])
         assert losses.chunk_batch(KEY, noise, 1, 70, 20, 10, 100) is first
-        assert losses.chunk_batch(KEY, losses.Noise.parse("uniform:3"), 1, 70, 20, 10, 100) is not first
+        assert (
+            losses.chunk_batch(KEY, losses.Noise.parse("uniform:3"), 1, 70, 20, 10, 100)
+            is not first
+        )
     # an evaluation reads the kept chunk: a changed target there changes its losses
     losses.BATCH_CACHE.clear()
     before = losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 200, chunk=100)
     for k, b in losses.BATCH_CACHE.items():
         losses.BATCH_CACHE[k] = b._replace(y_query=b.y_query + 1.0)
-    assert not np.allclose(losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 200, chunk=100), before)
+    assert not np.allclose(
+        losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 200, chunk=100), before
+    )
     losses.BATCH_CACHE.clear()
 
 
 def test_the_chunk_cache_stays_within_its_bytes(monkeypatch):
     losses.BATCH_CACHE.clear()
-    one = 100 * (20 * 10 + 20 + 10 + 1 + 1 + 10) * 8  # X, y, x_query, y_query, sigma, w of one float64 chunk
+    one = (
+        100 * (20 * 10 + 20 + 10 + 1 + 1 + 10) * 8
+    )  # X, y, x_query, y_query, sigma, w of one float64 chunk
     monkeypatch.setattr(scoring, "BATCH_CACHE_BYTES", 3 * one)
     first = losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 500, chunk=100)
-    assert len(losses.BATCH_CACHE) == 2  # three chunks fill it, the fourth empties it: the fourth and fifth kept
-    np.testing.assert_array_equal(losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 500, chunk=100), first)
+    assert (
+        len(losses.BATCH_CACHE) == 2
+    )  # three chunks fill it, the fourth empties it: the fourth and fifth kept
+    np.testing.assert_array_equal(
+        losses.adjusted_per_sequence(P, Q, "uniform:1", 20, 10, KEY, 500, chunk=100), first
+    )
     losses.BATCH_CACHE.clear()
 
 
@@ -96,14 +120,22 @@ print(json.dumps({"fixed": fixed, "mmapped": libc.mallinfo2().hblkhd}))
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt and mallinfo2 are Linux's")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="glibc's mallopt and mallinfo2 are Linux's"
+)
 @pytest.mark.parametrize("env", [{}, {"MALLOC_MMAP_THRESHOLD_": "4194304"}])
 def test_a_freed_cache_chunk_goes_back_to_the_system(env):
     """After :func:`fix_mmap_threshold`, a 32 MB block allocated after another was freed is still mmapped (so freeing
     it unmaps it), where glibc alone would serve it from the heap; a threshold the user set is left alone."""
     clean = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
-    out = subprocess.run([sys.executable, "-c", _MMAP_SCRIPT], env=clean | env, capture_output=True, text=True,
-                         timeout=120, cwd=Path(__file__).resolve().parents[2])
+    out = subprocess.run(
+        [sys.executable, "-c", _MMAP_SCRIPT],
+        env=clean | env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["fixed"] is not bool(env)
@@ -120,17 +152,27 @@ def test_a_profile_draws_with_the_sampler_a_plain_draw_compiled():
     with jax.enable_x64(True):
         data.sample(jax.random.PRNGKey(3), "uniform:2", 60, 6, 3, jnp.float64)
         entries = data.sample_with_sigma._cache_size()
-        losses.profile(lambda b, sp: {"zero": jnp.zeros_like(b.y_query)}, [0.0, 1.0], 6, 3, 60, KEY, chunk=60)
+        losses.profile(
+            lambda b, sp: {"zero": jnp.zeros_like(b.y_query)}, [0.0, 1.0], 6, 3, 60, KEY, chunk=60
+        )
     assert data.sample_with_sigma._cache_size() == entries
 
 
 def test_a_profile_reads_the_chunks_it_drew_again_and_its_cache_stays_within_its_bytes(monkeypatch):
     """A second profile on the same key and noise levels gives the first's numbers from the kept chunks (a target
     changed there changes its losses); drawn afresh they are the same; the cache is emptied past its bytes."""
+
     def prof():  # noqa: ANN202
         with jax.enable_x64(True):
-            return losses.profile(lambda b, sp: {"zero": jnp.zeros_like(b.y_query)}, [0.0, 1.0], 6, 3, 60, KEY,
-                                  chunk=20)["zero"]["loss"]
+            return losses.profile(
+                lambda b, sp: {"zero": jnp.zeros_like(b.y_query)},
+                [0.0, 1.0],
+                6,
+                3,
+                60,
+                KEY,
+                chunk=20,
+            )["zero"]["loss"]
 
     losses.PROFILE_CACHE.clear()
     first = prof()
@@ -145,7 +187,9 @@ def test_a_profile_reads_the_chunks_it_drew_again_and_its_cache_stays_within_its
     monkeypatch.setattr(losses, "PROFILE_CACHE_BYTES", 4 * one)
     losses.PROFILE_CACHE.clear()
     np.testing.assert_array_equal(prof(), first)
-    assert len(losses.PROFILE_CACHE) == 2  # four chunks fill it, the fifth empties it: the fifth and sixth kept
+    assert (
+        len(losses.PROFILE_CACHE) == 2
+    )  # four chunks fill it, the fifth empties it: the fifth and sixth kept
     losses.PROFILE_CACHE.clear()
 
 
@@ -172,7 +216,9 @@ def test_a_pass_in_slices_gives_each_sequence_the_whole_chunks_number(monkeypatc
     whole = losses.adjusted_per_sequence(P, Q, "uniform:2", 20, 10, KEY, 250, chunk=100)
     seen = []
     passes = losses._model_losses
-    monkeypatch.setattr(losses, "_model_losses", lambda *a: seen.append(a[2].X.shape[0]) or passes(*a))
+    monkeypatch.setattr(
+        losses, "_model_losses", lambda *a: seen.append(a[2].X.shape[0]) or passes(*a)
+    )
     monkeypatch.setattr(losses, "SLICE", 30)
     parts = losses.adjusted_per_sequence(P, Q, "uniform:2", 20, 10, KEY, 250, chunk=100)
     assert seen == [30, 30, 30, 10] * 2 + [30, 20]  # chunks of 100, 100 and 50

@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from tests.fakes import near_miss
-from tests.strategies import scaled_model, toy_batch
 
-from lintf_theory import weighted_layer_forward
-from lintf_theory import attention_weights
+from lintf_theory import attention_weights, weighted_layer_forward
 from numerics import models
 from numerics.evaluate import testing
+from tests.fakes import near_miss
+from tests.strategies import scaled_model, toy_batch
 
 
 @pytest.fixture(scope="module")
@@ -22,24 +21,33 @@ def model():
 
 def variant_tokens(P, Q, kind: str, gamma: float = 0.5):
     """Every layer's tokens ``(L+1, B, n+1, d+1)`` of a row-weighted variant of the layer (NumPy, float64)."""
+
     def forward(X, y, xq):
         B, n, _ = X.shape
         W = attention_weights(kind, n, gamma).astype(np.float64)
-        Z = np.concatenate([np.concatenate([X, y[..., None]], -1),
-                            np.concatenate([xq, np.zeros((B, 1))], -1)[:, None]], axis=1)
+        Z = np.concatenate(
+            [
+                np.concatenate([X, y[..., None]], -1),
+                np.concatenate([xq, np.zeros((B, 1))], -1)[:, None],
+            ],
+            axis=1,
+        )
         out = [Z]
         for l in range(P.shape[0]):
             Z = np.stack([weighted_layer_forward(P[l], Q[l], Z[b], n, W) for b in range(B)])
             out.append(Z)
         return np.stack(out)
+
     return forward
 
 
 @pytest.mark.parametrize("output", ["tokens", "predict"])
 def test_lintf_forward_passes_follow_theorem_4_1(model, output):
     P, Q = model
-    forward = {"tokens": lambda X, y, q: models.forward_tokens(P, Q, X, y, q),
-               "predict": lambda X, y, q: models.predict(P, Q, X, y, q)}[output]
+    forward = {
+        "tokens": lambda X, y, q: models.forward_tokens(P, Q, X, y, q),
+        "predict": lambda X, y, q: models.predict(P, Q, X, y, q),
+    }[output]
     testing.assert_follows_theorem_4_1(forward, P, Q, max_examples=10)
 
 
@@ -47,7 +55,9 @@ def test_numpy_callable_is_differentiated_by_finite_differences(model):
     P, Q = model
     testing.assert_follows_theorem_4_1(variant_tokens(P, Q, "standard"), P, Q, max_examples=5)
     with pytest.raises(Exception, match="TracerArrayConversionError|numpy|__array__"):  # noqa: PT011
-        testing.check_theorem_4_1(variant_tokens(P, Q, "standard"), P, Q, *_batch(), differentiate="jax")
+        testing.check_theorem_4_1(
+            variant_tokens(P, Q, "standard"), P, Q, *_batch(), differentiate="jax"
+        )
 
 
 def _batch(seed: int = 92, n: int = 5):
@@ -62,7 +72,9 @@ def test_query_in_the_key_sum_is_rejected_with_a_shrunk_example(model):
         B, n, d = X.shape
         Xq = np.concatenate([X, xq[:, None]], axis=1)
         yq = np.concatenate([y, np.zeros((B, 1))], axis=1)
-        return np.delete(np.asarray(models.forward_tokens(P, Q, Xq, yq, xq)), n, axis=2)  # one copy of the query
+        return np.delete(
+            np.asarray(models.forward_tokens(P, Q, Xq, yq, xq)), n, axis=2
+        )  # one copy of the query
 
     with pytest.raises(AssertionError) as info:
         testing.assert_follows_theorem_4_1(leaky, P, Q)
@@ -70,11 +82,15 @@ def test_query_in_the_key_sum_is_rejected_with_a_shrunk_example(model):
     assert msg.split(":")[0] in testing.PROPERTIES and "shrunk example (B=2, n=1, d=3)" in msg, msg
 
 
-@pytest.mark.parametrize(("kind", "first"), [("causal", "token form"), ("key_decay", "implicit weight")])
+@pytest.mark.parametrize(
+    ("kind", "first"), [("causal", "token form"), ("key_decay", "implicit weight")]
+)
 def test_each_broken_layer_fails_its_property_first(model, kind, first):
     P, Q = model
     tokens = variant_tokens(P, Q, kind)
-    forward = tokens if kind == "causal" else (lambda X, y, q: -tokens(X, y, q)[-1, :, -1, -1])  # predictions only
+    forward = (
+        tokens if kind == "causal" else (lambda X, y, q: -tokens(X, y, q)[-1, :, -1, -1])
+    )  # predictions only
     with pytest.raises(AssertionError, match=f"^{first}"):
         testing.check_theorem_4_1(forward, P, Q, *_batch())
     if kind == "key_decay":  # position-dependent keys: permuting the context changes the prediction
@@ -117,20 +133,26 @@ def test_strategies_draw_valid_models_and_contexts(PQ, ctx):
     P, Q = PQ
     assert P.shape == Q.shape and P.shape[2:] == (3, 3) and P.shape[0] <= 2
     B, n, d = ctx.X.shape
-    assert (B, d) == (2, 2) and 1 <= n <= 6 and ctx.y.shape == (B, n) and ctx.x_query.shape == (B, d)
+    assert (
+        (B, d) == (2, 2) and 1 <= n <= 6 and ctx.y.shape == (B, n) and ctx.x_query.shape == (B, d)
+    )
     assert np.all(np.isfinite(np.asarray(models.predict(P, Q, ctx.X, ctx.y, ctx.x_query))))
 
 
 NEAR_MISS = 1e-6  # one part in a million: far above float64 rounding, far below any visible error
 
 
-@pytest.mark.parametrize(("output", "first"), [("tokens", "token form"), ("predict", "implicit weight")])
+@pytest.mark.parametrize(
+    ("output", "first"), [("tokens", "token form"), ("predict", "implicit weight")]
+)
 def test_a_near_miss_fails_at_the_default_tolerance_and_rounding_does_not(model, output, first):
     """Outputs off by a relative ``1e-6`` fail every entry point at its default ``rtol`` (1e-10), naming the
     property and the difference measured; off by ``1e-13`` (float64 rounding of a few operations) they pass."""
     P, Q = model
-    exact = {"tokens": lambda X, y, q: np.asarray(models.forward_tokens(P, Q, X, y, q)),
-             "predict": lambda X, y, q: np.asarray(models.predict(P, Q, X, y, q))}[output]
+    exact = {
+        "tokens": lambda X, y, q: np.asarray(models.forward_tokens(P, Q, X, y, q)),
+        "predict": lambda X, y, q: np.asarray(models.predict(P, Q, X, y, q)),
+    }[output]
     X, y, xq = _batch(93)
 
     def off_by(rel: float):
@@ -154,7 +176,12 @@ def test_a_near_miss_under_permutation_fails_at_the_default_tolerance(model):
 
     def ordered(X, y, q):
         f = np.asarray(models.predict(P, Q, X, y, q))
-        return f * (1 + NEAR_MISS * np.tanh(y[:, 0]))  # the first context token's target nudges the prediction
+        return f * (
+            1 + NEAR_MISS * np.tanh(y[:, 0])
+        )  # the first context token's target nudges the prediction
 
-    with pytest.raises(AssertionError, match="^permutation invariance: .* relative difference [0-9.e-]+ > rtol 1e-10"):
+    with pytest.raises(
+        AssertionError,
+        match="^permutation invariance: .* relative difference [0-9.e-]+ > rtol 1e-10",
+    ):
         testing.check_permutation_invariance(ordered, P, Q, X, y, xq)

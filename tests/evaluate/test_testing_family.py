@@ -6,11 +6,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tests.strategies import member_data, member_params
 
 from numerics import models
 from numerics.evaluate import testing
 from numerics.models import family
+from tests.strategies import member_data, member_params
 
 
 def reference(params, output="tokens", query_self=False):

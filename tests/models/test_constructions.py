@@ -7,9 +7,15 @@ import numpy as np
 import pytest
 
 from lintf_theory import layer_count
-from numerics.models.constructions import (gd, gd_explicit, gdpp_second_order, implicit_weight, spectrum_data,
-                                    theorem_5_2)
 from numerics.models import forward_tokens, universal
+from numerics.models.constructions import (
+    gd,
+    gd_explicit,
+    gdpp_second_order,
+    implicit_weight,
+    spectrum_data,
+    theorem_5_2,
+)
 
 
 def test_gd_construction_equals_explicit_gd():
@@ -21,15 +27,29 @@ def test_gd_construction_equals_explicit_gd():
     # literal token pass (no bridge): y_hat = -y_{n+1}^L on a query
     xq = rng.standard_normal(3)
     P, Q = universal(gd(eta, 6), 3)
-    Z = forward_tokens(jnp.asarray(P), jnp.asarray(Q), jnp.asarray(X)[None], jnp.asarray(y)[None], jnp.asarray(xq)[None])
-    np.testing.assert_allclose(-np.asarray(Z[:, 0, -1, -1]), gd_explicit(X, y, eta, 6) @ xq, rtol=1e-10, atol=1e-12)
+    Z = forward_tokens(
+        jnp.asarray(P),
+        jnp.asarray(Q),
+        jnp.asarray(X)[None],
+        jnp.asarray(y)[None],
+        jnp.asarray(xq)[None],
+    )
+    np.testing.assert_allclose(
+        -np.asarray(Z[:, 0, -1, -1]), gd_explicit(X, y, eta, 6) @ xq, rtol=1e-10, atol=1e-12
+    )
 
 
 def test_gdpp_follows_the_eigenvalue_map():
     X, w, xq = spectrum_data(2, 12, 4, 1.0, 30.0)
     pc = gdpp_second_order(1.0, 30.0, precondition=5)
     P, Q = universal(pc.params, 4)
-    Z = forward_tokens(jnp.asarray(P), jnp.asarray(Q), jnp.asarray(X)[None], jnp.asarray(X @ w)[None], jnp.asarray(xq)[None])
+    Z = forward_tokens(
+        jnp.asarray(P),
+        jnp.asarray(Q),
+        jnp.asarray(X)[None],
+        jnp.asarray(X @ w)[None],
+        jnp.asarray(xq)[None],
+    )
     for l in range(6):
         C = np.asarray(Z[l, 0, :12, :4])
         ev = np.linalg.eigvalsh(C.T @ C)

@@ -8,10 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tests.strategies import RTOL32, max_rel_err, member_data, member_params
 
 from numerics import models
 from numerics.models import family
+from tests.strategies import RTOL32, max_rel_err, member_data, member_params
 
 RTOL = 1e-12  # float64 round-off over a few layers of O(1) tokens
 

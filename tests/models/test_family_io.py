@@ -6,12 +6,12 @@ import json
 
 import numpy as np
 import pytest
-from tests.strategies import member_params, scaled_model, toy_batch
 
 from numerics import io, models
 from numerics.errors import LintfError
 from numerics.models import family
 from numerics.models.family_io import is_member_file, load_any, load_member, save_member
+from tests.strategies import member_params, scaled_model, toy_batch
 
 
 @pytest.mark.parametrize("name", family.MEMBERS)

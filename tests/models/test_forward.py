@@ -34,7 +34,9 @@ def test_fast_pass_matches_literal_token_pass(kind: str, heads: int) -> None:
     P, Q = models.universal(params, d)
     ref = -models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1]
     got = predict_fast(params, b.X, b.y, b.x_query)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(ref))))
+    np.testing.assert_allclose(
+        np.asarray(got), np.asarray(ref), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(ref)))
+    )
 
 
 @pytest.mark.parametrize("kind,heads", [("full", 2), ("diag", 2), ("gdpp", 1)])
@@ -46,12 +48,18 @@ def test_fast_pass_gradient_matches_autodiff_of_token_pass(kind: str, heads: int
 
     def ref_loss(p):
         P, Q = models.universal(p, d)
-        return jnp.mean((-models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1] - b.y_query) ** 2)
+        return jnp.mean(
+            (-models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1] - b.y_query) ** 2
+        )
 
     want = jax.grad(ref_loss)(params)
-    got = jax.grad(lambda p: jnp.mean((predict_fast(p, b.X, b.y, b.x_query) - b.y_query) ** 2))(params)
+    got = jax.grad(lambda p: jnp.mean((predict_fast(p, b.X, b.y, b.x_query) - b.y_query) ** 2))(
+        params
+    )
     for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9 * float(jnp.max(jnp.abs(w))))
+        np.testing.assert_allclose(
+            np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9 * float(jnp.max(jnp.abs(w)))
+        )
 
 
 def test_full_g_on_the_upper_triangle_is_p_e_q_for_symmetric_e() -> None:
@@ -64,8 +72,12 @@ def test_full_g_on_the_upper_triangle_is_p_e_q_for_symmetric_e() -> None:
     A = jax.random.normal(k3, (4, 5, 5), jnp.float64)
     E = A @ jnp.swapaxes(A, -1, -2)
     want = sum(P[h] @ E @ Q[h] for h in range(2))
-    np.testing.assert_allclose(np.asarray(full_g(P, Q)(E)), np.asarray(want), rtol=1e-12, atol=1e-12)
-    assert not np.allclose(np.asarray(full_g(P, Q)(A)), np.asarray(sum(P[h] @ A @ Q[h] for h in range(2))))
+    np.testing.assert_allclose(
+        np.asarray(full_g(P, Q)(E)), np.asarray(want), rtol=1e-12, atol=1e-12
+    )
+    assert not np.allclose(
+        np.asarray(full_g(P, Q)(A)), np.asarray(sum(P[h] @ A @ Q[h] for h in range(2)))
+    )
 
 
 def test_flat_normal_draw_equals_shaped_draw() -> None:
@@ -74,11 +86,14 @@ def test_flat_normal_draw_equals_shaped_draw() -> None:
 
     k = jax.random.PRNGKey(5)
     for dt in (jnp.float32, jnp.float64):
-        np.testing.assert_array_equal(np.asarray(normal(k, (8, 6, 3), dt)), np.asarray(jax.random.normal(k, (8, 6, 3), dt)))
+        np.testing.assert_array_equal(
+            np.asarray(normal(k, (8, 6, 3), dt)), np.asarray(jax.random.normal(k, (8, 6, 3), dt))
+        )
 
 
-def _literal_prediction(P: np.ndarray, Q: np.ndarray, X: np.ndarray, y: np.ndarray,
-                        xq: np.ndarray) -> np.ndarray:
+def _literal_prediction(
+    P: np.ndarray, Q: np.ndarray, X: np.ndarray, y: np.ndarray, xq: np.ndarray
+) -> np.ndarray:
     """The layer rule of docs/model.md as a NumPy loop over sequences, layers, heads and tokens:
     ``e_i ← e_i + Σ_h P_h (Σ_{j≤n} e_j e_jᵀ) Q_h e_i`` for every token (query last, ``y = 0``),
     ``ŷ = −y_{n+1}^L``."""

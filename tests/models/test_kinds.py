@@ -6,12 +6,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tests.strategies import RTOL32, RTOL64, draw_params, max_rel_err, scaled_model, toy_batch
 
 from numerics import models
+from tests.strategies import RTOL32, RTOL64, draw_params, max_rel_err, scaled_model, toy_batch
 
 
-@pytest.mark.parametrize(("kind", "layers", "heads"), [("full", 4, 2), ("diag", 4, 3), ("gdpp", 4, 1)])
+@pytest.mark.parametrize(
+    ("kind", "layers", "heads"), [("full", 4, 2), ("diag", 4, 3), ("gdpp", 4, 1)]
+)
 def test_forward_tokens_readout_equals_predict_all_layers(kind, layers, heads):
     """Literal token pass (reference) vs the Gram-form pass through the derived Gram map."""
     data = toy_batch(1)
@@ -94,19 +96,32 @@ def test_diag_model_equals_the_omega_form_of_its_universal_full_pass():
         Sigma = jnp.einsum("bni,bnj->bij", x[:, :n], x[:, :n])
         alpha = jnp.einsum("bn,bni->bi", y[:, :n], x[:, :n])
         lam = jnp.sum(y[:, :n] ** 2, axis=1)
-        x, y = (x + wxx[l] * jnp.einsum("bij,bkj->bki", Sigma, x) + wxy[l] * y[..., None] * alpha[:, None],
-                y + wyx[l] * jnp.einsum("bi,bki->bk", alpha, x) + wyy[l] * lam[:, None] * y)
+        x, y = (
+            x
+            + wxx[l] * jnp.einsum("bij,bkj->bki", Sigma, x)
+            + wxy[l] * y[..., None] * alpha[:, None],
+            y + wyx[l] * jnp.einsum("bi,bki->bk", alpha, x) + wyy[l] * lam[:, None] * y,
+        )
         assert max_rel_err(x, Z[l + 1, ..., :-1]) < RTOL64
         assert max_rel_err(y, Z[l + 1, ..., -1]) < RTOL64
 
 
 def test_diag_depends_on_heads_only_through_omegas():
     data = toy_batch(7)
-    one = models.Diag(*(jnp.array([[v]]) for v in (0.3, -0.2, 0.1, 0.4)))  # omegas .03, .12, -.02, -.08
-    two = models.Diag(jnp.array([[0.3, 0.6]]), jnp.array([[-0.2, -0.4]]),
-                      jnp.array([[0.2, -0.05]]), jnp.array([[0.0, 0.2]]))
-    np.testing.assert_allclose([float(o[0]) for o in models.omegas(two)],
-                               [float(o[0]) for o in models.omegas(one)], rtol=1e-14)
+    one = models.Diag(
+        *(jnp.array([[v]]) for v in (0.3, -0.2, 0.1, 0.4))
+    )  # omegas .03, .12, -.02, -.08
+    two = models.Diag(
+        jnp.array([[0.3, 0.6]]),
+        jnp.array([[-0.2, -0.4]]),
+        jnp.array([[0.2, -0.05]]),
+        jnp.array([[0.0, 0.2]]),
+    )
+    np.testing.assert_allclose(
+        [float(o[0]) for o in models.omegas(two)],
+        [float(o[0]) for o in models.omegas(one)],
+        rtol=1e-14,
+    )
     r1 = models.predict(*models.universal(one, 3), data.X, data.y, data.x_query)
     r2 = models.predict(*models.universal(two, 3), data.X, data.y, data.x_query)
     assert max_rel_err(r2, r1) < RTOL64
@@ -125,13 +140,16 @@ def test_conversion_errors_are_one_line():
         models.from_universal("softmax", *dg)
 
 
-@pytest.mark.parametrize(("args", "match"), [
-    (("transformer", 1, 3, 1), "model kind must be one of full, diag, gdpp"),
-    (("full", 0, 3, 1), "layers L must be >= 1"),
-    (("diag", 2, 3, 0), "heads H must be >= 1"),
-    (("full", 2, 0, 1), "input dimension d must be >= 1"),
-    (("gdpp", 2, 3, 2), "GD\\+\\+ has one head per layer"),
-])
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (("transformer", 1, 3, 1), "model kind must be one of full, diag, gdpp"),
+        (("full", 0, 3, 1), "layers L must be >= 1"),
+        (("diag", 2, 3, 0), "heads H must be >= 1"),
+        (("full", 2, 0, 1), "input dimension d must be >= 1"),
+        (("gdpp", 2, 3, 2), "GD\\+\\+ has one head per layer"),
+    ],
+)
 def test_init_rejects_bad_arguments(args, match):
     kind, layers, d, heads = args
     with pytest.raises(ValueError, match=match):

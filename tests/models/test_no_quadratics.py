@@ -19,7 +19,9 @@ from numerics.models.no_quadratics import (
 from tests.strategies import Config, exact_problems, rational_arrays
 
 # Smaller than the shared ``configs`` (L <= 2, n <= 5): exact Fractions through three layers are slow.
-small = st.builds(Config, d=st.integers(1, 3), n=st.integers(1, 5), H=st.integers(1, 2), L=st.integers(1, 2))
+small = st.builds(
+    Config, d=st.integers(1, 3), n=st.integers(1, 5), H=st.integers(1, 2), L=st.integers(1, 2)
+)
 
 
 @settings(max_examples=15)
@@ -29,8 +31,13 @@ def test_noiseless_targets_are_X_times_derived_weight_exactly(prob, data):
     cfg = prob.cfg
     w_task = data.draw(rational_arrays((cfg.d,)))
     y = prob.X @ w_task
-    Z = np.concatenate([np.concatenate([prob.X, y[:, None]], 1),
-                        np.concatenate([prob.x_query, np.zeros(1, dtype=object)])[None]], 0)
+    Z = np.concatenate(
+        [
+            np.concatenate([prob.X, y[:, None]], 1),
+            np.concatenate([prob.x_query, np.zeros(1, dtype=object)])[None],
+        ],
+        0,
+    )
     states = run_recursion(prob.P, prob.Q, prob.X, y, backend="numpy")
     for l in range(cfg.L):
         Z = layer_forward(list(prob.P[l]), list(prob.Q[l]), Z, cfg.n)
@@ -56,11 +63,19 @@ def test_leading_order_and_limit_law_match_monte_carlo():
     n, d = 2000, 5
     X = rng.standard_normal((600, n, d))
     b2 = projection_bound(X, quadratic_feature(X)) ** 2
-    lead = float(t.bound_sq_leading.subs({s: (d if s.name == "d" else n) for s in t.bound_sq_leading.free_symbols}))
-    assert b2.mean() == pytest.approx(lead, rel=0.1)  # mean of 5chi2_1 + chi2_4 over n, sd/mean/sqrt(600) ~ 3%
+    lead = float(
+        t.bound_sq_leading.subs(
+            {s: (d if s.name == "d" else n) for s in t.bound_sq_leading.free_symbols}
+        )
+    )
+    assert b2.mean() == pytest.approx(
+        lead, rel=0.1
+    )  # mean of 5chi2_1 + chi2_4 over n, sd/mean/sqrt(600) ~ 3%
     chi = 5 * rng.chisquare(1, 200000) + rng.chisquare(d - 1, 200000)
     for thr in (0.05, 0.1):
-        assert limit_tail(thr, n, d, t.limit_weights) == pytest.approx((chi > n * thr**2).mean(), abs=3e-3)
+        assert limit_tail(thr, n, d, t.limit_weights) == pytest.approx(
+            (chi > n * thr**2).mean(), abs=3e-3
+        )
 
 
 def test_random_models_respect_the_bound_and_bad_input():
@@ -78,7 +93,11 @@ def test_layer_targets_are_the_context_targets_of_the_literal_layer_rule():
     rng = np.random.default_rng(4)
     L, H, d, n, B = 2, 2, 3, 6, 3
     P, Q = (0.2 * rng.standard_normal((L, H, d + 1, d + 1)) for _ in range(2))
-    X, y, xq = rng.standard_normal((B, n, d)), rng.standard_normal((B, n)), rng.standard_normal((B, d))
+    X, y, xq = (
+        rng.standard_normal((B, n, d)),
+        rng.standard_normal((B, n)),
+        rng.standard_normal((B, d)),
+    )
     got = layer_targets(P, Q, X, y, xq)
     assert got.shape == (L + 1, B, n)
     for b in range(B):

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from numerics.cli import main
 import proofs
+from numerics.cli import main
 
 
 def test_json_lists_claims_with_status_and_seconds(capsys: pytest.CaptureFixture[str]) -> None:
@@ -15,7 +15,9 @@ def test_json_lists_claims_with_status_and_seconds(capsys: pytest.CaptureFixture
     rows = json.loads(capsys.readouterr().out)
     assert {r["module"] for r in rows} == {"proofs.lemma_4_3", "proofs.gram_map"}
     for r in rows:
-        assert r["status"] == "pass" and r["seconds"] > 0 and r["claim"] and r["ref"] and r["routes"]
+        assert (
+            r["status"] == "pass" and r["seconds"] > 0 and r["claim"] and r["ref"] and r["routes"]
+        )
 
 
 def test_a_failing_claim_makes_verify_exit_nonzero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -34,7 +36,9 @@ def test_a_failing_claim_makes_verify_exit_nonzero(capsys: pytest.CaptureFixture
 
 
 @pytest.mark.parametrize("only", ["no_such_claim", "", " , ", "gram_map,no_such_claim"])
-def test_an_only_name_that_matches_no_claim_is_a_one_line_error(only: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_only_name_that_matches_no_claim_is_a_one_line_error(
+    only: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["verify", "--only", only]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"lintf verify: error: --only {only!r}") and "\n" not in err

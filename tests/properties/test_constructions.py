@@ -11,12 +11,18 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lintf_theory import layer_count
-from lintf_theory import gdpp_eigen_rule
+from lintf_theory import gdpp_eigen_rule, layer_count
 from numerics import models
 from numerics.evaluate import inspector
 from numerics.models import constructions
-from tests.strategies import RTOL64, ModelConfig, config_batch, max_rel_err, model_configs, property_settings
+from tests.strategies import (
+    RTOL64,
+    ModelConfig,
+    config_batch,
+    max_rel_err,
+    model_configs,
+    property_settings,
+)
 
 
 @property_settings()
@@ -35,8 +41,12 @@ def test_gd_construction_equals_explicit_gd_at_every_layer(cfg: ModelConfig, ste
 
 
 @property_settings()
-@given(model_configs(kinds=("gdpp",), max_L=4), st.lists(st.floats(-1.0, 0.5), min_size=4, max_size=4))
-def test_gdpp_layer_maps_every_eigenvalue_by_the_derived_map(cfg: ModelConfig, scales: list[float]) -> None:
+@given(
+    model_configs(kinds=("gdpp",), max_L=4), st.lists(st.floats(-1.0, 0.5), min_size=4, max_size=4)
+)
+def test_gdpp_layer_maps_every_eigenvalue_by_the_derived_map(
+    cfg: ModelConfig, scales: list[float]
+) -> None:
     b = config_batch(cfg, batch=1)
     C0 = np.asarray(b.X[0])
     mu0 = np.linalg.eigvalsh(C0.T @ C0)
@@ -51,12 +61,16 @@ def test_gdpp_layer_maps_every_eigenvalue_by_the_derived_map(cfg: ModelConfig, s
         mu = np.asarray(f(mu, omega_xx[l]), dtype=np.float64)
         C = np.asarray(Z[l + 1, 0, : cfg.n, : cfg.d])
         observed = np.linalg.eigvalsh(C.T @ C)
-        assert max_rel_err(observed, np.sort(mu)) < 1e-10  # eigvalsh: backward-stable, ~d*eps*||Sigma||
+        assert (
+            max_rel_err(observed, np.sort(mu)) < 1e-10
+        )  # eigvalsh: backward-stable, ~d*eps*||Sigma||
 
 
 @property_settings()
 @given(st.floats(1.01, 1000.0), st.floats(1e-11, 1e-2), st.integers(0, 2**16), st.integers(2, 6))
-def test_theorem_5_1_reaches_eps_within_the_derived_layer_count(kappa: float, eps: float, seed: int, d: int) -> None:
+def test_theorem_5_1_reaches_eps_within_the_derived_layer_count(
+    kappa: float, eps: float, seed: int, d: int
+) -> None:
     X, w, xq = constructions.spectrum_data(seed, 3 * d, d, 1.0, kappa)
     pc = constructions.gdpp_second_order(1.0, kappa, eps=eps)
     assert len(pc.params.omega_xx) == layer_count(kappa, eps).total
@@ -82,6 +96,8 @@ def _error_to_ridge(n: int, sigmas: tuple[float, float], seeds: range, d: int = 
 def test_theorem_5_2_error_to_ridge_shrinks_as_n_grows(s1: float, s2: float) -> None:
     ns = (100, 400, 1600, 6400)
     errs = [_error_to_ridge(n, (s1, s2), range(16)) for n in ns]
-    assert all(e2 < e1 for e1, e2 in zip(errs, errs[1:])), f"errors {errs} do not decrease over n={ns}"
+    assert all(e2 < e1 for e1, e2 in zip(errs, errs[1:])), (
+        f"errors {errs} do not decrease over n={ns}"
+    )
     slope = np.polyfit(np.log(ns), np.log(errs), 1)[0]
     assert slope < -0.3, f"fitted rate n^{slope:.2f} is slower than the ~n^-1/2 of the derivation"

@@ -15,8 +15,17 @@ from hypothesis import strategies as st
 
 from lintf_theory import layer_omegas
 from numerics import models
-from tests.strategies import (RTOL64, ModelConfig, config_batch, lemma44_residual, max_rel_err, model_configs,
-                              omega_form_tokens, property_settings, scaled_model)
+from tests.strategies import (
+    RTOL64,
+    ModelConfig,
+    config_batch,
+    lemma44_residual,
+    max_rel_err,
+    model_configs,
+    omega_form_tokens,
+    property_settings,
+    scaled_model,
+)
 
 
 def _diag_params(cfg: ModelConfig, b: Any) -> tuple[Any, Any, models.Diag]:
@@ -34,7 +43,10 @@ def test_diag_model_equals_its_omega_form_and_its_universal_form(cfg: ModelConfi
     assert max_rel_err(Zw, Z) < RTOL64
 
 
-@given(st.lists(st.floats(-3, 3), min_size=4, max_size=4), st.lists(st.floats(-3, 3), min_size=4, max_size=4))
+@given(
+    st.lists(st.floats(-3, 3), min_size=4, max_size=4),
+    st.lists(st.floats(-3, 3), min_size=4, max_size=4),
+)
 def test_one_head_constraint_holds_and_two_heads_break_it(h1: list[float], h2: list[float]) -> None:
     wxx, wxy, wyx, wyy = layer_omegas(*([v] for v in h1))
     assert abs(wxx * wyy - wxy * wyx) <= 1e-12 * max(1.0, abs(wxx * wyy))

@@ -18,9 +18,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from numerics.data import Batch
-from tests.strategies import (RTOL64, ModelConfig, assert_permutation_invariance, assert_query_isolation, assert_readouts,
-                              assert_token_form, config_batch, model_configs, property_settings, rotation_change,
-                              scaled_model, toy_batch)
+from tests.strategies import (
+    RTOL64,
+    ModelConfig,
+    assert_permutation_invariance,
+    assert_query_isolation,
+    assert_readouts,
+    assert_token_form,
+    config_batch,
+    model_configs,
+    property_settings,
+    rotation_change,
+    scaled_model,
+    toy_batch,
+)
 
 
 def random_model(cfg: ModelConfig, batch: Batch) -> tuple[Any, Any]:
@@ -40,7 +51,9 @@ def test_every_token_has_the_theorem_4_1_form_with_the_derived_tuple(cfg: ModelC
 @pytest.mark.slow
 @property_settings()
 @given(model_configs(), st.floats(-3, 3), st.floats(-3, 3))
-def test_query_never_reaches_the_context_and_prediction_is_linear_in_it(cfg: ModelConfig, s: float, t: float) -> None:
+def test_query_never_reaches_the_context_and_prediction_is_linear_in_it(
+    cfg: ModelConfig, s: float, t: float
+) -> None:
     b = config_batch(cfg)
     assert_query_isolation(*random_model(cfg, b), b, cfg.seed, s, t)
 

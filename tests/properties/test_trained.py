@@ -17,10 +17,25 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from numerics import models
-from tests.strategies import (DEGENERACIES, RTOL64, TRAINED_D, TRAINED_N, ModelConfig, TrainedModel,
-                              assert_permutation_invariance, assert_query_isolation, assert_readouts, assert_token_form,
-                              config_batch, gdpp_recursion, lemma44_residual, max_rel_err, omega_form_tokens,
-                              property_settings, rotation_change)
+from tests.strategies import (
+    DEGENERACIES,
+    RTOL64,
+    TRAINED_D,
+    TRAINED_N,
+    ModelConfig,
+    TrainedModel,
+    assert_permutation_invariance,
+    assert_query_isolation,
+    assert_readouts,
+    assert_token_form,
+    config_batch,
+    gdpp_recursion,
+    lemma44_residual,
+    max_rel_err,
+    omega_form_tokens,
+    property_settings,
+    rotation_change,
+)
 
 NAMES = ["committed-full-3", "committed-diag-3", "committed-gdpp-3", "run-diag-3", "run-gdpp-3"]
 DIAGONAL = [n for n in NAMES if "full" not in n]
@@ -28,14 +43,17 @@ data_draws = st.tuples(st.integers(0, 2**16), st.sampled_from(DEGENERACIES))
 
 
 def _batch(seed: int, degeneracy: str) -> Any:
-    return config_batch(ModelConfig("trained", TRAINED_D, TRAINED_N, 1, 3, seed, degeneracy), batch=4)
+    return config_batch(
+        ModelConfig("trained", TRAINED_D, TRAINED_N, 1, 3, seed, degeneracy), batch=4
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
 @property_settings(default_examples=4)
 @given(draw=data_draws, s=st.floats(-3, 3), t=st.floats(-3, 3))
 def test_trained_models_follow_token_form_query_isolation_invariance_and_readouts(
-        trained: dict[str, TrainedModel], name: str, draw: tuple[int, str], s: float, t: float) -> None:
+    trained: dict[str, TrainedModel], name: str, draw: tuple[int, str], s: float, t: float
+) -> None:
     P, Q = trained[name].P, trained[name].Q
     b = _batch(*draw)
     assert_token_form(P, Q, b)
@@ -49,27 +67,35 @@ def test_trained_models_follow_token_form_query_isolation_invariance_and_readout
 @pytest.mark.parametrize("name", ["committed-gdpp-3", "run-gdpp-3"])
 @property_settings(default_examples=4)
 @given(draw=data_draws)
-def test_trained_gdpp_predicts_like_the_gdpp_layer_on_its_native_parameters(trained: dict[str, TrainedModel],
-                                                                            name: str, draw: tuple[int, str]) -> None:
+def test_trained_gdpp_predicts_like_the_gdpp_layer_on_its_native_parameters(
+    trained: dict[str, TrainedModel], name: str, draw: tuple[int, str]
+) -> None:
     """GD++ written on ``(ω_xx, ω_yx)`` alone, against ``predict`` on ``models.universal`` of them and on the
     universal form the other checks use: a nonzero ``ω_xy`` or ``ω_yy`` in either changes every read-out."""
     m = trained[name]
     b = _batch(*draw)
     expected = gdpp_recursion(m.params.omega_xx, m.params.omega_yx, b.X, b.y, b.x_query)
     for P, Q in (models.universal(m.params, TRAINED_D), (m.P, m.Q)):
-        assert max_rel_err(models.predict(P, Q, b.X, b.y, b.x_query, all_layers=True), expected) < RTOL64
+        assert (
+            max_rel_err(models.predict(P, Q, b.X, b.y, b.x_query, all_layers=True), expected)
+            < RTOL64
+        )
 
 
 @pytest.mark.parametrize("name", ["committed-diag-3", "run-diag-3"])
 @property_settings(default_examples=4)
 @given(draw=data_draws)
-def test_trained_diag_omegas_reproduce_predictions_and_lemma_4_4(trained: dict[str, TrainedModel], name: str,
-                                                                  draw: tuple[int, str]) -> None:
+def test_trained_diag_omegas_reproduce_predictions_and_lemma_4_4(
+    trained: dict[str, TrainedModel], name: str, draw: tuple[int, str]
+) -> None:
     P, Q = trained[name].P, trained[name].Q
     diag = models.diag_from_universal(P, Q)  # the extracted per-head p, q
     b = _batch(*draw)
     X, y, xq = (np.asarray(v[0]) for v in (b.X, b.y, b.x_query))
     Zw = omega_form_tokens(diag, X, y, xq)  # the derived ω-form rule, fed with the extracted ω's
-    assert max_rel_err(-Zw[-1, -1, -1], models.predict(P, Q, b.X[:1], b.y[:1], b.x_query[:1])[0]) < RTOL64
+    assert (
+        max_rel_err(-Zw[-1, -1, -1], models.predict(P, Q, b.X[:1], b.y[:1], b.x_query[:1])[0])
+        < RTOL64
+    )
     if draw[1] in ("none", "zero_targets"):  # Lemma 4.4 needs Σ invertible (n=8 > d=3)
         assert lemma44_residual(P, Q, diag, X, y) < 1e-8

@@ -49,23 +49,36 @@ def scripted(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
         monkeypatch.setattr(cell_mod.evaluation, "adjusted_per_sequence", s.held)
         monkeypatch.setattr(cell_mod, "_scaled", lambda model, cfg, pool: (model, {"scale": 1.0}))
         return s
+
     return make
 
 
-def test_the_stopping_rule_ends_the_cell_when_doubling_moves_the_loss_by_less_than_3_percent(scripted, tmp_path):
+def test_the_stopping_rule_ends_the_cell_when_doubling_moves_the_loss_by_less_than_3_percent(
+    scripted, tmp_path
+):
     s = scripted([1.0, 0.5, 0.49, 0.1, 0.1])
     cfg = cell_config(Cell("diag", 2, "uniform:1"), TINY)
     best, summary = train_stages(cfg, SCHEDULE, tmp_path, s.train)
     assert [st["stage"] for st in summary["stages"]] == [1, 2, 3] and summary["converged"] is True
     assert best.k == 3 and summary["chosen_stage"] == 3 and summary["steps"] == 10 + 10 + 20
-    assert [c.steps for c in s.configs] == [10, 10, 20] and [c.seeds for c in s.configs] == [2, 1, 1]
+    assert [c.steps for c in s.configs] == [10, 10, 20] and [c.seeds for c in s.configs] == [
+        2,
+        1,
+        1,
+    ]
     assert [c.peak_lr for c in s.configs] == [cfg.peak_lr, cfg.peak_lr / 2, cfg.peak_lr / 4]
-    assert s.configs[2].warm_start == str(tmp_path / "stage2" / "model.npz")  # from the best stage so far
+    assert s.configs[2].warm_start == str(
+        tmp_path / "stage2" / "model.npz"
+    )  # from the best stage so far
 
 
-def test_a_cell_still_moving_stops_at_the_cap_unconverged_and_keeps_its_best_stage(scripted, tmp_path):
+def test_a_cell_still_moving_stops_at_the_cap_unconverged_and_keeps_its_best_stage(
+    scripted, tmp_path
+):
     s = scripted([1.0, 0.8, 0.6, 0.4, 0.3])
-    best, summary = train_stages(cell_config(Cell("diag", 2, "uniform:1"), TINY), SCHEDULE, tmp_path, s.train)
+    best, summary = train_stages(
+        cell_config(Cell("diag", 2, "uniform:1"), TINY), SCHEDULE, tmp_path, s.train
+    )
     assert len(summary["stages"]) == SCHEDULE.most and summary["converged"] is False and best.k == 5
     assert s.configs[4].warm_start == str(tmp_path / "stage4" / "model.npz")
     assert [c.steps for c in s.configs] == [10, 10, 20, 40, 80]
@@ -73,7 +86,9 @@ def test_a_cell_still_moving_stops_at_the_cap_unconverged_and_keeps_its_best_sta
 
 def test_a_stage_that_ends_higher_stops_the_cell_which_keeps_the_lower(scripted, tmp_path):
     s = scripted([1.0, 0.5, 0.7])
-    best, summary = train_stages(cell_config(Cell("diag", 2, "uniform:1"), TINY), SCHEDULE, tmp_path, s.train)
+    best, summary = train_stages(
+        cell_config(Cell("diag", 2, "uniform:1"), TINY), SCHEDULE, tmp_path, s.train
+    )
     assert summary["converged"] and len(summary["stages"]) == 3 and best.k == 2
 
 
@@ -81,24 +96,45 @@ def test_a_blown_stage_is_never_the_start_of_the_next(scripted, tmp_path):
     """Stage 2 is lower on average but blown (one sequence above the failure limit): stage 3 starts from stage
     1, the best stage that is not blown, and the cell keeps the best stage that is not blown."""
     s = scripted([1.0, 0.5, 0.45, 0.44, 0.44], blown=(2,))
-    best, summary = train_stages(cell_config(Cell("diag", 2, "uniform:1"), TINY), SCHEDULE, tmp_path, s.train)
+    best, summary = train_stages(
+        cell_config(Cell("diag", 2, "uniform:1"), TINY), SCHEDULE, tmp_path, s.train
+    )
     assert [st["blown"] for st in summary["stages"]] == [False, True, False, False]
     assert s.configs[2].warm_start == str(tmp_path / "stage1" / "model.npz")
     assert s.configs[3].warm_start == str(tmp_path / "stage3" / "model.npz") and best.k == 4
 
 
-@pytest.mark.parametrize("gain, old, se, blown, stops", [
-    (0.029, 1.0, 0.0, False, True), (0.031, 1.0, 0.0, False, False), (0.05, 1.0, 0.03, False, True),
-    (0.05, 1.0, 0.03, True, False), (-0.1, 1.0, 0.0, False, True), (0.0, 0.0, 0.0, False, True)])
-def test_the_one_stopping_rule(gain: float, old: float, se: float, blown: bool, stops: bool) -> None:
+@pytest.mark.parametrize(
+    "gain, old, se, blown, stops",
+    [
+        (0.029, 1.0, 0.0, False, True),
+        (0.031, 1.0, 0.0, False, False),
+        (0.05, 1.0, 0.03, False, True),
+        (0.05, 1.0, 0.03, True, False),
+        (-0.1, 1.0, 0.0, False, True),
+        (0.0, 0.0, 0.0, False, True),
+    ],
+)
+def test_the_one_stopping_rule(
+    gain: float, old: float, se: float, blown: bool, stops: bool
+) -> None:
     assert Schedule.stop(gain, old, se, blown) is stops
 
 
-@pytest.mark.parametrize("model, noise, init", [("full", "uniform:5", "random"), ("gdpp", "uniform:0", "spectral"),
-                                                ("gdpp", "uniform:5", "random"), ("diag", "uniform:0", "random")])
+@pytest.mark.parametrize(
+    "model, noise, init",
+    [
+        ("full", "uniform:5", "random"),
+        ("gdpp", "uniform:0", "spectral"),
+        ("gdpp", "uniform:5", "random"),
+        ("diag", "uniform:0", "random"),
+    ],
+)
 def test_every_cell_trains_from_its_own_start(model: str, noise: str, init: str) -> None:
     cfg = cell_config(Cell(model, 3, noise), TINY)
-    assert cfg.init == init and cfg.warm_start is None and cfg.phase1_steps == 0  # FULL has no DIAG phase
+    assert (
+        cfg.init == init and cfg.warm_start is None and cfg.phase1_steps == 0
+    )  # FULL has no DIAG phase
 
 
 @pytest.mark.slow
@@ -110,6 +146,7 @@ def test_a_tiny_cell_trains_resumes_and_returns_the_same_files(tmp_path: Path) -
     assert rec.failed is None and rec.start == "random" and 0 < rec.eval["loss"] < 5
     again = train_cell(c, TINY, tmp_path / "run")  # every stage resumes from its finished run
     assert again["model.npz"] == files["model.npz"]
+
     def strip(raw: bytes) -> dict:  # the record without its timings
         rec = json.loads(raw)
         for st in rec["training"]["stages"]:
@@ -119,7 +156,9 @@ def test_a_tiny_cell_trains_resumes_and_returns_the_same_files(tmp_path: Path) -
     assert strip(again["metrics.json"]) == strip(files["metrics.json"])
 
 
-def test_a_tiny_cell_trains_without_reading_or_writing_outside_its_rundir(tmp_path: Path, monkeypatch) -> None:
+def test_a_tiny_cell_trains_without_reading_or_writing_outside_its_rundir(
+    tmp_path: Path, monkeypatch
+) -> None:
     """The fast sibling of the test above: one stage of 20 steps, the evaluation on 500 sequences."""
     monkeypatch.chdir(tmp_path)
     small = Schedule(steps=20, batch=64, seeds=1, most=2, held_out=256, scale_pool=2048)

@@ -14,7 +14,9 @@ from tests.fakes import TINY, FakeCell, fake_baselines
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def _with_baselines(out: Path) -> FakeCell:
@@ -41,7 +43,9 @@ class _Longer(FakeCell):
 
 
 @pytest.mark.parametrize("shift, holds", [(0.0, True), (0.5, False)])
-def test_the_convergence_check_reports_and_changes_no_cell(tmp_path: Path, shift: float, holds: bool) -> None:
+def test_the_convergence_check_reports_and_changes_no_cell(
+    tmp_path: Path, shift: float, holds: bool
+) -> None:
     out = tmp_path / "out"
     sweep.sweep(TINY, ("table1",), out, tmp_path / "runs", cell_fn=_with_baselines(out))
     before = _tree(out / "models")

@@ -48,8 +48,9 @@ def cluster(tmp_path_factory):
 
 
 def cells(n: int = 4, **kw) -> list[executor.Task]:
-    return [(f"cell{i}", functools.partial(fakes.checkpointed_cell, seed=i, **kw))
-            for i in range(n)]
+    return [
+        (f"cell{i}", functools.partial(fakes.checkpointed_cell, seed=i, **kw)) for i in range(n)
+    ]
 
 
 def serial_files(tasks: list[executor.Task], tmp: Path) -> dict[str, dict[str, bytes]]:
@@ -63,14 +64,21 @@ def serial_files(tasks: list[executor.Task], tmp: Path) -> dict[str, dict[str, b
 
 def written(out: Path) -> dict[str, dict[str, bytes]]:
     """The files under ``out/models/<cell>/``, cell by cell."""
-    return {d.name: {f.name: f.read_bytes() for f in d.iterdir() if f.name[0] != "."}
-            for d in sorted((out / "models").iterdir())}
+    return {
+        d.name: {f.name: f.read_bytes() for f in d.iterdir() if f.name[0] != "."}
+        for d in sorted((out / "models").iterdir())
+    }
 
 
 def test_two_workers_give_every_cell_of_the_serial_run(cluster, tmp_path):
     tasks = cells(5)
-    executor.run(tasks, out=tmp_path / "out", scheduler=cluster.scheduler_address,
-                 runs=tmp_path / "runs", progress=False)
+    executor.run(
+        tasks,
+        out=tmp_path / "out",
+        scheduler=cluster.scheduler_address,
+        runs=tmp_path / "runs",
+        progress=False,
+    )
     assert written(tmp_path / "out") == serial_files(tasks, tmp_path / "serial")
 
 
@@ -98,8 +106,9 @@ def test_results_travel_back_and_the_client_writes_every_cell(cluster, tmp_path,
     executor.run(tasks, out=out, scheduler=cluster.scheduler_address, runs=None, progress=False)
     files = written(out)
     assert json.loads(files["probe"]["metrics.json"])["pid"] != os.getpid()  # ran on a worker
-    by_client = {(p.parent.name, p.name): data for p, data in calls
-                 if p.parent.parent == out / "models"}
+    by_client = {
+        (p.parent.name, p.name): data for p, data in calls if p.parent.parent == out / "models"
+    }
     assert {(c, f): data for c, got in files.items() for f, data in got.items()} == by_client
     for name, _ in tasks:
         order = [p.name for p, _ in calls if p.parent.name == name]
@@ -129,9 +138,11 @@ def test_a_second_sweep_on_the_same_out_is_refused_in_one_line(tmp_path):
     before any work, with the directory and the holder's process id, and goes ahead once the
     other is gone."""
     out, midway = tmp_path / "out", tmp_path / "midway"
-    code = ("import functools, sys; from numerics.reproduce import executor; from tests import "
-            "fakes; executor.run([('held', functools.partial(fakes.checkpointed_cell, seed=0, "
-            "midway=sys.argv[2]))], out=sys.argv[1], progress=False)")
+    code = (
+        "import functools, sys; from numerics.reproduce import executor; from tests import "
+        "fakes; executor.run([('held', functools.partial(fakes.checkpointed_cell, seed=0, "
+        "midway=sys.argv[2]))], out=sys.argv[1], progress=False)"
+    )
     other = subprocess.Popen([sys.executable, "-c", code, str(out), str(midway)], cwd=ROOT)
     try:
         deadline = time.monotonic() + 120
@@ -194,12 +205,16 @@ def test_a_client_stopped_mid_sweep_goes_on_with_the_cluster(cluster, tmp_path, 
     monkeypatch.setattr(SweepProgress, "finished", stop_after_two)
     tasks, out, runs = cells(5, pause=0.05), tmp_path / "out", tmp_path / "runs"
     with pytest.raises(KeyboardInterrupt):
-        executor.run(tasks, out=out, scheduler=cluster.scheduler_address, runs=runs,
-                     progress=False)
+        executor.run(tasks, out=out, scheduler=cluster.scheduler_address, runs=runs, progress=False)
     assert len(executor.pending(tasks, out)) == 3
     monkeypatch.setattr(SweepProgress, "finished", real)
-    executor.run(executor.pending(tasks, out), out=out, scheduler=cluster.scheduler_address,
-                 runs=runs, progress=False)
+    executor.run(
+        executor.pending(tasks, out),
+        out=out,
+        scheduler=cluster.scheduler_address,
+        runs=runs,
+        progress=False,
+    )
     assert written(out) == serial_files(tasks, tmp_path / "serial")
 
 
@@ -208,13 +223,18 @@ def test_ctrl_c_stops_a_jobs_sweep_and_the_same_sweep_goes_on(tmp_path):
     """SIGINT to a process running ``jobs=2`` after its second cell: it stops within a minute
     (workers and all), keeps its finished cells and frees ``out``; the rest then finishes here."""
     out, runs = tmp_path / "out", tmp_path / "runs"
-    code = ("import functools, sys; from numerics.reproduce import executor; from tests import "
-            "fakes\nif __name__ == '__main__':\n    executor.run([(f'cell{i}', functools.partial("
-            "fakes.checkpointed_cell, seed=i, pause=0.5)) for i in range(6)], out=sys.argv[1], "
-            "jobs=2, runs=sys.argv[2], progress=False)\n")
+    code = (
+        "import functools, sys; from numerics.reproduce import executor; from tests import "
+        "fakes\nif __name__ == '__main__':\n    executor.run([(f'cell{i}', functools.partial("
+        "fakes.checkpointed_cell, seed=i, pause=0.5)) for i in range(6)], out=sys.argv[1], "
+        "jobs=2, runs=sys.argv[2], progress=False)\n"
+    )
     (tmp_path / "sweep.py").write_text(code)
-    sweep = subprocess.Popen([sys.executable, str(tmp_path / "sweep.py"), str(out), str(runs)],
-                             cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)})
+    sweep = subprocess.Popen(
+        [sys.executable, str(tmp_path / "sweep.py"), str(out), str(runs)],
+        cwd=ROOT,
+        env=os.environ | {"PYTHONPATH": str(ROOT)},
+    )
     try:
         deadline = time.monotonic() + 240
         while len(list(out.glob("models/*/metrics.json"))) < 2 and time.monotonic() < deadline:
@@ -241,11 +261,14 @@ def test_a_failed_cell_is_named_in_one_line_and_the_others_finish(tmp_path):
     assert [n for n, _ in executor.pending(tasks, tmp_path / "out")] == ["bad"]
 
 
-@pytest.mark.parametrize("kw, words", [
-    ({"jobs": 0}, "jobs must be an integer of 1 or more, got 0"),
-    ({"jobs": 2, "scheduler": "tcp://h:8786"}, "jobs=2: not allowed with scheduler"),
-    ({"scheduler": "no such file"}, "scheduler 'no such file' is neither an address"),
-])
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        ({"jobs": 0}, "jobs must be an integer of 1 or more, got 0"),
+        ({"jobs": 2, "scheduler": "tcp://h:8786"}, "jobs=2: not allowed with scheduler"),
+        ({"scheduler": "no such file"}, "scheduler 'no such file' is neither an address"),
+    ],
+)
 def test_bad_arguments_are_one_line_errors_before_any_work(tmp_path, kw, words):
     with pytest.raises(LintfError, match=words) as err:
         executor.run(cells(1), out=tmp_path / "out", progress=False, **kw)
@@ -269,8 +292,7 @@ def test_a_cell_name_that_is_not_a_folder_name_is_refused(tmp_path, name):
         executor.run([task], out=tmp_path / "out", progress=False)
 
 
-@pytest.mark.parametrize("files", [{"model.npy": b"x"},
-                                   {"metrics.json": b"{}", "../escape": b"x"}])
+@pytest.mark.parametrize("files", [{"model.npy": b"x"}, {"metrics.json": b"{}", "../escape": b"x"}])
 def test_a_task_result_that_is_no_cell_is_refused(tmp_path, files):
     with pytest.raises(LintfError, match="cell 'c'"):
         executor.write_cell(tmp_path, "c", files)
@@ -283,7 +305,8 @@ def client_only(tmp_path, monkeypatch):
     before it existed) cannot."""
     (tmp_path / "client_only.py").write_text(
         "def cell(rundir, seed):\n    return {'metrics.json': b'{}'}\n\n"
-        "def work(name, fn, runs):\n    return name, {'metrics.json': b'{}'}\n")
+        "def work(name, fn, runs):\n    return name, {'metrics.json': b'{}'}\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     import client_only
 
@@ -309,28 +332,37 @@ def error_within(seconds: float, **run) -> BaseException | None:  # noqa: ANN003
     return errors[0] if errors else None
 
 
-def test_a_cell_whose_code_a_worker_cannot_import_fails_in_one_line(cluster, tmp_path,
-                                                                     client_only):
+def test_a_cell_whose_code_a_worker_cannot_import_fails_in_one_line(cluster, tmp_path, client_only):
     """The cell's own error, not a sweep that waits for ever: the worker unpickles the cell's
     function inside the task."""
     tasks = [*cells(1), ("lost", functools.partial(client_only.cell, seed=0))]
-    err = error_within(90, tasks=tasks, out=tmp_path / "out", scheduler=cluster.scheduler_address,
-                       progress=False)
+    err = error_within(
+        90, tasks=tasks, out=tmp_path / "out", scheduler=cluster.scheduler_address, progress=False
+    )
     assert isinstance(err, LintfError), err
     msg = str(err)
     assert "\n" not in msg and "lost: ModuleNotFoundError: No module named 'client_only'" in msg
     assert executor.pending(tasks, tmp_path / "out") == tasks[1:]
 
 
-def test_a_worker_that_cannot_import_lintf_is_named_before_any_cell(cluster, tmp_path,
-                                                                    client_only, monkeypatch):
+def test_a_worker_that_cannot_import_lintf_is_named_before_any_cell(
+    cluster, tmp_path, client_only, monkeypatch
+):
     monkeypatch.setattr(executor, "work", client_only.work)  # as if lintf were not on the workers
-    err = error_within(90, tasks=cells(2), out=tmp_path / "out",
-                       scheduler=cluster.scheduler_address, progress=False)
+    err = error_within(
+        90,
+        tasks=cells(2),
+        out=tmp_path / "out",
+        scheduler=cluster.scheduler_address,
+        progress=False,
+    )
     assert isinstance(err, LintfError), err
-    assert re.fullmatch(r"worker tcp://\S+ cannot run lintf's cells \(import client_only: "
-                        r"ModuleNotFoundError: No module named 'client_only'\); install lintf "
-                        r"in the workers' environment", str(err)), str(err)
+    assert re.fullmatch(
+        r"worker tcp://\S+ cannot run lintf's cells \(import client_only: "
+        r"ModuleNotFoundError: No module named 'client_only'\); install lintf "
+        r"in the workers' environment",
+        str(err),
+    ), str(err)
     assert not (tmp_path / "out" / "models").exists()
 
 
@@ -340,8 +372,10 @@ def test_a_killed_worker_has_its_cell_retried_and_resumed(cluster, tmp_path):
     run's."""
     midway = tmp_path / "midway"
     tasks = cells(4, pause=0.05)
-    tasks[1] = ("cell1", functools.partial(fakes.checkpointed_cell, seed=1, pause=0.05,
-                                           midway=str(midway)))
+    tasks[1] = (
+        "cell1",
+        functools.partial(fakes.checkpointed_cell, seed=1, pause=0.05, midway=str(midway)),
+    )
     killed: list[int] = []
 
     def kill_when_midway() -> None:

@@ -34,4 +34,10 @@ def test_a_quiet_sweep_prints_nothing(tmp_path, capsys):
 
 def test_clock_reads_as_hours_and_minutes_or_minutes_and_seconds():
     assert [clock(s) for s in (0, 59.9, 61, 3600, 3725, -1)] == [
-        "0m00s", "0m59s", "1m01s", "1h00m", "1h02m", "0m00s"]
+        "0m00s",
+        "0m59s",
+        "1m01s",
+        "1h00m",
+        "1h02m",
+        "0m00s",
+    ]

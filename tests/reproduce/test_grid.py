@@ -4,14 +4,29 @@ from __future__ import annotations
 
 import pytest
 
-from numerics.reproduce.grid import (BUDGETS, FOCUS, PARTS, Budget, Cell, Schedule, cells_for, get_budget,
-                                     parse_cells, parse_noises, parse_parts, plan_of, start_of)
+from numerics.reproduce.grid import (
+    BUDGETS,
+    FOCUS,
+    PARTS,
+    Budget,
+    Cell,
+    Schedule,
+    cells_for,
+    get_budget,
+    parse_cells,
+    parse_noises,
+    parse_parts,
+    plan_of,
+    start_of,
+)
 from tests.fakes import TINY
 
 
 def test_the_budgets_a_user_needs() -> None:
     assert list(BUDGETS) == ["quick", "overnight", "paper"]
-    with pytest.raises(ValueError, match="--budget must be one of quick, overnight, paper; got 'test'"):
+    with pytest.raises(
+        ValueError, match="--budget must be one of quick, overnight, paper; got 'test'"
+    ):
         get_budget("test")
 
 
@@ -20,21 +35,32 @@ def test_every_cell_of_every_budget_starts_from_its_own_start(name: str) -> None
     cells = cells_for(BUDGETS[name], PARTS)
     starts = {c.name: start_of(c) for c in cells}
     assert all(s == "random" for n, s in starts.items() if n.startswith("full-"))  # FULL included
-    assert {n for n, s in starts.items() if s == "spectral"} == {c.name for c in cells if c.model == "gdpp"
-                                                                 and c.noise == "uniform:0"}
+    assert {n for n, s in starts.items() if s == "spectral"} == {
+        c.name for c in cells if c.model == "gdpp" and c.noise == "uniform:0"
+    }
     assert all(plan_of(c, BUDGETS[name])["start"] == starts[c.name] for c in cells)
 
 
 def test_a_stage_doubles_the_steps_spent_and_halves_the_rate() -> None:
     s = Schedule(steps=100, batch=8, seeds=3, most=4)
-    assert [s.stage(k) for k in (1, 2, 3, 4)] == [(100, 3, 1.0), (100, 1, 0.5), (200, 1, 0.25), (400, 1, 0.125)]
+    assert [s.stage(k) for k in (1, 2, 3, 4)] == [
+        (100, 3, 1.0),
+        (100, 1, 0.5),
+        (200, 1, 0.25),
+        (400, 1, 0.125),
+    ]
     assert s.cap == 800 == sum(s.stage(k)[0] for k in (1, 2, 3, 4))
 
 
-@pytest.mark.parametrize("kw, says", [({"steps": 0}, "steps must be an integer >= 1, got 0"),
-                                      ({"most": 1}, "most must be an integer >= 2, got 1"),
-                                      ({"batch": True}, "batch must be an integer >= 1, got True"),
-                                      ({"held_out": 2.5}, "held_out must be an integer >= 2, got 2.5")])
+@pytest.mark.parametrize(
+    "kw, says",
+    [
+        ({"steps": 0}, "steps must be an integer >= 1, got 0"),
+        ({"most": 1}, "most must be an integer >= 2, got 1"),
+        ({"batch": True}, "batch must be an integer >= 1, got True"),
+        ({"held_out": 2.5}, "held_out must be an integer >= 2, got 2.5"),
+    ],
+)
 def test_a_bad_schedule_is_a_one_line_error(kw: dict, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         Schedule(**({"steps": 1, "batch": 1, "seeds": 1, "most": 2} | kw))

@@ -11,8 +11,8 @@ import pytest
 
 from numerics.data import Noise
 from numerics.reproduce.claims import Entry
-from numerics.reproduce.reads import READS, SERIES, judged_claims
 from numerics.reproduce.floor import claim_gdpp_floor
+from numerics.reproduce.reads import READS, SERIES, judged_claims
 from numerics.reproduce.report import claims_markdown
 
 DEPTHS = (1, 2, 4, 5)
@@ -40,7 +40,10 @@ def _grid() -> tuple[dict, dict, dict]:
 
 
 def _evidence(t: dict, profiles: dict, floors: dict) -> dict[str, tuple[str, ...]]:
-    return {c.key: c.evidence for c in judged_claims(t, DEPTHS, profiles, [claim_gdpp_floor(t, floors)], {})}
+    return {
+        c.key: c.evidence
+        for c in judged_claims(t, DEPTHS, profiles, [claim_gdpp_floor(t, floors)], {})
+    }
 
 
 def test_every_claim_has_a_reads_rule_and_every_series_claim_is_a_claim():
@@ -58,24 +61,42 @@ def test_a_claim_reads_exactly_the_cells_its_rule_names(key):
         m, L, nz = cell
         less = {k: e for k, e in t.items() if k != cell}
         changed = _evidence(less, profiles, floors)[key] != whole
-        assert changed == READS[key](m, L, Noise.parse(nz)), (key, cell, "changed" if changed else "unchanged")
+        assert changed == READS[key](m, L, Noise.parse(nz)), (
+            key,
+            cell,
+            "changed" if changed else "unchanged",
+        )
 
 
 def test_a_grid_under_way_gives_verdicts_so_far_and_names_the_cells_to_come():
     t, profiles, floors = _grid()
-    gone = {"gdpp-L5-uniform0": ("gdpp", 5, "uniform:0"), "diag-L4-uniform5": ("diag", 4, "uniform:5")}
+    gone = {
+        "gdpp-L5-uniform0": ("gdpp", 5, "uniform:0"),
+        "diag-L4-uniform5": ("diag", 4, "uniform:5"),
+    }
     less = {k: e for k, e in t.items() if k not in gone.values()}
-    claims = {c.key: c for c in judged_claims(less, DEPTHS, profiles, [claim_gdpp_floor(less, floors)], gone)}
+    claims = {
+        c.key: c
+        for c in judged_claims(less, DEPTHS, profiles, [claim_gdpp_floor(less, floors)], gone)
+    }
 
     superexp = claims["gdpp_superexponential"]  # its only series is incomplete: it waits
     assert superexp.verdict == "not evaluated" and superexp.status() == "not evaluated yet"
     assert superexp.waiting == ("gdpp-L5-uniform0",)
-    assert superexp.evidence == ("not trained yet, of the cells this claim reads (1): gdpp-L5-uniform0; it is "
-                                 "checked only on the series whose every depth is in",)
+    assert superexp.evidence == (
+        "not trained yet, of the cells this claim reads (1): gdpp-L5-uniform0; it is "
+        "checked only on the series whose every depth is in",
+    )
 
     adarr = claims["four_layers_beat_adarr"]  # FULL-4 is in: a verdict so far
-    assert adarr.verdict == "holds" and adarr.status() == "holds so far" and adarr.waiting == ("diag-L4-uniform5",)
-    assert adarr.evidence[0] == "not trained yet, of the cells this claim reads (1): diag-L4-uniform5"
+    assert (
+        adarr.verdict == "holds"
+        and adarr.status() == "holds so far"
+        and adarr.waiting == ("diag-L4-uniform5",)
+    )
+    assert (
+        adarr.evidence[0] == "not trained yet, of the cells this claim reads (1): diag-L4-uniform5"
+    )
     assert adarr.evidence[1].startswith("uniform:5: FULL-4")
 
     order = claims["baseline_order"]  # reads no model cell
@@ -83,13 +104,23 @@ def test_a_grid_under_way_gives_verdicts_so_far_and_names_the_cells_to_come():
 
     md = claims_markdown(list(claims.values()), "cmd", {})
     assert "| 4-layer DIAG and FULL beat AdaRR for σ_max ≥ 4 | **holds so far** | `cmd` |" in md
-    assert "**At σ_max = 0 GD++'s loss falls super-exponentially with depth: not evaluated yet.**" in md
+    assert (
+        "**At σ_max = 0 GD++'s loss falls super-exponentially with depth: not evaluated yet.**"
+        in md
+    )
 
 
 def test_the_list_of_cells_to_come_is_cut_after_six_names():
     t, profiles, floors = _grid()
-    gone = {f"diag-L{L}-{nz}": ("diag", L, nz) for L in DEPTHS for nz in ("uniform:5", "categorical:1,3")}
+    gone = {
+        f"diag-L{L}-{nz}": ("diag", L, nz)
+        for L in DEPTHS
+        for nz in ("uniform:5", "categorical:1,3")
+    }
     less = {k: e for k, e in t.items() if k not in gone.values()}
-    match = {c.key: c for c in judged_claims(less, DEPTHS, profiles, [claim_gdpp_floor(less, floors)], gone)}["diag_matches_full"]
+    match = {
+        c.key: c
+        for c in judged_claims(less, DEPTHS, profiles, [claim_gdpp_floor(less, floors)], gone)
+    }["diag_matches_full"]
     assert len(match.waiting) == 8 and match.evidence[0].endswith(" and 2 more")
     assert match.verdict == "holds" and all("uniform:0" in e for e in match.evidence[2:])

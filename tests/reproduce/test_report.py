@@ -20,7 +20,11 @@ RESULTS = Path(__file__).resolve().parents[2] / "results"
 def _copy(name: str, tmp_path: Path) -> Path:
     """The grid's records, baselines and marker (not its models: the tables do not read them)."""
     src, out = RESULTS / name, tmp_path / name
-    for p in [*src.glob("models/*/metrics.json"), *src.glob("baselines/*.json"), src / sweep.MARKER]:
+    for p in [
+        *src.glob("models/*/metrics.json"),
+        *src.glob("baselines/*.json"),
+        src / sweep.MARKER,
+    ]:
         dest = out / p.relative_to(src)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(p, dest)
@@ -57,7 +61,9 @@ def test_the_table_shows_the_records_numbers(tmp_path: Path) -> None:
     same = (RESULTS / "quick" / "table1.csv").read_text().splitlines()
     assert [a for a, b in zip(changed, same) if a != b] == [
         next(ln for ln in same if ln.startswith("DIAG,2,uniform:5")).replace(
-            f"{data['eval']['loss'] - 0.01:.6g}", f"{data['eval']['loss']:.6g}")]
+            f"{data['eval']['loss'] - 0.01:.6g}", f"{data['eval']['loss']:.6g}"
+        )
+    ]
 
 
 def test_the_report_names_the_committed_full_cells_trained_from_the_diag_start() -> None:
@@ -73,7 +79,10 @@ def test_a_failed_cell_is_never_a_table_entry() -> None:
     from tests.fakes import TINY, fake_baselines, fake_record
 
     ok, bad = Cell("diag", 1, "uniform:1"), Cell("diag", 2, "uniform:1")
-    cells = {ok.name: fake_record(ok, TINY), bad.name: fake_record(bad, TINY, failed="tail check: 1 of 10")}
+    cells = {
+        ok.name: fake_record(ok, TINY),
+        bad.name: fake_record(bad, TINY, failed="tail check: 1 of 10"),
+    }
     table = build_table(cells, {"uniform:1": fake_baselines("uniform:1", TINY)})
     assert ("diag", 1, "uniform:1") in table and ("diag", 2, "uniform:1") not in table
     assert "DIAG,2," not in table_csv(table)

@@ -29,12 +29,15 @@ def _baselines(out: Path) -> None:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 @pytest.mark.parametrize("extra", [[], ["--no-train"], ["--no-train", "--only", "table1"]])
-def test_a_non_empty_out_without_the_marker_is_refused_and_left_byte_identical(tmp_path: Path, tiny: None, capsys,
-                                                                               extra: list[str]) -> None:
+def test_a_non_empty_out_without_the_marker_is_refused_and_left_byte_identical(
+    tmp_path: Path, tiny: None, capsys, extra: list[str]
+) -> None:
     out = tmp_path / "mine"
     (out / "models" / "diag-L1-uniform1").mkdir(parents=True)
     (out / "models" / "diag-L1-uniform1" / "metrics.json").write_text("{}")
@@ -42,7 +45,18 @@ def test_a_non_empty_out_without_the_marker_is_refused_and_left_byte_identical(t
     (out / "baselines" / "uniform1.json").write_text("{}")
     (out / "table1.md").write_text("my own table\n")
     before = _tree(out)
-    rc = main(["reproduce", "--budget", "tiny", "--out", str(out), "--runs", str(tmp_path / "runs"), *extra])
+    rc = main(
+        [
+            "reproduce",
+            "--budget",
+            "tiny",
+            "--out",
+            str(out),
+            "--runs",
+            str(tmp_path / "runs"),
+            *extra,
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "holds no lintf-sweep.json" in err, err
     assert _tree(out) == before
@@ -50,18 +64,26 @@ def test_a_non_empty_out_without_the_marker_is_refused_and_left_byte_identical(t
 
 def test_another_budgets_out_is_refused(tmp_path: Path) -> None:
     sweep.claim_out(tmp_path, TINY)
-    with pytest.raises(LintfError, match="holds the sweep of budget 'tiny'; give budget quick its own --out"):
+    with pytest.raises(
+        LintfError, match="holds the sweep of budget 'tiny'; give budget quick its own --out"
+    ):
         sweep.check_out(tmp_path, grid.BUDGETS["quick"])
 
 
 def test_a_sweep_marks_its_out_and_writes_each_cells_files(tmp_path: Path) -> None:
     out = tmp_path / "out"
     _baselines(out)
-    with pytest.raises(LintfError, match="holds no lintf-sweep.json"):  # a baselines folder alone is no proof
+    with pytest.raises(
+        LintfError, match="holds no lintf-sweep.json"
+    ):  # a baselines folder alone is no proof
         sweep.sweep(TINY, ("table1",), out, tmp_path / "runs", cell_fn=FakeCell())
     out2 = tmp_path / "fresh"
     res = sweep.sweep(TINY, ("table1",), out2, tmp_path / "runs", cell_fn=_with_baselines(out2))
-    assert json.loads((out2 / sweep.MARKER).read_text()) == {"budget": "tiny", "format": 2, "kind": "lintf-sweep"}
+    assert json.loads((out2 / sweep.MARKER).read_text()) == {
+        "budget": "tiny",
+        "format": 2,
+        "kind": "lintf-sweep",
+    }
     names = sorted(c.name for c in grid.cells_for(TINY, ("table1",)))
     assert sorted(res.trained) == names and not res.missing and not res.due
     for n in names:
@@ -70,7 +92,9 @@ def test_a_sweep_marks_its_out_and_writes_each_cells_files(tmp_path: Path) -> No
 
 
 def n_parts(name: str) -> tuple[str, int, str]:
-    return next((c.model, c.layers, c.noise) for c in grid.cells_for(TINY, grid.PARTS) if c.name == name)
+    return next(
+        (c.model, c.layers, c.noise) for c in grid.cells_for(TINY, grid.PARTS) if c.name == name
+    )
 
 
 def _with_baselines(out: Path) -> FakeCell:
@@ -89,7 +113,9 @@ def test_a_resumed_sweep_equals_an_uninterrupted_one(tmp_path: Path) -> None:
         sweep.sweep(TINY, ("table1",), cut, tmp_path / "runs-cut", cell_fn=FakeCell(stop_after=2))
     assert len(list((cut / "models").glob("*/metrics.json"))) == 2
     again = sweep.sweep(TINY, ("table1",), cut, tmp_path / "runs-cut", cell_fn=FakeCell())
-    assert len(again.trained) == len(grid.cells_for(TINY, ("table1",))) - 2  # the finished cells are not trained
+    assert (
+        len(again.trained) == len(grid.cells_for(TINY, ("table1",))) - 2
+    )  # the finished cells are not trained
     assert _tree(cut) == _tree(whole)
     calls = [p.read_text() for p in (tmp_path / "runs-cut").rglob("calls")]
     assert calls and all(c == "1\n" for c in calls)  # no cell trained twice
@@ -100,7 +126,9 @@ def test_a_record_of_another_start_is_due_and_retrained(tmp_path: Path) -> None:
     cell_fn = _with_baselines(out)
     sweep.sweep(TINY, ("table1",), out, tmp_path / "runs", cell_fn=cell_fn)
     c = Cell("diag", 2, "uniform:1")
-    old = replace(fake_record(c, TINY), start="shallower", plan=grid.plan_of(c, TINY) | {"start": "shallower"})
+    old = replace(
+        fake_record(c, TINY), start="shallower", plan=grid.plan_of(c, TINY) | {"start": "shallower"}
+    )
     (out / "models" / c.name / "metrics.json").write_bytes(old.to_json())
     seen = sweep.sweep(TINY, ("table1",), out, tmp_path / "runs", train=False)
     assert seen.due == [c.name] and seen.cells[c.name].start == "shallower" and not seen.trained
@@ -114,7 +142,9 @@ def test_nan_in_a_baselines_file_never_reaches_the_tables(tmp_path: Path) -> Non
     bad = fake_baselines("uniform:1", TINY)
     bad["methods"]["AdaRR"]["loss"] = float("nan")
     (out / "baselines" / "uniform1.json").write_text(json.dumps(bad))
-    with pytest.raises(LintfError, match=r"uniform1.json.*(methods.AdaRR.loss is nan|NaN is not a JSON number)"):
+    with pytest.raises(
+        LintfError, match=r"uniform1.json.*(methods.AdaRR.loss is nan|NaN is not a JSON number)"
+    ):
         sweep.sweep(TINY, ("table1",), out, tmp_path / "runs", train=False)
     assert not (out / "table1.csv").exists()
 
@@ -130,13 +160,29 @@ def test_the_report_of_a_sweep_names_the_cells_of_an_earlier_recipe(tmp_path: Pa
     out = tmp_path / "out"
     sweep.sweep(TINY, ("table1",), out, tmp_path / "runs", cell_fn=_with_baselines(out))
     c = Cell("diag", 1, "categorical:1,3")
-    old = replace(fake_record(c, TINY), start="shallower", plan=grid.plan_of(c, TINY) | {"start": "shallower"})
+    old = replace(
+        fake_record(c, TINY), start="shallower", plan=grid.plan_of(c, TINY) | {"start": "shallower"}
+    )
     (out / "models" / c.name / "metrics.json").write_bytes(old.to_json())
     for nz in TINY.noises:  # the GD++ floor's cache, so that the report does not evaluate it
-        atomic_write_json(out / "baselines" / f"floor-{grid.slug(nz)}.json",
-                          {"noise": nz, "eval_sequences": TINY.eval_sequences, "n": 20, "d": 10, "loss": 0.1,
-                           "se": 0.01, "minus_Bayes": 0.05, "minus_Bayes_se": 0.01})
-    write_outputs(sweep.sweep(TINY, ("table1",), out, tmp_path / "runs", train=False), TINY, ("table1",), out)
+        atomic_write_json(
+            out / "baselines" / f"floor-{grid.slug(nz)}.json",
+            {
+                "noise": nz,
+                "eval_sequences": TINY.eval_sequences,
+                "n": 20,
+                "d": 10,
+                "loss": 0.1,
+                "se": 0.01,
+                "minus_Bayes": 0.05,
+                "minus_Bayes_se": 0.01,
+            },
+        )
+    write_outputs(
+        sweep.sweep(TINY, ("table1",), out, tmp_path / "runs", train=False), TINY, ("table1",), out
+    )
     report = (out / "report.md").read_text()
-    assert "cells continued from the finished cell one layer shallower, an earlier recipe" in report and c.name in report
-
+    assert (
+        "cells continued from the finished cell one layer shallower, an earlier recipe" in report
+        and c.name in report
+    )

@@ -16,8 +16,8 @@ import numpy as np
 
 from lintf_theory import alpha_l_rule, diagonal_rule, layer_omegas, lemma44_rule, run_recursion
 from numerics import models
-from numerics.evaluate import inspector, testing
 from numerics.data import Batch
+from numerics.evaluate import inspector, testing
 from proofs import state_matrix
 
 # Tolerance of "agree to float64 precision" for two routes through <= 7 layers of O(1) products:
@@ -37,8 +37,10 @@ def max_rel_err(a: jax.Array, b: jax.Array) -> float:
 # Theorem 4.1 through numerics.evaluate.testing, on both of lintf's forward passes --------------------------
 def lintf_forwards(P: Any, Q: Any) -> dict[str, Any]:
     """``models.forward_tokens`` (every layer's tokens) and ``models.predict`` as ``forward(X, y, x_query)``."""
-    return {"tokens": lambda X, y, q: models.forward_tokens(P, Q, X, y, q),
-            "predict": lambda X, y, q: models.predict(P, Q, X, y, q)}
+    return {
+        "tokens": lambda X, y, q: models.forward_tokens(P, Q, X, y, q),
+        "predict": lambda X, y, q: models.predict(P, Q, X, y, q),
+    }
 
 
 def _arrays(P: Any, Q: Any, b: Batch) -> tuple[np.ndarray, ...]:
@@ -55,13 +57,17 @@ def assert_query_isolation(P: Any, Q: Any, b: Batch, seed: int, s: float, t: flo
     for forward in lintf_forwards(P, Q).values():
         testing.check_query_isolation(forward, *_arrays(P, Q, b), rtol=RTOL64, seed=seed, s=s, t=t)
         testing.check_implicit_weight(forward, *_arrays(P, Q, b), rtol=RTOL64, differentiate="jax")
-    w = inspector.implicit_states(P, Q, b.X, b.y, backend="numpy").w  # (L+1, B, d): every layer, not only L
+    w = inspector.implicit_states(
+        P, Q, b.X, b.y, backend="numpy"
+    ).w  # (L+1, B, d): every layer, not only L
     assert max_rel_err(inspector.autodiff_weights(P, Q, b.X, b.y, b.x_query), w) < RTOL64
 
 
 def assert_permutation_invariance(P: Any, Q: Any, b: Batch, seed: int) -> None:
     """Permuting the context changes neither the read-outs nor the implicit states."""
-    testing.check_permutation_invariance(lintf_forwards(P, Q)["predict"], *_arrays(P, Q, b), rtol=RTOL64, seed=seed)
+    testing.check_permutation_invariance(
+        lintf_forwards(P, Q)["predict"], *_arrays(P, Q, b), rtol=RTOL64, seed=seed
+    )
     perm = np.random.default_rng(seed).permutation(b.X.shape[1])
     y1 = models.predict(P, Q, b.X, b.y, b.x_query, all_layers=True)
     y2 = models.predict(P, Q, b.X[:, perm], b.y[:, perm], b.x_query, all_layers=True)
@@ -77,8 +83,10 @@ def rotation_change(P: Any, Q: Any, b: Batch, seed: int) -> float:
     d = b.X.shape[-1]
     R, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, d)))
     R = jnp.asarray(R)
-    return max_rel_err(models.predict(P, Q, b.X @ R.T, b.y, b.x_query @ R.T),
-                       models.predict(P, Q, b.X, b.y, b.x_query))
+    return max_rel_err(
+        models.predict(P, Q, b.X @ R.T, b.y, b.x_query @ R.T),
+        models.predict(P, Q, b.X, b.y, b.x_query),
+    )
 
 
 def assert_readouts(P: Any, Q: Any, b: Batch) -> None:
@@ -86,13 +94,17 @@ def assert_readouts(P: Any, Q: Any, b: Batch) -> None:
     reads = -models.forward_tokens(P, Q, b.X, b.y, b.x_query)[:, :, -1, -1]  # (L+1, B)
     w = inspector.implicit_states(P, Q, b.X, b.y, backend="numpy").w
     loss_tokens = 0.5 * jnp.mean((b.y_query - reads) ** 2, axis=-1)
-    loss_weights = 0.5 * jnp.mean((b.y_query - jnp.einsum("lbd,bd->lb", w, b.x_query)) ** 2, axis=-1)
+    loss_weights = 0.5 * jnp.mean(
+        (b.y_query - jnp.einsum("lbd,bd->lb", w, b.x_query)) ** 2, axis=-1
+    )
     assert max_rel_err(loss_tokens, loss_weights) < RTOL64
     assert max_rel_err(models.predict(P, Q, b.X, b.y, b.x_query, all_layers=True), reads) < RTOL64
 
 
 # DIAG and GD++ -----------------------------------------------------------------------------------
-def omega_form_tokens(diag: models.Diag, X: np.ndarray, y: np.ndarray, xq: np.ndarray) -> np.ndarray:
+def omega_form_tokens(
+    diag: models.Diag, X: np.ndarray, y: np.ndarray, xq: np.ndarray
+) -> np.ndarray:
     r"""Tokens after every layer by the derived ω-form rule (bridge ``diagonal_rule``), one sequence.
 
     ``x' = x + ω_xx Σ^l x + ω_xy y α^l``, ``y' = y + ω_yx ⟨α^l, x⟩ + ω_yy λ^l y`` with ``ω`` from
@@ -125,10 +137,18 @@ def gdpp_recursion(omega_xx: Any, omega_yx: Any, X: Any, y: Any, xq: Any) -> np.
     X, y, q = (np.asarray(a, np.float64).copy() for a in (X, y, xq))
     yq = np.zeros(X.shape[0])
     reads = [-yq]
-    for wxx, wyx in zip(np.asarray(omega_xx, np.float64), np.asarray(omega_yx, np.float64), strict=True):
+    for wxx, wyx in zip(
+        np.asarray(omega_xx, np.float64), np.asarray(omega_yx, np.float64), strict=True
+    ):
         Sigma, alpha = np.einsum("bni,bnj->bij", X, X), np.einsum("bni,bn->bi", X, y)
-        y, yq = y + wyx * np.einsum("bi,bni->bn", alpha, X), yq + wyx * np.einsum("bi,bi->b", alpha, q)
-        X, q = X + wxx * np.einsum("bij,bnj->bni", Sigma, X), q + wxx * np.einsum("bij,bj->bi", Sigma, q)
+        y, yq = (
+            y + wyx * np.einsum("bi,bni->bn", alpha, X),
+            yq + wyx * np.einsum("bi,bi->b", alpha, q),
+        )
+        X, q = (
+            X + wxx * np.einsum("bij,bnj->bni", Sigma, X),
+            q + wxx * np.einsum("bij,bj->bi", Sigma, q),
+        )
         reads.append(-yq)
     return np.stack(reads)
 
@@ -146,7 +166,9 @@ def lemma44_residual(P: Any, Q: Any, diag: models.Diag, X: np.ndarray, y: np.nda
     for l in range(P.shape[0]):
         st_, nxt = states[l], states[l + 1]
         M_, u_, a_, w_ = st_.M, st_.u[:, None], float(st_.a), st_.w[:, None]
-        Zl = np.c_[X, y] @ state_matrix(st_.M, st_.u, st_.a, st_.w).T  # layer-l context tokens (Theorem 4.1 form)
+        Zl = (
+            np.c_[X, y] @ state_matrix(st_.M, st_.u, st_.a, st_.w).T
+        )  # layer-l context tokens (Theorem 4.1 form)
         Xl, yl = Zl[:, :-1], Zl[:, -1]
         om = layer_omegas(*(np.asarray(p[l], dtype=np.float64) for p in diag))
         g = S @ (a_ * w_star - w_)
@@ -154,5 +176,10 @@ def lemma44_residual(P: Any, Q: Any, diag: models.Diag, X: np.ndarray, y: np.nda
         Lu, Gam, s, Pi, Phi = f(M_, u_, a_, w_star, rho, Xl.T @ Xl, yl @ yl, *om)
         u_next = np.ravel(u_ - Lu + Gam @ g)
         w_next = np.ravel((1 + s) * w_ - Pi @ g - Phi @ u_)
-        worst = max(worst, max_rel_err(alpha_l, Xl.T @ yl), max_rel_err(u_next, nxt.u), max_rel_err(w_next, nxt.w))
+        worst = max(
+            worst,
+            max_rel_err(alpha_l, Xl.T @ yl),
+            max_rel_err(u_next, nxt.u),
+            max_rel_err(w_next, nxt.w),
+        )
     return worst

@@ -26,8 +26,9 @@ rationals: st.SearchStrategy[Fraction] = rationals_in(-2, 2)
 nonzero_rationals: st.SearchStrategy[Fraction] = rationals.filter(lambda q: q != 0)
 
 
-def rational_arrays(shape: tuple[int, ...],
-                    elements: st.SearchStrategy[Fraction] = rationals) -> st.SearchStrategy[np.ndarray]:
+def rational_arrays(
+    shape: tuple[int, ...], elements: st.SearchStrategy[Fraction] = rationals
+) -> st.SearchStrategy[np.ndarray]:
     """Object array of exact rationals with the given shape."""
     size = int(np.prod(shape, dtype=int))
     return st.lists(elements, min_size=size, max_size=size).map(
@@ -67,7 +68,9 @@ class ExactProblem:
 
 
 @st.composite
-def exact_problems(draw: st.DrawFn, cfg_strategy: st.SearchStrategy[Config] = configs) -> ExactProblem:
+def exact_problems(
+    draw: st.DrawFn, cfg_strategy: st.SearchStrategy[Config] = configs
+) -> ExactProblem:
     """A FULL model in universal form and one exact sequence, sizes from ``cfg_strategy``."""
     cfg = draw(cfg_strategy)
     D = cfg.d + 1

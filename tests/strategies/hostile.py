@@ -41,15 +41,21 @@ def _records(raw: bytes) -> list[tuple[int, int, str]]:
     with zipfile.ZipFile(io.BytesIO(raw)) as z:
         at, out = z.start_dir, []
         for info in z.infolist():
-            assert raw[at:at + 4] == b"PK\x01\x02"
-            n, x, c = struct.unpack("<HHH", raw[at + 28:at + 34])
+            assert raw[at : at + 4] == b"PK\x01\x02"
+            n, x, c = struct.unpack("<HHH", raw[at + 28 : at + 34])
             out.append((at, info.header_offset, info.filename))
             at += 46 + n + x + c
     return out
 
 
-def patch(raw: bytes, name: str | None, *, flags: int | None = None, method: int | None = None,
-          size: int | None = None) -> bytes:
+def patch(
+    raw: bytes,
+    name: str | None,
+    *,
+    flags: int | None = None,
+    method: int | None = None,
+    size: int | None = None,
+) -> bytes:
     """``raw`` with the entry ``name`` (``None``: every entry) given general-purpose ``flags`` (or-ed in), the
     compression ``method`` or the declared uncompressed ``size``, in its local header and central record alike."""
     out = bytearray(raw)
@@ -58,12 +64,13 @@ def patch(raw: bytes, name: str | None, *, flags: int | None = None, method: int
             continue
         for base, flag_at, method_at, size_at in ((central, 8, 10, 24), (local, 6, 8, 22)):
             if flags is not None:
-                out[base + flag_at:base + flag_at + 2] = struct.pack(
-                    "<H", struct.unpack("<H", raw[base + flag_at:base + flag_at + 2])[0] | flags)
+                out[base + flag_at : base + flag_at + 2] = struct.pack(
+                    "<H", struct.unpack("<H", raw[base + flag_at : base + flag_at + 2])[0] | flags
+                )
             if method is not None:
-                out[base + method_at:base + method_at + 2] = struct.pack("<H", method)
+                out[base + method_at : base + method_at + 2] = struct.pack("<H", method)
             if size is not None:
-                out[base + size_at:base + size_at + 4] = struct.pack("<I", size)
+                out[base + size_at : base + size_at + 4] = struct.pack("<I", size)
     return bytes(out)
 
 
@@ -71,7 +78,9 @@ def _huge_entry(arrays: dict[str, np.ndarray], name: str) -> bytes:
     """The archive of ``arrays`` plus ``name``: an ``.npy`` whose header and zip entry declare :data:`HUGE` bytes of
     float64, of which the entry holds a few hundred (never read to its end, it costs nothing on disk)."""
     head = io.BytesIO()
-    np.lib.format.write_array_header_1_0(head, {"descr": "<f8", "fortran_order": False, "shape": (HUGE // 8,)})
+    np.lib.format.write_array_header_1_0(
+        head, {"descr": "<f8", "fortran_order": False, "shape": (HUGE // 8,)}
+    )
     buf = io.BytesIO(npz_bytes(arrays))
     with zipfile.ZipFile(buf, "a", zipfile.ZIP_DEFLATED) as z:
         z.writestr(f"{name}.npy", head.getvalue() + bytes(256))
@@ -83,7 +92,9 @@ def _duplicate(arrays: dict[str, np.ndarray], name: str) -> bytes:
     entry = io.BytesIO()
     np.lib.format.write_array(entry, np.zeros(3))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # zipfile's "Duplicate name": the point of this variant
+        warnings.simplefilter(
+            "ignore", UserWarning
+        )  # zipfile's "Duplicate name": the point of this variant
         with zipfile.ZipFile(buf, "a") as z:
             z.writestr(f"{name}.npy", entry.getvalue())
     return buf.getvalue()
@@ -94,7 +105,9 @@ def _header_lies(arrays: dict[str, np.ndarray], name: str) -> bytes:
     a = np.asarray(arrays[name])
     entry = io.BytesIO()
     shape = (a.shape[0] * 1000, *a.shape[1:]) if a.ndim else (1000,)
-    np.lib.format.write_array_header_1_0(entry, {"descr": a.dtype.str, "fortran_order": False, "shape": shape})
+    np.lib.format.write_array_header_1_0(
+        entry, {"descr": a.dtype.str, "fortran_order": False, "shape": shape}
+    )
     entry.write(a.tobytes())
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
@@ -112,7 +125,7 @@ def _crc(arrays: dict[str, np.ndarray], name: str) -> bytes:
     """One byte of ``name``'s data flipped (the zip directory intact): its CRC fails once read to its end."""
     raw = bytearray(npz_bytes(arrays))
     local = next(loc for _, loc, f in _records(bytes(raw)) if f == f"{name}.npy")
-    n, x = struct.unpack("<HH", raw[local + 26:local + 30])
+    n, x = struct.unpack("<HH", raw[local + 26 : local + 30])
     raw[local + 30 + n + x + 128 + min(8, np.asarray(arrays[name]).nbytes - 1)] ^= 0xFF
     return bytes(raw)
 
@@ -133,11 +146,19 @@ REFUSED: dict[str, Callable[[dict[str, np.ndarray], str], bytes]] = {
 }
 
 #: Words of the message of the check that refuses each variant of :data:`REFUSED` (not a catch-all's).
-REFUSED_WORDS = {"npy then zip": "begins with one .npy array", "encrypted flag": "is encrypted; lintf reads",
-         "deflate64": "compression method 9", "unknown method": "compression method 99",
-         "declared size huge": "memory", "header lies": "but its entry holds", "duplicate entry": "two entries named",
-         "object array": "holds Python objects", "crc": "Bad CRC-32", "truncated": "is not a readable .npz",
-         "junk before zip": "is not an .npz archive"}
+REFUSED_WORDS = {
+    "npy then zip": "begins with one .npy array",
+    "encrypted flag": "is encrypted; lintf reads",
+    "deflate64": "compression method 9",
+    "unknown method": "compression method 99",
+    "declared size huge": "memory",
+    "header lies": "but its entry holds",
+    "duplicate entry": "two entries named",
+    "object array": "holds Python objects",
+    "crc": "Bad CRC-32",
+    "truncated": "is not a readable .npz",
+    "junk before zip": "is not an .npz archive",
+}
 
 
 #: Odd archives that are valid: the command reads them as the plain one.
@@ -154,10 +175,13 @@ def _npy(a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def refused_archives(arrays: dict[str, np.ndarray], names: tuple[str, ...]) -> st.SearchStrategy[tuple[str, bytes]]:
+def refused_archives(
+    arrays: dict[str, np.ndarray], names: tuple[str, ...]
+) -> st.SearchStrategy[tuple[str, bytes]]:
     """A variant of :data:`REFUSED` applied to one of ``names`` (the arrays a command reads) of ``arrays``."""
     return st.tuples(st.sampled_from(sorted(REFUSED)), st.sampled_from(names)).map(
-        lambda c: (f"{c[0]} ({c[1]})", REFUSED[c[0]](arrays, c[1])))
+        lambda c: (f"{c[0]} ({c[1]})", REFUSED[c[0]](arrays, c[1]))
+    )
 
 
 def unused_huge(arrays: dict[str, np.ndarray]) -> bytes:
@@ -166,7 +190,11 @@ def unused_huge(arrays: dict[str, np.ndarray]) -> bytes:
 
 
 def _nested(depth: int, kind: str) -> str:
-    return ('{"a": ' * depth + "1" + "}" * depth) if kind == "object" else ("[" * depth + "1" + "]" * depth)
+    return (
+        ('{"a": ' * depth + "1" + "}" * depth)
+        if kind == "object"
+        else ("[" * depth + "1" + "]" * depth)
+    )
 
 
 def hostile_json(top: str = "object") -> st.SearchStrategy[tuple[str, bytes]]:
@@ -174,12 +202,16 @@ def hostile_json(top: str = "object") -> st.SearchStrategy[tuple[str, bytes]]:
     limit (up to 100 000 deep, which overflows Python's recursion), non-finite numbers, the wrong top-level type,
     not UTF-8."""
     wrap = (lambda v: '{"v": ' + v + "}") if top == "object" else (lambda v: "[" + v + "]")
-    deep = st.tuples(st.integers(JSON_DEPTH_MAX + 1, 100_000), st.sampled_from(["object", "list"])).map(
-        lambda c: (f"nested {c[0]} deep", wrap(_nested(c[0], c[1])).encode()))
+    deep = st.tuples(
+        st.integers(JSON_DEPTH_MAX + 1, 100_000), st.sampled_from(["object", "list"])
+    ).map(lambda c: (f"nested {c[0]} deep", wrap(_nested(c[0], c[1])).encode()))
     constants = st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", "-1e400"]).map(
-        lambda v: (f"non-finite {v}", wrap(v).encode()))
-    wrong = st.sampled_from(["[1, 2]", '"text"', "3", "null", "true"] if top == "object" else ['{"a": 1}', '"x"', "3"]
-                            ).map(lambda v: (f"top-level {v}", v.encode()))
-    broken = st.sampled_from([b"\xff\xfe{}", wrap("1").encode()[:-1], b"", codecs.BOM_UTF16 + b"{}"]).map(
-        lambda v: (f"malformed {v[:8]!r}", v))
+        lambda v: (f"non-finite {v}", wrap(v).encode())
+    )
+    wrong = st.sampled_from(
+        ["[1, 2]", '"text"', "3", "null", "true"] if top == "object" else ['{"a": 1}', '"x"', "3"]
+    ).map(lambda v: (f"top-level {v}", v.encode()))
+    broken = st.sampled_from(
+        [b"\xff\xfe{}", wrap("1").encode()[:-1], b"", codecs.BOM_UTF16 + b"{}"]
+    ).map(lambda v: (f"malformed {v[:8]!r}", v))
     return st.one_of(deep, constants, wrong, broken)

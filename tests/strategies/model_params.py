@@ -41,7 +41,9 @@ def toy_batch(seed: int = 0, dtype=jnp.float64, n: int = N, d: int = D, batch: i
     return Batch(*(jnp.asarray(a, dtype=dtype) for a in arrs))
 
 
-def draw_params(kind: str, seed: int, layers: int, d: int, heads: int = 1, dtype=jnp.float64) -> models.Params:
+def draw_params(
+    kind: str, seed: int, layers: int, d: int, heads: int = 1, dtype=jnp.float64
+) -> models.Params:
     """Standard-normal native parameters drawn with NumPy (``models.init`` with ``scale=1`` but without
     compiling ``jax.random`` for every shape, which dominates test time on a loaded machine)."""
     if kind not in KINDS:
@@ -55,8 +57,14 @@ def draw_params(kind: str, seed: int, layers: int, d: int, heads: int = 1, dtype
     return models.Gdpp(draw(layers), draw(layers))
 
 
-def scaled_model(kind: str, seed: int, layers: int, heads: int, data: Batch, g: float = 0.3,
-                 ) -> tuple[jax.Array, jax.Array]:
+def scaled_model(
+    kind: str,
+    seed: int,
+    layers: int,
+    heads: int,
+    data: Batch,
+    g: float = 0.3,
+) -> tuple[jax.Array, jax.Array]:
     """Universal ``(P, Q)`` of a random ``kind`` model, rescaled layer by layer to ``‖G^l‖_F ≤ g`` on ``data``.
 
     The native parameters go through the code under test (``models.universal``); the rescaling is
@@ -90,8 +98,9 @@ class ModelConfig:
 
 
 @st.composite
-def model_configs(draw: st.DrawFn, kinds: tuple[str, ...] = KINDS, max_L: int = 7, max_d: int = 5,
-                  max_n: int = 10) -> ModelConfig:
+def model_configs(
+    draw: st.DrawFn, kinds: tuple[str, ...] = KINDS, max_L: int = 7, max_d: int = 5, max_n: int = 10
+) -> ModelConfig:
     """Default bounds keep one example under a second; the slow tests raise them (d 10, n 30, L 12)."""
     kind = draw(st.sampled_from(kinds))
     return ModelConfig(

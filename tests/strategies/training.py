@@ -6,8 +6,17 @@ import jax
 import numpy as np
 
 #: A training run of seconds: two layers, ``d = 3``, ``n = 6``, 20 steps of 64 sequences.
-TINY = dict(layers=2, noise="uniform:2", n=6, d=3, batch=64, steps=20, chunk=5, select_sequences=256,
-            eval_sequences=256)
+TINY = dict(
+    layers=2,
+    noise="uniform:2",
+    n=6,
+    d=3,
+    batch=64,
+    steps=20,
+    chunk=5,
+    select_sequences=256,
+    eval_sequences=256,
+)
 
 
 def leaves(state) -> list[np.ndarray]:  # noqa: ANN001

@@ -37,9 +37,9 @@ def test_one_step_loss_against_numerics_data_sample():
     import jax
 
     from lintf_theory import derive_one_step_gd  # noqa: F401  (derivation under test)
-    from numerics.models.constructions import gd
     from numerics.data import Noise, sample
     from numerics.models import forward_tokens, universal
+    from numerics.models.constructions import gd
 
     loss, opt = (r.numpy for r in one_step_rule())
     for i, noise in enumerate(("fixed:0", "uniform:3")):
@@ -47,5 +47,7 @@ def test_one_step_loss_against_numerics_data_sample():
         eta_star, _ = opt(20, 10, s2)
         b = sample(jax.random.PRNGKey(i), noise, 20000, 20, 10, dtype=jax.numpy.float64)
         P, Q = universal(gd(float(eta_star), 1), 10)
-        sq = 0.5 * np.asarray((b.y_query + forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1]) ** 2)
+        sq = 0.5 * np.asarray(
+            (b.y_query + forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1]) ** 2
+        )
         assert abs(sq.mean() - loss(20, 10, eta_star, s2)) < 4 * sq.std() / np.sqrt(sq.size)

@@ -8,12 +8,18 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from tests.strategies import diag_problems, nonzero_rationals, rational_arrays
-from lintf_theory import derive_diagonal, diagonal_rule, layer_forward, layer_omegas, one_head_residual
-from lintf_theory import two_head_counterexample
-from lintf_theory import head_symbols
+from lintf_theory import (
+    derive_diagonal,
+    diagonal_rule,
+    head_symbols,
+    layer_forward,
+    layer_omegas,
+    one_head_residual,
+    two_head_counterexample,
+)
 from lintf_theory.exact import diag_universal, rational_array, tokens
 from lintf_theory.layer import context_gram, head_sum
+from tests.strategies import diag_problems, nonzero_rationals, rational_arrays
 
 
 def _model(p: dict) -> tuple[object, object]:
@@ -31,7 +37,9 @@ def test_diagonal_rule_equals_forward_pass(p: dict) -> None:
     om = layer_omegas(*(p["heads"][0, :, i] for i in range(4)))
     f = diagonal_rule().numpy
     for i in range(n + 1):
-        xn, yn = f(E[:d, :d], E[:d, d:], E[d:, d:], *om, Z[i, :d].reshape(-1, 1), Z[i, d:].reshape(1, 1))
+        xn, yn = f(
+            E[:d, :d], E[:d, d:], E[d:, d:], *om, Z[i, :d].reshape(-1, 1), Z[i, d:].reshape(1, 1)
+        )
         assert np.array_equal(xn.reshape(-1), Z1[i, :d]) and yn[0, 0] == Z1[i, d]
 
 
@@ -58,11 +66,14 @@ def test_one_head_identity_symbolic_and_two_head_counterexample() -> None:
     vals, gap = two_head_counterexample()
     syms = [s for g in derive_diagonal(2).heads for s in g]
     flat = [vals[s] for s in syms]
-    px, py, qx, qy = (np.array([flat[2 * i:2 * i + 2]], dtype=object) for i in range(4))
+    px, py, qx, qy = (np.array([flat[2 * i : 2 * i + 2]], dtype=object) for i in range(4))
     P, Q = diag_universal(px, py, qx, qy, 1)
     rng = np.random.default_rng(0)
-    Z = tokens(rational_array(rng, (3, 1), nonzero=True), rational_array(rng, (3,), nonzero=True),
-               rational_array(rng, (1,)))
+    Z = tokens(
+        rational_array(rng, (3, 1), nonzero=True),
+        rational_array(rng, (3,), nonzero=True),
+        rational_array(rng, (1,)),
+    )
     E = context_gram(Z, 3)
     G = head_sum(list(P[0]), list(Q[0]), E)
     oxx, oxy, oyx, oyy = (G[i, j] / E[i, j] for i, j in ((0, 0), (0, 1), (1, 0), (1, 1)))

@@ -15,12 +15,17 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lintf_theory import GDPP_FLOOR_SYMBOLS, GDPP_SYMBOLS, derive_pointwise_optimum, filter_polynomials
+from lintf_theory import (
+    GDPP_FLOOR_SYMBOLS,
+    GDPP_SYMBOLS,
+    derive_pointwise_optimum,
+    filter_polynomials,
+)
 from lintf_theory.exact import fraction_eye
 from numerics import baselines
-from numerics.reproduce import floor
 from numerics.cli import main
 from numerics.data import Noise
+from numerics.reproduce import floor
 from numerics.reproduce.claims import Entry
 from proofs import Context
 from proofs.gdpp_ridge_floor import RTOL, counterexample, exact_prediction, float_gap, matrix_horner
@@ -36,7 +41,9 @@ def gdpp_problems(draw: st.DrawFn):  # noqa: ANN201
     """A one-head GD++ model (``q_y = 0``) with ``L ≤ 3`` layers and exact data, ``d ≤ 2``, ``n ≤ 4``."""
     L, d, n = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 4))
     heads = [[(draw(rationals), draw(rationals), draw(rationals), Fraction(0))] for _ in range(L)]
-    ctx = Context(draw(rational_arrays((n, d))), draw(rational_arrays((n,))), draw(rational_arrays((d,))))
+    ctx = Context(
+        draw(rational_arrays((n, d))), draw(rational_arrays((n,))), draw(rational_arrays((d,)))
+    )
     return heads, ctx
 
 
@@ -76,9 +83,28 @@ def test_diag_with_omega_yy_or_omega_xy_is_not_linear_in_y() -> None:
 # ----------------------------------------------------------------------------------------------- baselines
 
 
-def test_baselines_json_carries_the_floor_at_the_prior_mean(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["baselines", "--noise", U5, "--noise", C13, "--json", "--eval-sequences", "2000", "--tune-sequences", "4000",
-                 "--methods", "ConstRR,ConstRR_Esigma2,Oracle"]) == 0
+def test_baselines_json_carries_the_floor_at_the_prior_mean(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert (
+        main(
+            [
+                "baselines",
+                "--noise",
+                U5,
+                "--noise",
+                C13,
+                "--json",
+                "--eval-sequences",
+                "2000",
+                "--tune-sequences",
+                "4000",
+                "--methods",
+                "ConstRR,ConstRR_Esigma2,Oracle",
+            ]
+        )
+        == 0
+    )
     res = json.loads(capsys.readouterr().out)["results"]
     assert Fraction(res[U5][baselines.FLOOR]["lam"]).limit_denominator(100) == Fraction(25, 3)
     assert res[C13][baselines.FLOOR]["lam"] == 5.0
@@ -89,14 +115,17 @@ def test_baselines_json_carries_the_floor_at_the_prior_mean(capsys: pytest.Captu
 def test_floor_predictor_is_ridge_at_the_prior_mean() -> None:
     import jax
 
-    from numerics.data import sample
     from numerics.baselines.spectral import spectral
+    from numerics.data import sample
 
     b = sample(jax.random.PRNGKey(0), U5, 64, 20, 10, np.float64)
     pred = baselines.predictor(baselines.Tuned(lam_const=1.0), U5, (baselines.FLOOR,))
     got = np.asarray(pred(b, spectral(b.X, b.y, b.x_query))[baselines.FLOOR])
     X, y, xq = (np.asarray(a) for a in (b.X, b.y, b.x_query))
-    w = np.linalg.solve(np.einsum("bni,bnj->bij", X, X) + 25 / 3 * np.eye(10), np.einsum("bni,bn->bi", X, y)[..., None])[..., 0]
+    w = np.linalg.solve(
+        np.einsum("bni,bnj->bij", X, X) + 25 / 3 * np.eye(10),
+        np.einsum("bni,bn->bi", X, y)[..., None],
+    )[..., 0]
     np.testing.assert_allclose(got, np.einsum("bi,bi->b", xq, w), rtol=1e-10)
 
 
@@ -104,7 +133,10 @@ def test_floor_predictor_is_ridge_at_the_prior_mean() -> None:
 def test_tuned_constrr_agrees_with_the_prior_mean_within_tuning_noise() -> None:
     import jax
 
-    lams = [baselines.tune(jax.random.PRNGKey(s), U5, 20_000, 20, 10, ("ConstRR",)).lam_const for s in range(6)]
+    lams = [
+        baselines.tune(jax.random.PRNGKey(s), U5, 20_000, 20, 10, ("ConstRR",)).lam_const
+        for s in range(6)
+    ]
     mean, se = np.mean(lams), np.std(lams, ddof=1) / np.sqrt(len(lams))
     assert abs(mean - Noise.parse(U5).mean_sigma2) < 4 * se + 1e-3, (lams, mean, se)
 
@@ -116,12 +148,22 @@ FLOORS = {U5: Entry(0.3627, 0.0054, 0.3242, 0.0050)}
 
 
 def test_report_flags_a_synthetic_gdpp_entry_below_the_floor() -> None:
-    fine = {("gdpp", 7, U5): Entry(0.3630, 0.0157, 0.3234, 0.0149), ("gdpp", 2, U5): Entry(0.38, 0.016, 0.34, 0.015),
-            ("diag", 7, U5): Entry(0.09, 0.008, 0.05, 0.005)}  # DIAG may go below: not checked
+    fine = {
+        ("gdpp", 7, U5): Entry(0.3630, 0.0157, 0.3234, 0.0149),
+        ("gdpp", 2, U5): Entry(0.38, 0.016, 0.34, 0.015),
+        ("diag", 7, U5): Entry(0.09, 0.008, 0.05, 0.005),
+    }  # DIAG may go below: not checked
     c = floor.claim_gdpp_floor(fine, FLOORS)
-    assert c.verdict == "holds" and len(c.evidence) == 2 and "IMPOSSIBLE" not in " ".join(c.evidence)
+    assert (
+        c.verdict == "holds" and len(c.evidence) == 2 and "IMPOSSIBLE" not in " ".join(c.evidence)
+    )
     # 0.03 below within noise (SE of the paired gaps ≈ 0.0157): not flagged
-    assert floor.claim_gdpp_floor(fine | {("gdpp", 4, U5): Entry(0.333, 0.0157, 0.294, 0.0149)}, FLOORS).verdict == "holds"
+    assert (
+        floor.claim_gdpp_floor(
+            fine | {("gdpp", 4, U5): Entry(0.333, 0.0157, 0.294, 0.0149)}, FLOORS
+        ).verdict
+        == "holds"
+    )
     bad = fine | {("gdpp", 4, U5): Entry(0.2, 0.0100, 0.16, 0.0090)}  # 0.16 below, ~16 SE
     c = floor.claim_gdpp_floor(bad, FLOORS)
     assert c.verdict == "does not hold"
@@ -146,10 +188,16 @@ def test_report_writes_the_floor_claim(tmp_path) -> None:  # noqa: ANN001
 
     def cell(L: int, loss: float):  # noqa: ANN202
         rec = fake_record(Cell("gdpp", L, nz), budget)
-        return replace(rec, eval=rec.eval | {"loss": loss, "se": 0.001, "minus_Bayes": loss - 0.001,
-                                             "minus_Bayes_se": 0.001})
+        return replace(
+            rec,
+            eval=rec.eval
+            | {"loss": loss, "se": 0.001, "minus_Bayes": loss - 0.001, "minus_Bayes_se": 0.001},
+        )
 
-    cells = {"a": cell(budget.depths[0], fl.loss + 0.01), "b": cell(budget.depths[-1], fl.loss - 0.05)}
+    cells = {
+        "a": cell(budget.depths[0], fl.loss + 0.01),
+        "b": cell(budget.depths[-1], fl.loss - 0.05),
+    }
     sw = Sweep(cells, {nz: fake_baselines(nz, budget)})
     res = write_outputs(sw, budget, (), tmp_path)
     c = next(c for c in res["claims"] if c.key == "gdpp_above_floor")
@@ -172,20 +220,32 @@ def test_printed_values_below_the_floor_are_flagged(tmp_path) -> None:  # noqa: 
     assert floor.read_printed(js) == rows[:1]
 
 
-@pytest.mark.parametrize("text,suffix,word", [
-    ("noise,value\nuniform:5,0.3\n", ".csv", "header"),
-    ("noise,depth,value\nuniform:5,0,0.3\n", ".csv", "depth"),
-    ("noise,depth,value\nuniform:5,2.5,0.3\n", ".csv", "depth"),
-    ("noise,depth,value\nuniform:5,2,nan\n", ".csv", "finite"),
-    ("noise,depth,value\ngauss:5,2,0.3\n", ".csv", "noise spec"),
-    ("noise,depth,value\ncategorical:1,3,2,0.3\n", ".csv", "quote"),
-    ("noise,depth,value\n", ".csv", "no rows"),
-    ('[{"noise": "uniform:5", "depth": 2.5, "value": 0.3}]', ".json", "depth must be an integer >= 1"),
-    ('{"noise": "uniform:5"}', ".json", "list of objects"),
-    ("[{", ".json", "not valid JSON"),
-])
-def test_bad_printed_tables_are_one_line_errors(text: str, suffix: str, word: str, tmp_path,  # noqa: ANN001
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "text,suffix,word",
+    [
+        ("noise,value\nuniform:5,0.3\n", ".csv", "header"),
+        ("noise,depth,value\nuniform:5,0,0.3\n", ".csv", "depth"),
+        ("noise,depth,value\nuniform:5,2.5,0.3\n", ".csv", "depth"),
+        ("noise,depth,value\nuniform:5,2,nan\n", ".csv", "finite"),
+        ("noise,depth,value\ngauss:5,2,0.3\n", ".csv", "noise spec"),
+        ("noise,depth,value\ncategorical:1,3,2,0.3\n", ".csv", "quote"),
+        ("noise,depth,value\n", ".csv", "no rows"),
+        (
+            '[{"noise": "uniform:5", "depth": 2.5, "value": 0.3}]',
+            ".json",
+            "depth must be an integer >= 1",
+        ),
+        ('{"noise": "uniform:5"}', ".json", "list of objects"),
+        ("[{", ".json", "not valid JSON"),
+    ],
+)
+def test_bad_printed_tables_are_one_line_errors(
+    text: str,
+    suffix: str,
+    word: str,
+    tmp_path,  # noqa: ANN001
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     path = tmp_path / f"t{suffix}"
     path.write_text(text)
     with pytest.raises(ValueError, match=word):
@@ -195,17 +255,26 @@ def test_bad_printed_tables_are_one_line_errors(text: str, suffix: str, word: st
     assert err.startswith("lintf verify: error: --printed") and "\n" not in err
 
 
-def test_missing_printed_file_is_a_one_line_error(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
+def test_missing_printed_file_is_a_one_line_error(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:  # noqa: ANN001
     assert main(["verify", "--printed", str(tmp_path / "none.csv")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"lintf verify: error: --printed {str(tmp_path / 'none.csv')!r} does not exist", err
+    assert err == f"lintf verify: error: --printed {str(tmp_path / 'none.csv')!r} does not exist", (
+        err
+    )
 
 
-def test_a_printed_table_that_is_a_directory_or_not_utf8_is_a_one_line_error(tmp_path,  # noqa: ANN001
-                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_printed_table_that_is_a_directory_or_not_utf8_is_a_one_line_error(
+    tmp_path,  # noqa: ANN001
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     binary = tmp_path / "t.csv"
     binary.write_bytes(b"noise,depth,value\n\xff\xfe,2,0.3\n")
-    for path, said in ((tmp_path, f"{str(tmp_path)!r} is not a regular file"), (binary, f"{binary}: not UTF-8 text")):
+    for path, said in (
+        (tmp_path, f"{str(tmp_path)!r} is not a regular file"),
+        (binary, f"{binary}: not UTF-8 text"),
+    ):
         assert main(["verify", "--only", "gram_map", "--printed", str(path)]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"lintf verify: error: --printed {said}") and "\n" not in err, err

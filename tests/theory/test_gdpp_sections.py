@@ -9,10 +9,17 @@ import sympy as sp
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.strategies import rational_arrays, rationals
-from lintf_theory import derive_gdpp, exact_prediction_rule, gdpp_covariance_rule
-from lintf_theory import gdpp_eigen_rule, layer_forward, rescaling_rule, step_size_rule
+from lintf_theory import (
+    derive_gdpp,
+    exact_prediction_rule,
+    gdpp_covariance_rule,
+    gdpp_eigen_rule,
+    layer_forward,
+    rescaling_rule,
+    step_size_rule,
+)
 from lintf_theory.exact import diag_universal, solve, tokens
+from tests.strategies import rational_arrays, rationals
 
 sizes = st.tuples(st.integers(1, 3), st.integers(1, 5))  # (d, n): d in [1,3], n in [1,5]
 
@@ -21,7 +28,13 @@ sizes = st.tuples(st.integers(1, 3), st.integers(1, 5))  # (d, n): d in [1,3], n
 def contexts(draw: st.DrawFn, min_n_over_d: int = 0):
     d, n = draw(sizes)
     n = max(n, d + min_n_over_d)
-    return d, n, tokens(draw(rational_arrays((n, d))), draw(rational_arrays((n,))), draw(rational_arrays((d,))))
+    return (
+        d,
+        n,
+        tokens(
+            draw(rational_arrays((n, d))), draw(rational_arrays((n,))), draw(rational_arrays((d,)))
+        ),
+    )
 
 
 def _one_layer(Z, n, d, px, py, qx, qy):
@@ -71,7 +84,11 @@ def test_step_size_two_layers(ctx, wxy, wyx) -> None:
     ws = solve(S, al)
     r = y - (X @ ws).reshape(-1)
     ex, ap, ng, step = step_size_rule().numpy(al, S, ws, r @ r, xt, wxy, wyx)
-    assert -Z2[n, d] == ex[0, 0] == exact_prediction_rule().numpy(al, np.array([[y @ y]], dtype=object), xt, wxy, wyx)[0, 0]
+    assert (
+        -Z2[n, d]
+        == ex[0, 0]
+        == exact_prediction_rule().numpy(al, np.array([[y @ y]], dtype=object), xt, wxy, wyx)[0, 0]
+    )
     # Approximate model by a forward pass: keep only the additive layer-1 update w_xy r_i alpha.
     Z1a = Z.copy()
     for i in range(n):

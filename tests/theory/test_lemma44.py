@@ -6,12 +6,12 @@ import numpy as np
 import sympy as sp
 from hypothesis import assume, given
 
-from tests.strategies import diag_problems
 from lintf_theory import alpha_l_rule, derive_lemma44, layer_omegas, lemma44_rule, run_recursion
 from lintf_theory.exact import diag_universal, solve, tokens
 from lintf_theory.layer import layer_forward
 from lintf_theory.matexpr import is_zero
 from lintf_theory.symbols import M, a_s, omega_xy, omega_yx, u, w_star
+from tests.strategies import diag_problems
 
 
 def _setup(p: dict):

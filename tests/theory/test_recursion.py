@@ -73,7 +73,9 @@ def test_jax_and_numpy_exports_agree_in_float64() -> None:
     ],
 )
 def test_bad_parameters_give_one_line_errors(P_shape, Q_shape, X_shape, message) -> None:  # noqa: ANN001
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")) as info:
+    with pytest.raises(
+        ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")
+    ) as info:
         run_recursion(np.zeros(P_shape), np.zeros(Q_shape), np.zeros(X_shape), np.zeros(X_shape[0]))
     assert "\n" not in str(info.value)
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from lintf_theory import theorem_5_2_parameters
-from numerics.models.constructions import implicit_weight, theorem_5_2
 from numerics.models import forward_tokens, universal
+from numerics.models.constructions import implicit_weight, theorem_5_2
 
 
 def test_two_layer_model_matches_ridge_for_large_n():
@@ -26,7 +26,15 @@ def test_construction_is_the_literal_diag_model():
     rng = np.random.default_rng(1)
     X, y, xq = rng.standard_normal((6, 2)), rng.standard_normal(6), rng.standard_normal(2)
     P, Q = universal(theorem_5_2(1.0, 2.0, 6), 2)
-    Z = forward_tokens(jnp.asarray(P), jnp.asarray(Q), jnp.asarray(X)[None], jnp.asarray(y)[None], jnp.asarray(xq)[None])
+    Z = forward_tokens(
+        jnp.asarray(P),
+        jnp.asarray(Q),
+        jnp.asarray(X)[None],
+        jnp.asarray(y)[None],
+        jnp.asarray(xq)[None],
+    )
     oyx, oyy = theorem_5_2_parameters(1.0, 2.0, 6)
     assert oyx < 0 and oyy < 0
-    assert -float(Z[-1, 0, -1, -1]) == pytest.approx(float(implicit_weight(theorem_5_2(1.0, 2.0, 6), X, y) @ xq), rel=1e-9)
+    assert -float(Z[-1, 0, -1, -1]) == pytest.approx(
+        float(implicit_weight(theorem_5_2(1.0, 2.0, 6), X, y) @ xq), rel=1e-9
+    )

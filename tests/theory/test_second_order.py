@@ -8,8 +8,14 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lintf_theory import (SECOND_ORDER_SYMBOLS, derive_lemma_a2, derive_lemma_a3, kappa_next_rule, layer_count,
-                          layer_count_exact)
+from lintf_theory import (
+    SECOND_ORDER_SYMBOLS,
+    derive_lemma_a2,
+    derive_lemma_a3,
+    kappa_next_rule,
+    layer_count,
+    layer_count_exact,
+)
 from lintf_theory.certify import nonnegative_on, positive_on, positive_on_ray
 
 eps_sym = SECOND_ORDER_SYMBOLS.eps
@@ -40,11 +46,15 @@ def test_lemma_a3_constants():
     L = derive_lemma_a3()
     kn = kappa_next_rule()[0].numpy
     e = np.geomspace(1e-6, 10, 200)
-    assert np.all(kn(1 + e) - 1 <= float(L.leading) * e**2 + 1e-15)  # float64 cancellation in kappa' - 1
+    assert np.all(
+        kn(1 + e) - 1 <= float(L.leading) * e**2 + 1e-15
+    )  # float64 cancellation in kappa' - 1
     assert np.all(kn(1 + e[e <= 0.1]) - 1 <= 2 * e[e <= 0.1] ** 2)
     k = np.geomspace(1.1, 1e8, 500)
     assert np.all(kn(k) <= float(L.c) * k * (1 + 1e-14)) and float(L.c) < 1
-    assert L.monotone.holds and L.bound_printed.holds and L.bound_sharp_all_eps and L.ratio_decreasing
+    assert (
+        L.monotone.holds and L.bound_printed.holds and L.bound_sharp_all_eps and L.ratio_decreasing
+    )
 
 
 def test_lemma_a2_bound_and_best_step():
@@ -55,7 +65,9 @@ def test_lemma_a2_bound_and_best_step():
         V, _ = np.linalg.qr(rng.standard_normal((5, 5)))
         Sigma = V @ np.diag(lam) @ V.T
         w = V[:, 1]  # worst case: top eigenvector
-        assert np.linalg.norm(Sigma @ w - w) == pytest.approx(float(A2.sup_unit_step.subs(eps_sym, eps)), rel=1e-12)
+        assert np.linalg.norm(Sigma @ w - w) == pytest.approx(
+            float(A2.sup_unit_step.subs(eps_sym, eps)), rel=1e-12
+        )
         eta = float(A2.best_step.subs(eps_sym, eps))
         worst = max(abs(1 - eta * lam.min()), abs(1 - eta * lam.max()))
         assert worst == pytest.approx(float(A2.best_error.subs(eps_sym, eps)), rel=1e-12)

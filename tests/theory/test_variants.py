@@ -12,14 +12,27 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lintf_theory import (attention_weights, derive_ffn_break, derive_query_recursion, initial_state, layer_forward,
-                          quadratic_ffn, query_step, recursion_step, shared_tuple, weighted_layer_forward)
-from lintf_theory import square_feature, token_G
+from lintf_theory import (
+    attention_weights,
+    derive_ffn_break,
+    derive_query_recursion,
+    initial_state,
+    layer_forward,
+    quadratic_ffn,
+    query_step,
+    recursion_step,
+    shared_tuple,
+    square_feature,
+    token_G,
+    weighted_layer_forward,
+)
 from numerics.models import forward_tokens
 from proofs import rational_array, state_matrix
 from tests.strategies import Config, exact_problems, rationals_in
 
-one_layer = st.builds(Config, d=st.integers(1, 3), n=st.integers(2, 5), H=st.integers(1, 2), L=st.just(1))
+one_layer = st.builds(
+    Config, d=st.integers(1, 3), n=st.integers(2, 5), H=st.integers(1, 2), L=st.just(1)
+)
 
 
 def _Z(prob):
@@ -37,7 +50,10 @@ def test_each_token_is_its_own_tuple_and_key_decay_shares_it(prob, gamma):
     for kind in ("standard", "key_decay", "causal", "retnet"):
         W = attention_weights(kind, n, gamma)
         Z1 = weighted_layer_forward(P, Q, Z0, n, W)
-        Ts = [state_matrix(*recursion_step(initial_state(d, like=prob.X), G, "numpy")) for G in token_G(P, Q, Z0, n, W)]
+        Ts = [
+            state_matrix(*recursion_step(initial_state(d, like=prob.X), G, "numpy"))
+            for G in token_G(P, Q, Z0, n, W)
+        ]
         assert all((Z1[i] == Ts[i] @ Z0[i]).all() for i in range(n + 1))
         if kind in ("standard", "key_decay"):
             assert all((T == Ts[-1]).all() for T in Ts)
@@ -48,11 +64,19 @@ def test_each_token_is_its_own_tuple_and_key_decay_shares_it(prob, gamma):
 def test_causal_and_retnet_have_no_shared_tuple_but_a_linear_query():
     rng = random.Random(2)
     n, d = 4, 2
-    P, Q = [rational_array(rng, (3, 3), scale=1, den=2)], [rational_array(rng, (3, 3), scale=1, den=2)]
+    P, Q = (
+        [rational_array(rng, (3, 3), scale=1, den=2)],
+        [rational_array(rng, (3, 3), scale=1, den=2)],
+    )
     ctx = rational_array(rng, (n, 3), den=3)
     xq = rational_array(rng, (2, d), den=3)
     Z0 = np.concatenate([ctx, np.concatenate([xq, np.full((2, 1), Fraction(0), dtype=object)], 1)])
-    for kind, shared in (("standard", True), ("key_decay", True), ("causal", False), ("retnet", False)):
+    for kind, shared in (
+        ("standard", True),
+        ("key_decay", True),
+        ("causal", False),
+        ("retnet", False),
+    ):
         W = attention_weights(kind, n, Fraction(1, 2), queries=2)
         Z1 = weighted_layer_forward(P, Q, Z0, n, W)
         assert (shared_tuple(Z0, Z1) is not None) == shared
@@ -65,12 +89,17 @@ def test_causal_and_retnet_have_no_shared_tuple_but_a_linear_query():
 def test_weighted_layer_matches_the_jax_forward_pass_in_float():
     rng = np.random.default_rng(0)
     n, d = 6, 3
-    P, Q = rng.standard_normal((1, 1, d + 1, d + 1)) * 0.3, rng.standard_normal((1, 1, d + 1, d + 1)) * 0.3
+    P, Q = (
+        rng.standard_normal((1, 1, d + 1, d + 1)) * 0.3,
+        rng.standard_normal((1, 1, d + 1, d + 1)) * 0.3,
+    )
     X, y, xq = rng.standard_normal((n, d)), rng.standard_normal(n), rng.standard_normal(d)
     Z0 = np.concatenate([np.c_[X, y], np.r_[xq, 0.0][None]])
     W = attention_weights("standard", n).astype(float)
     ours = weighted_layer_forward(list(P[0]), list(Q[0]), Z0, n, W)
-    ref = np.asarray(forward_tokens(jnp.asarray(P), jnp.asarray(Q), X[None], y[None], xq[None])[-1, 0])
+    ref = np.asarray(
+        forward_tokens(jnp.asarray(P), jnp.asarray(Q), X[None], y[None], xq[None])[-1, 0]
+    )
     assert ours == pytest.approx(ref, rel=1e-10, abs=1e-10)
 
 
@@ -91,13 +120,18 @@ def test_quadratic_feature_and_its_second_difference():
     beta_sym, h_sym, k_sym = VARIANT_SYMBOLS.beta_sym, VARIANT_SYMBOLS.h_sym, VARIANT_SYMBOLS.k_sym
 
     rng = np.random.default_rng(3)
-    vals = {s: rng.standard_normal(s.shape) for s in (M.subs(d, 2), w.subs(d, 2), x.subs(d, 2), k_sym.subs(d, 2), h_sym.subs(d, 2))}
+    vals = {
+        s: rng.standard_normal(s.shape)
+        for s in (M.subs(d, 2), w.subs(d, 2), x.subs(d, 2), k_sym.subs(d, 2), h_sym.subs(d, 2))
+    }
     vals[beta_sym] = np.array([[0.7]])
     num = lambda e: float(np.asarray(sp.lambdify(list(vals), e.subs(d, 2))(*vals.values())).item())  # noqa: E731
     Mv, wv, xv, kv, hv = (vals[s] for s in list(vals)[:5])
     yq = lambda xx: float((-wv.T @ xx + 0.7 * (kv.T @ Mv @ xx) ** 2).item())  # noqa: E731  explicit query after the FFN
     f = derive_ffn_break()
-    assert num(f.second_difference) == pytest.approx(yq(xv + hv) - 2 * yq(xv) + yq(xv - hv), rel=1e-10)
+    assert num(f.second_difference) == pytest.approx(
+        yq(xv + hv) - 2 * yq(xv) + yq(xv - hv), rel=1e-10
+    )
     assert abs(num(f.second_difference)) > 1e-3
 
 
@@ -124,8 +158,12 @@ def test_row_weights_are_the_recurrent_key_sums(kind):
         S = g * S + k
         states.append(S)
     last = states[-1]
-    want = {"standard": [last] * (n + queries), "key_decay": [last] * (n + queries),
-            "causal": states + [last] * queries, "retnet": states + [gamma * last] * queries}[kind]
+    want = {
+        "standard": [last] * (n + queries),
+        "key_decay": [last] * (n + queries),
+        "causal": states + [last] * queries,
+        "retnet": states + [gamma * last] * queries,
+    }[kind]
     W = attention_weights(kind, n, gamma, queries=queries)
     got = [sum(W[i, j] * keys[j] for j in range(n)) for i in range(n + queries)]
     assert all(sp.expand(a - b) == 0 for a, b in zip(got, want, strict=True))

@@ -26,10 +26,13 @@ def test_configure_sets_the_flag_from_the_environment() -> None:
     assert env["XLA_FLAGS"] == f"--xla_cpu_foo=1 {hd.FLAG}=4"
 
 
-@pytest.mark.parametrize("env,imported", [
-    ({hd.ENV: "4"}, True),  # JAX already loaded: too late, and not ours to change
-    ({hd.ENV: "4", "XLA_FLAGS": f"{hd.FLAG}=3"}, False),  # the user's own count wins
-])
+@pytest.mark.parametrize(
+    "env,imported",
+    [
+        ({hd.ENV: "4"}, True),  # JAX already loaded: too late, and not ours to change
+        ({hd.ENV: "4", "XLA_FLAGS": f"{hd.FLAG}=3"}, False),  # the user's own count wins
+    ],
+)
 def test_configure_leaves_a_decided_environment_alone(env: dict, imported: bool) -> None:
     before = dict(env)
     assert hd.configure(env, jax_imported=imported) is None
@@ -42,29 +45,62 @@ def test_one_device_turns_the_split_off() -> None:
     assert "XLA_FLAGS" not in env
 
 
-@pytest.mark.parametrize("env,added,cores,jobs,want", [
-    ({}, None, 2, 2, {hd.ENV: "1"}),  # two processes on two cores: one device each
-    ({}, None, 16, 2, {hd.ENV: "8"}),
-    ({}, None, 16, 3, {hd.ENV: "4"}),
-    ({"XLA_FLAGS": f"--xla_cpu_foo=1 {hd.FLAG}=2"}, f"{hd.FLAG}=2", 2, 2, {"XLA_FLAGS": "--xla_cpu_foo=1", hd.ENV: "1"}),
-    ({"XLA_FLAGS": f"{hd.FLAG}=2"}, f"{hd.FLAG}=2", 4, 1, {hd.ENV: "4"}),  # the default's flag out, the share in
-    ({hd.ENV: "2", "XLA_FLAGS": f"{hd.FLAG}=2"}, None, 2, 2, None),  # the user's count: passed on as it is
-    ({"XLA_FLAGS": f"{hd.FLAG}=2"}, None, 2, 2, None),
-])
-def test_processes_side_by_side_share_the_cores(env: dict, added: str | None, cores: int, jobs: int,
-                                                want: dict | None) -> None:
+@pytest.mark.parametrize(
+    "env,added,cores,jobs,want",
+    [
+        ({}, None, 2, 2, {hd.ENV: "1"}),  # two processes on two cores: one device each
+        ({}, None, 16, 2, {hd.ENV: "8"}),
+        ({}, None, 16, 3, {hd.ENV: "4"}),
+        (
+            {"XLA_FLAGS": f"--xla_cpu_foo=1 {hd.FLAG}=2"},
+            f"{hd.FLAG}=2",
+            2,
+            2,
+            {"XLA_FLAGS": "--xla_cpu_foo=1", hd.ENV: "1"},
+        ),
+        (
+            {"XLA_FLAGS": f"{hd.FLAG}=2"},
+            f"{hd.FLAG}=2",
+            4,
+            1,
+            {hd.ENV: "4"},
+        ),  # the default's flag out, the share in
+        (
+            {hd.ENV: "2", "XLA_FLAGS": f"{hd.FLAG}=2"},
+            None,
+            2,
+            2,
+            None,
+        ),  # the user's count: passed on as it is
+        ({"XLA_FLAGS": f"{hd.FLAG}=2"}, None, 2, 2, None),
+    ],
+)
+def test_processes_side_by_side_share_the_cores(
+    env: dict, added: str | None, cores: int, jobs: int, want: dict | None
+) -> None:
     assert hd.for_processes(jobs, env, added, n_cores=cores) == (env if want is None else want)
 
 
 def test_the_console_commands_own_split_is_replaced_by_the_share_for_its_processes() -> None:
     """:func:`configure` on the process's own environment remembers the flag it added, which the processes of
     ``--jobs`` do not inherit."""
-    code = ("import os; from numerics.train import devices as d; n = d.configure(); "
-            "e = d.for_processes(2, n_cores=4); print(n, repr(os.environ.get('XLA_FLAGS')), e.get('XLA_FLAGS'), e[d.ENV])")
-    env = {k: v for k, v in os.environ.items() if k not in (hd.ENV, "XLA_FLAGS")} | {"PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    code = (
+        "import os; from numerics.train import devices as d; n = d.configure(); "
+        "e = d.for_processes(2, n_cores=4); print(n, repr(os.environ.get('XLA_FLAGS')), e.get('XLA_FLAGS'), e[d.ENV])"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in (hd.ENV, "XLA_FLAGS")} | {
+        "PYTHONPATH": str(ROOT)
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
     n = hd.default_count()
-    assert out.split() == [str(n), repr(f"{hd.FLAG}={n}") if n > 1 else "None", "None", "2"]  # one core: no split
+    assert out.split() == [
+        str(n),
+        repr(f"{hd.FLAG}={n}") if n > 1 else "None",
+        "None",
+        "2",
+    ]  # one core: no split
 
 
 def test_full_precision_is_asked_for_before_jax_loads_unless_the_user_chose() -> None:
@@ -76,10 +112,14 @@ def test_full_precision_is_asked_for_before_jax_loads_unless_the_user_chose() ->
 
 
 def test_console_command_asks_jax_for_full_precision() -> None:
-    code = ("import os, sys\nfrom numerics.cli import main\nsys.argv = ['lintf', 'nosuchcommand']\nmain()\n"
-            "import jax\nprint(os.environ['JAX_DEFAULT_MATMUL_PRECISION'], jax.config.jax_default_matmul_precision)")
+    code = (
+        "import os, sys\nfrom numerics.cli import main\nsys.argv = ['lintf', 'nosuchcommand']\nmain()\n"
+        "import jax\nprint(os.environ['JAX_DEFAULT_MATMUL_PRECISION'], jax.config.jax_default_matmul_precision)"
+    )
     env = {k: v for k, v in os.environ.items() if k != hd.PRECISION_ENV}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT
+    )
     assert out.stdout.split() == ["highest", "highest"], out.stderr
 
 
@@ -97,35 +137,89 @@ def test_usable_devices_divide_the_batch(batch: int, k: int) -> None:
 def test_console_command_trains_on_the_split_host(tmp_path: Path) -> None:
     """``python -m numerics.cli`` (the console entry) with ``LINTF_HOST_DEVICES=2`` shards training over 2 devices,
     and its evaluation (the oracle ridge's batched solve at d = 10, which deadlocked when sharded) completes."""
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {hd.ENV: "2", "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run([sys.executable, "-m", "numerics.cli", "train", "--model", "diag", "--layers", "1",
-                          "--steps", "2", "--chunk-steps", "2", "--batch", "8", "--eval-sequences", "1024",
-                          "--no-baselines", "--json", "--out", str(tmp_path / "run")],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {
+        hd.ENV: "2",
+        "JAX_PLATFORMS": "cpu",
+    }
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "numerics.cli",
+            "train",
+            "--model",
+            "diag",
+            "--layers",
+            "1",
+            "--steps",
+            "2",
+            "--chunk-steps",
+            "2",
+            "--batch",
+            "8",
+            "--eval-sequences",
+            "1024",
+            "--no-baselines",
+            "--json",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout)["devices"] == 2
 
 
 def _reproduce(tmp_path: Path, out: str) -> Path:
-    env = {k: v for k, v in os.environ.items()  # without the test run's own cache (tests/conftest.py)
-           if k != "XLA_FLAGS" and not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))}
-    proc = subprocess.run([sys.executable, "-m", "numerics.cli", "reproduce", "--budget", "test", "--cell",
-                           "diag-L1-uniform1", "--only", "table1", "--out", str(tmp_path / out), "--runs",
-                           str(tmp_path / "runs")], cwd=ROOT, env=env | {hd.ENV: "1"}, capture_output=True,
-                          text=True, timeout=300)
+    env = {
+        k: v
+        for k, v in os.environ.items()  # without the test run's own cache (tests/conftest.py)
+        if k != "XLA_FLAGS" and not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE"))
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "numerics.cli",
+            "reproduce",
+            "--budget",
+            "test",
+            "--cell",
+            "diag-L1-uniform1",
+            "--only",
+            "table1",
+            "--out",
+            str(tmp_path / out),
+            "--runs",
+            str(tmp_path / "runs"),
+        ],
+        cwd=ROOT,
+        env=env | {hd.ENV: "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return tmp_path / out / "models" / "diag-L1-uniform1" / "model.npz"
 
 
 # Two whole `lintf reproduce` processes, a minute: behind `slow`.  The default run keeps the rule for a set cache.
 @pytest.mark.slow
-def test_a_sweep_keeps_its_compiled_programs_under_runs_and_a_second_process_loads_them(tmp_path: Path) -> None:
+def test_a_sweep_keeps_its_compiled_programs_under_runs_and_a_second_process_loads_them(
+    tmp_path: Path,
+) -> None:
     """The second process compiles nothing new (every program it needs is in the cache: no file is added) and its
     model is the first's, byte for byte."""
     first = _reproduce(tmp_path, "a")
     cache = tmp_path / "runs" / "xla-cache"
     kept = sorted(p.name for p in cache.iterdir())
-    assert sum(name.endswith("-cache") for name in kept) > 20  # the small programs too, not only the slow ones
+    assert (
+        sum(name.endswith("-cache") for name in kept) > 20
+    )  # the small programs too, not only the slow ones
     second = _reproduce(tmp_path, "b")
     assert sorted(p.name for p in cache.iterdir()) == kept
     assert second.read_bytes() == first.read_bytes()

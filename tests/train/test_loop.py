@@ -17,9 +17,17 @@ from numerics import models
 from numerics.data import sample
 from numerics.errors import LintfError
 from numerics.io import load_model
+from numerics.train import (
+    CHUNK_CACHE,
+    Result,
+    TrainConfig,
+    diag_part,
+    effective_params,
+    init_state,
+    train,
+)
 from numerics.train.rundir import run as run_dir
 from numerics.train.rundir import save_checkpoint
-from numerics.train import CHUNK_CACHE, Result, TrainConfig, diag_part, effective_params, init_state, train
 from tests.strategies.training import TINY, leaves
 
 
@@ -48,7 +56,9 @@ def test_a_chunk_in_micro_batches_repeats_itself_and_tracks_the_whole_batch_chun
     devices = tuple(jax.devices()[:1])
 
     def five(c: TrainConfig) -> tuple:
-        out = chunk_fn(c, 5, devices)(place(init_state(c), devices), jnp.asarray(c.seed, jnp.int32), noise_values(c))
+        out = chunk_fn(c, 5, devices)(
+            place(init_state(c), devices), jnp.asarray(c.seed, jnp.int32), noise_values(c)
+        )
         return leaves(out[0].params) + [np.asarray(out[2])]
 
     parts, again, whole = five(cfg), five(cfg), five(replace(cfg, micro_batch=0))
@@ -63,9 +73,13 @@ def test_resume_after_interrupt_equals_uninterrupted(tmp_path: Path) -> None:
     cfg = TrainConfig(model="full", seeds=2, **TINY)
     whole = run_dir(cfg, tmp_path / "whole", progress=False, baselines=False)
     before = time.time()
-    assert run_dir(cfg, tmp_path / "cut", progress=False, baselines=False, stop_at=10) is None  # "killed" at step 10
+    assert (
+        run_dir(cfg, tmp_path / "cut", progress=False, baselines=False, stop_at=10) is None
+    )  # "killed" at step 10
     assert not (tmp_path / "cut" / "model.npz").exists()
-    with np.load(tmp_path / "cut" / "checkpoint.npz") as z:  # the checkpoint says when it was written
+    with np.load(
+        tmp_path / "cut" / "checkpoint.npz"
+    ) as z:  # the checkpoint says when it was written
         assert before <= json.loads(str(z["meta"]))["time"] <= time.time()
     resumed = run_dir(cfg, tmp_path / "cut", progress=False, baselines=False)  # same command again
     P1, Q1, _ = load_model(tmp_path / "whole" / "model.npz")
@@ -77,18 +91,24 @@ def test_resume_after_interrupt_equals_uninterrupted(tmp_path: Path) -> None:
         run_dir(TrainConfig(model="full", seeds=3, **TINY), tmp_path / "whole", progress=False)
 
 
-def test_a_run_resumes_from_a_start_moved_elsewhere_but_not_from_another_start(tmp_path: Path) -> None:
+def test_a_run_resumes_from_a_start_moved_elsewhere_but_not_from_another_start(
+    tmp_path: Path,
+) -> None:
     """The start's content defines a warm-started run, not its path: a run directory whose start file now lies
     elsewhere (a sweep moved or copied, ``--out`` spelled another way) resumes to the uninterrupted run's numbers;
     a start with other content at that path is another run, and is refused."""
     import shutil
 
-    first = run_dir(TrainConfig(model="diag", **TINY), tmp_path / "diag", progress=False, baselines=False)
+    first = run_dir(
+        TrainConfig(model="diag", **TINY), tmp_path / "diag", progress=False, baselines=False
+    )
     assert first is not None
     here, there = tmp_path / "here", tmp_path / "there"
     here.mkdir()
     shutil.copy(tmp_path / "diag" / "model.npz", here / "start.npz")
-    cfg = TrainConfig(model="diag", **{**TINY, "warm_start": str(here / "start.npz")})  # the first run's program
+    cfg = TrainConfig(
+        model="diag", **{**TINY, "warm_start": str(here / "start.npz")}
+    )  # the first run's program
     whole = run_dir(cfg, tmp_path / "whole", progress=False, baselines=False)
     for cut in ("cut", "other"):
         assert run_dir(cfg, tmp_path / cut, progress=False, baselines=False, stop_at=10) is None
@@ -96,8 +116,10 @@ def test_a_run_resumes_from_a_start_moved_elsewhere_but_not_from_another_start(t
     moved = replace(cfg, warm_start=str(there / "start.npz"))
     resumed = run_dir(moved, tmp_path / "cut", progress=False, baselines=False)
     assert resumed["adjusted_loss"] == whole["adjusted_loss"] and resumed["curve"] == whole["curve"]
-    np.testing.assert_array_equal(load_model(tmp_path / "cut" / "model.npz")[1],
-                                  load_model(tmp_path / "whole" / "model.npz")[1])
+    np.testing.assert_array_equal(
+        load_model(tmp_path / "cut" / "model.npz")[1],
+        load_model(tmp_path / "whole" / "model.npz")[1],
+    )
 
     other = TrainConfig(model="diag", **{**TINY, "seed": 5})
     run_dir(other, tmp_path / "diag5", progress=False, baselines=False)
@@ -120,13 +142,19 @@ def test_full_trains_its_diag_part_first_only_when_asked() -> None:
     mask = np.eye(d + 1, dtype=bool)
     for M0, M1, M2 in zip(start, mid, end):
         moved, later = np.asarray(M1 - M0), np.asarray(M2 - M0)
-        assert np.all(moved[..., ~mask] == 0), "the DIAG phase moved an entry outside diag(p_x I, p_y)"
+        assert np.all(moved[..., ~mask] == 0), (
+            "the DIAG phase moved an entry outside diag(p_x I, p_y)"
+        )
         dg = np.diagonal(moved, axis1=-2, axis2=-1)
         assert np.abs(dg).max() > 0 and np.ptp(dg[..., :d], axis=-1).max() < 1e-6 * np.abs(dg).max()
-        assert np.abs(later[..., ~mask]).max() > 1e-4, "the FULL phase never moved the off-DIAG entries"
+        assert np.abs(later[..., ~mask]).max() > 1e-4, (
+            "the FULL phase never moved the off-DIAG entries"
+        )
     eff = effective_params(cfg, mid, 10)
-    np.testing.assert_array_equal(np.asarray(eff.P[0]), np.asarray(models.universal(diag_part(
-        jax.tree_util.tree_map(lambda a: a[0], mid)), d)[0]))
+    np.testing.assert_array_equal(
+        np.asarray(eff.P[0]),
+        np.asarray(models.universal(diag_part(jax.tree_util.tree_map(lambda a: a[0], mid)), d)[0]),
+    )
 
 
 def test_gdpp_omega_xx_is_held_nonpositive_unless_free() -> None:
@@ -142,7 +170,10 @@ def test_gdpp_omega_xx_is_held_nonpositive_unless_free() -> None:
     free = np.asarray(train(replace(cfg, gdpp_xx="free")).state.params.omega_xx)
     assert np.all(held <= 0) and np.any(held < 0)
     assert np.any(free > 0)
-    assert config_dict(cfg)["gdpp_xx"] == "nonpositive" and config_dict(replace(cfg, gdpp_xx="free"))["gdpp_xx"] == "free"
+    assert (
+        config_dict(cfg)["gdpp_xx"] == "nonpositive"
+        and config_dict(replace(cfg, gdpp_xx="free"))["gdpp_xx"] == "free"
+    )
     assert "gdpp_xx" not in config_dict(TrainConfig(model="diag", **TINY))
 
 
@@ -168,7 +199,9 @@ def test_y_moment_is_the_second_moment_of_the_data_y(noise: str) -> None:
 
     cfg = TrainConfig(model="diag", **(TINY | {"noise": noise}))
     b = sample(jax.random.PRNGKey(5), noise, 100_000, 4, cfg.d, jnp.float64)
-    per_seq = np.asarray(jnp.mean(b.y**2, axis=1))  # the sequences are independent; their tokens share w
+    per_seq = np.asarray(
+        jnp.mean(b.y**2, axis=1)
+    )  # the sequences are independent; their tokens share w
     se = per_seq.std() / np.sqrt(per_seq.size)
     assert abs(float(y_moment(cfg, noise_values(cfg))) - per_seq.mean()) < 4 * se
 
@@ -187,7 +220,9 @@ def test_y_step_divides_the_step_of_q_y_by_e_y2(kind: str) -> None:
     for ys in ("scaled", "plain"):
         c = replace(cfg, y_step=ys)
         s0 = init_state(c)
-        s1, ok, _ = chunk_fn(c, 1, training_devices(c.batch))(s0, jnp.asarray(0, jnp.int32), noise_values(c))
+        s1, ok, _ = chunk_fn(c, 1, training_devices(c.batch))(
+            s0, jnp.asarray(0, jnp.int32), noise_values(c)
+        )
         assert bool(np.all(ok))
         moved[ys] = [np.asarray(a - z, np.float64) for a, z in zip(s1.params, s0.params)]
         assert config_dict(c).get("y_step", "plain") == ys
@@ -211,7 +246,11 @@ def test_y_step_defaults_to_scaled_for_full_and_plain_for_diag() -> None:
     from numerics.train import config_dict
 
     full, diag = TrainConfig(model="full", **TINY), TrainConfig(model="diag", **TINY)
-    assert (full.y_step, diag.y_step, TrainConfig(model="gdpp", **TINY).y_step) == ("scaled", "plain", "plain")
+    assert (full.y_step, diag.y_step, TrainConfig(model="gdpp", **TINY).y_step) == (
+        "scaled",
+        "plain",
+        "plain",
+    )
     assert config_dict(full)["y_step"] == "scaled" and "y_step" not in config_dict(diag)
     assert config_dict(TrainConfig(model="full", y_step="plain", **TINY))["y_step"] == "plain"
     assert config_dict(TrainConfig(model="diag", y_step="scaled", **TINY))["y_step"] == "scaled"
@@ -219,7 +258,9 @@ def test_y_step_defaults_to_scaled_for_full_and_plain_for_diag() -> None:
 
 # --- divergence ----------------------------------------------------------------------------------
 def test_divergence_is_rolled_back_and_lr_lowered(tmp_path: Path) -> None:
-    cfg = TrainConfig(model="full", seeds=2, lr=1e3, warmup=0, trust=0, **TINY)  # no step rejection: the guard acts
+    cfg = TrainConfig(
+        model="full", seeds=2, lr=1e3, warmup=0, trust=0, **TINY
+    )  # no step rejection: the guard acts
     metrics = run_dir(cfg, tmp_path, progress=False, baselines=False)
     assert metrics["rollbacks"], "a learning rate of 1e3 must trigger the divergence guard"
     rho = json.loads((tmp_path / "config.json").read_text())  # config unchanged by rollbacks
@@ -243,7 +284,9 @@ def test_a_rate_far_too_large_is_damped_by_step_rejection_without_rollback() -> 
     rejected = np.asarray(res.state.rejected)
     assert res.rollbacks == [] and res.skipped == 0, (res.rollbacks, res.skipped)
     assert np.all(rejected >= 5), rejected
-    assert np.all(np.asarray(res.state.damp) < 1e-2)  # damped by at least 2^-7 from 1e3 towards a sane rate
+    assert np.all(
+        np.asarray(res.state.damp) < 1e-2
+    )  # damped by at least 2^-7 from 1e3 towards a sane rate
     assert all(np.all(np.isfinite(x)) for x in leaves(res.state.params))
 
 
@@ -253,8 +296,13 @@ def test_a_rejected_step_leaves_the_state_and_halves_the_rate(lr: float, taken: 
     ``rejected`` counts it; accepted (``lr`` 1e-3), the step is taken and ``damp`` stays at its cap 1."""
     cfg = TrainConfig(model="diag", seeds=2, lr=lr, warmup=0, **{**TINY, "steps": 1, "chunk": 1})
     start, res = init_state(cfg), train(cfg)
-    moved = [not np.array_equal(a, b) for a, b in zip(leaves(start.params) + leaves(start.opt_state),
-                                                      leaves(res.state.params) + leaves(res.state.opt_state))]
+    moved = [
+        not np.array_equal(a, b)
+        for a, b in zip(
+            leaves(start.params) + leaves(start.opt_state),
+            leaves(res.state.params) + leaves(res.state.opt_state),
+        )
+    ]
     assert all(moved) if taken else not any(moved)
     assert np.asarray(res.state.damp).tolist() == ([1.0, 1.0] if taken else [0.5, 0.5])
     assert np.asarray(res.state.rejected).tolist() == ([0, 0] if taken else [1, 1])
@@ -272,7 +320,9 @@ def test_a_step_that_stays_below_the_floor_is_kept(monkeypatch) -> None:
         monkeypatch.setattr(tr, "TRUST_FLOOR", floor)
         CHUNK_CACHE.clear()
         res = train(cfg)
-        verdicts.append((int(np.asarray(res.state.rejected)[0]), float(np.asarray(res.state.damp)[0])))
+        verdicts.append(
+            (int(np.asarray(res.state.rejected)[0]), float(np.asarray(res.state.damp)[0]))
+        )
     CHUNK_CACHE.clear()
     assert verdicts == [(1, 0.5), (0, 1.0)], verdicts
 
@@ -280,14 +330,22 @@ def test_a_step_that_stays_below_the_floor_is_kept(monkeypatch) -> None:
 def _edge_chunks(edge_step: int, edge: float):
     """A stand-in for the compiled chunk: every parameter moves by ``ρ`` per step, and a chunk that starts at
     ``edge_step`` with parameters above ``edge`` fails whatever ``ρ`` is (the start sits at a cliff)."""
+
     def make(cfg, length, devices):
         def run(state, seed, values):
             start = float(np.asarray(jax.tree_util.tree_leaves(state.params)[0]).ravel()[0])
             ok = np.full(cfg.seeds, not (int(state.step) == edge_step and start > edge))
-            params = jax.tree_util.tree_map(lambda p: p + (state.rho * length).reshape(-1, *[1] * (p.ndim - 1)),
-                                            state.params)
-            return state._replace(params=params, step=state.step + length), ok, np.zeros((length, cfg.seeds))
+            params = jax.tree_util.tree_map(
+                lambda p: p + (state.rho * length).reshape(-1, *[1] * (p.ndim - 1)), state.params
+            )
+            return (
+                state._replace(params=params, step=state.step + length),
+                ok,
+                np.zeros((length, cfg.seeds)),
+            )
+
         return run
+
     return make
 
 
@@ -296,7 +354,9 @@ def _start_at_zero(monkeypatch, cfg: TrainConfig) -> None:
     import numerics.train.loop as tr
 
     zero = jax.tree_util.tree_map(jnp.zeros_like, init_state(cfg).params)
-    monkeypatch.setattr(tr, "init_state", lambda c, template=False: init_state(c)._replace(params=zero))
+    monkeypatch.setattr(
+        tr, "init_state", lambda c, template=False: init_state(c)._replace(params=zero)
+    )
 
 
 def test_a_start_at_the_edge_is_left_by_going_back_a_chunk(monkeypatch) -> None:
@@ -322,7 +382,11 @@ def test_a_run_that_keeps_diverging_names_the_remedies(monkeypatch, dtype: str) 
     import numerics.train.loop as tr
 
     def failing(cfg, length, devices):
-        return lambda state, seed, values: (state, np.zeros(cfg.seeds, bool), np.zeros((length, cfg.seeds)))
+        return lambda state, seed, values: (
+            state,
+            np.zeros(cfg.seeds, bool),
+            np.zeros((length, cfg.seeds)),
+        )
 
     monkeypatch.setattr(tr, "chunk_fn", failing)
     with jax.enable_x64(dtype == "float64"):
@@ -334,19 +398,28 @@ def test_a_run_that_keeps_diverging_names_the_remedies(monkeypatch, dtype: str) 
     assert ("--dtype float64" in msg) == (dtype == "float32"), msg
 
 
-def test_deeper_rollback_after_resume_uses_the_checkpointed_history(tmp_path: Path, monkeypatch) -> None:
+def test_deeper_rollback_after_resume_uses_the_checkpointed_history(
+    tmp_path: Path, monkeypatch
+) -> None:
     """The chunk starts kept for going back are part of the checkpoint: interrupted at step 10 and resumed,
     the run ends where the uninterrupted run ends (without them it went back only to step 10 and stopped)."""
-    import numerics.train.rundir as rd
     import numerics.train.loop as tr
+    import numerics.train.rundir as rd
 
     monkeypatch.setattr(tr, "chunk_fn", _edge_chunks(edge_step=15, edge=12.5))
     cfg = TrainConfig(model="diag", **{**TINY, "steps": 25, "max_rollbacks": 4})
     _start_at_zero(monkeypatch, cfg)
     whole = train(cfg)
-    train(cfg, checkpoint=lambda s, r: (rd.claim(tmp_path, cfg), save_checkpoint(tmp_path, s, r)), stop_at=15)  # as run()
+    train(
+        cfg,
+        checkpoint=lambda s, r: (rd.claim(tmp_path, cfg), save_checkpoint(tmp_path, s, r)),
+        stop_at=15,
+    )  # as run()
     rest = train(cfg, resume=rd.prepare(tmp_path, cfg))
-    assert rest.rollbacks == whole.rollbacks and [e.get("to") for e in whole.rollbacks] == [None, 10]
+    assert rest.rollbacks == whole.rollbacks and [e.get("to") for e in whole.rollbacks] == [
+        None,
+        10,
+    ]
     for a, b in zip(leaves(rest.state), leaves(whole.state)):
         np.testing.assert_array_equal(a, b)
     assert rest.curve == whole.curve
@@ -368,8 +441,14 @@ def test_metrics_hold_the_baselines_of_the_same_setting(tmp_path: Path, monkeypa
     run_dir(cfg, tmp_path, progress=False)
     got = json.loads((tmp_path / "metrics.json").read_text())["baselines"]
     assert len(calls) == 1 and calls[0][0] == cfg.noise
-    assert {k: calls[0][1][k] for k in ("n", "d", "seed")} == {"n": cfg.n, "d": cfg.d, "seed": cfg.seed}
-    assert {"ConstRR", "AdaRR", "TunedRR", "Bayes"} <= set(got) and got["ConstRR"]["loss"] == 0.125 + 1
+    assert {k: calls[0][1][k] for k in ("n", "d", "seed")} == {
+        "n": cfg.n,
+        "d": cfg.d,
+        "seed": cfg.seed,
+    }
+    assert {"ConstRR", "AdaRR", "TunedRR", "Bayes"} <= set(got) and got["ConstRR"][
+        "loss"
+    ] == 0.125 + 1
 
 
 def test_one_bad_batch_is_skipped_in_step(monkeypatch) -> None:
@@ -381,7 +460,9 @@ def test_one_bad_batch_is_skipped_in_step(monkeypatch) -> None:
     real_key, real_draw = tr.data_key, tr.draw
 
     def key_with_index(seed, stream, index):
-        return real_key(seed, stream, index), jnp.asarray(stream == 1) & (jnp.asarray(index) == bad_step)
+        return real_key(seed, stream, index), jnp.asarray(stream == 1) & (
+            jnp.asarray(index) == bad_step
+        )
 
     def draw(cfg, key, batch, sharding=None, values=None):
         k, poison = key

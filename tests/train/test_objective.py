@@ -29,15 +29,21 @@ def test_guard_drops_an_overflowing_sequence_with_zero_gradient(kind: str) -> No
     (l_ok, _), g_ok = jax.value_and_grad(loss_fn, has_aux=True)(params, clean)
     yhat, alive = predict_fast(params, bad.X, bad.y, bad.x_query, guard=True)
     assert not bool(alive[0]) and bool(jnp.all(alive[1:]))
-    assert not np.isfinite(float(predict_fast(params, bad.X, bad.y, bad.x_query)[0]))  # it does overflow
+    assert not np.isfinite(
+        float(predict_fast(params, bad.X, bad.y, bad.x_query)[0])
+    )  # it does overflow
     np.testing.assert_allclose(float(l_bad), float(l_ok), rtol=1e-6)
     for a, c in zip(jax.tree_util.tree_leaves(g_bad), jax.tree_util.tree_leaves(g_ok)):
         assert np.all(np.isfinite(np.asarray(a)))
         np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("kind", [pytest.param("full", marks=pytest.mark.slow), "diag"])  # FULL: as above
-def test_huber_gradient_is_the_squared_loss_gradient_with_targets_moved_within_delta(kind: str) -> None:
+@pytest.mark.parametrize(
+    "kind", [pytest.param("full", marks=pytest.mark.slow), "diag"]
+)  # FULL: as above
+def test_huber_gradient_is_the_squared_loss_gradient_with_targets_moved_within_delta(
+    kind: str,
+) -> None:
     """Two routes to the training gradient: autodiff of the Huber loss, and autodiff of the plain squared
     loss after moving each target to within ``δ`` of the prediction (``∂huber/∂r = clip(r, −δ, δ)``).
     A large ``δ`` gives back the plain squared loss, value and gradient."""
@@ -46,14 +52,18 @@ def test_huber_gradient_is_the_squared_loss_gradient_with_targets_moved_within_d
     b = sample(jax.random.PRNGKey(5), "uniform:1", 32, 6, 3, jnp.float64)
     params = models.init(kind, jax.random.PRNGKey(1), 3, 3, 1, 0.3, jnp.float64)
     yhat = predict_fast(params, b.X, b.y, b.x_query)
-    delta = float(np.quantile(np.abs(np.asarray(yhat - b.y_query)), 0.7))  # about a third of them beyond δ
+    delta = float(
+        np.quantile(np.abs(np.asarray(yhat - b.y_query)), 0.7)
+    )  # about a third of them beyond δ
     moved = b._replace(y_query=yhat - jnp.clip(yhat - b.y_query, -delta, delta))
     g_huber = jax.grad(lambda p: loss_fn(p, b, delta=delta)[0])(params)
     g_moved = jax.grad(lambda p: _sq_at(p, moved))(params)
     for a, c in zip(jax.tree_util.tree_leaves(g_huber), jax.tree_util.tree_leaves(g_moved)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-9, atol=1e-12)
-    assert not np.allclose(np.asarray(jax.tree_util.tree_leaves(g_huber)[0]),
-                           np.asarray(jax.tree_util.tree_leaves(jax.grad(lambda p: loss_fn(p, b)[0])(params))[0]))
+    assert not np.allclose(
+        np.asarray(jax.tree_util.tree_leaves(g_huber)[0]),
+        np.asarray(jax.tree_util.tree_leaves(jax.grad(lambda p: loss_fn(p, b)[0])(params))[0]),
+    )
     big = 10 * float(jnp.max(jnp.abs(yhat - b.y_query)))
     (l_big, _), g_big = jax.value_and_grad(lambda p: loss_fn(p, b, delta=big), has_aux=True)(params)
     (l_sq, _), g_sq = jax.value_and_grad(lambda p: loss_fn(p, b), has_aux=True)(params)
@@ -78,7 +88,9 @@ def test_huber_keeps_the_step_finite_when_one_residual_overflows_its_square() ->
     b = b._replace(y_query=b.y_query.at[0].set(1e20))
     params = models.init("diag", jax.random.PRNGKey(2), 4, 3, 1, 0.05, jnp.float32)
     (l_sq, _), g_sq = jax.value_and_grad(loss_fn, has_aux=True)(params, b)
-    (l_h, _), g_h = jax.value_and_grad(lambda p: loss_fn(p, b, delta=30 * 3**0.5), has_aux=True)(params)
+    (l_h, _), g_h = jax.value_and_grad(lambda p: loss_fn(p, b, delta=30 * 3**0.5), has_aux=True)(
+        params
+    )
     import optax
 
     # the step's finiteness check: loss and gradient norm (the norm squares the entries)
@@ -101,8 +113,11 @@ def test_one_program_serves_every_noise_level_and_start(tmp_path):
     P, Q = universal(init("diag", jax.random.PRNGKey(0), 2, 4), 4)
     save_model(tmp_path / "start.npz", np.asarray(P, np.float64), np.asarray(Q, np.float64))
     base = TrainConfig(model="diag", layers=2, d=4, n=8, noise="uniform:1", steps=20, batch=16)
-    same = [replace(base, noise="uniform:3", seed=7), replace(base, warm_start=str(tmp_path / "start.npz")),
-            replace(base, init_scale=0.01)]
+    same = [
+        replace(base, noise="uniform:3", seed=7),
+        replace(base, warm_start=str(tmp_path / "start.npz")),
+        replace(base, init_scale=0.01),
+    ]
     f = chunk_fn(base, 5, tuple(jax.devices()[:1]))
     assert all(chunk_fn(c, 5, tuple(jax.devices()[:1])).program is f.program for c in same)
     assert chunk_fn(replace(base, steps=40), 5, tuple(jax.devices()[:1])).program is f.program
@@ -110,8 +125,9 @@ def test_one_program_serves_every_noise_level_and_start(tmp_path):
 
 
 @pytest.mark.parametrize("kind,phase,micro", [("diag", False, 4), ("full", True, 8)])
-def test_a_batch_in_micro_batches_has_the_whole_batchs_loss_statistics_and_gradient(kind: str, phase: bool,
-                                                                                     micro: int) -> None:
+def test_a_batch_in_micro_batches_has_the_whole_batchs_loss_statistics_and_gradient(
+    kind: str, phase: bool, micro: int
+) -> None:
     """The step's loss, median, dropped count and gradient from parts of ``micro`` sequences (their sums added,
     divided once by the alive count) are the whole batch's: in float64 to round-off, with a dead sequence in a part,
     the Huber loss clipping some, and FULL's DIAG phase."""
@@ -121,7 +137,9 @@ def test_a_batch_in_micro_batches_has_the_whole_batchs_loss_statistics_and_gradi
     b = sample(jax.random.PRNGKey(7), "uniform:2", 16, 6, 3, jnp.float64)
     b = b._replace(X=b.X.at[5].multiply(1e40))  # past max_float^(1/4) in float64: dead
     params = models.init(kind, jax.random.PRNGKey(2), 3, 3, 1, 0.05, jnp.float64)
-    yhat, alive = jax.jit(predict_fast, static_argnames="guard")(params, b.X, b.y, b.x_query, guard=True)
+    yhat, alive = jax.jit(predict_fast, static_argnames="guard")(
+        params, b.X, b.y, b.x_query, guard=True
+    )
     assert not bool(alive[5]) and int(jnp.sum(alive)) == 15
     delta = float(np.quantile(np.abs(np.asarray(yhat - b.y_query))[np.asarray(alive)], 0.8))
     for final in (False, True):
@@ -131,7 +149,9 @@ def test_a_batch_in_micro_batches_has_the_whole_batchs_loss_statistics_and_gradi
         np.testing.assert_allclose(float(l_part), float(l_whole), rtol=1e-13)
         np.testing.assert_allclose(float(a_part.median), float(a_whole.median), rtol=1e-13)
         assert int(a_part.dropped) == int(a_whole.dropped)
-        assert int(a_whole.dropped) == (1 if bool(final) else 1 + 3)  # the dead one, and the 3 beyond δ unless final
+        assert int(a_whole.dropped) == (
+            1 if bool(final) else 1 + 3
+        )  # the dead one, and the 3 beyond δ unless final
         for a, c in zip(jax.tree_util.tree_leaves(g_part), jax.tree_util.tree_leaves(g_whole)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-11, atol=1e-14)
 
@@ -139,10 +159,15 @@ def test_a_batch_in_micro_batches_has_the_whole_batchs_loss_statistics_and_gradi
 def test_a_micro_batch_that_does_not_divide_the_batch_is_refused() -> None:
     from numerics.train import TrainConfig, config_dict
 
-    with pytest.raises(ValueError, match=r"micro_batch must be 0 \(the whole batch\) or divide batch=100, got 30"):
+    with pytest.raises(
+        ValueError, match=r"micro_batch must be 0 \(the whole batch\) or divide batch=100, got 30"
+    ):
         TrainConfig(model="diag", layers=2, batch=100, micro_batch=30)
     with pytest.raises(ValueError, match="got -2"):
         TrainConfig(model="diag", layers=2, batch=100, micro_batch=-2)
     # the default is left out of a run's config, so run directories written before the option resume
     assert "micro_batch" not in config_dict(TrainConfig(model="diag", layers=2))
-    assert config_dict(TrainConfig(model="diag", layers=2, batch=100, micro_batch=25))["micro_batch"] == 25
+    assert (
+        config_dict(TrainConfig(model="diag", layers=2, batch=100, micro_batch=25))["micro_batch"]
+        == 25
+    )

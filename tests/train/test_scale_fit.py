@@ -24,11 +24,19 @@ def _gd(eta: float, layers: int = 6) -> tuple[np.ndarray, np.ndarray]:
 def test_stratified_sample_keeps_the_pool_worst_and_estimates_its_mean_without_bias():
     P, Q = _gd(0.12)
     key, pool, top = jax.random.PRNGKey(5), 4096, 64
-    full = evaluation.adjusted_per_sequence(P, Q, NOISE, N, D, key, pool, chunk=1024)  # the same sequences
-    s = stratify(P, Q, NOISE, N, D, key, pool, top, top, chunk=1024)  # four chunks: the worst merged across them
+    full = evaluation.adjusted_per_sequence(
+        P, Q, NOISE, N, D, key, pool, chunk=1024
+    )  # the same sequences
+    s = stratify(
+        P, Q, NOISE, N, D, key, pool, top, top, chunk=1024
+    )  # four chunks: the worst merged across them
     with jax.enable_x64(True):
-        a = np.asarray(evaluation.adjusted_full(P, Q, type(s.batch)(*s.batch), type(s.spectra)(*s.spectra)))
-    assert np.allclose(np.sort(a[:top]), np.sort(full)[-top:], rtol=1e-12) and s.pool_max == full.max()
+        a = np.asarray(
+            evaluation.adjusted_full(P, Q, type(s.batch)(*s.batch), type(s.spectra)(*s.spectra))
+        )
+    assert (
+        np.allclose(np.sort(a[:top]), np.sort(full)[-top:], rtol=1e-12) and s.pool_max == full.max()
+    )
     assert abs(s.weight.sum() - 1.0) < 1e-12
     rest = np.sort(full)[:-top]
     r = len(a) - top

@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 
 from numerics.models.kinds import DIAG
-from numerics.train import CHUNK_CACHE, TrainConfig, chunk_fn, init_state, noise_values, train, training_devices
+from numerics.train import (
+    CHUNK_CACHE,
+    TrainConfig,
+    chunk_fn,
+    init_state,
+    noise_values,
+    train,
+    training_devices,
+)
 from numerics.train import step as st
 from numerics.train.config import default_warmup
 from numerics.train.loop import nanmean
@@ -22,6 +30,7 @@ from tests.strategies.training import TINY, leaves
 
 def constant_lr(cfg: TrainConfig, step: jax.Array) -> jax.Array:
     """The schedule as it was built into the program before it became an argument: Python constants."""
+
     def warm_cosine(t, peak, warmup, steps):  # noqa: ANN001, ANN202
         warm = jnp.minimum(1.0, (t + 1.0) / warmup)
         cos = 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.minimum(t, steps) / steps))
@@ -40,8 +49,16 @@ def stage_configs(model: str, start: str | None = "start.npz", **kw) -> list[Tra
     steps doubled, the rate halved), stages 2… from ``start`` (``None``: from the random start, to train them
     without a file)."""
     base = TrainConfig(model=model, **{**TINY, **kw})
-    return [replace(base, steps=20 * 2 ** max(0, k - 2), seeds=1, lr=None if k == 1 else base.peak_lr * 0.5 ** (k - 1),
-                    warm_start=start and "start.npz") for k in range(1, 5)]
+    return [
+        replace(
+            base,
+            steps=20 * 2 ** max(0, k - 2),
+            seeds=1,
+            lr=None if k == 1 else base.peak_lr * 0.5 ** (k - 1),
+            warm_start=start and "start.npz",
+        )
+        for k in range(1, 5)
+    ]
 
 
 @pytest.mark.parametrize("model", ["diag", "full", "gdpp"])
@@ -49,17 +66,32 @@ def test_the_stages_of_a_cell_share_one_program(model: str) -> None:
     """Steps, lr, warm-up, final fraction and the DIAG phase's length are arguments, not part of the cache key."""
     dev = training_devices(TINY["batch"])
     no_phase = {"diag_steps": 0} if model == "full" else {}
-    cfgs = [*stage_configs(model, **no_phase),
-            TrainConfig(model=model, **{**TINY, **no_phase, "steps": 33, "lr": 3e-3, "warmup": 7,
-                                        "final_fraction": 0.5})]
+    cfgs = [
+        *stage_configs(model, **no_phase),
+        TrainConfig(
+            model=model,
+            **{**TINY, **no_phase, "steps": 33, "lr": 3e-3, "warmup": 7, "final_fraction": 0.5},
+        ),
+    ]
     chunks = [chunk_fn(c, 5, dev) for c in cfgs]
     assert len({id(c.program) for c in chunks}) == 1
-    assert len({tuple(map(float, c.sched)) for c in chunks}) == len(cfgs)  # ... and each has its own schedule
-    assert chunk_fn(cfgs[0], 4, dev).program is not chunks[0].program  # the chunk length is part of the program
-    if model == "full":  # with a DIAG phase the program holds its lax.cond: one program for every S₁ > 0
-        phased = [chunk_fn(TrainConfig(model="full", **{**TINY, **kw}), 5, dev).program
-                  for kw in ({"diag_steps": 13}, {"steps": 30, "diag_steps": 7},
-                             {"steps": 90, "diag_steps": 60, "lr": 1e-3, "warmup": 3})]
+    assert len({tuple(map(float, c.sched)) for c in chunks}) == len(
+        cfgs
+    )  # ... and each has its own schedule
+    assert (
+        chunk_fn(cfgs[0], 4, dev).program is not chunks[0].program
+    )  # the chunk length is part of the program
+    if (
+        model == "full"
+    ):  # with a DIAG phase the program holds its lax.cond: one program for every S₁ > 0
+        phased = [
+            chunk_fn(TrainConfig(model="full", **{**TINY, **kw}), 5, dev).program
+            for kw in (
+                {"diag_steps": 13},
+                {"steps": 30, "diag_steps": 7},
+                {"steps": 90, "diag_steps": 60, "lr": 1e-3, "warmup": 3},
+            )
+        ]
         assert phased[0] is not chunks[0].program and all(p is phased[0] for p in phased)
 
 
@@ -77,7 +109,9 @@ def test_training_the_stages_traces_and_compiles_once() -> None:
     later = [train(c) for c in cfgs[1:]]
     assert len(CHUNK_CACHE) == 1 and program._cache_size() == 1
     assert [int(r.state.step) for r in (first, *later)] == [c.steps for c in cfgs] == [20, 20, 40]
-    assert not np.array_equal(leaves(first.state)[0], leaves(later[0].state)[0])  # stage 2's lr is half
+    assert not np.array_equal(
+        leaves(first.state)[0], leaves(later[0].state)[0]
+    )  # stage 2's lr is half
 
 
 def test_rollbacks_and_a_resume_run_the_same_compiled_chunk(tmp_path) -> None:  # noqa: ANN001
@@ -87,24 +121,38 @@ def test_rollbacks_and_a_resume_run_the_same_compiled_chunk(tmp_path) -> None:  
     import numerics.train.rundir as rd
 
     CHUNK_CACHE.clear()
-    hot = TrainConfig(model="diag", seeds=2, **{**TINY, "lr": 3.0, "trust": 0, "huber": 0, "explode": 1.5,
-                                                 "max_rollbacks": 100})
+    hot = TrainConfig(
+        model="diag",
+        seeds=2,
+        **{**TINY, "lr": 3.0, "trust": 0, "huber": 0, "explode": 1.5, "max_rollbacks": 100},
+    )
     res = train(hot)
     program = chunk_fn(hot, 5, training_devices(TINY["batch"])).program
     assert len(res.rollbacks) >= 2 and program._cache_size() == 1
     cfg = replace(hot, lr=0.3)  # the same program (a lower rate is an argument)
-    train(cfg, checkpoint=lambda s, r: (rd.claim(tmp_path, cfg), rd.save_checkpoint(tmp_path, s, r)), stop_at=10)
+    train(
+        cfg,
+        checkpoint=lambda s, r: (rd.claim(tmp_path, cfg), rd.save_checkpoint(tmp_path, s, r)),
+        stop_at=10,
+    )
     rest = train(cfg, resume=rd.prepare(tmp_path, cfg))
-    assert int(rest.state.step) == cfg.steps and len(CHUNK_CACHE) == 1 and program._cache_size() == 1
+    assert (
+        int(rest.state.step) == cfg.steps and len(CHUNK_CACHE) == 1 and program._cache_size() == 1
+    )
     # the chunk starts read from the checkpoint, kept for going back further, are placed too
-    assert rest.history and {x.sharding for h, _, _ in rest.history for x in jax.tree_util.tree_leaves(h)} == {
-        x.sharding for x in jax.tree_util.tree_leaves(rest.state)}
+    assert rest.history and {
+        x.sharding for h, _, _ in rest.history for x in jax.tree_util.tree_leaves(h)
+    } == {x.sharding for x in jax.tree_util.tree_leaves(rest.state)}
 
 
-CONFIGS = [dict(model="diag", steps=300), dict(model="diag", steps=133, lr=4e-3, warmup=0),
-           dict(model="gdpp", steps=257, lr=1e-3 * 0.5**3, warmup=40), dict(model="full", steps=300),
-           dict(model="full", steps=211, diag_steps=60, lr=3.3e-3, warmup=77),
-           dict(model="full", steps=96, diag_steps=0)]
+CONFIGS = [
+    dict(model="diag", steps=300),
+    dict(model="diag", steps=133, lr=4e-3, warmup=0),
+    dict(model="gdpp", steps=257, lr=1e-3 * 0.5**3, warmup=40),
+    dict(model="full", steps=300),
+    dict(model="full", steps=211, diag_steps=60, lr=3.3e-3, warmup=77),
+    dict(model="full", steps=96, diag_steps=0),
+]
 
 
 @pytest.mark.parametrize("kw", CONFIGS, ids=lambda kw: "-".join(map(str, kw.values())))
@@ -119,18 +167,28 @@ def test_traced_schedule_is_the_constant_schedule_bit_for_bit(kw: dict) -> None:
         return lambda t0, *a: jax.lax.scan(lambda c, _: (c + 1, lr(c, *a)), t0, None, length=n)[1]
 
     want = np.asarray(jax.jit(steps(lambda c: constant_lr(cfg, c)))(jnp.int32(0)))
-    got = np.asarray(jax.jit(steps(lambda c, s: st.lr_at(static_config(cfg), c, s)))(jnp.int32(0), st.schedule(cfg)))
+    got = np.asarray(
+        jax.jit(steps(lambda c, s: st.lr_at(static_config(cfg), c, s)))(
+            jnp.int32(0), st.schedule(cfg)
+        )
+    )
     assert want.dtype == got.dtype == np.float32
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 # DIAG in the default run; FULL (its two phases) and GD++ compile a training program each and go behind `slow`.  The
 # schedule of every kind, FULL's phases included, is checked bit for bit step by step above in the default run.
-@pytest.mark.parametrize("model,kw", [("diag", {"lr": 4e-3, "warmup": 3}),
-                                      pytest.param("full", {"diag_steps": 8, "warmup": 2}, marks=pytest.mark.slow),
-                                      pytest.param("gdpp", {"steps": 15}, marks=pytest.mark.slow)])
-def test_training_with_the_traced_schedule_is_training_with_the_constant_one(model: str, kw: dict,
-                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "model,kw",
+    [
+        ("diag", {"lr": 4e-3, "warmup": 3}),
+        pytest.param("full", {"diag_steps": 8, "warmup": 2}, marks=pytest.mark.slow),
+        pytest.param("gdpp", {"steps": 15}, marks=pytest.mark.slow),
+    ],
+)
+def test_training_with_the_traced_schedule_is_training_with_the_constant_one(
+    model: str, kw: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Whole chunks: the shared program against one built with the schedule as constants (the old program)."""
     cfg = TrainConfig(model=model, seeds=2, **{**TINY, **kw})
     dev = training_devices(cfg.batch)
@@ -142,7 +200,9 @@ def test_training_with_the_traced_schedule_is_training_with_the_constant_one(mod
         while int(state.step) < cfg.steps:
             state, ok, losses = const(state, seed, noise_values(cfg), st.schedule(cfg))
             assert bool(np.all(np.asarray(ok)))
-            curve.append([int(state.step), *nanmean(np.asarray(losses, np.float64), axis=0).tolist()])
+            curve.append(
+                [int(state.step), *nanmean(np.asarray(losses, np.float64), axis=0).tolist()]
+            )
     assert not traced.rollbacks
     for a, b in zip(leaves(traced.state), leaves(state), strict=True):
         np.testing.assert_array_equal(a, b)
@@ -152,6 +212,8 @@ def test_training_with_the_traced_schedule_is_training_with_the_constant_one(mod
 def test_the_static_config_keeps_only_whether_there_is_a_diag_phase() -> None:
     full = TrainConfig(model="full", **TINY)  # by default without a DIAG phase
     phased = replace(full, diag_steps=13)
-    assert static_config(phased) == static_config(replace(full, steps=80, diag_steps=3, lr=1e-3, warmup=5))
+    assert static_config(phased) == static_config(
+        replace(full, steps=80, diag_steps=3, lr=1e-3, warmup=5)
+    )
     assert static_config(full) != static_config(phased)
     assert static_config(full).phase1_steps == 0 and static_config(phased).phase1_steps > 0

@@ -1,7 +1,8 @@
 """The package layout: small modules, no private imports across packages, and the direction of
 imports.
 
-* no module of ``numerics``, ``lintf_theory`` or ``proofs`` has more than :data:`MAX_LINES` lines;
+* a module of ``numerics``, ``lintf_theory`` or ``proofs`` past :data:`SPLIT_LINES` lines is reported as a concept
+  that wants splitting (a warning); past :data:`MAX_LINES` it fails;
 * no module of those packages, of ``tests`` or of ``benchmarks`` imports a private (underscore)
   module or name of another package (``numerics.models`` and ``numerics.train`` are different
   packages): proofs and tests reach ``lintf_theory`` through its public names (``lintf_theory``,
@@ -22,6 +23,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -32,7 +34,9 @@ PACKAGES = ("numerics", "lintf_theory", "proofs")
 #: Every folder of Python code whose imports are checked: the packages, their tests and the
 #: benchmarks.
 CHECKED = (*PACKAGES, "tests", "benchmarks")
-MAX_LINES = 400
+MAX_LINES = 600
+#: Past this a module is reported as a concept that wants splitting (a warning, not a failure).
+SPLIT_LINES = 300
 RESULTS_BYTES = 20 * 10**6
 MODEL_BYTES = (
     100_000  # a 12-layer FULL model is 39 kB; a Fig. 5 cell's five seed replicas of depth 7, 68 kB
@@ -92,11 +96,15 @@ def package_of_module(mod: str) -> str:
 
 
 def test_modules_are_small():
-    big = {
-        str(p.relative_to(ROOT)): n
-        for p in modules()
-        if (n := len(p.read_text().splitlines())) > MAX_LINES
-    }
+    # A module past SPLIT_LINES is a concept that wants splitting: a warning in the test summary, never a
+    # number to fit under; past MAX_LINES it fails.
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in modules()}
+    split = {k: n for k, n in sizes.items() if n > SPLIT_LINES}
+    if split:
+        warnings.warn(
+            f"modules that want splitting (over {SPLIT_LINES} lines): {split}", stacklevel=1
+        )
+    big = {k: n for k, n in sizes.items() if n > MAX_LINES}
     assert not big, f"modules over {MAX_LINES} lines: {big}"
 
 
@@ -225,7 +233,7 @@ LAZY_TODAY: dict[str, str] = {
     "lintf_theory.layer": "numpy",
     "numerics.cli": "numerics.cli.validate numerics.errors numerics.train.devices",
     "numerics.cli.baselines": "numerics.baselines numerics.baselines.bayes numerics.data rich.console rich.table sys",
-    "numerics.cli.bench": "jax jax.numpy numerics.baselines numerics.io numerics.models numerics.train numpy",
+    "numerics.cli.bench": "jax jax.numpy numerics.baselines numerics.io numerics.models numerics.train",
     "numerics.cli.convert": "numerics.cli.validate numerics.data numerics.errors numerics.io numerics.models.convert numpy",
     "numerics.cli.footprint": "jax",
     "numerics.cli.inspect": "jax matplotlib matplotlib.pyplot numerics.cli._userdata numerics.cli.validate numerics.data numerics.errors numerics.evaluate.inspector numerics.io numpy",

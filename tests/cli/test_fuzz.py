@@ -304,7 +304,7 @@ def _cases(f: dict[str, Path], out: Path) -> st.SearchStrategy[list[str]]:
                 ["--only", "fig9"],
                 ["--out", str(f["a_file"])],
                 ["--runs", str(f["a_file"] / "r")],
-                ["--noise", "uniform:5"],
+                ["--noise", "uniform:3"],  # a setting the quick budget does not have
                 ["--noise", "bogus"],
             ]
         ),
@@ -385,6 +385,7 @@ def _fuzz(sandbox, examples: int) -> None:  # noqa: ANN001
     print(f"{COUNT['cases'] - start} generated cases, all refused with one line")
 
 
+@pytest.mark.slow  # minutes of compilation; test_every_example_of_each_command_is_refused is its fast sibling
 def test_fuzz_cli_fast_sample(sandbox) -> None:  # noqa: ANN001
     _fuzz(sandbox, FAST)
 

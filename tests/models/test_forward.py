@@ -63,9 +63,9 @@ def test_fast_pass_gradient_matches_autodiff_of_token_pass(kind: str, heads: int
 
 
 def test_full_g_on_the_upper_triangle_is_p_e_q_for_symmetric_e() -> None:
-    """fastforward.full_g (one GEMM on E's upper triangle) against Σ_k P_k E Q_k written out; the
+    """kinds.full_g (one GEMM on E's upper triangle) against Σ_k P_k E Q_k written out; the
     pairing of (c,e) with (e,c) needs E symmetric, so a non-symmetric E gives something else."""
-    from numerics.models.forward import full_g
+    from numerics.models.kinds import full_g
 
     k1, k2, k3 = jax.random.split(jax.random.PRNGKey(6), 3)
     P, Q = (jax.random.normal(k, (2, 5, 5), jnp.float64) for k in (k1, k2))

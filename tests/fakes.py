@@ -224,3 +224,14 @@ def near_miss(forward: Forward, rel: float, tokens: bool) -> Forward:
         return np.concatenate([out[:1], out[1:] * (1 + rel)]) if tokens else out * (1 + rel)
 
     return off
+
+
+# ------------------------------------------------------------------------------------------------
+# The command line (numerics.cli): a `lintf train` that takes a second (one DIAG layer, n = 4,
+# d = 2, four steps of batch 8), as the options after the command's name.
+# ------------------------------------------------------------------------------------------------
+
+TINY_TRAIN = [
+    "--model", "diag", "--layers", "1", "--n", "4", "--d", "2", "--steps", "4", "--chunk-steps", "2",
+    "--batch", "8", "--eval-sequences", "16", "--no-baselines", "--json",
+]  # fmt: skip

@@ -30,28 +30,10 @@ from hypothesis import strategies as st
 from numerics.cli import COMMANDS, build_parser, footprint, main, validate
 from numerics.io import save_model
 from numerics.train import rundir
+from tests.fakes import TINY_TRAIN
 
 FAST, SLOW = 200, 2000
-RUN = [
-    "--model",
-    "diag",
-    "--layers",
-    "1",
-    "--n",
-    "4",
-    "--d",
-    "2",
-    "--steps",
-    "4",
-    "--chunk-steps",
-    "2",
-    "--batch",
-    "8",
-    "--eval-sequences",
-    "16",
-    "--no-baselines",
-    "--json",
-]
+RUN = TINY_TRAIN
 COUNT = {"cases": 0}
 
 

@@ -23,28 +23,9 @@ import numpy as np
 import pytest
 
 from numerics import cli
+from tests.fakes import TINY_TRAIN
 
-TRAIN = [
-    "train",
-    "--model",
-    "diag",
-    "--layers",
-    "1",
-    "--n",
-    "4",
-    "--d",
-    "2",
-    "--steps",
-    "4",
-    "--chunk-steps",
-    "2",
-    "--batch",
-    "8",
-    "--eval-sequences",
-    "16",
-    "--no-baselines",
-    "--json",
-]
+TRAIN = ["train", *TINY_TRAIN]
 REPRODUCE = ["reproduce", "--budget", "quick", "--only", "table1", "--noise", "uniform:0"]
 ENV = {**os.environ, "LINTF_HOST_DEVICES": "1", "PYTHONWARNINGS": "ignore"}
 

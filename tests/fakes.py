@@ -106,6 +106,7 @@ TINY = Budget(
     profile_sequences=100,
     profile_points=3,
     select_sequences=256,
+    rescue_pool=4096,
 )
 
 

@@ -13,7 +13,8 @@ r"""Reproduction of the paper's Table 1 and figures, as a pipeline of six concep
   (evaluation, profile, held-out, tail, scale fit, training data) in one frozen object.
 - *Verdict* (:mod:`numerics.reproduce.verdict`): the evaluation on 100 000 fresh float64 sequences
   (every read-out, the paired gap to Bayes), the tail check, the GD++ spectral check, and the one
-  failure rule with its pooled SE.
+  failure rule with its pooled SE; for a cell that fails, the rescue (the scale fit on a larger
+  pool).
 - *Record* (:class:`numerics.reproduce.record.Record`): the finished cell, a frozen versioned
   dataclass in ``metrics.json``, read back by one reader that checks every number a table shows.
 
@@ -27,8 +28,9 @@ The path from ``lintf reproduce`` to one trained cell: :mod:`numerics.cli.reprod
 (:mod:`numerics.reproduce.beyond`), the claims on a grid under way (:mod:`numerics.reproduce.reads`) and
 the convergence check, which reports and changes no cell (:mod:`numerics.reproduce.convergence`).
 
-There is no rescue: the scale fit of every stage (:mod:`numerics.train.scale_fit`) answers the rare
-exploding context, and a cell that still fails its verdict is recorded as failed.
+The scale fit of every stage (:mod:`numerics.train.scale_fit`) answers the rare exploding context; a
+cell that fails its verdict all the same is rescued where the fit on a larger pool finds a scale that
+passes (:func:`numerics.reproduce.cell.rescue`), and is otherwise recorded as failed.
 """
 
 from numerics.reproduce.grid import BUDGETS as BUDGETS

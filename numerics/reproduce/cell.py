@@ -6,7 +6,8 @@ side.
 
 The path: the cell's config from its start (:func:`cell_config`), the stages of its schedule
 (:func:`train_stages`, :class:`numerics.reproduce.grid.Schedule`), the verdict on its best stage
-(:mod:`numerics.reproduce.verdict`), the :class:`numerics.reproduce.record.Record`.
+(:mod:`numerics.reproduce.verdict`) with, for a cell that fails it, the :func:`rescue`, the
+:class:`numerics.reproduce.record.Record`.
 """
 
 from __future__ import annotations
@@ -254,16 +255,9 @@ def replicas(
     return out, buf.getvalue()
 
 
-def train_cell(
-    cell: Cell, budget: Budget, rundir: Path, trainer: Trainer = train_run
-) -> dict[str, bytes]:
-    """Train, judge and record one cell in ``rundir`` (resumable); the finished cell's files by
-    name."""
-    rundir, t0 = Path(rundir), time.perf_counter()
-    cfg = cell_config(cell, budget)
-    best, summary = train_stages(cfg, budget.schedule, rundir, trainer)
-    P, Q, _ = load_model(best.model)
-    judged = verdict.judge(
+def judge_cell(P: Any, Q: Any, cell: Cell, budget: Budget) -> dict[str, Any]:
+    """:func:`numerics.reproduce.verdict.judge` of the model ``P, Q`` as ``cell`` of ``budget``."""
+    return verdict.judge(
         P,
         Q,
         cell.model,
@@ -275,13 +269,71 @@ def train_cell(
         budget.n,
         budget.d,
     )
-    failed = verdict.failure(judged, summary["dropped_final"])
-    files: dict[str, bytes] = {} if failed else {"model.npz": best.model.read_bytes()}
+
+
+def rescue(
+    P: Any, Q: Any, cell: Cell, budget: Budget, dropped_final: int | None
+) -> tuple[np.ndarray | None, dict[str, Any] | None, dict[str, Any]]:
+    r"""The scale fit (:func:`numerics.train.scale_fit.fit_scale`) again, for a model that fails its
+    verdict because of a context rarer than its stages' pools: on ``budget.rescue_pool`` sequences
+    of the stream ``RULES.rescue_stream``.  A deep model is a high-degree polynomial of its context,
+    and one context in 10⁵–10⁶ beyond those its training and its stages' scale fits met can cost
+    10⁴ or more; the larger pool holds such contexts at their true rate.
+
+    The fit's scales are tried in turn until one passes the verdict: the conservative edge of the
+    pool's minimum (``"slack"``), then the fit's own scale.  Returns the rescued ``Q`` and its
+    verdict (``None, None`` when no scale passes, or the pool holds no context above the fit's
+    threshold), and the record of the rescue (the pool, the stream, the fit's summary, every scale
+    tried with its failure, the scale kept).  The model stays in its kind: ``c`` multiplies every
+    layer's update."""
+    c, info = fit_scale(
+        P, Q, cell.noise, budget.n, budget.d, budget.rescue_pool, RULES.rescue_stream
+    )
+    record: dict[str, Any] = {
+        "pool": budget.rescue_pool,
+        "stream": RULES.rescue_stream,
+        "fit": info,
+        "tried": [],
+        "scale": 1.0,
+    }
+    for s in dict.fromkeys((info.get("slack", c), c)) if c < 1.0 else ():
+        Qs = np.asarray(Q, np.float64) * s
+        judged = judge_cell(P, Qs, cell, budget)
+        failed = verdict.failure(judged, dropped_final)
+        record["tried"].append({"scale": s, "failed": failed})
+        if failed is None:
+            return Qs, judged, record | {"scale": s}
+    return None, None, record
+
+
+def train_cell(
+    cell: Cell, budget: Budget, rundir: Path, trainer: Trainer = train_run
+) -> dict[str, bytes]:
+    """Train, judge and record one cell in ``rundir`` (resumable); the finished cell's files by
+    name.  A cell that fails its verdict is rescued where :func:`rescue` finds a scale that passes;
+    its record keeps the failure the rescue answered (``training.rescue``) and says so in its
+    notes."""
+    rundir, t0 = Path(rundir), time.perf_counter()
+    cfg = cell_config(cell, budget)
+    best, summary = train_stages(cfg, budget.schedule, rundir, trainer)
+    P, Q, meta = load_model(best.model)
+    judged = judge_cell(P, Q, cell, budget)
+    failed, notes, kept = verdict.failure(judged, summary["dropped_final"]), [], best.model
+    if failed is not None:
+        Qr, again, rescued = rescue(P, Q, cell, budget, summary["dropped_final"])
+        summary = summary | {"rescue": rescued | {"failed": failed}}
+        if again is not None:
+            kept = rundir / "rescued.npz"
+            save_model(kept, P, Qr, meta | {"scale": meta.get("scale", 1.0) * rescued["scale"]})
+            judged, failed, Q = again, None, Qr
+            notes.append(
+                f"its update was scaled by a further c = {rescued['scale']:.3g} after its stages "
+                "(rescue)"
+            )
+    files: dict[str, bytes] = {} if failed else {"model.npz": kept.read_bytes()}
     spread = None
     if cell.replicas and failed is None:
-        spread, files["seeds.npz"] = replicas(
-            cell, budget, best.model, judged, summary, rundir, trainer
-        )
+        spread, files["seeds.npz"] = replicas(cell, budget, kept, judged, summary, rundir, trainer)
     record = Record(
         cell=cell.name,
         model=cell.model,
@@ -301,7 +353,7 @@ def train_cell(
             "device": jax.devices()[0].device_kind,
             "master_seed": cfg.seed,
             "seconds": time.perf_counter() - t0,
-            "notes": [],
+            "notes": notes,
         },
     )
     return files | {"metrics.json": record.to_json()}
@@ -313,7 +365,9 @@ __all__ = [
     "Trainer",
     "best_of",
     "cell_config",
+    "judge_cell",
     "replicas",
+    "rescue",
     "stopped",
     "train_cell",
     "train_run",

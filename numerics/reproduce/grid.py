@@ -108,7 +108,8 @@ class Schedule:
 class Budget:
     """A sweep: its grid (``models × depths × noises``, DIAG/FULL also at ``beyond_depths``), its
     :class:`Schedule`, and its evaluation sizes; ``seeds`` replicas of the Fig. 5 cells;
-    ``select_sequences`` choose a stage's best seed."""
+    ``select_sequences`` choose a stage's best seed; ``rescue_pool`` sequences refit the scale of a
+    cell that fails its verdict (:func:`numerics.reproduce.cell.rescue`)."""
 
     name: str
     models: tuple[str, ...]
@@ -121,6 +122,7 @@ class Budget:
     profile_sequences: int = 10_000
     profile_points: int = 25
     select_sequences: int = 8192
+    rescue_pool: int = 2**22
     beyond_depths: tuple[int, ...] = ()
     n: int = 20
     d: int = 10
@@ -138,6 +140,7 @@ class Budget:
             "tune_sequences",
             "profile_sequences",
             "select_sequences",
+            "rescue_pool",
             *(() if min((*self.depths, *self.beyond_depths)) >= 1 else ("depths",)),
         ):
             if k == "depths" or int(getattr(self, k)) < 1:
@@ -164,6 +167,7 @@ BUDGETS: dict[str, Budget] = {
         profile_sequences=1_000,
         profile_points=13,
         select_sequences=2048,
+        rescue_pool=2**20,
     ),
     # The paper's grid on a 2-core CPU overnight: stages of 1500 steps of batch 512, one seed, at
     # most 7 stages.

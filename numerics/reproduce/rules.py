@@ -11,6 +11,8 @@ profile             ``fold_in(PRNGKey(0), 2)``, shared with the baselines' per-v
 tail check          ``fold_in(PRNGKey(0), 3)``
 held-out (stages)   ``fold_in(PRNGKey(0), 4)``: the stopping rule's sequences
 scale fit           ``fold_in(PRNGKey(0), 6)`` (:data:`numerics.train.scale_fit.SCALE_STREAM`)
+rescue              ``fold_in(PRNGKey(0), 7)``: the scale fit again, on a budget's larger pool, for
+                    a cell that fails its verdict (:func:`numerics.reproduce.cell.rescue`)
 training data       ``fold_in(fold_in(PRNGKey(seed), 1), step)`` of the cell's master seed
                     (:func:`numerics.train.objective.data_key`); seed selection uses stream 2
 spectral check      numpy ``PCG64(SPECTRAL_SEED + chunk)``
@@ -53,6 +55,7 @@ class Rules:
     tail_stream: int = 3
     held_out_stream: int = 4
     scale_stream: int = SCALE_STREAM
+    rescue_stream: int = 7
     #: Master-seed step between the replicas of a Fig. 5 cell.
     replica_seed: int = 100
 
@@ -61,7 +64,13 @@ class Rules:
             raise ValueError(
                 f"stop_rel must be in (0, 1) and stop_se >= 0, got {self.stop_rel}, {self.stop_se}"
             )
-        streams = (self.profile_stream, self.tail_stream, self.held_out_stream, self.scale_stream)
+        streams = (
+            self.profile_stream,
+            self.tail_stream,
+            self.held_out_stream,
+            self.scale_stream,
+            self.rescue_stream,
+        )
         if len(set(streams)) != len(streams):
             raise ValueError(f"the streams must differ, got {streams}")
 

@@ -3,6 +3,7 @@ whole tiny cell trained for real, pure with respect to where its files go."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from numerics.reproduce import cell as cell_mod
 from numerics.reproduce.cell import Trained, cell_config, train_cell, train_stages
 from numerics.reproduce.grid import Cell, Schedule
 from numerics.reproduce.record import parse_record
-from tests.fakes import TINY
+from tests.fakes import TINY, fake_record
 
 SCHEDULE = Schedule(steps=10, batch=8, seeds=2, most=5, held_out=1000, scale_pool=16)
 
@@ -169,3 +170,91 @@ def test_a_tiny_cell_trains_without_reading_or_writing_outside_its_rundir(
     assert {p.parts[len(tmp_path.parts)] for p in tmp_path.rglob("*")} == {"run"}
     rec = parse_record(json.loads(files["metrics.json"]), "diag-L1-uniform1")
     assert rec.eval["sequences"] == 500 and len(rec.training["stages"]) in (1, 2)
+
+
+class Rescuable:
+    """A trainer of a fixed model whose verdict fails while ``max |Q|`` is above ``limit``: the
+    rescue's scales decide whether it passes."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit, self.judged = limit, []
+
+    def train(self, cfg, run: Path) -> Trained:  # noqa: ANN001
+        run.mkdir(parents=True, exist_ok=True)
+        P = np.full((1, 1, 11, 11), 0.1)
+        save_model(run / "model.npz", P, P.copy())
+        return Trained({"steps": cfg.steps, "dropped_final": 0}, run / "model.npz")
+
+    def judge(self, P, Q, cell, budget) -> dict:  # noqa: ANN001
+        top = float(np.abs(Q).max())
+        self.judged.append(top)
+        ev = fake_record(cell, budget).eval | {"loss": top}
+        return {"eval": ev, "profile": fake_record(cell, budget).profile} | {
+            "tail_check": None,
+            "spectral": None,
+            "why": None if top <= self.limit else f"tail above {self.limit}",
+        }
+
+
+@pytest.fixture
+def rescuable(scripted, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """A cell of two stages whose verdict is :class:`Rescuable`'s and whose rescue fit proposes the
+    scales 0.9 (slack) and 0.8."""
+
+    def make(limit: float, fit: tuple[float, dict] = (0.8, {"slack": 0.9})) -> Rescuable:
+        scripted([0.5, 0.5])
+        r = Rescuable(limit)
+        monkeypatch.setattr(cell_mod, "judge_cell", r.judge)
+        monkeypatch.setattr(cell_mod.verdict, "failure", lambda judged, dropped=None: judged["why"])
+        monkeypatch.setattr(cell_mod, "fit_scale", lambda *a, **k: fit)
+        return r
+
+    return make
+
+
+def _rescued(files: dict[str, bytes]) -> tuple[dict, np.ndarray | None]:
+    rec = json.loads(files["metrics.json"])
+    if "model.npz" not in files:
+        return rec, None
+    with np.load(io.BytesIO(files["model.npz"])) as z:
+        return rec, np.asarray(z["Q"])
+
+
+def test_a_failing_cell_is_rescued_by_the_first_scale_that_passes(rescuable, tmp_path) -> None:
+    r = rescuable(limit=0.0905)  # 0.1 fails, 0.1 · 0.9 passes
+    rec, Q = _rescued(train_cell(Cell("diag", 1, "uniform:1"), TINY, tmp_path, r.train))
+    assert r.judged == pytest.approx([0.1, 0.09])
+    assert rec["failed"] is None and Q is not None and np.allclose(Q, 0.09)
+    res = rec["training"]["rescue"]
+    assert res["scale"] == 0.9 and res["failed"] == "tail above 0.0905"
+    assert [t["scale"] for t in res["tried"]] == [0.9] and res["pool"] == TINY.rescue_pool
+    assert rec["provenance"]["notes"] == [
+        "its update was scaled by a further c = 0.9 after its stages (rescue)"
+    ]
+    assert rec["eval"]["loss"] == pytest.approx(0.09)  # the verdict is the rescued model's
+
+
+def test_the_rescue_tries_the_fits_own_scale_after_the_slack_one(rescuable, tmp_path) -> None:
+    r = rescuable(limit=0.085)
+    rec, Q = _rescued(train_cell(Cell("diag", 1, "uniform:1"), TINY, tmp_path, r.train))
+    assert r.judged == pytest.approx([0.1, 0.09, 0.08]) and np.allclose(Q, 0.08)
+    assert [t["failed"] is None for t in rec["training"]["rescue"]["tried"]] == [False, True]
+
+
+def test_a_cell_no_scale_rescues_fails_with_its_own_verdict_and_no_model(
+    rescuable, tmp_path
+) -> None:
+    r = rescuable(limit=0.05)
+    rec, Q = _rescued(train_cell(Cell("diag", 1, "uniform:1"), TINY, tmp_path, r.train))
+    assert Q is None and rec["failed"] == "tail above 0.05" and rec["provenance"]["notes"] == []
+    assert rec["eval"]["loss"] == pytest.approx(0.1)  # the unrescued model's verdict
+    assert len(rec["training"]["rescue"]["tried"]) == 2
+
+
+def test_a_passing_cell_and_a_fit_that_keeps_c_1_are_never_rescaled(rescuable, tmp_path) -> None:
+    r = rescuable(limit=1.0)
+    rec, Q = _rescued(train_cell(Cell("diag", 1, "uniform:1"), TINY, tmp_path / "a", r.train))
+    assert "rescue" not in rec["training"] and np.allclose(Q, 0.1) and r.judged == [0.1]
+    r = rescuable(limit=0.05, fit=(1.0, {"scale": 1.0, "searched": False}))
+    rec, Q = _rescued(train_cell(Cell("diag", 1, "uniform:1"), TINY, tmp_path / "b", r.train))
+    assert Q is None and rec["training"]["rescue"]["tried"] == [] and r.judged == [0.1]

@@ -211,11 +211,6 @@ LAZY_ALLOWED: dict[tuple[str, str], str] = {}
 #: pointing up the layers; ``cycle``: modules of one package (or packages) that import each other;
 #: ``lazy``: an import inside a function without :data:`LAZY_MARKER`.
 KNOWN_VIOLATIONS: set[str] = {
-    # the family's kinds register beside the universal ones, and its checks beside the kit's: each
-    # pair wants a third module that both import (the base Kind; the kit's comparison helpers)
-    "cycle: numerics.evaluate.testing, numerics.evaluate.testing_family",
-    "cycle: numerics.models.family, numerics.models.kinds",
-    "cycle: numerics.cli._userdata, numerics.cli.validate",
     "cycle: numerics.train, numerics.train.rundir",
 }
 #: The modules imported inside functions today without the marker, by importing module (in
@@ -240,7 +235,6 @@ LAZY_TODAY: dict[str, str] = {
     "numerics.cli.predict": "jax numerics.cli._userdata numerics.errors numerics.io numerics.models",
     "numerics.cli.reproduce": "numerics.train.devices",
     "numerics.cli.train": "dataclasses jax numerics.train.config numerics.train.rundir",
-    "numerics.cli.validate": "numerics.baselines.ridge numerics.cli._userdata numerics.data",
     "numerics.io": "hashlib lintf_theory",
     "numerics.reproduce.floor": "numerics.baselines",
     "numerics.train.config": "jax jax.numpy numerics.data numerics.io numerics.models.kinds",

@@ -12,7 +12,7 @@ array          shape        meaning (docs/model.md)
 ``sigma``      ``(B,)``     optional: noise level ``σ_τ`` (ridge reference of ``inspect``)
 =============  ===========  =====================================================
 
-and nothing else: another array is refused (:func:`numerics.cli.validate.data_file`), since a misspelt
+and nothing else: another array is refused (:func:`numerics.cli.npzfiles.data_file`), since a misspelt
 ``y_query`` would go unused.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from numerics.archive import read_npz
-from numerics.cli.validate import SIGMA_MAX
+from numerics.cli.ranges import SIGMA_MAX
 from numerics.errors import LintfError
 from numerics.io import atomic_write_bytes, check_real_finite
 

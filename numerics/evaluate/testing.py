@@ -28,11 +28,9 @@ comes with a shrunk example.  :func:`check_theorem_4_1` checks one given batch. 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
@@ -40,12 +38,24 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from numerics.evaluate import inspector
+from numerics.evaluate.testing_compare import Forward as Forward
+from numerics.evaluate.testing_compare import assert_close, outputs, query_gradient
+
+# The family's members (docs/family.md): the same kind of check on a member's own implementation.
+from numerics.evaluate.testing_family import MEMBER_PROPERTIES as MEMBER_PROPERTIES
+from numerics.evaluate.testing_family import check_context_order as check_context_order
+from numerics.evaluate.testing_family import check_member as check_member
+from numerics.evaluate.testing_family import (
+    check_member_implicit_weight as check_member_implicit_weight,
+)
+from numerics.evaluate.testing_family import (
+    check_member_query_isolation as check_member_query_isolation,
+)
 from numerics.io import check_real_finite
 from numerics.models import check_data
 from numerics.models.convert import to_universal
 
 PROPERTIES = ("token form", "query isolation", "implicit weight", "permutation invariance")
-Forward = Callable[[np.ndarray, np.ndarray, np.ndarray], Any]
 
 
 class Context(NamedTuple):
@@ -91,74 +101,19 @@ def models(
     return tuple(s * draw(hnp.arrays(np.float64, shape, elements=_entries(1.0))) for _ in range(2))  # type: ignore[return-value]
 
 
-def _close(what: str, got: Any, want: Any, rtol: float, *scales: Any) -> None:
-    """``max |got − want| ≤ rtol · max(|got|, |want|, |scales|)``, else ``AssertionError(what ...)``."""
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    if got.shape != want.shape:
-        raise AssertionError(f"{what}: shape {got.shape}, expected {want.shape}")
-    scale = max([1e-200] + [float(np.max(np.abs(a), initial=0)) for a in (got, want, *scales)])
-    err = float(np.max(np.abs(got - want), initial=0)) / scale
-    if not err <= rtol:
-        raise AssertionError(f"{what}: relative difference {err:.3g} > rtol {rtol:g}")
-
-
-def _outputs(
-    forward: Forward, X: Any, y: Any, xq: Any, L: int
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """``(ŷ (B,), tokens (L+1, B, n+1, d+1) or None)`` from the callable's output."""
-    out = np.asarray(forward(X, y, xq), dtype=np.float64)
-    B, n, d = X.shape
-    if out.shape == (B,):
-        return out, None
-    if out.shape == (L + 1, B, n + 1, d + 1):
-        return -out[-1, :, -1, -1], out
-    raise AssertionError(
-        f"output: forward must return predictions ({B},) or tokens {(L + 1, B, n + 1, d + 1)}, "
-        f"got shape {out.shape}"
-    )
-
-
-def _prediction(out: Any) -> Any:
-    return -out[-1, :, -1, -1] if out.ndim == 4 else out
-
-
-def _gradient(
-    forward: Forward, X: np.ndarray, y: np.ndarray, xq: np.ndarray, differentiate: str
-) -> tuple[np.ndarray, str]:
-    r"""``(∂ŷ_b/∂x_t (B, d), route)``: ``jax.grad`` (``"jax"``), central differences (``"fd"``), or
-    ``"auto"``: JAX, else differences when the callable cannot be traced."""
-    if differentiate in ("jax", "auto"):
-        try:
-            total = lambda q: jnp.sum(_prediction(forward(jnp.asarray(X), jnp.asarray(y), q)))  # noqa: E731
-            return np.asarray(jax.grad(total)(jnp.asarray(xq))), "jax.grad"
-        except Exception:  # noqa: BLE001  (a NumPy, PyTorch, ... callable; a real bug reappears below)
-            if differentiate == "jax":
-                raise
-    elif differentiate != "fd":
-        raise ValueError(f"differentiate must be 'auto', 'jax' or 'fd', got {differentiate!r}")
-    cols = []
-    for i in range(xq.shape[1]):
-        step = np.zeros_like(xq)
-        step[:, i] = 1.0
-        plus = _prediction(np.asarray(forward(X, y, xq + step), np.float64))
-        minus = _prediction(np.asarray(forward(X, y, xq - step), np.float64))
-        cols.append((plus - minus) / 2)
-    return np.stack(cols, axis=-1), "central differences, step 1"
-
-
 def check_token_form(
     forward: Forward, P: Any, Q: Any, X: Any, y: Any, x_query: Any, rtol: float = 1e-10
 ) -> None:
     """Property 1 (returns at once for a callable that gives predictions only)."""
     with jax.enable_x64(True):
-        _, Z = _outputs(forward, X, y, x_query, P.shape[0])
+        _, Z = outputs(forward, X, y, x_query, P.shape[0])
         if Z is None:
             return
         T = np.asarray(
             inspector.transfer_matrices(inspector.implicit_states(P, Q, X, y, backend="numpy"))
         )
         for l in range(Z.shape[0]):
-            _close(
+            assert_close(
                 f"token form: layer {l} tokens vs T^l e_i (derived recursion)",
                 Z[l],
                 np.einsum("bij,bkj->bki", T[l], Z[0]),
@@ -188,17 +143,17 @@ def check_query_isolation(
         else x_query_alt
     )
     with jax.enable_x64(True):
-        f1, Z1 = _outputs(forward, X, y, q1, P.shape[0])
-        f2, Z2 = _outputs(forward, X, y, q2, P.shape[0])
+        f1, Z1 = outputs(forward, X, y, q1, P.shape[0])
+        f2, Z2 = outputs(forward, X, y, q2, P.shape[0])
         if Z1 is not None:
-            _close(
+            assert_close(
                 "query isolation: context tokens with two different queries",
                 Z2[:, :, :-1],
                 Z1[:, :, :-1],
                 rtol,
             )
-        f12, _ = _outputs(forward, X, y, s * q1 + t * q2, P.shape[0])
-    _close(
+        f12, _ = outputs(forward, X, y, s * q1 + t * q2, P.shape[0])
+    assert_close(
         f"query isolation: y_hat(s q1 + t q2) vs s y_hat(q1) + t y_hat(q2) (q1 = x_query, q2 = x_query_alt, "
         f"s = {s:g}, t = {t:g})",
         f12,
@@ -222,15 +177,17 @@ def check_implicit_weight(
     """Property 3: ``ŷ = ⟨w^L, x_t⟩`` and ``∂ŷ/∂x_t = w^L`` with ``w^L`` from the derived recursion."""
     with jax.enable_x64(True):
         w = np.asarray(inspector.implicit_states(P, Q, X, y, backend="numpy").w[-1])
-        f, _ = _outputs(forward, X, y, x_query, P.shape[0])
-        grad, route = _gradient(forward, X, y, x_query, differentiate)
-    _close(
+        f, _ = outputs(forward, X, y, x_query, P.shape[0])
+        grad, route = query_gradient(forward, X, y, x_query, differentiate)
+    assert_close(
         "implicit weight: y_hat vs <w^L, x_t> (derived recursion)",
         f,
         np.einsum("bd,bd->b", w, x_query),
         rtol,
     )
-    _close(f"implicit weight: d y_hat / d x_t ({route}) vs w^L (derived recursion)", grad, w, rtol)
+    assert_close(
+        f"implicit weight: d y_hat / d x_t ({route}) vs w^L (derived recursion)", grad, w, rtol
+    )
 
 
 def check_permutation_invariance(
@@ -246,9 +203,9 @@ def check_permutation_invariance(
     """Property 4: permuting the context (the same permutation for ``X`` and ``y``) changes no prediction."""
     perm = np.random.default_rng(seed).permutation(X.shape[1])
     with jax.enable_x64(True):
-        f, _ = _outputs(forward, X, y, x_query, P.shape[0])
-        fp, _ = _outputs(forward, X[:, perm], y[:, perm], x_query, P.shape[0])
-    _close("permutation invariance: y_hat with the context permuted", fp, f, rtol)
+        f, _ = outputs(forward, X, y, x_query, P.shape[0])
+        fp, _ = outputs(forward, X[:, perm], y[:, perm], x_query, P.shape[0])
+    assert_close("permutation invariance: y_hat with the context permuted", fp, f, rtol)
 
 
 def check_theorem_4_1(
@@ -337,15 +294,3 @@ def assert_follows_theorem_4_1(
             f"{failure['message']}\nshrunk example (B={ctx.X.shape[0]}, n={ctx.X.shape[1]}, "
             f"d={ctx.X.shape[2]}): {shown}"
         ) from None
-
-
-# The family's members (docs/family.md): the same kind of check on a member's own implementation.
-from numerics.evaluate.testing_family import MEMBER_PROPERTIES as MEMBER_PROPERTIES  # noqa: E402
-from numerics.evaluate.testing_family import check_context_order as check_context_order  # noqa: E402
-from numerics.evaluate.testing_family import check_member as check_member  # noqa: E402
-from numerics.evaluate.testing_family import (  # noqa: E402
-    check_member_implicit_weight as check_member_implicit_weight,
-)
-from numerics.evaluate.testing_family import (
-    check_member_query_isolation as check_member_query_isolation,
-)

@@ -24,7 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from numerics.evaluate.testing import _close, _gradient, _outputs
+from numerics.evaluate.testing_compare import assert_close, outputs, query_gradient
 from numerics.models.family_weights import transfer_weights
 from numerics.models.kinds import kind_of
 
@@ -59,17 +59,17 @@ def check_member_query_isolation(
         else x_query_alt
     )
     with jax.enable_x64(True):
-        f1, Z1 = _outputs(forward, X, y, q1, L)
-        f2, Z2 = _outputs(forward, X, y, q2, L)
+        f1, Z1 = outputs(forward, X, y, q1, L)
+        f2, Z2 = outputs(forward, X, y, q2, L)
         if Z1 is not None:
-            _close(
+            assert_close(
                 "query isolation: context tokens with two different queries",
                 Z2[:, :, :-1],
                 Z1[:, :, :-1],
                 rtol,
             )
-        f12, _ = _outputs(forward, X, y, s * q1 + t * q2, L)
-    _close(
+        f12, _ = outputs(forward, X, y, s * q1 + t * q2, L)
+    assert_close(
         f"query isolation: y_hat(s q1 + t q2) vs s y_hat(q1) + t y_hat(q2) (s = {s:g}, t = {t:g}; "
         "the query "
         "must read the context's state only)",
@@ -94,15 +94,17 @@ def check_member_implicit_weight(
     matrices."""
     with jax.enable_x64(True):
         w = np.asarray(transfer_weights(params, X, y, x_query)[-1])
-        f, _ = _outputs(forward, X, y, x_query, _layers(params))
-        grad, route = _gradient(forward, X, y, x_query, differentiate)
-    _close(
+        f, _ = outputs(forward, X, y, x_query, _layers(params))
+        grad, route = query_gradient(forward, X, y, x_query, differentiate)
+    assert_close(
         "implicit weight: y_hat vs <w^L, x_t> (transfer matrices of lintf's context states)",
         f,
         np.einsum("bd,bd->b", w, x_query),
         rtol,
     )
-    _close(f"implicit weight: d y_hat / d x_t ({route}) vs w^L (transfer matrices)", grad, w, rtol)
+    assert_close(
+        f"implicit weight: d y_hat / d x_t ({route}) vs w^L (transfer matrices)", grad, w, rtol
+    )
 
 
 def check_context_order(
@@ -116,10 +118,10 @@ def check_context_order(
         perm = np.roll(perm, 1)
     L = _layers(params)
     with jax.enable_x64(True):
-        f, _ = _outputs(forward, X, y, x_query, L)
-        fp, _ = _outputs(forward, X[:, perm], y[:, perm], x_query, L)
+        f, _ = outputs(forward, X, y, x_query, L)
+        fp, _ = outputs(forward, X[:, perm], y[:, perm], x_query, L)
     if kind.order_invariant(L):
-        _close(
+        assert_close(
             f"context order: y_hat of {kind.name} (L = {L}) with the context permuted", fp, f, rtol
         )
         return

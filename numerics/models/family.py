@@ -47,8 +47,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from numerics.models.base import Kind
 from numerics.models.family_params import Causal, Deltanet, GatedDeltanet, Gla, Mamba2, Retnet
-from numerics.models.kinds import Kind
 
 #: Initial gate bias of the forgetting gates (``γ``, ``α``): ``sigmoid(4) = 0.982``, so a fresh
 #: model keeps most of its context over ``n = 20`` tokens (``0.982²⁰ = 0.70``).  The writing

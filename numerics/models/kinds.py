@@ -14,9 +14,10 @@ Conversions back (:meth:`Kind.from_universal`): FULL always; DIAG when every ``P
 ``diag(s I_d, t)``; GD++ when, in addition, every layer has ``ω_xy = ω_yy = 0``.  Otherwise a one-line
 ``ValueError``.  The ``ω`` of a DIAG layer come from the derived rule :func:`lintf_theory.omega_rule`.
 
-A fourth kind is one more subclass of :class:`Kind` here and one entry in :data:`KIND_OBJECTS`.  The members of
-the linear-attention family (:mod:`numerics.models.family`) are registered there too; they have their own forward
-pass (``own_forward``) and no universal form.
+A fourth kind is one more subclass of :class:`Kind` (:mod:`numerics.models.base`) here and one entry in
+:data:`KIND_OBJECTS`.  The members of the linear-attention family (:mod:`numerics.models.family`, which
+subclasses the same base) are registered there too; they have their own forward pass (``own_forward``) and no
+universal form.
 
 Precision: every function keeps the dtype of its inputs (float32 for training, float64 for
 verification); mixed inputs follow JAX type promotion.
@@ -32,6 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from lintf_theory import check_parameters, omega_rule
+from numerics.models.base import Kind as Kind
+from numerics.models.family import MEMBER_OBJECTS
 
 
 class Full(NamedTuple):
@@ -79,80 +82,6 @@ def full_g(P: jax.Array, Q: jax.Array) -> Callable[[jax.Array], jax.Array]:
     M = jnp.einsum("hac,hef->ceaf", P, Q)
     K = (M[i, j] + jnp.where((i != j)[:, None, None], M[j, i], 0)).reshape(i.size, D * D)
     return lambda E: (upper(E) @ K).reshape(E.shape)
-
-
-def _check_sizes(layers: int, d: int, heads: int) -> None:
-    if int(layers) < 1:
-        raise ValueError(f"layers L must be >= 1, got {layers}")
-    if int(heads) < 1:
-        raise ValueError(f"heads H must be >= 1, got {heads}")
-    if int(d) < 1:
-        raise ValueError(f"input dimension d must be >= 1, got {d}")
-
-
-class Kind:
-    """A model kind: its name, native parameter type and everything that differs between kinds.
-
-    Training properties: ``default_lr`` (peak learning rate), ``default_y_step`` (``plain`` or ``scaled``
-    step of ``q_y``), ``diag_phase`` (trains its DIAG sub-family first), ``spectral_init`` (can start from
-    the exact spectral fit) and ``one_head`` (exactly one head per layer)."""
-
-    name: str = ""
-    params_type: type = tuple
-    one_head: bool = False
-    diag_phase: bool = False
-    spectral_init: bool = False
-    default_lr: float = 0.0
-    default_y_step: str = "plain"
-    #: the kind computes its predictions with its own ``forward(params, X, y, x_query, guard)`` (the family members)
-    own_forward: bool = False
-
-    def __repr__(self) -> str:
-        return self.name.upper()
-
-    def check_heads(self, heads: int) -> None:
-        """One-line error when the kind cannot have ``heads`` heads per layer."""
-        if self.one_head and int(heads) != 1:
-            raise ValueError(f"GD++ has one head per layer; heads must be 1, got {heads}")
-
-    def init(
-        self,
-        key: jax.Array,
-        layers: int,
-        d: int,
-        heads: int = 1,
-        scale: float = 0.0,
-        dtype: Any = jnp.float32,
-    ) -> Params:
-        r"""Initial parameters: entries ``N(0, scale²)`` (``scale = 0``: all zero)."""
-        _check_sizes(layers, d, heads)
-        self.check_heads(heads)
-        return self._init(key, int(layers), int(d), int(heads), scale, dtype)
-
-    def _init(
-        self, key: jax.Array, layers: int, d: int, heads: int, scale: float, dtype: Any
-    ) -> Params:
-        raise NotImplementedError
-
-    def universal(self, params: Params, d: int) -> tuple[jax.Array, jax.Array]:
-        """Universal ``(P, Q)`` of shape ``(L, H, d+1, d+1)``."""
-        raise NotImplementedError
-
-    def from_universal(self, P: Any, Q: Any, atol: float = 0.0) -> Params:
-        """Native parameters from universal ``P, Q``; a one-line ``ValueError`` if they are not of this kind."""
-        raise NotImplementedError
-
-    def layer_g(self, params: Params, d: int) -> tuple[int, Callable[[int, jax.Array], jax.Array]]:
-        """``(L, g)`` with ``g(l, E) = G^l = Σ_k P_k^l E Q_k^l`` for a batch of symmetric ``E (B, d+1, d+1)``."""
-        raise NotImplementedError
-
-    def scale_y_step(self, updates: Params, c: jax.Array, d: int) -> Params:
-        """The step ``updates`` with its ``q_y`` (FULL: ``Q_yy``) entries divided by ``c``."""
-        return updates
-
-    def project(self, params: Params, free: bool) -> Params:
-        """The training constraint of the kind (GD++: ``ω_xx ≤ 0`` unless ``free``); others unchanged."""
-        return params
 
 
 class FullKind(Kind):
@@ -297,7 +226,6 @@ class GdppKind(DiagKind):
 FULL, DIAG, GDPP = FullKind(), DiagKind(), GdppKind()
 #: The kinds with a universal ``P, Q`` form.
 KINDS: tuple[str, ...] = ("full", "diag", "gdpp")
-from numerics.models.family import MEMBER_OBJECTS  # noqa: E402  (the members subclass Kind)
 
 #: Every kind by name, in the order the command line lists them: the universal kinds, then the family's members.
 KIND_OBJECTS: dict[str, Kind] = {k.name: k for k in (FULL, DIAG, GDPP, *MEMBER_OBJECTS.values())}

@@ -128,9 +128,10 @@ def config_batch(cfg: ModelConfig, batch: int = 3) -> Batch:
     return Batch(jnp.asarray(X), jnp.asarray(y), b.x_query, b.y_query, b.sigma, b.w)
 
 
-def property_settings(default_examples: int = 8) -> settings:
+def property_settings(default_examples: int = 4) -> settings:
     """Settings for the float64 layer-by-layer properties: few examples by default (each draws new
-    shapes, so JAX compiles), the ``slow`` profile's count when it is loaded."""
+    shapes, so JAX compiles: four keep each property of the default run to seconds), the ``slow``
+    profile's count (``HYPOTHESIS_PROFILE=slow``, 200) when it is loaded."""
     slow = os.environ.get("HYPOTHESIS_PROFILE") == "slow"
     return settings(max_examples=settings.default.max_examples if slow else default_examples)
 

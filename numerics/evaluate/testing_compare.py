@@ -1,0 +1,83 @@
+r"""How the testing kit reads and compares the code under test: the checks of
+:mod:`numerics.evaluate.testing` (Theorem 4.1) and of :mod:`numerics.evaluate.testing_family` (the
+family's members) share them.
+
+* :func:`outputs` reads a callable ``forward(X, y, x_query)``: its predictions ``ŷ (B,)`` or every
+  layer's tokens ``(L+1, B, n+1, d+1)`` (the query last, ``ŷ = −y_{n+1}^L``);
+* :func:`query_gradient` differentiates ``ŷ`` with respect to the query, by ``jax.grad`` or central
+  differences;
+* :func:`assert_close` compares two arrays relative to the largest value compared, and names what
+  failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+#: The code under test: ``forward(X (B, n, d), y (B, n), x_query (B, d))``, float64 arrays.
+Forward = Callable[[np.ndarray, np.ndarray, np.ndarray], Any]
+
+
+def assert_close(what: str, got: Any, want: Any, rtol: float, *scales: Any) -> None:
+    """``max |got − want| ≤ rtol · max(|got|, |want|, |scales|)``, else
+    ``AssertionError(what ...)``."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        raise AssertionError(f"{what}: shape {got.shape}, expected {want.shape}")
+    scale = max([1e-200] + [float(np.max(np.abs(a), initial=0)) for a in (got, want, *scales)])
+    err = float(np.max(np.abs(got - want), initial=0)) / scale
+    if not err <= rtol:
+        raise AssertionError(f"{what}: relative difference {err:.3g} > rtol {rtol:g}")
+
+
+def outputs(
+    forward: Forward, X: Any, y: Any, xq: Any, L: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(ŷ (B,), tokens (L+1, B, n+1, d+1) or None)`` from the callable's output."""
+    out = np.asarray(forward(X, y, xq), dtype=np.float64)
+    B, n, d = X.shape
+    if out.shape == (B,):
+        return out, None
+    if out.shape == (L + 1, B, n + 1, d + 1):
+        return -out[-1, :, -1, -1], out
+    raise AssertionError(
+        f"output: forward must return predictions ({B},) or tokens {(L + 1, B, n + 1, d + 1)}, "
+        f"got shape {out.shape}"
+    )
+
+
+def prediction(out: Any) -> Any:
+    """``ŷ (B,)`` of the callable's output: the predictions, or ``−y_{n+1}^L`` of its tokens."""
+    return -out[-1, :, -1, -1] if out.ndim == 4 else out
+
+
+def query_gradient(
+    forward: Forward, X: np.ndarray, y: np.ndarray, xq: np.ndarray, differentiate: str
+) -> tuple[np.ndarray, str]:
+    r"""``(∂ŷ_b/∂x_t (B, d), route)``: ``jax.grad`` (``"jax"``), central differences
+    (``"fd"``), or ``"auto"``: JAX, else differences when the callable cannot be traced."""
+    if differentiate in ("jax", "auto"):
+        try:
+            total = lambda q: jnp.sum(  # noqa: E731
+                prediction(forward(jnp.asarray(X), jnp.asarray(y), q))
+            )
+            return np.asarray(jax.grad(total)(jnp.asarray(xq))), "jax.grad"
+        # a NumPy, PyTorch, ... callable; a real bug reappears below
+        except Exception:  # noqa: BLE001
+            if differentiate == "jax":
+                raise
+    elif differentiate != "fd":
+        raise ValueError(f"differentiate must be 'auto', 'jax' or 'fd', got {differentiate!r}")
+    cols = []
+    for i in range(xq.shape[1]):
+        step = np.zeros_like(xq)
+        step[:, i] = 1.0
+        plus = prediction(np.asarray(forward(X, y, xq + step), np.float64))
+        minus = prediction(np.asarray(forward(X, y, xq - step), np.float64))
+        cols.append((plus - minus) / 2)
+    return np.stack(cols, axis=-1), "central differences, step 1"

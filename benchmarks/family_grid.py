@@ -214,6 +214,15 @@ def write_figure(
     atomic_write_bytes(out / "family.png", buf.getvalue())
 
 
+def shown(done: dict, args: argparse.Namespace) -> tuple[list[int], list[str], list[str]]:
+    """The table's depths, noise settings and models: the ones asked for and the ones finished, so
+    a run of a few depths or models keeps the rest of the grid in the table."""
+    depths = sorted({*args.depths, *(l for _, l, _ in done)})
+    noises = [*args.noise, *sorted({z for *_, z in done} - set(args.noise))]
+    models = [m for m in MODELS if m in args.models or any(k[0] == m for k in done)]
+    return depths, noises, models
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
@@ -274,8 +283,10 @@ def main(argv: list[str] | None = None) -> int:
                         Path(args.runs) / cell_name(model, layers, noise), ignore_errors=True
                     )
                 done = collect(out)
-                write_table(out, done, args.depths, args.noise, args.models)
-                write_figure(out, done, args.depths, args.noise, args.models)
+                write_table(out, done, *shown(done, args))
+                write_figure(out, done, *shown(done, args))
+    write_table(out, done, *shown(done, args))  # a finished grid rewrites them with this code
+    write_figure(out, done, *shown(done, args))
     return 0
 
 

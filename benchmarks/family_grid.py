@@ -276,18 +276,37 @@ def write_figure(
 
     fig, axes = plt.subplots(1, len(noises), figsize=(5.5 * len(noises), 4), squeeze=False)
     for ax, noise in zip(axes[0], noises):
+        # a cell that fails the tail check is an x on the top edge, off the model's line: its mean
+        # is carried by a few sequences and would stretch the axis past every other cell
+        passing = [
+            c["adjusted_loss"]
+            for c in cells.values()
+            if c["noise"] == noise and not c["tail"]["failed"]
+        ]
+        top = 1.5 * max(passing, default=1.0)
         for m in models:
-            pts = [
-                (l, cells[(m, l, noise)]["adjusted_loss"]) for l in depths if (m, l, noise) in cells
-            ]
-            if pts:
-                ax.plot(*zip(*pts), "-o", ms=3, label=m)
+            here = [(l, cells[(m, l, noise)]) for l in depths if (m, l, noise) in cells]
+            ok = [(l, c["adjusted_loss"]) for l, c in here if not c["tail"]["failed"]]
+            line = ax.plot(*zip(*ok), "-o", ms=3, label=m) if ok else ax.plot([], [], label=m)
+            bad = [l for l, c in here if c["tail"]["failed"]]
+            if bad:
+                shift = 0.05 * (models.index(m) - (len(models) - 1) / 2)  # two at one depth
+                ax.plot(
+                    [l + shift for l in bad],
+                    [top] * len(bad),
+                    "x",
+                    ms=7,
+                    mew=2,
+                    color=line[0].get_color(),
+                )
         bpath = out / f"baselines-{tag(noise)}.json"
         if bpath.exists():
             for name, style in zip(BASELINES, (":", "--", "-.", "-")):
                 loss = read_json(bpath)["methods"][name]["loss"]
                 ax.axhline(loss, color="gray", ls=style, lw=1, label=name)
+        ax.plot([], [], "kx", label="fails the tail check")
         ax.set(xlabel="layers L", ylabel="adjusted loss", title=noise, yscale="log")
+        ax.set_ylim(top=top * 1.15)
         ax.set_xlim(min(depths) - 0.3, max(depths) + 0.3)
         ax.set_xticks(depths)
         ax.legend(fontsize=6, ncol=2)

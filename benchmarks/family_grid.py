@@ -11,8 +11,9 @@ models' losses are paired too.  A finished cell is ``OUT/<cell>/model.npz`` and
 resumes the grid cell by cell.  ``OUT/baselines-<noise>.json`` holds the baselines
 (:func:`numerics.baselines.table`), ``OUT/table.md`` (every cell, the baselines and each model's
 best depth) and ``OUT/family.png`` are rewritten after every cell and at the end of a run.
-``--explain CELL ...`` prints a finished cell's largest per-sequence losses with the spectra of
-their contexts (where a cell that fails the tail check fails) and exits.
+``--table-only`` rewrites those two from the finished cells and exits; ``--explain CELL ...``
+prints a finished cell's largest per-sequence losses with the spectra of their contexts (where a
+cell that fails the tail check fails) and exits.
 
     nice -n 10 .venv/bin/python benchmarks/family_grid.py --depths 1 2 3 --steps 300 --batch 256
 
@@ -356,6 +357,11 @@ def main(argv: list[str] | None = None) -> int:
         help="delete a cell's run directory once it is finished",
     )
     p.add_argument(
+        "--table-only",
+        action="store_true",
+        help="rewrite table.md and family.png from the finished cells and exit",
+    )
+    p.add_argument(
         "--explain",
         nargs="+",
         metavar="CELL",
@@ -376,6 +382,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
     out = Path(args.out)
+    if args.table_only:
+        done = collect(out)
+        if not done:
+            p.error(f"--table-only: no finished cell in {args.out}")
+        write_table(out, done, *shown(done, args))
+        write_figure(out, done, *shown(done, args))
+        return 0
     out.mkdir(parents=True, exist_ok=True)
     for noise in args.noise:
         baselines(out, noise, args.sequences, 0)

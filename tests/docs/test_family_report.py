@@ -1,6 +1,6 @@
-"""The family grid's report (docs/experiments/family.md) and table (results/family/table.md) say what
-the committed cells say, the report's parameter counts are the code's, and the README lists every
-model kind ``lintf train --model`` accepts."""
+"""The family grid's report (docs/experiments/family.md) and table (results/family/table.md) say
+what the committed cells say, the report's parameter counts are the code's, and the README lists
+every model kind ``lintf train --model`` accepts."""
 
 from __future__ import annotations
 

@@ -9,8 +9,11 @@ evaluation sequences are the same for every cell of a noise setting (key ``--eva
 models' losses are paired too.  A finished cell is ``OUT/<cell>/model.npz`` and
 ``OUT/<cell>/metrics.json``; a cell with its ``metrics.json`` is skipped, so rerunning the command
 resumes the grid cell by cell.  ``OUT/baselines-<noise>.json`` holds the baselines
-(:func:`numerics.baselines.table`), ``OUT/table.md`` and ``OUT/family.png`` are rewritten after
-every cell.
+(:func:`numerics.baselines.table`), ``OUT/table.md`` (every cell, the baselines and each model's
+best depth) and ``OUT/family.png`` are rewritten after every cell and at the end of a run.
+``--table-only`` rewrites those two from the finished cells and exits; ``--explain CELL ...``
+prints a finished cell's largest per-sequence losses with the spectra of their contexts (where a
+cell that fails the tail check fails) and exits.
 
     nice -n 10 .venv/bin/python benchmarks/family_grid.py --depths 1 2 3 --steps 300 --batch 256
 
@@ -30,9 +33,11 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 from numerics.baselines import table as baseline_table  # noqa: E402
-from numerics.evaluate.losses import evaluate  # noqa: E402
+from numerics.baselines.scoring import batches, oracle_predict, per_sequence_loss  # noqa: E402
+from numerics.evaluate.losses import FAIL_MAX, evaluate  # noqa: E402
 from numerics.io import atomic_write_bytes, atomic_write_json, read_json  # noqa: E402
 from numerics.models.family import MEMBERS  # noqa: E402
 from numerics.models.family_io import load_any  # noqa: E402
@@ -137,6 +142,35 @@ def run_cell(args: argparse.Namespace, model: str, layers: int, noise: str) -> d
     return metrics
 
 
+def explain(out: Path, name: str, sequences: int, eval_seed: int, top: int = 5) -> list[str]:
+    """Lines on the tail of the finished cell ``name``: its evaluation sequences of largest adjusted
+    loss, each with its noise level, the largest eigenvalue ``μ_max`` of its context's ``XᵀX`` and
+    that eigenvalue's rank among the ``sequences`` contexts.  The sequences are the cell's own
+    (``eval_seed``); the mean of the losses recomputed here must be the cell's."""
+    m = read_json(out / name / "metrics.json")
+    predict = predictor(out / name / "model.npz")
+    adj, mu, sigma = [], [], []
+    for batch, sp in batches(jax.random.PRNGKey(eval_seed), m["noise"], sequences, 20, 10):
+        lo = per_sequence_loss(oracle_predict(sp, batch.sigma), batch.y_query)
+        adj.append(np.asarray(per_sequence_loss(predict(batch, sp)["model"], batch.y_query) - lo))
+        mu.append(np.asarray(sp.mu[:, -1]))
+        sigma.append(np.asarray(batch.sigma))
+    adj, mu, sigma = (np.concatenate(a) for a in (adj, mu, sigma))
+    if not np.isclose(adj.mean(), m["adjusted_loss"], rtol=1e-9):
+        raise SystemExit(f"{name}: recomputed mean {adj.mean():.6g} is not the cell's")
+    rank = np.argsort(np.argsort(mu))  # 0 for the smallest μ_max
+    lines = [
+        f"{name}: {int(np.sum(adj > FAIL_MAX))} of {len(adj)} sequences above {FAIL_MAX:g}; "
+        f"μ_max median {np.median(mu):.1f}, largest {mu.max():.1f}"
+    ]
+    for i in np.argsort(adj)[::-1][:top]:
+        lines.append(
+            f"  adjusted {adj[i]:.3g}: σ {sigma[i]:.2f}, μ_max {mu[i]:.1f} "
+            f"(rank {len(mu) - rank[i]} from the top)"
+        )
+    return lines
+
+
 def collect(out: Path) -> dict[tuple[str, int, str], dict]:
     cells = {}
     for p in sorted(out.glob("*/metrics.json")):
@@ -148,6 +182,14 @@ def collect(out: Path) -> dict[tuple[str, int, str], dict]:
 def write_table(
     out: Path, cells: dict, depths: list[int], noises: list[str], models: list[str]
 ) -> None:
+    atomic_write_bytes(out / "table.md", table_text(out, cells, depths, noises, models).encode())
+
+
+def table_text(
+    out: Path, cells: dict, depths: list[int], noises: list[str], models: list[str]
+) -> str:
+    """``table.md``: a table of every cell per noise setting, the baselines, and the best depth of
+    each model."""
     lines = [
         "# The linear-attention family: adjusted loss (mean ± SE)",
         "",
@@ -177,7 +219,50 @@ def write_table(
             shown = ", ".join(f"{k} {b[k]['loss']:.4f} ± {b[k]['se']:.4f}" for k in BASELINES)
             lines += ["", f"Baselines (any depth): {shown}."]
         lines.append("")
-    atomic_write_bytes(out / "table.md", "\n".join(lines).encode())
+    lines += [
+        "## The best depth of each model",
+        "",
+        "Each model's lowest adjusted loss over the depths whose cell passes the tail check, and "
+        "its ratio to ConstRR (ridge with one penalty for every sequence, tuned to the noise "
+        "distribution) and to TunedRR (ridge whose penalty follows the noise level it estimates "
+        "from the context, tuned).  A model below ConstRR adapts its prediction to the noise level "
+        "of the context.",
+        "",
+        "| noise | model | L | adjusted loss | ÷ ConstRR | ÷ TunedRR |",
+        "|---|---|--:|--:|--:|--:|",
+        *best_rows(out, cells, noises, models),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def best_rows(out: Path, cells: dict, noises: list[str], models: list[str]) -> list[str]:
+    """The rows of ``table.md``'s best-depth table (``docs/experiments/family.md`` quotes them):
+    per noise setting and model, the passing cell of lowest adjusted loss."""
+    rows = []
+    for noise in noises:
+        bpath = out / f"baselines-{tag(noise)}.json"
+        base = read_json(bpath)["methods"] if bpath.exists() else None
+        for m in models:
+            ok = [
+                c
+                for (k, _, z), c in cells.items()
+                if k == m and z == noise and not c["tail"]["failed"]
+            ]
+            if not ok:
+                continue
+            c = min(ok, key=lambda c: c["adjusted_loss"])
+            ratio = (
+                [f"{c['adjusted_loss'] / base[b]['loss']:.2f}" for b in ("ConstRR", "TunedRR")]
+                if base
+                else ["-", "-"]
+            )
+            rows.append(
+                f"| {noise} | {m} | {c['layers']} | {c['adjusted_loss']:.4f} ± {c['se']:.4f} | "
+                + " | ".join(ratio)
+                + " |"
+            )
+    return rows
 
 
 def write_figure(
@@ -192,18 +277,37 @@ def write_figure(
 
     fig, axes = plt.subplots(1, len(noises), figsize=(5.5 * len(noises), 4), squeeze=False)
     for ax, noise in zip(axes[0], noises):
+        # a cell that fails the tail check is an x on the top edge, off the model's line: its mean
+        # is carried by a few sequences and would stretch the axis past every other cell
+        passing = [
+            c["adjusted_loss"]
+            for c in cells.values()
+            if c["noise"] == noise and not c["tail"]["failed"]
+        ]
+        top = 1.5 * max(passing, default=1.0)
         for m in models:
-            pts = [
-                (l, cells[(m, l, noise)]["adjusted_loss"]) for l in depths if (m, l, noise) in cells
-            ]
-            if pts:
-                ax.plot(*zip(*pts), "-o", ms=3, label=m)
+            here = [(l, cells[(m, l, noise)]) for l in depths if (m, l, noise) in cells]
+            ok = [(l, c["adjusted_loss"]) for l, c in here if not c["tail"]["failed"]]
+            line = ax.plot(*zip(*ok), "-o", ms=3, label=m) if ok else ax.plot([], [], label=m)
+            bad = [l for l, c in here if c["tail"]["failed"]]
+            if bad:
+                shift = 0.05 * (models.index(m) - (len(models) - 1) / 2)  # two at one depth
+                ax.plot(
+                    [l + shift for l in bad],
+                    [top] * len(bad),
+                    "x",
+                    ms=7,
+                    mew=2,
+                    color=line[0].get_color(),
+                )
         bpath = out / f"baselines-{tag(noise)}.json"
         if bpath.exists():
             for name, style in zip(BASELINES, (":", "--", "-.", "-")):
                 loss = read_json(bpath)["methods"][name]["loss"]
                 ax.axhline(loss, color="gray", ls=style, lw=1, label=name)
+        ax.plot([], [], "kx", label="fails the tail check")
         ax.set(xlabel="layers L", ylabel="adjusted loss", title=noise, yscale="log")
+        ax.set_ylim(top=top * 1.15)
         ax.set_xlim(min(depths) - 0.3, max(depths) + 0.3)
         ax.set_xticks(depths)
         ax.legend(fontsize=6, ncol=2)
@@ -212,6 +316,15 @@ def write_figure(
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
     atomic_write_bytes(out / "family.png", buf.getvalue())
+
+
+def shown(done: dict, args: argparse.Namespace) -> tuple[list[int], list[str], list[str]]:
+    """The table's depths, noise settings and models: the ones asked for and the ones finished, so
+    a run of a few depths or models keeps the rest of the grid in the table."""
+    depths = sorted({*args.depths, *(l for _, l, _ in done)})
+    noises = [*args.noise, *sorted({z for *_, z in done} - set(args.noise))]
+    models = [m for m in MODELS if m in args.models or any(k[0] == m for k in done)]
+    return depths, noises, models
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -243,13 +356,39 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="delete a cell's run directory once it is finished",
     )
+    p.add_argument(
+        "--table-only",
+        action="store_true",
+        help="rewrite table.md and family.png from the finished cells and exit",
+    )
+    p.add_argument(
+        "--explain",
+        nargs="+",
+        metavar="CELL",
+        help="print the largest per-sequence losses of these finished cells (e.g. "
+        "causal-5-uniform5) with their contexts' spectra, and exit",
+    )
     args = p.parse_args(argv)
+    if args.explain:
+        for name in args.explain:
+            if not (Path(args.out) / name / "metrics.json").exists():
+                p.error(f"--explain: no finished cell {name!r} in {args.out}")
+        for name in args.explain:
+            print("\n".join(explain(Path(args.out), name, args.sequences, args.eval_seed)))
+        return 0
     if args.sequences < 100_000:
         print(
             f"note: {args.sequences} evaluation sequences (a result cell needs 100000)",
             file=sys.stderr,
         )
     out = Path(args.out)
+    if args.table_only:
+        done = collect(out)
+        if not done:
+            p.error(f"--table-only: no finished cell in {args.out}")
+        write_table(out, done, *shown(done, args))
+        write_figure(out, done, *shown(done, args))
+        return 0
     out.mkdir(parents=True, exist_ok=True)
     for noise in args.noise:
         baselines(out, noise, args.sequences, 0)
@@ -274,8 +413,10 @@ def main(argv: list[str] | None = None) -> int:
                         Path(args.runs) / cell_name(model, layers, noise), ignore_errors=True
                     )
                 done = collect(out)
-                write_table(out, done, args.depths, args.noise, args.models)
-                write_figure(out, done, args.depths, args.noise, args.models)
+                write_table(out, done, *shown(done, args))
+                write_figure(out, done, *shown(done, args))
+    write_table(out, done, *shown(done, args))  # a finished grid rewrites them with this code
+    write_figure(out, done, *shown(done, args))
     return 0
 
 

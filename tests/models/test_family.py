@@ -103,6 +103,18 @@ def test_float32_stays_float32_and_matches_float64(name):
     assert max_rel_err(f32, kind.forward(params, X, y, xq)) < RTOL32
 
 
+@pytest.mark.parametrize("name", family.MEMBERS)
+def test_guarded_pass_of_training_is_the_plain_pass_on_ordinary_data(name):
+    """Training runs the guarded pass: where no token overflows it is the evaluated (plain) pass,
+    query convention included, so what trains is what the literal recurrence above checks."""
+    X, y, xq = _data(9)
+    params = member_params(name, 18)
+    kind = models.kind_of(name)
+    yhat, alive = kind.forward(params, X, y, xq, guard=True)
+    assert bool(np.all(alive))
+    assert max_rel_err(yhat, -literal_tokens(name, params, X, y, xq)[-1, :, -1, -1]) < RTOL
+
+
 def test_guard_freezes_overflowing_sequences_with_finite_gradient():
     X, y, xq = _data(5)
     X = X.copy()

@@ -1,0 +1,68 @@
+"""The family grid's report (docs/experiments/family.md) and table (results/family/table.md) say
+what the committed cells say, the report's parameter counts are the code's, and the README lists
+every model kind ``lintf train --model`` accepts."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import runpy
+from pathlib import Path
+
+import jax
+import pytest
+
+from numerics import models
+from numerics.models.family import MEMBERS, parameter_count
+from numerics.models.kinds import KIND_OBJECTS
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "results" / "family"
+REPORT = ROOT / "docs" / "experiments" / "family.md"
+
+
+@pytest.fixture(scope="module")
+def grid() -> dict:
+    """``benchmarks/family_grid.py``'s functions and the committed cells."""
+    script = runpy.run_path(str(ROOT / "benchmarks" / "family_grid.py"))
+    cells = script["collect"](RESULTS)
+    assert cells, "results/family holds no finished cell"
+    asked = argparse.Namespace(
+        depths=list(range(1, 8)), noise=list(script["NOISES"]), models=list(script["MODELS"])
+    )
+    return script | {"cells": cells, "shown": script["shown"](cells, asked)}
+
+
+def test_committed_table_is_what_the_script_writes_from_the_cells(grid: dict) -> None:
+    want = grid["table_text"](RESULTS, grid["cells"], *grid["shown"])
+    assert (RESULTS / "table.md").read_text() == want, (
+        "results/family/table.md is not the table of the committed cells: rerun "
+        "benchmarks/family_grid.py (a finished grid only rewrites table.md and family.png)"
+    )
+
+
+def test_report_quotes_the_best_depth_rows_of_the_cells(grid: dict) -> None:
+    _, noises, names = grid["shown"]
+    want = grid["best_rows"](RESULTS, grid["cells"], noises, names)
+    text = REPORT.read_text()
+    quoted = re.findall(r"^\| (?:uniform|categorical|fixed):.*\|$", text, re.M)
+    assert quoted == want, f"family.md's best-depth rows differ from the cells':\n{quoted}\n{want}"
+
+
+def test_report_parameter_counts_are_the_codes() -> None:
+    header = re.search(r"^\| model \| (.*) \|$", REPORT.read_text(), re.M)
+    counts = re.search(r"^\| numbers per layer \| (.*) \|$", REPORT.read_text(), re.M)
+    assert header and counts, "family.md has no parameter table"
+    quoted = dict(zip(header.group(1).split(" | "), map(int, counts.group(1).split(" | "))))
+    want = {m: parameter_count(m, 10) for m in MEMBERS}
+    for kind in ("full", "diag"):
+        p = models.init(kind, jax.random.PRNGKey(0), layers=1, d=10, heads=1, scale=0.0)
+        want[kind] = int(sum(a.size for a in p))
+    assert quoted == want
+
+
+def test_readme_lists_every_model_kind_train_accepts() -> None:
+    readme = (ROOT / "README.md").read_text()
+    line = re.search(r"^- `train --model` takes (.*?)\(", readme, re.M | re.S)
+    assert line, "README.md has no line listing the names `train --model` takes"
+    assert re.findall(r"`([\w-]+)`", line.group(1)) == list(KIND_OBJECTS)

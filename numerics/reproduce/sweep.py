@@ -63,7 +63,12 @@ def check_out(out: Path, budget: Budget, flag: str = "--out") -> bool:
             )
         return False
     m = read_json(marker)
-    if not isinstance(m, dict) or m.get("kind") != "lintf-sweep" or m.get("format") != FORMAT:
+    if (
+        not isinstance(m, dict)
+        or m.get("kind") != "lintf-sweep"
+        or m.get("format") != FORMAT
+        or not isinstance(m.get("budget"), str)
+    ):
         raise LintfError(
             f"{str(marker)!r} is not a format-{FORMAT} sweep marker; give another {flag}"
         )

@@ -540,3 +540,35 @@ def test_an_out_that_is_not_a_sweeps_is_one_line_or_used_as_given_many(
     sweep_root: Path, budget: str, data: st.DataObject
 ) -> None:
     _foreign_case(_fresh(sweep_root, "case"), budget, data)
+
+
+def _top_level_changes() -> list[tuple[str, str, object]]:
+    """Each top-level key of :data:`REQUIRED` (and a record's ``failed``) removed, and given a value of
+    another type: ``(kind, key, value)``, value ``KeyError`` for removed."""
+    out = [("record", "failed", KeyError)]
+    for kind, keys in REQUIRED.items():
+        out += [(kind, k, v) for k in keys for v in (KeyError, [{}])]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind, key, value", _top_level_changes())
+def test_each_top_level_part_a_reader_needs_removed_or_retyped_is_one_line(
+    sweep_root: Path, kind: str, key: str, value: object
+) -> None:
+    """What the generators draw now and then, every time: each part a reader needs, removed or of another type."""
+    out = sweep_root / "out"
+    _quick_sweep(out)
+    path = {
+        "record": out / "models" / QUICK_CELLS[1].name / "metrics.json",
+        "baselines": out / "baselines" / f"{grid.slug(QUICK.noises[0])}.json",
+        "marker": out / "lintf-sweep.json",
+    }[kind]
+    doc = json.loads(path.read_bytes())
+    if value is KeyError:
+        del doc[key]
+    else:
+        doc[key] = value
+    path.write_text(json.dumps(doc))
+    names = (str(path),) + ((f"--out {str(out)!r}",) if kind == "marker" else ())
+    _ends_well(_reproduce("quick", "table1", out, sweep_root / "runs"), sweep_root, names, True)

@@ -544,15 +544,21 @@ def test_an_out_that_is_not_a_sweeps_is_one_line_or_used_as_given_many(
 
 def _top_level_changes() -> list[tuple[str, str, object]]:
     """Each top-level key of :data:`REQUIRED` (and a record's ``failed``) removed, and given a value of
-    another type: ``(kind, key, value)``, value ``KeyError`` for removed."""
+    another type, and the record's parts that reach the report beside them (``provenance.seconds``, added up):
+    ``(kind, dotted key, value)``, value ``KeyError`` for removed."""
     out = [("record", "failed", KeyError)]
+    out += [("record", "provenance.seconds", v) for v in ("soon", ["1"], 10**400)]
     for kind, keys in REQUIRED.items():
         out += [(kind, k, v) for k in keys for v in (KeyError, [{}])]
     return out
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind, key, value", _top_level_changes())
+@pytest.mark.parametrize(
+    "kind, key, value",
+    _top_level_changes(),
+    ids=lambda v: "removed" if v is KeyError else str(v)[:16],
+)
 def test_each_top_level_part_a_reader_needs_removed_or_retyped_is_one_line(
     sweep_root: Path, kind: str, key: str, value: object
 ) -> None:
@@ -565,10 +571,12 @@ def test_each_top_level_part_a_reader_needs_removed_or_retyped_is_one_line(
         "marker": out / "lintf-sweep.json",
     }[kind]
     doc = json.loads(path.read_bytes())
+    *parents, last = key.split(".")
+    node = functools.reduce(lambda d, k: d[k], parents, doc)
     if value is KeyError:
-        del doc[key]
+        del node[last]
     else:
-        doc[key] = value
+        node[last] = value
     path.write_text(json.dumps(doc))
     names = (str(path),) + ((f"--out {str(out)!r}",) if kind == "marker" else ())
     _ends_well(_reproduce("quick", "table1", out, sweep_root / "runs"), sweep_root, names, True)

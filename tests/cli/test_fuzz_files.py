@@ -351,11 +351,23 @@ def _put(path: Path, raw: bytes | None) -> None:
         path.write_bytes(raw)
 
 
+def _baselines(out: Path, noise: str, budget: grid.Budget) -> None:
+    """A setting's baselines file and its cached GD++ floor (``floor-<noise>.json``, made up: the report's check
+    reads it back instead of evaluating ridge)."""
+    atomic_write_json(out / "baselines" / f"{grid.slug(noise)}.json", fake_baselines(noise, budget))
+    floor = {"noise": noise, "eval_sequences": budget.eval_sequences, "n": budget.n, "d": budget.d}
+    atomic_write_json(
+        out / "baselines" / f"floor-{grid.slug(noise)}.json",
+        floor | {"loss": 0.2, "se": 0.01, "minus_Bayes": 0.19, "minus_Bayes_se": 0.01},
+    )
+
+
 def _quick_sweep(out: Path) -> None:
-    """A finished quick sweep of :data:`QUICK_CELLS` (records, Fig. 4's model) with every baselines file."""
+    """A finished quick sweep of :data:`QUICK_CELLS` (records, Fig. 4's model) with every baselines file and
+    floor."""
     atomic_write_json(out / "lintf-sweep.json", MARKER)
     for nz in QUICK.noises:
-        atomic_write_json(out / "baselines" / f"{grid.slug(nz)}.json", fake_baselines(nz, QUICK))
+        _baselines(out, nz, QUICK)
     for c in QUICK_CELLS:
         (out / "models" / c.name).mkdir(parents=True)
         (out / "models" / c.name / "metrics.json").write_bytes(fake_record(c, QUICK).to_json())
@@ -363,10 +375,10 @@ def _quick_sweep(out: Path) -> None:
 
 
 def _tiny_sweep(out: Path) -> None:
-    """A finished tiny sweep of Table 1: every cell's record and every baselines file."""
+    """A finished tiny sweep of Table 1: every cell's record, every baselines file and floor."""
     atomic_write_json(out / "lintf-sweep.json", MARKER | {"budget": "tiny"})
     for nz in TINY.noises:
-        atomic_write_json(out / "baselines" / f"{grid.slug(nz)}.json", fake_baselines(nz, TINY))
+        _baselines(out, nz, TINY)
     for c in grid.cells_for(TINY, ("table1",)):
         (out / "models" / c.name).mkdir(parents=True)
         (out / "models" / c.name / "metrics.json").write_bytes(fake_record(c, TINY).to_json())
@@ -375,7 +387,7 @@ def _tiny_sweep(out: Path) -> None:
 @pytest.fixture
 def trains_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--budget tiny`` on the command line; its cells trained by :class:`tests.fakes.FakeCell`, its missing
-    baselines files written by :func:`tests.fakes.fake_baselines` (each then read back by the command's reader)."""
+    baselines files and floors made up (:func:`_baselines`; each then read back by the command's readers)."""
     monkeypatch.setitem(grid.BUDGETS, "tiny", TINY)
     monkeypatch.setattr(sweep, "sweep", functools.partial(sweep.sweep, cell_fn=FakeCell()))
     real = sweep.baselines_for
@@ -383,7 +395,7 @@ def trains_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     def baselines_for(noise: str, budget: grid.Budget, out: Path) -> dict:
         path = out / "baselines" / f"{grid.slug(noise)}.json"
         if not path.exists():
-            atomic_write_json(path, fake_baselines(noise, budget))
+            _baselines(out, noise, budget)
         return real(noise, budget, out)
 
     monkeypatch.setattr(sweep, "baselines_for", baselines_for)

@@ -293,5 +293,8 @@ def load_model(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, di
     Q = check_real_finite(f"{what}: Q", z["Q"])
     from lintf_theory import check_parameters
 
-    check_parameters(P, Q)
+    try:
+        check_parameters(P, Q)
+    except ValueError as exc:  # its message names P or Q, not the file
+        raise LintfError(f"{what}: {exc}") from None
     return P, Q, meta

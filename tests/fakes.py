@@ -236,3 +236,25 @@ TINY_TRAIN = [
     "--model", "diag", "--layers", "1", "--n", "4", "--d", "2", "--steps", "4", "--chunk-steps", "2",
     "--batch", "8", "--eval-sequences", "16", "--no-baselines", "--json",
 ]  # fmt: skip
+
+# ------------------------------------------------------------------------------------------------
+# The console command (numerics.cli.main with no arguments: SIGINT handling, process set-up) with
+# the budget TINY above registered as ``--budget tiny``: ``python -c TINY_CONSOLE reproduce ...``,
+# run from the repository's root.  TINY is registered as the command loads its modules, after the
+# process set-up (JAX not imported before it) and inside the command's SIGINT handling, so that an
+# interrupt at any moment meets the command's own handler, as it does in ``lintf``.
+# ------------------------------------------------------------------------------------------------
+
+TINY_CONSOLE = """
+import sys
+from numerics import cli
+load = cli._load
+def _load(module):
+    if module == "numerics.cli.reproduce":
+        from numerics.reproduce import grid
+        from tests.fakes import TINY
+        grid.BUDGETS["tiny"] = TINY
+    return load(module)
+cli._load = _load
+sys.exit(cli.main())
+"""

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 
+from numerics.archive import npz_directory, read_npz
 from numerics.errors import LintfError
-from numerics.io import atomic_savez, check_real_finite, load_model
+from numerics.io import atomic_savez, check_real_finite, load_model, parse_json
 from numerics.models.family import MEMBER_OBJECTS, MemberKind
 from numerics.models.kinds import Full, Kind, kind_of
 
@@ -59,15 +59,26 @@ def save_member(
 
 def _member_meta(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The ``meta`` of a member file at ``path``; ``None`` for a file without a member's
-    ``meta["kind"]``."""
-    if not Path(path).is_file() or not zipfile.is_zipfile(path):
+    ``meta["kind"]`` (no ``.npz`` archive, one with ``P``, or a ``meta`` that is no JSON object).
+    An archive that breaks a check of :func:`numerics.archive.npz_directory` is a one-line error."""
+    try:
+        if not Path(path).is_file():  # never opened: a FIFO would block
+            return None
+        with open(path, "rb") as f:
+            if f.read(2) != b"PK":
+                return None
+    except OSError:  # unreadable: the reader of universal files names it
+        return None
+    what = f"model file {str(path)!r}"
+    names = npz_directory(path, what)
+    if "P" in names or "meta" not in names:
+        return None
+    raw = read_npz(path, what, ("meta",))["meta"]
+    if raw.dtype.kind not in "US" or raw.ndim != 0:
         return None
     try:
-        with np.load(path, allow_pickle=False) as z:
-            if "P" in z or "meta" not in z:
-                return None
-            meta = json.loads(str(z["meta"]))
-    except (OSError, ValueError):
+        meta = parse_json(str(raw), f"{what}: meta")
+    except LintfError:
         return None
     return meta if isinstance(meta, dict) and meta.get("kind") in MEMBER_OBJECTS else None
 
@@ -109,13 +120,13 @@ def load_member(path: str | os.PathLike[str]) -> Saved:
         )
     kind = MEMBER_OBJECTS[meta["kind"]]
     fields = kind.params_type._fields
-    with np.load(path, allow_pickle=False) as z:
-        missing = [f for f in fields if f not in z]
-        if missing:
-            raise LintfError(
-                f"model file {str(path)!r} ({kind.name}) lacks arrays {', '.join(missing)}"
-            )
-        arrays = {f: check_real_finite(f"model file {str(path)!r}: {f}", z[f]) for f in fields}
+    z = read_npz(path, f"model file {str(path)!r}", fields)
+    missing = [f for f in fields if f not in z]
+    if missing:
+        raise LintfError(
+            f"model file {str(path)!r} ({kind.name}) lacks arrays {', '.join(missing)}"
+        )
+    arrays = {f: check_real_finite(f"model file {str(path)!r}: {f}", z[f]) for f in fields}
     L, H, D = arrays["W_V"].shape[:3] if arrays["W_V"].ndim == 4 else (0, 0, 0)
     r = arrays["W_Q"].shape[2] if arrays["W_Q"].ndim == 4 else 0
     for f, shape in expected_shapes(kind, L, H, D, r).items():

@@ -84,7 +84,7 @@ _FIELDS = {
     "spectral": _opt({"*": ANY}),
     "replicas": _opt(_REPLICAS),
     "training": _TRAINING,
-    "provenance": {"notes": _list(STR), "*": ANY},
+    "provenance": {"notes": _list(STR), "seconds": _opt(NUM), "*": ANY},
 }
 #: A failed cell's numbers reach no table: only their types are checked (``null`` allowed).
 _LOOSE = {FIN: NUM}
@@ -186,6 +186,8 @@ def parse_record(data: Any, cell: str | None = None) -> Record:
     :class:`Corrupt` otherwise."""
     if isinstance(data, dict) and data.get("format") != FORMAT:
         raise Corrupt(f"format is {data.get('format')!r}, this lintf reads format {FORMAT}")
+    if isinstance(data, dict) and "failed" not in data:  # null when it passes, never absent
+        raise Corrupt("the top level lacks 'failed'")
     check(data, _FIELDS | {"eval": {"*": ANY}, "profile": {"*": ANY}}, "")
     if data["failed"] is None:
         check(data["eval"], _EVAL, "eval")

@@ -15,6 +15,7 @@ start) is due for retraining, and stays in the tables until its replacement is w
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
@@ -50,8 +51,13 @@ Task = tuple[str, Callable[[Path], dict[str, bytes]]]
 
 
 def check_out(out: Path, budget: Budget, flag: str = "--out") -> bool:
-    """Refuse (one line) an ``out`` that is a file, non-empty without :data:`MARKER`, or another
-    budget's; whether it holds the marker."""
+    """Refuse (one line) an ``out`` that is a file, a link to no directory, non-empty without
+    :data:`MARKER`, or another budget's; whether it holds the marker."""
+    if out.is_symlink() and not out.is_dir():
+        raise LintfError(
+            f"{flag} {str(out)!r} is a link to {os.readlink(out)!r}, which is no directory; give a "
+            "directory"
+        )
     if out.exists() and not out.is_dir():
         raise LintfError(f"{flag} {str(out)!r} is a file; give a directory")
     marker = out / MARKER
@@ -63,7 +69,12 @@ def check_out(out: Path, budget: Budget, flag: str = "--out") -> bool:
             )
         return False
     m = read_json(marker)
-    if not isinstance(m, dict) or m.get("kind") != "lintf-sweep" or m.get("format") != FORMAT:
+    if (
+        not isinstance(m, dict)
+        or m.get("kind") != "lintf-sweep"
+        or m.get("format") != FORMAT
+        or not isinstance(m.get("budget"), str)
+    ):
         raise LintfError(
             f"{str(marker)!r} is not a format-{FORMAT} sweep marker; give another {flag}"
         )

@@ -1,14 +1,23 @@
-"""Hostile files to ``convert``, ``predict``, ``inspect`` and ``verify --printed``, in-process: a strange archive or
-JSON is one line on stderr naming the file and what is wrong (exit 2, no traceback, nothing written), an odd but
-valid archive reads as the plain one, and an array no command uses is never loaded.
+"""Hostile files to ``convert``, ``predict``, ``inspect``, ``verify --printed`` and ``reproduce``, in-process: a strange
+archive or JSON is one line on stderr naming the file and what is wrong (exit 2, no traceback, nothing written), an
+odd but valid archive reads as the plain one, and an array no command uses is never loaded.
 
 The files come from :mod:`tests.strategies.hostile`; each refused variant must be refused by its own check
-(``REFUSED_WORDS``: the words of that check's message), not by a catch-all further on.
+(``REFUSED_WORDS``: the words of that check's message), not by a catch-all further on.  A family member's model file
+is read through the same checks as a universal one.
+
+``reproduce`` meets a sweep's own files tampered with (a cell's record and model, a setting's baselines, the
+``--out`` marker) and ``--out`` directories that are not a sweep's, both without training (``--no-train``, budget
+quick) and where it trains (budget tiny of :mod:`tests.fakes`, cells trained by :class:`tests.fakes.FakeCell`): it
+ends with status 1 or 2 and one line naming the file or ``--out``, and leaves every file as it was; or it ends with
+status 0, having changed nothing that was there but the records of the cells it trained again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import io
 import json
 import os
@@ -21,11 +30,23 @@ from hypothesis import strategies as st
 
 from numerics import archive
 from numerics.cli import footprint, main, validate
+from numerics.io import JSON_DEPTH_MAX, atomic_write_json, save_model
+from numerics.models.family import MEMBER_OBJECTS
+from numerics.models.family_io import expected_shapes
+from numerics.reproduce import grid, sweep
+from numerics.reproduce.grid import CATEGORICAL, FOCUS, Cell
+from tests.fakes import TINY, FakeCell, fake_baselines, fake_record
 from tests.strategies.hostile import (
     ACCEPTED,
+    NON_FINITE,
+    REFUSED,
     REFUSED_WORDS,
+    foreign_out,
     hostile_json,
+    npz_bytes,
     refused_archives,
+    tampered_json,
+    tampered_model,
     unused_huge,
 )
 
@@ -48,6 +69,11 @@ WEIGHTS = {
     "W_V": RNG.standard_normal((D + 1, K)),
     "W_O": RNG.standard_normal((K, D + 1)),
 }
+#: A gated DeltaNet of two layers (every gate and key array a member may have): a family member's file.
+MEMBER_KIND = MEMBER_OBJECTS["gated-deltanet"]
+MEMBER = {
+    f: 0.1 * RNG.standard_normal(s) for f, s in expected_shapes(MEMBER_KIND, 2, 1, D + 1, K).items()
+} | {"meta": np.asarray(json.dumps({"kind": MEMBER_KIND.name}))}
 
 #: ``(command, which file is hostile, its arrays, the arrays the command reads)``
 TARGETS = [
@@ -57,6 +83,8 @@ TARGETS = [
     ("inspect", "data", DATA, tuple(DATA)),
     ("convert", "weights", WEIGHTS, tuple(WEIGHTS)),
     ("convert", "model", MODEL, ("P", "Q")),
+    ("predict", "member", MEMBER, tuple(MEMBER)),
+    ("inspect", "member", MEMBER, tuple(MEMBER)),
 ]
 
 
@@ -76,7 +104,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _argv(command: str, which: str, path: Path, root: Path) -> list[str]:
     if command == "convert":
         return ["convert", str(path), "--out", str(root / "converted.npz")]
-    model, data = (path, root / "data.npz") if which == "model" else (root / "model.npz", path)
+    model, data = (path, root / "data.npz") if which != "data" else (root / "model.npz", path)
     return [command, str(model), str(data)] + (["--json"] if command == "predict" else [])
 
 
@@ -98,6 +126,27 @@ def _refused(argv: list[str], root: Path, words: str) -> None:
         lines,
     )
     assert sorted(os.listdir(root)) == before, argv
+
+
+@pytest.mark.parametrize("command", ["predict", "inspect"])
+@pytest.mark.parametrize("variant", sorted(REFUSED))
+def test_a_tampered_member_file_is_refused_by_its_own_check(
+    world: Path, variant: str, command: str
+) -> None:
+    """A family member's file goes through every check of :func:`numerics.archive.read_npz`, as a universal
+    one: a flipped byte in a gate's array (its CRC) or an array that declares more than the memory is one line."""
+    path = world / "member.npz"
+    path.write_bytes(REFUSED[variant](MEMBER, "w_beta"))
+    _refused(_argv(command, "member", path, world), world, REFUSED_WORDS[variant])
+
+
+def test_a_member_file_whose_meta_nests_deep_is_no_member_and_one_line(world: Path) -> None:
+    """A ``meta`` nested 100 000 deep (Python's own JSON reader overflows its recursion) in a file without
+    ``P``: not a member's file, and no universal one."""
+    path = world / "deep.npz"
+    arrays = {k: v for k, v in MEMBER.items() if k != "meta"}
+    np.savez(path, meta=np.asarray("[" * 100_000 + "]" * 100_000), **arrays)
+    _refused(_argv("predict", "member", path, world), world, "must hold arrays P and Q")
 
 
 def _archive_case(world: Path, target: tuple, data: st.DataObject) -> None:
@@ -202,3 +251,344 @@ def test_json_nested_past_the_limit_is_refused_by_the_depth_check(world: Path) -
         world,
         "nested 100 levels deep",
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# lintf reproduce: a sweep's own files tampered with, and an --out that is not a sweep's
+# ------------------------------------------------------------------------------------------------
+
+QUICK = grid.BUDGETS["quick"]
+#: The finished cells of the quick sweep the tests tamper with: Fig. 4's (it has a model file the
+#: command reads) and two table cells.
+QUICK_CELLS = (Cell("full", 4, CATEGORICAL), Cell("diag", 1, "uniform:0"), Cell("gdpp", 2, FOCUS))
+#: The models of Fig. 4's cell: its own (FULL, 4 layers) and the files that may take its place.
+FIG4 = {
+    "P": 0.1 * RNG.standard_normal((4, 1, QUICK.d + 1, QUICK.d + 1)),
+    "Q": 0.1 * RNG.standard_normal((4, 1, QUICK.d + 1, QUICK.d + 1)),
+    "meta": np.asarray(json.dumps({"kind": "full"})),
+}
+OTHER_MODELS = {
+    "a DIAG model of 2 layers": npz_bytes(
+        {"P": FIG4["P"][:2], "Q": FIG4["Q"][:2], "meta": np.asarray('{"kind": "diag"}')}
+    ),
+    "a gated DeltaNet's file": npz_bytes(MEMBER),
+    "a data file": npz_bytes(DATA),
+    "a record": b'{"format": 2}',
+    "P of shape (3,)": npz_bytes({"P": np.zeros(3), "Q": np.zeros(3)}),
+    "P and Q of other shapes": npz_bytes({"P": FIG4["P"], "Q": FIG4["Q"][:2]}),
+}
+MARKER = {"kind": "lintf-sweep", "format": 2, "budget": "quick"}
+MARKER_SPECIALS = {
+    "budget": ["overnight", "paper", "tiny", "", "QUICK", None, ["quick"]],
+    "format": [1, 3, "2", None, True],
+    "kind": ["lintf-train", "", None],
+}
+RECORD_SPECIALS = {
+    "format": [1, 3, "2", 2.5, None, True, 10**400],
+    "cell": ["diag-L1-uniform0", "", "../../user", "x" * 10_000],
+}
+
+
+#: The top-level keys of each kind of file that its reader needs: removed or of another type, it is refused.
+REQUIRED = {
+    "record": ("format", "cell", "model", "layers", "noise", "budget", "start", "plan", "eval",
+               "profile", "training", "provenance"),
+    "baselines": ("noise", "eval_sequences", "tune_sequences", "profile_sequences",
+                  "profile_points", "methods", "profile"),
+    "marker": ("kind", "format", "budget"),
+}  # fmt: skip
+#: What may take a file's place and be read as it: a universal model of other depth, an --out that is a
+#: link to an empty folder or one this process may write into (its owner's mode bits do not bind root).
+ACCEPTED_IN_PLACE = ("swapped for a DIAG model of 2 layers", "a link to an empty folder",
+                     "a read-only empty folder")  # fmt: skip
+
+
+def _must_refuse(kind: str, label: str) -> bool:
+    """Whether the change ``label`` (of :func:`tests.strategies.hostile.tampered_json`,
+    :func:`~tests.strategies.hostile.tampered_model` or :data:`~tests.strategies.hostile.FOREIGN_OUT`) to a
+    file of ``kind`` must be refused; a change to a part the reader leaves free may be read as it is."""
+    if kind in ("model", "--out") or label.startswith("file: "):
+        return label not in ACCEPTED_IN_PLACE
+    path, _, change = label.partition(" ")
+    if change.startswith("set to ") or change.removeprefix("is ") in NON_FINITE:
+        return True
+    if change.startswith("nested "):
+        return int(change.split()[1]) > JSON_DEPTH_MAX
+    return path in REQUIRED[kind] or (kind == "record" and path == "failed" and change == "removed")
+
+
+def _words(kind: str, label: str) -> str:
+    """Words the one line must hold beside the file's name: a strange archive's own check's."""
+    variant = label.split(" (")[0]
+    return REFUSED_WORDS[variant] if kind == "model" and variant in REFUSED_WORDS else ""
+
+
+def _digest(root: Path) -> dict[str, str]:
+    """Every entry under ``root`` (links not followed): a file's SHA-256, ``dir``, or ``link -> target``."""
+    seen = {}
+    for at, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = Path(at) / name
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                seen[rel] = f"link -> {os.readlink(p)}"
+            elif p.is_dir():
+                seen[rel] = "dir"
+            else:
+                seen[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return seen
+
+
+def _put(path: Path, raw: bytes | None) -> None:
+    """``raw`` at ``path`` in place of what is there; ``None``: an empty directory."""
+    if path.is_dir() and not path.is_symlink():
+        path.rmdir()
+    else:
+        path.unlink(missing_ok=True)
+    if raw is None:
+        path.mkdir()
+    else:
+        path.write_bytes(raw)
+
+
+def _baselines(out: Path, noise: str, budget: grid.Budget) -> None:
+    """A setting's baselines file and its cached GD++ floor (``floor-<noise>.json``, made up: the report's check
+    reads it back instead of evaluating ridge)."""
+    atomic_write_json(out / "baselines" / f"{grid.slug(noise)}.json", fake_baselines(noise, budget))
+    floor = {"noise": noise, "eval_sequences": budget.eval_sequences, "n": budget.n, "d": budget.d}
+    atomic_write_json(
+        out / "baselines" / f"floor-{grid.slug(noise)}.json",
+        floor | {"loss": 0.2, "se": 0.01, "minus_Bayes": 0.19, "minus_Bayes_se": 0.01},
+    )
+
+
+def _quick_sweep(out: Path) -> None:
+    """A finished quick sweep of :data:`QUICK_CELLS` (records, Fig. 4's model) with every baselines file and
+    floor."""
+    atomic_write_json(out / "lintf-sweep.json", MARKER)
+    for nz in QUICK.noises:
+        _baselines(out, nz, QUICK)
+    for c in QUICK_CELLS:
+        (out / "models" / c.name).mkdir(parents=True)
+        (out / "models" / c.name / "metrics.json").write_bytes(fake_record(c, QUICK).to_json())
+    save_model(out / "models" / QUICK_CELLS[0].name / "model.npz", FIG4["P"], FIG4["Q"])
+
+
+def _tiny_sweep(out: Path) -> None:
+    """A finished tiny sweep of Table 1: every cell's record, every baselines file and floor."""
+    atomic_write_json(out / "lintf-sweep.json", MARKER | {"budget": "tiny"})
+    for nz in TINY.noises:
+        _baselines(out, nz, TINY)
+    for c in grid.cells_for(TINY, ("table1",)):
+        (out / "models" / c.name).mkdir(parents=True)
+        (out / "models" / c.name / "metrics.json").write_bytes(fake_record(c, TINY).to_json())
+
+
+@pytest.fixture
+def trains_fakes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--budget tiny`` on the command line; its cells trained by :class:`tests.fakes.FakeCell`, its missing
+    baselines files and floors made up (:func:`_baselines`; each then read back by the command's readers)."""
+    monkeypatch.setitem(grid.BUDGETS, "tiny", TINY)
+    monkeypatch.setattr(sweep, "sweep", functools.partial(sweep.sweep, cell_fn=FakeCell()))
+    real = sweep.baselines_for
+
+    def baselines_for(noise: str, budget: grid.Budget, out: Path) -> dict:
+        path = out / "baselines" / f"{grid.slug(noise)}.json"
+        if not path.exists():
+            _baselines(out, noise, budget)
+        return real(noise, budget, out)
+
+    monkeypatch.setattr(sweep, "baselines_for", baselines_for)
+
+
+def _reproduce(budget: str, parts: str, out: Path, runs: Path) -> list[str]:
+    return [
+        "reproduce",
+        "--budget",
+        budget,
+        "--only",
+        parts,
+        *(["--no-train"] if budget == "quick" else []),
+        "--json",
+        "--out",
+        str(out),
+        "--runs",
+        str(runs),
+    ]
+
+
+def _ends_well(argv: list[str], root: Path, names: str, refuse: bool, words: str = "") -> None:
+    """Run ``lintf argv``: status 1 or 2 with one line naming ``names`` (and holding ``words``) and every entry
+    under ``root`` as it was, or (unless it must ``refuse``) status 0 with nothing on stderr, every file that was
+    there unchanged but the records of the cells it trained (its ``--json`` summary names them), and new files
+    only under ``--out`` and ``--runs``."""
+    before = _digest(root)
+    rc, out, err = _run(argv)
+    after = _digest(root)
+    assert "Traceback" not in err, (argv, err)
+    if rc != 0:
+        lines = err.splitlines()
+        assert rc in (1, 2) and len(lines) == 1 and out == "", (argv, rc, err)
+        assert lines[0].startswith("lintf reproduce: error: "), lines
+        assert any(n in lines[0] for n in names), (names, lines)
+        assert words in lines[0], (words, lines)
+        assert after == before, argv
+        return
+    assert not refuse, f"read as it is: {err or out[:300]}"
+    assert err == "", (argv, err)
+    dest = Path(os.path.realpath(argv[argv.index("--out") + 1]))
+    trained = json.loads(out)["trained"]
+    mine = [dest / "models" / c for c in trained]
+    for rel, was in before.items():
+        if after.get(rel) != was:
+            assert any(Path(os.path.realpath(root / rel)).is_relative_to(m) for m in mine), rel
+    for rel in set(after) - set(before):
+        real = Path(os.path.realpath(root / rel))
+        assert real.is_relative_to(dest) or real.is_relative_to(root / "runs"), rel
+
+
+#: What a case tampers with: ``(budget, kind of file)``.
+TAMPERED = [
+    ("quick", "record"),
+    ("quick", "baselines"),
+    ("quick", "marker"),
+    ("quick", "model"),
+    ("tiny", "record"),
+    ("tiny", "baselines"),
+    ("tiny", "marker"),
+]
+
+
+def _tampered_case(root: Path, target: tuple[str, str], data: st.DataObject) -> None:
+    budget, kind = target
+    out = root / "out"
+    (_quick_sweep if budget == "quick" else _tiny_sweep)(out)
+    b = grid.BUDGETS[budget]
+    parts = "fig4" if kind == "model" else "table1"
+    if kind == "record":
+        c = data.draw(
+            st.sampled_from(QUICK_CELLS if budget == "quick" else grid.cells_for(TINY, ("table1",)))
+        )
+        path = out / "models" / c.name / "metrics.json"
+        doc = json.loads(path.read_bytes())
+        label, raw = data.draw(tampered_json(doc, RECORD_SPECIALS), label="record")
+    elif kind == "baselines":
+        path = out / "baselines" / f"{grid.slug(data.draw(st.sampled_from(b.noises)))}.json"
+        label, raw = data.draw(tampered_json(json.loads(path.read_bytes())), label="baselines")
+    elif kind == "marker":
+        path = out / "lintf-sweep.json"
+        label, raw = data.draw(
+            tampered_json(json.loads(path.read_bytes()), MARKER_SPECIALS), label="marker"
+        )
+    else:
+        path = out / "models" / QUICK_CELLS[0].name / "model.npz"
+        label, raw = data.draw(tampered_model(FIG4, OTHER_MODELS), label="model")
+    _put(path, raw)
+    _ends_well(
+        _reproduce(budget, parts, out, root / "runs"),
+        root,
+        (str(path),) + ((f"--out {str(out)!r}",) if kind == "marker" else ()),
+        _must_refuse(kind, label),
+        _words(kind, label),
+    )
+
+
+def _foreign_case(root: Path, budget: str, data: st.DataObject) -> None:
+    label, make = data.draw(foreign_out(), label="--out")
+    out = make(root)
+    _ends_well(
+        _reproduce(budget, "table1", out, root / "runs"),
+        root,
+        (f"--out {str(out)!r}",),
+        _must_refuse("--out", label),
+    )
+
+
+@pytest.fixture
+def sweep_root(tmp_path: Path, trains_fakes: None, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder for the cases, and 1 GiB of memory whatever the machine has."""
+    monkeypatch.setattr(archive, "memory_available", lambda: 2**30)
+    return tmp_path
+
+
+def _fresh(root: Path, name: str) -> Path:
+    """A new, empty folder under ``root`` for one Hypothesis example (``root`` is the test's)."""
+    k = 0
+    while (root / f"{name}{k}").exists():
+        k += 1
+    (root / f"{name}{k}").mkdir()
+    return root / f"{name}{k}"
+
+
+@given(target=st.sampled_from(TAMPERED), data=st.data())
+@settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_a_tampered_sweep_file_is_one_line_or_read_as_it_is(
+    sweep_root: Path, target: tuple[str, str], data: st.DataObject
+) -> None:
+    _tampered_case(_fresh(sweep_root, "case"), target, data)
+
+
+@pytest.mark.slow
+@given(target=st.sampled_from(TAMPERED), data=st.data())
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_a_tampered_sweep_file_is_one_line_or_read_as_it_is_many(
+    sweep_root: Path, target: tuple[str, str], data: st.DataObject
+) -> None:
+    _tampered_case(_fresh(sweep_root, "case"), target, data)
+
+
+@given(budget=st.sampled_from(["quick", "tiny"]), data=st.data())
+@settings(max_examples=8, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_an_out_that_is_not_a_sweeps_is_one_line_or_used_as_given(
+    sweep_root: Path, budget: str, data: st.DataObject
+) -> None:
+    _foreign_case(_fresh(sweep_root, "case"), budget, data)
+
+
+@pytest.mark.slow
+@given(budget=st.sampled_from(["quick", "tiny"]), data=st.data())
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_an_out_that_is_not_a_sweeps_is_one_line_or_used_as_given_many(
+    sweep_root: Path, budget: str, data: st.DataObject
+) -> None:
+    _foreign_case(_fresh(sweep_root, "case"), budget, data)
+
+
+def _top_level_changes() -> list[tuple[str, str, object]]:
+    """Each top-level key of :data:`REQUIRED` (and a record's ``failed``) removed, and given a value of
+    another type, and the record's parts that reach the report beside them (``provenance.seconds``, added up):
+    ``(kind, dotted key, value)``, value ``KeyError`` for removed."""
+    out = [("record", "failed", KeyError)]
+    out += [("record", "provenance.seconds", v) for v in ("soon", ["1"], 10**400)]
+    for kind, keys in REQUIRED.items():
+        out += [(kind, k, v) for k in keys for v in (KeyError, [{}])]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "kind, key, value",
+    _top_level_changes(),
+    ids=lambda v: "removed" if v is KeyError else str(v)[:16],
+)
+def test_each_top_level_part_a_reader_needs_removed_or_retyped_is_one_line(
+    sweep_root: Path, kind: str, key: str, value: object
+) -> None:
+    """What the generators draw now and then, every time: each part a reader needs, removed or of another type."""
+    out = sweep_root / "out"
+    _quick_sweep(out)
+    path = {
+        "record": out / "models" / QUICK_CELLS[1].name / "metrics.json",
+        "baselines": out / "baselines" / f"{grid.slug(QUICK.noises[0])}.json",
+        "marker": out / "lintf-sweep.json",
+    }[kind]
+    doc = json.loads(path.read_bytes())
+    *parents, last = key.split(".")
+    node = functools.reduce(lambda d, k: d[k], parents, doc)
+    if value is KeyError:
+        del node[last]
+    else:
+        node[last] = value
+    path.write_text(json.dumps(doc))
+    names = (str(path),) + ((f"--out {str(out)!r}",) if kind == "marker" else ())
+    _ends_well(_reproduce("quick", "table1", out, sweep_root / "runs"), sweep_root, names, True)

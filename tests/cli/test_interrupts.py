@@ -1,16 +1,18 @@
 """SIGINT at any moment of the console command (:func:`numerics.cli.main` with no arguments): it ends with status 130
 and one line, never by a signal (a negative status here, 139 for SIGSEGV in a shell), and a resumed ``lintf train``
-ends with the uninterrupted run's model.
+or ``lintf reproduce`` ends with the uninterrupted run's models and losses.
 
-The moments are drawn from a seeded generator over the whole run from one second in (before that, on a loaded
-machine, the interpreter may still be starting, before any of lintf's code runs): JAX's import, XLA compiling the
-training step, training, evaluation, the end of the run.  In-process, a KeyboardInterrupt that a garbage-collector callback swallows is
-raised again until the command catches it.
+The moments are drawn from a seeded generator over the whole run from one second in: JAX's import, XLA compiling
+the training step, training, evaluation, a sweep's baselines and report, the end of the run.  A SIGINT within the
+first 0.2 s meets Python starting: once lintf's handler is in place it is the same one line; before, the signal
+ends the interpreter as it ends any Python program.  In-process, a KeyboardInterrupt that a garbage-collector
+callback swallows is raised again until the command catches it.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import os
 import random
 import signal
@@ -23,21 +25,25 @@ import numpy as np
 import pytest
 
 from numerics import cli
-from tests.fakes import TINY_TRAIN
+from tests.fakes import TINY_CONSOLE, TINY_TRAIN
 
 TRAIN = ["train", *TINY_TRAIN]
-REPRODUCE = ["reproduce", "--budget", "quick", "--only", "table1", "--noise", "uniform:0"]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "LINTF_HOST_DEVICES": "1", "PYTHONWARNINGS": "ignore"}
 
 
-def _interrupted(argv: list[str], after: float) -> subprocess.CompletedProcess:
-    """Run ``lintf argv`` as the console command and send it SIGINT ``after`` seconds in (if it still runs)."""
+def _interrupted(
+    argv: list[str], after: float, script: str | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``lintf argv`` as the console command (``script``: ``python -c script argv`` instead) and send it SIGINT
+    ``after`` seconds in (if it still runs)."""
     p = subprocess.Popen(
-        [sys.executable, "-m", "numerics.cli", *argv],
+        [sys.executable, *(["-c", script] if script else ["-m", "numerics.cli"]), *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=ENV,
         text=True,
+        cwd=ROOT,
     )
     try:
         p.wait(after)
@@ -99,16 +105,147 @@ def test_sigint_at_twenty_moments_of_train_then_resume_equals_the_uninterrupted_
     _train_interrupts(tmp_path, runs=20, seed=1, resume=True)
 
 
-@pytest.mark.slow
-def test_sigint_while_reproduce_compiles_ends_it_with_130(tmp_path: Path) -> None:
-    rng = random.Random(2)
-    for k in range(4):
-        out = tmp_path / f"s{k}"
+def _tiny_reproduce(out: Path) -> list[str]:
+    """The console command's arguments for the tiny sweep of Table 1 into ``out`` (``out/runs``: its runs)."""
+    return ["reproduce", "--budget", "tiny", "--only", "table1", "--out", str(out / "res"),
+            "--runs", str(out / "runs")]  # fmt: skip
+
+
+def _records(out: Path) -> dict[str, tuple]:
+    """Every cell's losses (its record's evaluation and profile) and model arrays, and every baselines file, of
+    the sweep in ``out``: what a resumed sweep must give exactly as an uninterrupted one."""
+    res, found = out / "res", {}
+    for cell in sorted((res / "models").iterdir()):
+        rec = json.loads((cell / "metrics.json").read_text())
+        found[cell.name] = (rec["failed"], rec["eval"], rec["profile"])
+        if (cell / "model.npz").exists():
+            found[cell.name] += _model(cell)
+    for base in sorted((res / "baselines").iterdir()):
+        found[base.name] = json.loads(base.read_text())
+    return found
+
+
+def _same(a: dict[str, tuple], b: dict[str, tuple]) -> None:
+    assert a.keys() == b.keys(), (sorted(a), sorted(b))
+    for k in a:
+        for x, y in zip(a[k], b[k], strict=True) if isinstance(a[k], tuple) else [(a[k], b[k])]:
+            if isinstance(x, np.ndarray):
+                np.testing.assert_array_equal(x, y, err_msg=k)
+            else:
+                assert x == y, k
+
+
+def _startup_interrupt(out: Path, after: float | None) -> None:
+    """SIGINT ``after`` seconds into the console command, while Python starts (``None``: the moment lintf's
+    handler is in place, which also catches SIGALRM, as Python's own does not).  Once lintf's handler is in: status
+    130 and one line.  Before (Python's site set-up and the first imports take the first 0.05-0.1 s here), the
+    signal ends the interpreter as it ends any Python program, lintf's code not yet running: by the signal, or
+    with Python's own "Fatal Python error: init_..." and status 1 while the interpreter initialises (its streams,
+    site's imports), or not at all: while Python imports ``warnings`` it prints "'import warnings' failed" and
+    goes on, and the command runs to its end.  Either way ``--out`` holds
+    nothing."""
+    p = subprocess.Popen(
+        [sys.executable, "-c", TINY_CONSOLE, *_tiny_reproduce(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+        text=True,
+        cwd=ROOT,
+    )
+    if after is None:
+        deadline = time.monotonic() + 60
+        while not _catches_sigalrm(p.pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+    else:
+        time.sleep(after)
+    handled = _catches_sigalrm(p.pid)
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=600)
+    res = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+    if handled or after is None:
+        assert handled and res.returncode == 130, (after, res.returncode, stderr[-2000:])
+        _ended_cleanly(res, "reproduce")
+    else:
+        assert res.returncode in (130, 1, -signal.SIGINT, 0), (
+            after,
+            res.returncode,
+            stderr[-2000:],
+        )
+        assert res.returncode != 1 or "Fatal Python error: init_" in stderr, stderr[-2000:]
+        if (
+            res.returncode == 0
+        ):  # Python reported the interrupt in its start-up and went on: the sweep ran
+            assert (out / "res" / "report.md").exists() and "'import " in stderr, stderr[-2000:]
+            return
+    assert not (out / "res").exists() or not any((out / "res").iterdir()), after
+
+
+def _catches_sigalrm(pid: int) -> bool:
+    """Whether process ``pid`` has a handler for SIGALRM (Linux ``/proc``): lintf's console handlers are in."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGALRM - 1) & 1)
+    return False
+
+
+def _reproduce_interrupts(tmp_path: Path, interrupts: int, seed: int) -> None:
+    """``interrupts`` SIGINTs at seeded moments, each to a run that resumes the one before it; a run that
+    finishes first is compared with the uninterrupted sweep and the next starts anew.  The moments are drawn over
+    the span of the last run that finished (the uninterrupted one's at first): on a machine whose load changes,
+    they stay within the runs.  Every sweep, finished at the end, equals the uninterrupted one."""
+    rng = random.Random(seed)
+    t0 = time.perf_counter()
+    ref = _interrupted(_tiny_reproduce(tmp_path / "ref"), after=3600, script=TINY_CONSOLE)
+    span = time.perf_counter() - t0
+    assert ref.returncode == 0, ref.stderr[-2000:]
+    want = _records(tmp_path / "ref")
+    chain, sent, runs = 0, 0, 0
+    while sent < interrupts:
+        runs += 1
+        assert runs <= 4 * interrupts, f"{sent} interrupts in {runs} runs"
+        t0 = time.perf_counter()
         res = _interrupted(
-            [*REPRODUCE, "--runs", str(out / "runs"), "--out", str(out / "res")],
-            after=rng.uniform(2.0, 12.0),
+            _tiny_reproduce(tmp_path / f"chain{chain}"),
+            after=rng.uniform(1.0, max(span, 1.5)),
+            script=TINY_CONSOLE,
         )
         _ended_cleanly(res, "reproduce")
+        print(f"run {runs}: status {res.returncode}", flush=True)
+        if res.returncode == 130:
+            sent += 1
+        else:
+            span = time.perf_counter() - t0
+            _same(_records(tmp_path / f"chain{chain}"), want)
+            chain += 1
+    last = _interrupted(
+        _tiny_reproduce(tmp_path / f"chain{chain}"), after=3600, script=TINY_CONSOLE
+    )
+    assert last.returncode == 0, last.stderr[-2000:]
+    _same(_records(tmp_path / f"chain{chain}"), want)
+    print(
+        f"{sent} interrupts in {runs} runs over {chain + 1} sweeps, each equal to the uninterrupted one"
+    )
+
+
+def test_sigint_while_reproduce_starts_ends_it_with_130_and_one_line(tmp_path: Path) -> None:
+    """Two SIGINTs while Python starts (within 0.2 s; one the moment lintf's handler is in place), one while JAX
+    loads or the first cell compiles."""
+    rng = random.Random(3)
+    _startup_interrupt(tmp_path / "start", after=rng.uniform(0.02, 0.2))
+    _startup_interrupt(tmp_path / "handler", after=None)
+    res = _interrupted(
+        _tiny_reproduce(tmp_path / "early"), after=rng.uniform(1.0, 4.0), script=TINY_CONSOLE
+    )
+    _ended_cleanly(res, "reproduce")
+
+
+@pytest.mark.slow
+def test_sigint_at_twenty_moments_of_reproduce_then_resume_equals_the_uninterrupted_sweep(
+    tmp_path: Path,
+) -> None:
+    for k, after in enumerate((0.03, 0.06, 0.09, 0.12, 0.2, None)):
+        _startup_interrupt(tmp_path / f"start{k}", after=after)
+    _reproduce_interrupts(tmp_path, interrupts=20, seed=4)
 
 
 @pytest.fixture

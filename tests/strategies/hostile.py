@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import codecs
 import io
+import json
+import re
 import struct
 import warnings
 import zipfile
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 from hypothesis import strategies as st
@@ -215,3 +218,227 @@ def hostile_json(top: str = "object") -> st.SearchStrategy[tuple[str, bytes]]:
         [b"\xff\xfe{}", wrap("1").encode()[:-1], b"", codecs.BOM_UTF16 + b"{}"]
     ).map(lambda v: (f"malformed {v[:8]!r}", v))
     return st.one_of(deep, constants, wrong, broken)
+
+
+# ------------------------------------------------------------------------------------------------
+# A sweep's own files tampered with (numerics.reproduce.record, numerics.reproduce.sweep): a cell's
+# record, a setting's baselines, the --out marker, a cell's model; and --out directories that are
+# not a sweep's.  A drawn case is ``(label, content)``; content ``None`` puts a directory in the
+# file's place.
+# ------------------------------------------------------------------------------------------------
+
+#: A token the tampered document holds where :func:`_dump` writes text no Python value dumps to.
+_RAW = "\x00lintf-raw:"
+#: Values of another JSON type, for a node of each type (a bool is not a number here, as in JSON).
+_OTHER_TYPES: dict[str, list] = {
+    "null": [0, "null", [], {}, False],
+    "bool": [None, 1, 0, "true", []],
+    "number": [None, True, "0.5", [], {}, [1.0]],
+    "string": [None, 0, True, [], {}, ["text"]],
+    "list": [None, 1, "[]", {}, True],
+    "object": [None, 1, "{}", [], True, [{}]],
+}
+#: Numbers no float64 holds (text, as a careless tool writes them) and finite extremes.
+NON_FINITE = ["NaN", "Infinity", "-Infinity", "1e999", "-1e400"]
+HUGE_NUMBERS = [1e308, -1.7976931348623157e308, 2**53 + 1, -(2**63), 10**400, 5e-324]
+
+
+def _type(v: object) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    return {str: "string", list: "list", dict: "object"}[type(v)]
+
+
+def json_paths(doc: object, at: tuple = ()) -> list[tuple]:
+    """Every node of the parsed JSON ``doc`` below the top, as the keys and indices leading to it,
+    parents before children."""
+    items = (
+        doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    )
+    out = []
+    for k, v in items:
+        out.append((*at, k))
+        out += json_paths(v, (*at, k))
+    return out
+
+
+def _dotted(path: tuple) -> str:
+    return ".".join(str(k) for k in path) or "the top level"
+
+
+def _replaced(doc: object, path: tuple, value: object) -> object:
+    """A deep copy of ``doc`` with the node at ``path`` set to ``value`` (``KeyError``: removed)."""
+    doc = json.loads(json.dumps(doc))
+    node = doc
+    for k in path[:-1]:
+        node = node[k]
+    if value is KeyError:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return doc
+
+
+def _dump(doc: object) -> bytes:
+    """``doc`` as JSON text; a string ``_RAW + text`` is written as ``text`` itself (a number no
+    Python float dumps to, or a nesting too deep to build as a Python value)."""
+    text = json.dumps(doc, indent=1)
+    return re.sub(
+        re.escape(json.dumps(_RAW)[:-1]) + r'((?:[^"\\]|\\.)*)"',
+        lambda m: json.loads(f'"{m.group(1)}"'),
+        text,
+    ).encode()
+
+
+def _node_tamperings(doc: object, path: tuple, draw: Callable) -> tuple[str, bytes]:
+    """One change to the node at ``path`` of ``doc``, drawn for its type."""
+    node = doc
+    for k in path:
+        node = node[k]
+    kind = _type(node)
+    actions = ["remove", "wrong type", "nested"] + (["number"] if kind == "number" else [])
+    action = draw(st.sampled_from(actions))
+    at = _dotted(path)
+    if action == "remove":
+        return f"{at} removed", _dump(_replaced(doc, path, KeyError))
+    if action == "wrong type":
+        v = draw(st.sampled_from(_OTHER_TYPES[kind]))
+        return f"{at} is {json.dumps(v)}", _dump(_replaced(doc, path, v))
+    if action == "nested":
+        depth, shape = draw(st.integers(1, 100_000)), draw(st.sampled_from(["object", "list"]))
+        return f"{at} nested {depth} deep", _dump(
+            _replaced(doc, path, _RAW + _nested(depth, shape))
+        )
+    v = draw(st.sampled_from(NON_FINITE + HUGE_NUMBERS))
+    raw = _RAW + v if isinstance(v, str) else v
+    return f"{at} is {v}", _dump(_replaced(doc, path, raw))
+
+
+def tampered_json(
+    doc: dict, specials: dict[str, list] | None = None
+) -> st.SearchStrategy[tuple[str, bytes | None]]:
+    """The JSON file of ``doc`` (a sweep's record, baselines or marker) tampered with in one place:
+    a node removed, of another type, non-finite or past float64 (``NaN``, ``1e999``, ``10**400``),
+    nested up to 100 000 deep; a top-level key given one of its ``specials`` (another ``format``,
+    another cell's name); or the whole file replaced (not JSON, cut short, empty, not UTF-8, the
+    wrong top-level type, a directory in its place).  Labels name the change: ``"<dotted path>
+    removed"``, ``"<dotted path> is <value>"``, ``"<dotted path> nested <n> deep"`` for a node,
+    ``"<key> set to <value>"`` for a special, ``"file: <what>"`` for the whole file."""
+    paths = json_paths(doc)
+    # half the changes at the top level, where each key is a part a reader needs, half anywhere
+    anywhere = st.one_of(st.sampled_from([p for p in paths if len(p) == 1]), st.sampled_from(paths))
+
+    @st.composite
+    def node(draw: Callable) -> tuple[str, bytes]:
+        return _node_tamperings(doc, draw(anywhere), draw)
+
+    whole_text = _dump(doc)
+    whole = st.one_of(
+        hostile_json("object"),
+        st.integers(1, len(whole_text) - 1).map(
+            lambda n: (f"cut short after {n} bytes", whole_text[:n])
+        ),
+        st.just(("a directory in its place", None)),
+        st.just(("not UTF-8", b"\xff" + whole_text)),
+    )
+    strategies = [node(), whole.map(lambda c: (f"file: {c[0]}", c[1]))]
+    if specials:
+        strategies.append(
+            st.sampled_from(  # a special equal to the document's own value is no change
+                [(k, v) for k, vs in specials.items() for v in vs if v != doc.get(k)]
+            ).map(lambda c: (f"{c[0]} set to {c[1]!r}", _dump(_replaced(doc, (c[0],), c[1]))))
+        )
+    return st.one_of(*strategies)
+
+
+def tampered_model(
+    arrays: dict[str, np.ndarray], others: dict[str, bytes]
+) -> st.SearchStrategy[tuple[str, bytes | None]]:
+    """A cell's ``model.npz`` (the archive of ``arrays``) cut short at a drawn byte, swapped for one of
+    ``others`` (another kind's file: label ``"swapped for <its key>"``), bytes that are no zip at all,
+    a directory in its place, or a variant of :data:`REFUSED` applied to one of its arrays (label
+    ``"<variant> (<array>)"``)."""
+    raw = npz_bytes(arrays)
+    return st.one_of(
+        st.integers(0, len(raw) - 1).map(lambda n: (f"cut short after {n} bytes", raw[:n])),
+        st.sampled_from(sorted(others)).map(lambda k: (f"swapped for {k}", others[k])),
+        st.binary(max_size=64).map(lambda b: (f"bytes {b[:8]!r}", b)),
+        st.just(("a directory in its place", None)),
+        refused_archives(arrays, tuple(arrays)),
+    )
+
+
+#: Where a drawn ``--out`` stands: ``make(root) -> the --out path``, building what it needs under
+#: ``root`` (a ``user/`` folder of the user's files beside it).
+FOREIGN_OUT = (
+    "a folder of the user's",
+    "a file",
+    "a link to a folder of the user's",
+    "a link to an empty folder",
+    "a link to nowhere",
+    "a link to itself",
+    "a read-only empty folder",
+    "under a file",
+)
+
+
+def user_files() -> st.SearchStrategy[dict[str, bytes]]:
+    """A small folder of the user's: 1-4 files, up to two levels deep, with names a sweep writes
+    itself among them (``report.md``, ``table1.md``, a record, a baselines file, a marker one level
+    down), of 0-200 bytes each."""
+    names = st.sampled_from(
+        [
+            "report.md",
+            "table1.md",
+            "notes.txt",
+            ".hidden",
+            "models/diag-L1-uniform0/metrics.json",
+            "baselines/uniform0.json",
+            "old/lintf-sweep.json",
+            "data/x.npz",
+        ]
+    )
+    return st.dictionaries(names, st.binary(max_size=200), min_size=1, max_size=4)
+
+
+def _write_tree(root: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+
+
+def foreign_out() -> st.SearchStrategy[tuple[str, Callable[[Path], Path]]]:
+    """An ``--out`` that is not a sweep's (:data:`FOREIGN_OUT`) with the user's files drawn by
+    :func:`user_files`: ``(label, make)``, ``make(root)`` building it under ``root`` and returning the
+    path to give as ``--out``."""
+
+    def make(case: str, files: dict[str, bytes]) -> Callable[[Path], Path]:
+        def build(root: Path) -> Path:
+            user, out = root / "user", root / "out"
+            _write_tree(user, files)
+            (root / "empty").mkdir()
+            if case == "a folder of the user's":
+                return user
+            if case == "a file":
+                return next(p for p in sorted(user.rglob("*")) if p.is_file())
+            if case == "under a file":
+                return next(p for p in sorted(user.rglob("*")) if p.is_file()) / "sub"
+            if case == "a read-only empty folder":
+                (root / "empty").chmod(0o555)
+                return root / "empty"
+            target = {
+                "a link to a folder of the user's": user,
+                "a link to an empty folder": root / "empty",
+                "a link to nowhere": root / "nowhere",
+                "a link to itself": out,
+            }[case]
+            out.symlink_to(target)
+            return out
+
+        return build
+
+    return st.tuples(st.sampled_from(FOREIGN_OUT), user_files()).map(lambda c: (c[0], make(*c)))

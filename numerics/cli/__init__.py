@@ -166,9 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     process, and after SIGINT ends with one line and status 130, never through the interpreter's shutdown."""
     if argv is not None:
         return _main(argv)
-    _INTERRUPTS.install()
-    command = next((a for a in sys.argv[1:] if a in COMMANDS), "")
-    try:
+    command = ""
+    try:  # the handler goes in inside the try, so a SIGINT the moment it is in is caught here too
+        command = next((a for a in sys.argv[1:] if a in COMMANDS), "")
+        _INTERRUPTS.install()
         rc = _main(None)
         signal.signal(
             signal.SIGINT, signal.SIG_IGN

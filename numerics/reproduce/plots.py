@@ -90,7 +90,8 @@ def gap_panels(
     horizontal line, on a log axis.  A gap ≤ 0 (at the floor up to evaluation noise, such as every
     baseline at σ_max = 0) has no place on a log axis: it is clipped to the panel's bottom edge,
     :data:`CLIP` times its smallest positive gap, and marked there with an open triangle (a
-    baseline's line lies on that edge).  ``grid``: the panels' layout (:func:`_grid`)."""
+    baseline's line lies on that edge).  The legend takes the first free slot of the grid, if any.
+    ``grid``: the panels' layout (:func:`_grid`); the caller's :func:`_finish` draws no legend."""
     fig, axes = _grid(len(noises), **grid)
     for ax, nz in zip(axes, noises):
         mine = {
@@ -113,11 +114,17 @@ def gap_panels(
         for b in (b for b in bases if (b, 0, nz) in mine):
             ax.axhline(max(mine[(b, 0, nz)], lo), color=COLORS[b], ls=STYLES[b], lw=1, label=b)
         if min(mine.values(), default=1.0) <= 0:
-            ax.text(0.98, 0.03, CLIPPED, transform=ax.transAxes, ha="right", fontsize=6)
+            ax.text(0.98, 0.97, CLIPPED, transform=ax.transAxes, ha="right", va="top", fontsize=6)
         ax.set_yscale("log")
         ax.set_ylim(lo / 1.5, hi)
         ax.set_title(nz, fontsize=9)
         ax.set_xlabel("layers")
+    if len(noises) < len(axes):  # the legend in the first free slot, clear of every curve
+        axes[len(noises)].set_visible(True)
+        axes[len(noises)].axis("off")
+        axes[len(noises)].legend(*axes[0].get_legend_handles_labels(), loc="center")
+    else:
+        legend(axes, 6)
     return fig, axes
 
 
@@ -132,13 +139,18 @@ def fig1(t: Table, noises: list[str], path: str | Path) -> None:
         "Fig. 1: gap to the Bayes floor (adjusted loss − Bayes, paired ± SE) vs depth, log axis; "
         "lines: baselines; ▽ on the bottom edge: gap ≤ 0",
         path,
+        size=None,
     )
 
 
-def _finish(fig: Any, axes: Any, ylabel: str, title: str, path: str | Path, ncol: int = 6) -> None:
-    """Shared ending of a panel figure: y label, one legend, title, layout, atomic save."""
+def _finish(
+    fig: Any, axes: Any, ylabel: str, title: str, path: str | Path, size: int | None = 6
+) -> None:
+    """Shared ending of a panel figure: y label, one legend of font ``size`` (``None``: the figure
+    has its legend), title, layout, atomic save."""
     axes[0].set_ylabel(ylabel)
-    legend(axes, ncol)
+    if size is not None:
+        legend(axes, size)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     save(fig, path)
@@ -245,7 +257,7 @@ def _model_panels(
             _yscale(ax)
             ax.set_title(f"{NAMES[m]}-{L}, {focus}", fontsize=9)
             ax.set_xlabel(xlabel)
-    _finish(fig, axes, "adjusted loss", title, path, ncol=5)
+    _finish(fig, axes, "adjusted loss", title, path, size=5)
 
 
 def fig5(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
@@ -303,4 +315,5 @@ def fig_depth(t: Table, noises: list[str], path: str | Path) -> None:
         "Beyond the paper: gap to the Bayes-optimal floor against depth (log axis; ▽ on the "
         "bottom edge: gap ≤ 0)",
         path,
+        size=None,
     )

@@ -75,13 +75,6 @@ def _grid(k: int, ncols: int = 4, w: float = 3.4, h: float = 2.8) -> tuple[Any, 
     return fig, axes.ravel()
 
 
-def _baseline_lines(ax: Any, base: dict | None) -> None:
-    if base is None:
-        return
-    for b, r in base["methods"].items():
-        ax.axhline(r["loss"], color=COLORS[b], ls=STYLES[b], lw=1, label=b)
-
-
 def gap_panels(
     t: Table, kinds: tuple[str, ...], bases: tuple[str, ...], noises: list[str], **grid: float
 ) -> tuple[Any, np.ndarray]:
@@ -132,15 +125,11 @@ def fig1(t: Table, noises: list[str], path: str | Path) -> None:
     """Every model's gap to the Bayes floor against depth, one panel per noise setting, with the
     baselines' gaps as horizontal lines (:func:`gap_panels`)."""
     fig, axes = gap_panels(t, tuple(NAMES), BASE_NAMES[:3], noises)
-    _finish(
-        fig,
-        axes,
-        "loss − Bayes loss",
+    title = (
         "Fig. 1: gap to the Bayes floor (adjusted loss − Bayes, paired ± SE) vs depth, log axis; "
-        "lines: baselines; ▽ on the bottom edge: gap ≤ 0",
-        path,
-        size=None,
+        "lines: baselines; ▽ on the bottom edge: gap ≤ 0"
     )
+    _finish(fig, axes, "loss − Bayes loss", title, path, size=None)
 
 
 def _finish(
@@ -198,14 +187,11 @@ def fig2(cells: dict, base: dict, noises: list[str], L: int, focus: str, path: s
         if m is not None:
             ax.set_title(f"{NAMES[m]}, {nz}, across depths", fontsize=9)
             ax.legend(fontsize=5)
-    _finish(
-        fig,
-        axes,
-        "adjusted loss",
+    title = (
         f"Fig. 2: per-variance profiles on σ ∈ [0, σ_max+1] (dotted: σ_max); "
-        f"{L}-layer models, and {focus} across depths",
-        path,
+        f"{L}-layer models, and {focus} across depths"
     )
+    _finish(fig, axes, "adjusted loss", title, path)
 
 
 def fig3(cells: dict, base: dict, noises: list[str], L: int, path: str | Path) -> None:
@@ -281,7 +267,8 @@ def fig5(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
         Ls = depths_of(rec, m, focus)
         finals = [rec[(m, d, focus)].eval["loss"] for d in Ls]
         ax.plot(Ls, finals, "k^", ms=4, label="L-layer model, final")
-        _baseline_lines(ax, base.get(focus))
+        for b, r in (base[focus]["methods"] if focus in base else {}).items():
+            ax.axhline(r["loss"], color=COLORS[b], ls=STYLES[b], lw=1, label=b)
 
     title = "Fig. 5: adjusted loss of the prediction read out after each layer"
     _model_panels(cells, focus, L, "read-out after layer l", title, path, draw)
@@ -308,12 +295,8 @@ def fig_depth(t: Table, noises: list[str], path: str | Path) -> None:
     """Beyond the paper: DIAG/FULL gap to the Bayes floor against depth (paired, ± SE), with
     AdaRR's and TunedRR's (:func:`gap_panels`)."""
     fig, axes = gap_panels(t, ("diag", "full"), ("AdaRR", "TunedRR"), noises, ncols=2, w=5, h=3.5)
-    _finish(
-        fig,
-        axes,
-        "loss − Bayes loss",
+    title = (
         "Beyond the paper: gap to the Bayes-optimal floor against depth (log axis; ▽ on the "
-        "bottom edge: gap ≤ 0)",
-        path,
-        size=None,
+        "bottom edge: gap ≤ 0)"
     )
+    _finish(fig, axes, "loss − Bayes loss", title, path, size=None)

@@ -21,16 +21,17 @@ r"""Reproduction of the paper's Table 1 and figures, as a pipeline of six concep
 The path from ``lintf reproduce`` to one trained cell: :mod:`numerics.cli.reproduce` →
 :mod:`numerics.reproduce.sweep` (the driver: the ``--out`` marker, tasks, writing files) →
 :mod:`numerics.reproduce.cell` (:func:`~numerics.reproduce.cell.train_cell`, pure with respect to
-``--out``) → :mod:`numerics.train.rundir` (one stage).  Around it: the claims
-(:mod:`numerics.reproduce.claims`), GD++ against ridge at λ = E σ²
-(:mod:`numerics.reproduce.floor`), the report (:mod:`numerics.reproduce.report`), the figures
-(:mod:`numerics.reproduce.plots`), the beyond-the-paper depth study
-(:mod:`numerics.reproduce.beyond`), the claims on a grid under way (:mod:`numerics.reproduce.reads`) and
-the convergence check, which reports and changes no cell (:mod:`numerics.reproduce.convergence`).
+``--out``) → :mod:`numerics.train.rundir` (one stage).  Around it: Table 1
+(:mod:`numerics.reproduce.table`), the claims (:mod:`numerics.reproduce.claims`), GD++ against
+ridge at λ = E σ² (:mod:`numerics.reproduce.floor`), the report
+(:mod:`numerics.reproduce.report`), the figures (:mod:`numerics.reproduce.plots`), the
+beyond-the-paper depth study (:mod:`numerics.reproduce.beyond`), the claims on a grid under way
+(:mod:`numerics.reproduce.reads`) and the convergence check, which reports and changes no cell
+(:mod:`numerics.reproduce.convergence`).
 
-The scale fit of every stage (:mod:`numerics.train.scale_fit`) answers the rare exploding context; a
-cell that fails its verdict all the same is rescued where the fit on a larger pool finds a scale that
-passes (:func:`numerics.reproduce.cell.rescue`), and is otherwise recorded as failed.
+The scale fit of every stage (:mod:`numerics.train.scale_fit`) answers the rare exploding context;
+a cell that fails its verdict all the same is rescued where the fit on a larger pool finds a scale
+that passes (:func:`numerics.reproduce.cell.rescue`), and is otherwise recorded as failed.
 """
 
 from numerics.reproduce.grid import BUDGETS as BUDGETS

@@ -122,40 +122,18 @@ def train_stages(
     for k in range(1, schedule.most + 1):
         steps, seeds, factor = schedule.stage(k)
         prev = best_of(stages) if stages else None
-        scfg = (
-            replace(cfg, steps=steps, seeds=seeds, batch=schedule.batch)
-            if prev is None
-            else replace(
-                cfg,
-                steps=steps,
-                seeds=seeds,
-                batch=schedule.batch,
-                init="random",
-                lr=cfg.peak_lr * factor,
-                warm_start=str(prev.model),
-            )
-        )
+        scfg = replace(cfg, steps=steps, seeds=seeds, batch=schedule.batch)
+        if prev is not None:  # from the best stage so far, at the stage's fraction of the rate
+            scfg = replace(scfg, init="random", lr=cfg.peak_lr * factor, warm_start=str(prev.model))
         t0 = time.perf_counter()
         try:
             tr = trainer(scfg, run / f"stage{k}")
         except Diverged as e:
             if prev is None:
                 raise
-            stages.append(
-                Stage(
-                    k,
-                    None,
-                    None,
-                    {
-                        "stage": k,
-                        "steps": e.step,
-                        "held_out": None,
-                        "blown": True,
-                        "diverged": str(e),
-                        "seconds": time.perf_counter() - t0,
-                    },
-                )
-            )
+            summary = {"steps": e.step, "held_out": None, "blown": True, "diverged": str(e)}
+            seconds = time.perf_counter() - t0
+            stages.append(Stage(k, None, None, {"stage": k, **summary, "seconds": seconds}))
             done = True
             break
         model, scale = _scaled(tr.model, cfg, schedule.scale_pool)
@@ -163,24 +141,18 @@ def train_stages(
             *load_model(model)[:2], cfg.noise, cfg.n, cfg.d, RULES.held_out_key(), schedule.held_out
         )
         t = evaluation.tail_stats(held)
-        stages.append(
-            Stage(
-                k,
-                model,
-                held,
-                {
-                    "stage": k,
-                    "steps": int(tr.metrics.get("steps", steps)),
-                    "held_out": t["mean"],
-                    "held_out_se": t["se"],
-                    "held_out_max": t["max"] if np.isfinite(t["max"]) else None,
-                    "blown": t["failed"] is not None,
-                    "scale": scale,
-                    "dropped_final": tr.metrics.get("dropped_final"),
-                    "seconds": time.perf_counter() - t0,
-                },
-            )
-        )
+        summary = {
+            "stage": k,
+            "steps": int(tr.metrics.get("steps", steps)),
+            "held_out": t["mean"],
+            "held_out_se": t["se"],
+            "held_out_max": t["max"] if np.isfinite(t["max"]) else None,
+            "blown": t["failed"] is not None,
+            "scale": scale,
+            "dropped_final": tr.metrics.get("dropped_final"),
+            "seconds": time.perf_counter() - t0,
+        }
+        stages.append(Stage(k, model, held, summary))
         if prev is not None and stopped(stages[-1], prev):
             done = True
             break
@@ -228,13 +200,8 @@ def replicas(
         P, Q, _ = load_model(best.model)
         Ps.append(P)
         Qs.append(Q)
-        info.append(
-            (
-                seed,
-                rs,
-                verdict.checks(P, Q, cell.model, cell.layers, cell.noise, budget.n, budget.d),
-            )
-        )
+        checks = verdict.checks(P, Q, cell.model, cell.layers, cell.noise, budget.n, budget.d)
+        info.append((seed, rs, checks))
     ev = [
         verdict.evaluate_model(P, Q, cell.noise, budget.eval_sequences, budget.n, budget.d)
         for P, Q in zip(Ps, Qs)
@@ -253,22 +220,6 @@ def replicas(
     buf = io.BytesIO()
     np.savez(buf, P=np.stack(Ps), Q=np.stack(Qs))
     return out, buf.getvalue()
-
-
-def judge_cell(P: Any, Q: Any, cell: Cell, budget: Budget) -> dict[str, Any]:
-    """:func:`numerics.reproduce.verdict.judge` of the model ``P, Q`` as ``cell`` of ``budget``."""
-    return verdict.judge(
-        P,
-        Q,
-        cell.model,
-        cell.layers,
-        cell.noise,
-        budget.eval_sequences,
-        budget.profile_points,
-        budget.profile_sequences,
-        budget.n,
-        budget.d,
-    )
 
 
 def rescue(
@@ -298,7 +249,7 @@ def rescue(
     }
     for s in dict.fromkeys((info.get("slack", c), c)) if c < 1.0 else ():
         Qs = np.asarray(Q, np.float64) * s
-        judged = judge_cell(P, Qs, cell, budget)
+        judged = verdict.judge(P, Qs, cell, budget)
         failed = verdict.failure(judged, dropped_final)
         record["tried"].append({"scale": s, "failed": failed})
         if failed is None:
@@ -317,7 +268,7 @@ def train_cell(
     cfg = cell_config(cell, budget)
     best, summary = train_stages(cfg, budget.schedule, rundir, trainer)
     P, Q, meta = load_model(best.model)
-    judged = judge_cell(P, Q, cell, budget)
+    judged = verdict.judge(P, Q, cell, budget)
     failed, notes, kept = verdict.failure(judged, summary["dropped_final"]), [], best.model
     if failed is not None:
         Qr, again, rescued = rescue(P, Q, cell, budget, summary["dropped_final"])
@@ -343,10 +294,7 @@ def train_cell(
         start=start_of(cell),
         plan=plan_of(cell, budget),
         failed=failed,
-        eval=judged["eval"],
-        profile=judged["profile"],
-        tail_check=judged["tail_check"],
-        spectral=judged["spectral"],
+        **judged,  # eval, profile, tail_check, spectral
         replicas=spread,
         training=summary | {"config": config_dict(cfg)},
         provenance={
@@ -357,19 +305,3 @@ def train_cell(
         },
     )
     return files | {"metrics.json": record.to_json()}
-
-
-__all__ = [
-    "Stage",
-    "Trained",
-    "Trainer",
-    "best_of",
-    "cell_config",
-    "judge_cell",
-    "replicas",
-    "rescue",
-    "stopped",
-    "train_cell",
-    "train_run",
-    "train_stages",
-]

@@ -1,10 +1,12 @@
-r"""The convergence check: a finished cell trained again with every stage twice as long, and compared.
+r"""The convergence check: a finished cell trained again with every stage twice as long, and
+compared.
 
 It reports; it changes nothing under ``--out``.  The longer run trains into its own run directory
-(``RUNS/<budget>-x2/<cell>/``) through the same :func:`numerics.reproduce.cell.train_cell`, and the check
-*holds* when the two adjusted losses (on the same evaluation sequences) differ by at most the stopping rule's
-``RULES.stop_rel`` of the cell's loss, or by at most ``RULES.stop_se`` standard errors of the difference (the
-two SEs added in quadrature: an upper bound of the paired SE).  ``OUT/convergence.json`` keeps the entries.
+(``RUNS/<budget>-x2/<cell>/``) through the same :func:`numerics.reproduce.cell.train_cell`, and the
+check *holds* when the two adjusted losses (on the same evaluation sequences) differ by at most the
+stopping rule's ``RULES.stop_rel`` of the cell's loss, or by at most ``RULES.stop_se`` standard
+errors of the difference (the two SEs added in quadrature: an upper bound of the paired SE).
+``OUT/convergence.json`` keeps the entries.
 """
 
 from __future__ import annotations
@@ -47,8 +49,8 @@ def check(
     names: tuple[str, ...],
     cell_fn: Callable[..., dict[str, bytes]] = train_cell,
 ) -> dict[str, Any]:
-    """Retrain the finished, passing cells ``names`` with longer stages and compare; the entries, also written to
-    ``OUT/convergence.json`` (merged with earlier entries)."""
+    """Retrain the finished, passing cells ``names`` with longer stages and compare; the entries,
+    also written to ``OUT/convergence.json`` (merged with earlier entries)."""
     grid = {c.name: c for c in cells_for(budget, PARTS)}
     have = load_records(out, [grid[n] for n in names])
     slow = longer(budget)

@@ -39,7 +39,7 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path, PurePosixPath
 
 import filelock
@@ -47,7 +47,9 @@ import filelock
 from numerics.errors import LintfError
 from numerics.io import atomic_write_bytes
 from numerics.reproduce import executor_dask as on_dask
-from numerics.reproduce.executor_dask import ALLOWED_FAILURES, local_cluster, worker_env
+from numerics.reproduce.executor_dask import ALLOWED_FAILURES as ALLOWED_FAILURES
+from numerics.reproduce.executor_dask import local_cluster as local_cluster
+from numerics.reproduce.executor_dask import worker_env as worker_env
 from numerics.reproduce.executor_display import SweepProgress
 
 #: ``(cell name, fn(rundir) -> {relative path: bytes})``; ``fn`` must pickle (a
@@ -111,14 +113,28 @@ def run(
                 "overwritten)"
             )
         runs_at = None if runs is None else str(Path(runs).resolve())
-        show = SweepProgress(len(tasks), quiet=not progress)
+        show, failed = SweepProgress(len(tasks), quiet=not progress), []
         try:
-            if scheduler is None and jobs == 1:
-                _serial(tasks, out, runs_at, show, done)
-            else:
-                _distributed(tasks, out, jobs, scheduler, runs_at, show, done)
+            with closing(_results(tasks, jobs, scheduler, runs_at, show)) as results:
+                for name, files, error in results:
+                    why = None if error is None else f"{name}: {error}"
+                    if why is None:
+                        try:
+                            write_cell(out, name, files)
+                        except LintfError as exc:  # a task that returns what no cell is: failed
+                            why = str(exc)
+                    show.finished(name, failed=why is not None)
+                    if why is not None:
+                        failed.append(why)
+                    elif done is not None:
+                        done(name, files)
         finally:
             show.stop()
+        if failed:
+            raise LintfError(
+                f"{len(failed)} of {len(tasks)} cells failed ({'; '.join(failed)}); the "
+                "finished ones are kept, rerun with pending(tasks, out) to go on"
+            )
 
 
 def _check(tasks: Sequence[Task], jobs: int, scheduler: str | None) -> list[str]:
@@ -142,12 +158,17 @@ def _check(tasks: Sequence[Task], jobs: int, scheduler: str | None) -> list[str]
     return names
 
 
+#: the ``out`` folders whose lock this process holds
+_HELD: set[str] = set()
+
+
 @contextmanager
 def sweep_lock(out: str | os.PathLike[str]) -> Iterator[None]:
     """Hold ``out/.sweep.lock`` while the block runs: a second :func:`run` on ``out`` (from another
     process, on a file system with working locks) is refused with one line naming the directory
     and the holder.  Within the block this process may take it again (a command that holds it
-    over its whole sweep calls :func:`run` inside)."""
+    over its whole sweep calls :func:`run` inside).  The holder is recorded in ``out/.sweep.holder``
+    while the lock is held."""
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -157,17 +178,6 @@ def sweep_lock(out: str | os.PathLike[str]) -> Iterator[None]:
     if key in _HELD:
         yield
         return
-    with _held_lock(out, key):
-        yield
-
-
-#: the ``out`` folders whose lock this process holds
-_HELD: set[str] = set()
-
-
-@contextmanager
-def _held_lock(out: Path, key: str) -> Iterator[None]:
-    """Take ``out``'s lock file, record who holds it, and give both back at the end."""
     lock = filelock.FileLock(out / LOCK, timeout=0, is_singleton=False)
     try:
         lock.acquire()
@@ -238,35 +248,20 @@ def write_cell(out: Path, name: str, files: Files) -> None:
         atomic_write_bytes(folder / rel, files[rel])
 
 
-def _serial(
-    tasks: Sequence[Task],
-    out: Path,
-    runs: str | None,
-    show: SweepProgress,
-    done: Callable[[str, Files], None] | None,
-) -> None:
-    failed: list[str] = []
-    for name, fn in tasks:
-        show.running(1)
-        try:
-            _, files = work(name, fn, runs)
-        except Exception as exc:  # noqa: BLE001 - a failed cell is reported with the others
-            failed.append(f"{name}: {on_dask.first_line(exc)}")
-            show.finished(name, failed=True)
-            continue
-        _write(out, name, files, failed, show, done)
-    _report(failed, len(tasks))
-
-
-def _distributed(
-    tasks: Sequence[Task],
-    out: Path,
-    jobs: int,
-    scheduler: str | None,
-    runs: str | None,
-    show: SweepProgress,
-    done: Callable[[str, Files], None] | None,
-) -> None:
+def _results(
+    tasks: Sequence[Task], jobs: int, scheduler: str | None, runs: str | None, show: SweepProgress
+) -> Iterator[tuple[str, Files | None, str | None]]:
+    """``(name, files, None)`` for each cell as it finishes, or ``(name, None, why)`` for one that
+    raised (or, on Dask, lost its worker too often): one after another in this process for
+    ``jobs=1``, else on a local cluster of ``jobs`` workers or at ``scheduler``."""
+    if scheduler is None and jobs == 1:
+        for name, fn in tasks:
+            show.running(1)
+            try:
+                yield name, work(name, fn, runs)[1], None
+            except Exception as exc:  # noqa: BLE001 - a failed cell is reported with the others
+                yield name, None, on_dask.first_line(exc)
+        return
     from distributed import (
         Client,  # lazy: start-up (here: importing it takes a second a serial sweep saves)
     )
@@ -276,58 +271,9 @@ def _distributed(
         client = Client(cluster) if cluster is not None else on_dask.connect(scheduler)
         try:
             show.dashboard(on_dask.dashboard(client, local=cluster is not None))
-            failed: list[str] = []
-            for name, files, error in on_dask.results(client, tasks, work, runs, show.running):
-                if error is None:
-                    _write(out, name, files, failed, show, done)
-                else:
-                    failed.append(f"{name}: {error}")
-                    show.finished(name, failed=True)
-            _report(failed, len(tasks))
+            yield from on_dask.results(client, tasks, work, runs, show.running)
         finally:
             client.close()
     finally:
         if cluster is not None:
             cluster.close()
-
-
-def _write(
-    out: Path,
-    name: str,
-    files: Files,
-    failed: list[str],
-    show: SweepProgress,
-    done: Callable[[str, Files], None] | None,
-) -> None:
-    try:
-        write_cell(out, name, files)
-    except LintfError as exc:  # a task that returns what no cell is: one of the failed cells
-        failed.append(str(exc))
-        show.finished(name, failed=True)
-        return
-    show.finished(name)
-    if done is not None:
-        done(name, files)
-
-
-def _report(failed: list[str], total: int) -> None:
-    if failed:
-        raise LintfError(
-            f"{len(failed)} of {total} cells failed ({'; '.join(failed)}); the "
-            "finished ones are kept, rerun with pending(tasks, out) to go on"
-        )
-
-
-__all__ = [
-    "ALLOWED_FAILURES",
-    "FINISHED",
-    "Files",
-    "Task",
-    "local_cluster",
-    "pending",
-    "run",
-    "sweep_lock",
-    "work",
-    "worker_env",
-    "write_cell",
-]

@@ -189,14 +189,3 @@ def first_line(exc: BaseException | None) -> str:
     """``Type: the first line of its message``."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
-__all__ = [
-    "ALLOWED_FAILURES",
-    "connect",
-    "dashboard",
-    "first_line",
-    "local_cluster",
-    "results",
-    "worker_env",
-]

@@ -1,26 +1,30 @@
-r"""The GD++ floor: ridge at ``λ = E σ²`` (ConstRR at the noise prior's mean variance), and checks against it.
+r"""The GD++ floor: ridge at ``λ = E σ²`` (ConstRR at the noise prior's mean variance), and checks
+against it.
 
 A GD++ model predicts ``x_tᵀ p_L(Σ) α``, a spectral filter, and no spectral filter has a lower
 expected loss than ridge with ``λ = E σ²`` (:mod:`lintf_theory._gdpp_floor`; checked by
 ``lintf verify --only gdpp_ridge_floor``).  So a GD++ entry clearly below that ridge is impossible:
 an evaluation or bookkeeping error, whoever printed it.
 
-- :func:`claim_gdpp_floor`: the reproduction report's check of every GD++ cell, paired with the floor
-  on the same evaluation sequences (:func:`floor_entries`, cached as ``OUT/baselines/floor-<noise>.json``).
+- :func:`claim_gdpp_floor`: the reproduction report's check of every GD++ cell, paired with the
+  floor on the same evaluation sequences (:func:`floor_entries`, cached as
+  ``OUT/baselines/floor-<noise>.json``).
 - :func:`read_printed` and :func:`check_printed`: a user's table of printed GD++ values
   (``lintf verify --printed FILE``).
 
-**Printed table format.**  CSV with a header row holding ``noise``, ``depth``, ``value`` and optionally
-``se``, or JSON: a list of objects with those keys; any other column or key is refused.  ``noise`` is a noise spec (``uniform:5``,
-``categorical:1,3``, ``fixed:1``), ``depth`` the number of layers (an integer ≥ 1), ``value`` the printed
-adjusted loss (method minus oracle ridge, the paper's metric) and ``se`` its standard error if known
-(0 otherwise).  The floor is evaluated at the paper's ``n = 20, d = 10``.
+**Printed table format.**  CSV with a header row holding ``noise``, ``depth``, ``value`` and
+optionally ``se``, or JSON: a list of objects with those keys; any other column or key is refused.
+``noise`` is a noise spec (``uniform:5``, ``categorical:1,3``, ``fixed:1``), ``depth`` the number
+of layers (an integer ≥ 1), ``value`` the printed adjusted loss (method minus oracle ridge, the
+paper's metric) and ``se`` its standard error if known (0 otherwise).  The floor is evaluated at
+the paper's ``n = 20, d = 10``.
 
-=================  ==================================================================================
+=================  ===============================================================================
 ``Z_IMPOSSIBLE``   an entry is flagged when ``value < floor − Z_IMPOSSIBLE · SE − ATOL``
 ``ATOL``           float64 rounding of an adjusted loss that is 0 at ``σ = 0``
-``PRINTED_SEQ``    evaluation sequences for the floor of printed values (the paper evaluates on 100 000)
-=================  ==================================================================================
+``PRINTED_SEQ``    evaluation sequences for the floor of printed values (the paper evaluates on
+                   100 000)
+=================  ===============================================================================
 """
 
 from __future__ import annotations
@@ -36,25 +40,31 @@ from typing import Any
 from numerics.data import Noise
 from numerics.errors import LintfError
 from numerics.io import atomic_write_json, read_json
-from numerics.reproduce.claims import Claim, Entry, Table, difference, pm, verdict
+from numerics.reproduce.claims import Claim, verdict
 from numerics.reproduce.grid import slug
 from numerics.reproduce.record import ANY, FIN, Corrupt, check
 from numerics.reproduce.rules import RULES
+from numerics.reproduce.table import Entry, Table, difference, pm
 
 Z_IMPOSSIBLE = 3.0
 ATOL = 1e-9
 PRINTED_SEQ = 100_000
 PRINTED_N, PRINTED_D = 20, 10
 COMMAND = "lintf verify --only gdpp_ridge_floor"
-#: Largest noise level a printed row may name (its square and sums stay finite), as on the command line.
+#: What a printed table's row holds, as its errors say.
+NEEDS = "each row needs noise, depth, value and optionally se"
+#: The numbers of a floor entry, as the cache ``OUT/baselines/floor-<noise>.json`` names them.
+NUMBERS = ("loss", "se", "minus_Bayes", "minus_Bayes_se")
+#: Largest noise level a printed row may name (its square and sums stay finite), as on the command
+#: line.
 SIGMA_MAX = 1e6
 
 
 def floor_of(
     noise: str | Noise, n: int, d: int, sequences: int, seed: int = 0, paired: bool = True
 ) -> Entry:
-    r"""Ridge at ``λ = E σ²`` on the evaluation sequences of :func:`numerics.baselines.table` (seed ``seed``),
-    with its paired gap to Bayes if ``paired``."""
+    r"""Ridge at ``λ = E σ²`` on the evaluation sequences of :func:`numerics.baselines.table` (seed
+    ``seed``), with its paired gap to Bayes if ``paired``."""
     from numerics import baselines
 
     methods = (baselines.FLOOR, "Bayes") if paired else (baselines.FLOOR,)
@@ -66,8 +76,9 @@ def floor_of(
 
 
 def floor_entries(out: str | Path, budget: Any, noises: list[str]) -> dict[str, Entry]:
-    r"""The floor per noise on the cells' evaluation sequences (seed ``RULES.eval_seed``), cached under
-    ``OUT/baselines`` (read back by :func:`numerics.reproduce.record.check`: finite numbers only)."""
+    r"""The floor per noise on the cells' evaluation sequences (seed ``RULES.eval_seed``), cached
+    under ``OUT/baselines`` (read back by :func:`numerics.reproduce.record.check`: finite numbers
+    only)."""
     floors = {}
     for nz in noises:
         path = Path(out) / "baselines" / f"floor-{slug(nz)}.json"
@@ -75,29 +86,21 @@ def floor_entries(out: str | Path, budget: Any, noises: list[str]) -> dict[str, 
         have = read_json(path) if path.exists() else {}
         if isinstance(have, dict) and {k: have.get(k) for k in want} == want:
             try:
-                check(
-                    have,
-                    {k: FIN for k in ("loss", "se", "minus_Bayes", "minus_Bayes_se")} | {"*": ANY},
-                    "",
-                )
+                check(have, dict.fromkeys(NUMBERS, FIN) | {"*": ANY}, "")
             except Corrupt as exc:
                 raise LintfError(f"{str(path)!r} is corrupt ({exc}); delete it and rerun") from None
         else:
             e = floor_of(nz, budget.n, budget.d, budget.eval_sequences, RULES.eval_seed)
-            have = want | {
-                "loss": e.loss,
-                "se": e.se,
-                "minus_Bayes": e.minus_bayes,
-                "minus_Bayes_se": e.minus_bayes_se,
-                "lam": Noise.parse(nz).mean_sigma2,
-            }
+            numbers = dict(zip(NUMBERS, (e.loss, e.se, e.minus_bayes, e.minus_bayes_se)))
+            have = want | numbers | {"lam": Noise.parse(nz).mean_sigma2}
             atomic_write_json(path, have)
-        floors[nz] = Entry(have["loss"], have["se"], have["minus_Bayes"], have["minus_Bayes_se"])
+        floors[nz] = Entry(*(have[k] for k in NUMBERS))
     return floors
 
 
 def below_floor(entry: Entry, floor: Entry) -> tuple[bool, float, float]:
-    r"""``(flagged, difference, SE)``: the entry minus the floor, flagged when below by more than ``Z_IMPOSSIBLE`` SE."""
+    r"""``(flagged, difference, SE)``: the entry minus the floor, flagged when below by more than
+    ``Z_IMPOSSIBLE`` SE."""
     diff, se = difference(entry, floor)
     return diff < -(Z_IMPOSSIBLE * se + ATOL), diff, se
 
@@ -106,8 +109,9 @@ def _verdict_text(flag: bool, diff: float, se: float) -> str:
     if not flag:
         return "at or above the floor"
     return (
-        f"IMPOSSIBLE: below the lambda = E sigma^2 floor by {-diff / max(se, 1e-300):.1f} SE; no GD++ model can "
-        f"beat ridge at lambda = E sigma^2 (`{COMMAND}`), so the entry is an evaluation or bookkeeping error"
+        f"IMPOSSIBLE: below the lambda = E sigma^2 floor by {-diff / max(se, 1e-300):.1f} SE; no "
+        f"GD++ model can beat ridge at lambda = E sigma^2 (`{COMMAND}`), so the entry is an "
+        "evaluation or bookkeeping error"
     )
 
 
@@ -120,8 +124,9 @@ def claim_gdpp_floor(t: Table, floors: dict[str, Entry]) -> Claim:
         flag, diff, se = below_floor(e, floors[nz])
         ok.append(not flag)
         ev.append(
-            f"{nz} GD++-{L} {pm(e)} vs ridge at lambda = E sigma^2 = {Noise.parse(nz).mean_sigma2:.4g} "
-            f"{pm(floors[nz])}: difference {diff:+.4f} ± {se:.4f} → {_verdict_text(flag, diff, se)}"
+            f"{nz} GD++-{L} {pm(e)} vs ridge at lambda = E sigma^2 = "
+            f"{Noise.parse(nz).mean_sigma2:.4g} {pm(floors[nz])}: difference {diff:+.4f} ± "
+            f"{se:.4f} → {_verdict_text(flag, diff, se)}"
         )
     return Claim(
         "gdpp_above_floor",
@@ -131,7 +136,8 @@ def claim_gdpp_floor(t: Table, floors: dict[str, Entry]) -> Claim:
     )
 
 
-# ----------------------------------------------------------------------------------------------- printed tables
+# ------------------------------------------------------------------------------------------------
+# printed tables
 
 
 @dataclass(frozen=True)
@@ -149,13 +155,12 @@ def _row(i: int, rec: dict[str, Any], path: str) -> Printed:
     unknown = sorted(set(rec) - {"noise", "depth", "value", "se"}, key=str)
     if unknown:  # a misspelt "se" would otherwise read as se = 0
         raise ValueError(
-            f"{where} has {', '.join(map(repr, unknown))}; the fields are noise, depth, value and se"
+            f"{where} has {', '.join(map(repr, unknown))}; the fields are noise, depth, value "
+            "and se"
         )
     missing = [k for k in ("noise", "depth", "value") if rec.get(k) in (None, "")]
     if missing:
-        raise ValueError(
-            f"{where} lacks {', '.join(missing)}; each row needs noise, depth, value and optionally se"
-        )
+        raise ValueError(f"{where} lacks {', '.join(missing)}; {NEEDS}")
     try:
         noise = str(Noise.parse(str(rec["noise"])))
         if Noise.parse(noise).sigma_max > SIGMA_MAX:
@@ -181,7 +186,8 @@ def _row(i: int, rec: dict[str, Any], path: str) -> Printed:
 
 
 def read_printed(path: str | Path) -> list[Printed]:
-    r"""Parse a printed-values table (CSV or JSON, module docstring); one-line :class:`ValueError` on bad input."""
+    r"""Parse a printed-values table (CSV or JSON, module docstring); one-line :class:`ValueError`
+    on bad input."""
     p = Path(path)
     if not p.exists():
         raise ValueError(f"--printed {path}: no such file")
@@ -204,34 +210,35 @@ def read_printed(path: str | Path) -> list[Printed]:
             ) from None
         if not isinstance(recs, list) or not all(isinstance(r, dict) for r in recs):
             raise ValueError(
-                f"--printed {path}: JSON must be a list of objects with noise, depth, value (and se)"
+                f"--printed {path}: JSON must be a list of objects with noise, depth, value (and "
+                "se)"
             )
     else:
         reader = csv.DictReader(io.StringIO(text))
         cols = [c.strip() for c in reader.fieldnames or []]
         if not {"noise", "depth", "value"} <= set(cols):
             raise ValueError(
-                f"--printed {path}: CSV header must name noise, depth, value (and optionally se), got {cols}"
+                f"--printed {path}: CSV header must name noise, depth, value (and optionally se), "
+                f"got {cols}"
             )
         recs = []
         for r in reader:
             if None in r:
                 raise ValueError(
-                    f"--printed {path}: line {reader.line_num} has more fields than the header; quote a "
-                    'noise spec that contains commas ("categorical:1,3")'
+                    f"--printed {path}: line {reader.line_num} has more fields than the header; "
+                    'quote a noise spec that contains commas ("categorical:1,3")'
                 )
             recs.append({k.strip(): (v or "").strip() for k, v in r.items()})
     if not recs:
-        raise ValueError(
-            f"--printed {path}: no rows; each row needs noise, depth, value and optionally se"
-        )
+        raise ValueError(f"--printed {path}: no rows; {NEEDS}")
     return [_row(i + 1, r, str(path)) for i, r in enumerate(recs)]
 
 
 def check_printed(
     rows: list[Printed], sequences: int = PRINTED_SEQ, seed: int = 0
 ) -> list[tuple[Printed, Entry, bool, str]]:
-    r"""Each printed value against the floor of its noise (``n = 20, d = 10``): ``(row, floor, flagged, text)``."""
+    r"""Each printed value against the floor of its noise (``n = 20, d = 10``): ``(row, floor,
+    flagged, text)``."""
     floors = {
         nz: floor_of(nz, PRINTED_N, PRINTED_D, sequences, seed, paired=False)
         for nz in sorted({r.noise for r in rows})
@@ -244,7 +251,8 @@ def check_printed(
             f"printed GD++-{r.depth} {r.noise}: {r.value:.4f}"
             + (f" ± {r.se:.4f}" if r.se else "")
             + f" vs ridge at lambda = E sigma^2 = {Noise.parse(r.noise).mean_sigma2:.4g}: {pm(f)} "
-            f"({sequences} sequences, seed {seed}), difference {diff:+.4f} ± {se:.4f} → {_verdict_text(flag, diff, se)}"
+            f"({sequences} sequences, seed {seed}), difference {diff:+.4f} ± {se:.4f} → "
+            f"{_verdict_text(flag, diff, se)}"
         )
         out.append((r, f, flag, text))
     return out

@@ -11,7 +11,7 @@ So cells are independent, and each can train as one task anywhere.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from numerics.data import PAPER_NOISES, Noise
@@ -73,14 +73,8 @@ class Schedule:
     scale_pool: int = 2**19
 
     def __post_init__(self) -> None:
-        for k, lo in (
-            ("steps", 1),
-            ("batch", 1),
-            ("seeds", 1),
-            ("most", 2),
-            ("held_out", 2),
-            ("scale_pool", 2),
-        ):
+        lows = {"steps": 1, "batch": 1, "seeds": 1, "most": 2, "held_out": 2, "scale_pool": 2}
+        for k, lo in lows.items():
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ValueError(f"schedule: {k} must be an integer >= {lo}, got {v!r}")
@@ -134,16 +128,18 @@ class Budget:
             raise ValueError("a budget needs at least one model, depth and noise setting")
         for nz in self.noises:
             Noise.parse(nz)
-        for k in (
+        if min((*self.depths, *self.beyond_depths)) < 1:
+            raise ValueError(f"depths must be >= 1, got {self.depths}")
+        sizes = (
             "seeds",
             "eval_sequences",
             "tune_sequences",
             "profile_sequences",
             "select_sequences",
             "rescue_pool",
-            *(() if min((*self.depths, *self.beyond_depths)) >= 1 else ("depths",)),
-        ):
-            if k == "depths" or int(getattr(self, k)) < 1:
+        )
+        for k in sizes:
+            if int(getattr(self, k)) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if self.profile_points < 2:
             raise ValueError(f"profile_points must be >= 2, got {self.profile_points}")
@@ -153,6 +149,17 @@ class Budget:
         return max(self.depths)
 
 
+#: The reference: stages of 3000 steps of batch 2048 (two seeds in the first), at most 6 (96 000
+#: steps).
+PAPER = Budget(
+    "paper",
+    MODELS,
+    tuple(range(1, 8)),
+    PAPER_NOISES,
+    Schedule(steps=3000, batch=2048, seeds=2, most=6),
+    seeds=5,
+    beyond_depths=(8, 9, 10, 11, 12),
+)
 BUDGETS: dict[str, Budget] = {
     # The qualitative picture in minutes: 3 models × depths {1, 2, 4, 7} × σ = 0, σ ~ U(0,5), σ ∈
     # {1,3}.
@@ -171,26 +178,10 @@ BUDGETS: dict[str, Budget] = {
     ),
     # The paper's grid on a 2-core CPU overnight: stages of 1500 steps of batch 512, one seed, at
     # most 7 stages.
-    "overnight": Budget(
-        "overnight",
-        MODELS,
-        tuple(range(1, 8)),
-        PAPER_NOISES,
-        Schedule(steps=1500, batch=512, seeds=1, most=7),
-        seeds=5,
-        beyond_depths=(8, 9, 10, 11, 12),
+    "overnight": replace(
+        PAPER, name="overnight", schedule=Schedule(steps=1500, batch=512, seeds=1, most=7)
     ),
-    # The reference: stages of 3000 steps of batch 2048 (two seeds in the first), at most 6 (96 000
-    # steps).
-    "paper": Budget(
-        "paper",
-        MODELS,
-        tuple(range(1, 8)),
-        PAPER_NOISES,
-        Schedule(steps=3000, batch=2048, seeds=2, most=6),
-        seeds=5,
-        beyond_depths=(8, 9, 10, 11, 12),
-    ),
+    "paper": PAPER,
 }
 
 
@@ -277,43 +268,14 @@ def parse_cells(budget: Budget, specs: Iterable[str]) -> tuple[str, ...]:
 def plan_of(cell: Cell, budget: Budget) -> dict[str, Any]:
     """What a finished cell's numbers were made under, stored in its record: a stored record is the
     plan's cell when its plan equals this one."""
-    s = budget.schedule
     return {
         "budget": budget.name,
         "start": start_of(cell),
         "eval_sequences": budget.eval_sequences,
         "profile_sequences": budget.profile_sequences,
         "profile_points": budget.profile_points,
-        "schedule": {
-            "steps": s.steps,
-            "batch": s.batch,
-            "seeds": s.seeds,
-            "most": s.most,
-            "held_out": s.held_out,
-            "scale_pool": s.scale_pool,
-        },
+        "schedule": asdict(budget.schedule),
         "replicas": budget.seeds if cell.replicas else 0,
         "n": budget.n,
         "d": budget.d,
     }
-
-
-__all__ = [
-    "BUDGETS",
-    "Budget",
-    "CATEGORICAL",
-    "Cell",
-    "FOCUS",
-    "MODELS",
-    "PARTS",
-    "STARTS",
-    "Schedule",
-    "cells_for",
-    "get_budget",
-    "parse_cells",
-    "parse_noises",
-    "parse_parts",
-    "plan_of",
-    "slug",
-    "start_of",
-]

@@ -4,6 +4,10 @@ Every curve is an adjusted loss (method − oracle ridge with the true ``σ_τ``
 Bayes-optimal floor (docs/model.md) is drawn in every panel.  Figure numbers follow the paper
 (§4): 1 loss vs depth, 2 per-variance profiles, 3 categorical noise, 4 weights of a 4-layer FULL
 model, 5 read-out after each layer, 7 per-variance profiles of those read-outs.
+
+Fig. 1 and the depth study beyond the paper draw what a reader compares across depths: each
+model's and baseline's gap to the Bayes floor (adjusted loss − Bayes, paired ± SE, from the
+:data:`numerics.reproduce.table.Table`), on a log axis (:func:`gap_panels`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import numpy as np  # noqa: E402
 
 from numerics.data import Noise  # noqa: E402
 from numerics.io import atomic_write_bytes  # noqa: E402
+from numerics.reproduce.table import BASE_NAMES, Table, by_key, depths_of  # noqa: E402
+from numerics.reproduce.table import MODEL_NAMES as NAMES  # noqa: E402
 
 COLORS = {
     "gdpp": "tab:green",
@@ -30,12 +36,14 @@ COLORS = {
     "TunedRR": "tab:purple",
     "Bayes": "black",
 }
-NAMES = {"gdpp": "GD++", "diag": "DIAG", "full": "FULL"}
 STYLES = {"ConstRR": ":", "AdaRR": "-.", "TunedRR": "--", "Bayes": "-"}
 LINTHRESH = 1e-4  # symlog: adjusted losses can be slightly negative (evaluation noise) at σ_max = 0
-#: y range of loss panels: a diverging (heavy-tailed) model would otherwise stretch the axis over 30 decades;
-#: its points are drawn at the edge and listed in report.md.
+#: y range of loss panels: a diverging (heavy-tailed) model would otherwise stretch the axis over
+#: 30 decades; its points are drawn at the edge and listed in report.md.
 YLIM = (-1e-3, 10.0)
+#: How far below a gap panel's smallest positive gap its bottom edge lies, where a gap ≤ 0 is drawn.
+CLIP = 0.1
+CLIPPED = "▽, bottom edge: gap ≤ 0"
 
 
 def save(fig: Any, path: str | Path) -> None:
@@ -45,22 +53,12 @@ def save(fig: Any, path: str | Path) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
-def _cell(cells: dict, model: str, L: int, noise: str) -> dict | None:
-    return next(
-        (m for m in cells.values() if m.model == model and m.layers == L and m.noise == noise), None
-    )
-
-
-def _depths(cells: dict, model: str, noise: str) -> list[int]:
-    return sorted(m.layers for m in cells.values() if m.model == model and m.noise == noise)
-
-
 def _yscale(ax: Any) -> None:
     ax.set_yscale("symlog", linthresh=LINTHRESH)
     ax.set_ylim(*YLIM)
 
 
-def _legend(axes: np.ndarray, size: int) -> None:
+def legend(axes: np.ndarray, size: int) -> None:
     """Legend on the first panel that has labelled curves."""
     for ax in axes:
         if ax.get_visible() and ax.get_legend_handles_labels()[0]:
@@ -77,60 +75,71 @@ def _grid(k: int, ncols: int = 4, w: float = 3.4, h: float = 2.8) -> tuple[Any, 
     return fig, axes.ravel()
 
 
-def _baseline_lines(ax: Any, base: dict | None, x: Any = None) -> None:
-    if base is None:
-        return
-    for b, r in base["methods"].items():
-        ax.axhline(r["loss"], color=COLORS[b], ls=STYLES[b], lw=1, label=b)
-
-
-def fig1(cells: dict, base: dict, noises: list[str], path: str | Path) -> None:
-    """Adjusted loss against depth, one panel per noise setting, with the baselines as horizontal lines."""
-    fig, axes = _grid(len(noises))
+def gap_panels(
+    t: Table, kinds: tuple[str, ...], bases: tuple[str, ...], noises: list[str], **grid: float
+) -> tuple[Any, np.ndarray]:
+    """One panel per noise setting: the gap to the Bayes floor (adjusted loss − Bayes, paired ± SE)
+    of each model kind of ``kinds`` against depth, and of each baseline of ``bases`` as a
+    horizontal line, on a log axis.  A gap ≤ 0 (at the floor up to evaluation noise, such as every
+    baseline at σ_max = 0) has no place on a log axis: it is clipped to the panel's bottom edge,
+    :data:`CLIP` times its smallest positive gap, and marked there with an open triangle (a
+    baseline's line lies on that edge).  The legend takes the first free slot of the grid, if any.
+    ``grid``: the panels' layout (:func:`_grid`); the caller's :func:`_finish` draws no legend."""
+    fig, axes = _grid(len(noises), **grid)
     for ax, nz in zip(axes, noises):
-        _depth_curves(ax, cells, NAMES, nz, "loss", "se", max_depth=7)
-        _baseline_lines(ax, base.get(nz))
-        _depth_axis(ax, nz)
-    _finish(
-        fig,
-        axes,
-        "adjusted loss",
-        "Fig. 1: adjusted loss vs depth (symlog); lines: baselines and the Bayes floor",
-        path,
+        mine = {
+            k: e.minus_bayes
+            for k, e in t.items()
+            if k[2] == nz and k[0] in kinds + bases and e.minus_bayes is not None
+        }
+        pos = [g for g in mine.values() if g > 0]
+        lo, hi = CLIP * min(pos, default=1.0), min(2 * max(pos, default=1.0), YLIM[1])
+        for m in kinds:
+            Ls = depths_of(mine, m, nz)
+            if Ls:
+                g = np.array([mine[(m, L, nz)] for L in Ls])
+                se = [t[(m, L, nz)].minus_bayes_se or 0.0 for L in Ls]
+                ax.errorbar(
+                    Ls, np.maximum(g, lo), se, color=COLORS[m], marker="o", ms=3, label=NAMES[m]
+                )
+                low = [L for L, v in zip(Ls, g) if v <= 0]
+                ax.plot(low, [lo] * len(low), "v", mfc="none", color=COLORS[m], ms=6)
+        for b in (b for b in bases if (b, 0, nz) in mine):
+            ax.axhline(max(mine[(b, 0, nz)], lo), color=COLORS[b], ls=STYLES[b], lw=1, label=b)
+        if min(mine.values(), default=1.0) <= 0:
+            ax.text(0.98, 0.97, CLIPPED, transform=ax.transAxes, ha="right", va="top", fontsize=6)
+        ax.set_yscale("log")
+        ax.set_ylim(lo / 1.5, hi)
+        ax.set_title(nz, fontsize=9)
+        ax.set_xlabel("layers")
+    if len(noises) < len(axes):  # the legend in the first free slot, clear of every curve
+        axes[len(noises)].set_visible(True)
+        axes[len(noises)].axis("off")
+        axes[len(noises)].legend(*axes[0].get_legend_handles_labels(), loc="center")
+    else:
+        legend(axes, 6)
+    return fig, axes
+
+
+def fig1(t: Table, noises: list[str], path: str | Path) -> None:
+    """Every model's gap to the Bayes floor against depth, one panel per noise setting, with the
+    baselines' gaps as horizontal lines (:func:`gap_panels`)."""
+    fig, axes = gap_panels(t, tuple(NAMES), BASE_NAMES[:3], noises)
+    title = (
+        "Fig. 1: gap to the Bayes floor (adjusted loss − Bayes, paired ± SE) vs depth, log axis; "
+        "lines: baselines; ▽ on the bottom edge: gap ≤ 0"
     )
+    _finish(fig, axes, "loss − Bayes loss", title, path, size=None)
 
 
-def _depth_curves(
-    ax: Any, cells: dict, kinds: Any, noise: str, key: str, se: str, max_depth: int | None = None
+def _finish(
+    fig: Any, axes: Any, ylabel: str, title: str, path: str | Path, size: int | None = 6
 ) -> None:
-    """One error-bar curve per model kind: ``eval[key] ± eval[se]`` against depth (depths ≤ ``max_depth`` if any)."""
-    for m in kinds:
-        Ls = _depths(cells, m, noise)
-        if max_depth is not None:
-            Ls = [L for L in Ls if L <= max_depth] or Ls
-        if Ls:
-            e = [_cell(cells, m, L, noise).eval for L in Ls]
-            ax.errorbar(
-                Ls,
-                [x[key] for x in e],
-                [x[se] for x in e],
-                color=COLORS[m],
-                marker="o",
-                ms=3,
-                label=NAMES[m],
-            )
-
-
-def _depth_axis(ax: Any, noise: str) -> None:
-    _yscale(ax)
-    ax.set_title(noise, fontsize=9)
-    ax.set_xlabel("layers")
-
-
-def _finish(fig: Any, axes: Any, ylabel: str, title: str, path: str | Path, ncol: int = 6) -> None:
-    """Shared ending of a panel figure: y label, one legend, title, layout, atomic save."""
+    """Shared ending of a panel figure: y label, one legend of font ``size`` (``None``: the figure
+    has its legend), title, layout, atomic save."""
     axes[0].set_ylabel(ylabel)
-    _legend(axes, ncol)
+    if size is not None:
+        legend(axes, size)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     save(fig, path)
@@ -140,7 +149,7 @@ def _profile_panel(
     ax: Any, cells: dict, base: dict | None, noise: str, curves: list[tuple[str, int, str, Any]]
 ) -> None:
     for model, L, label, color in curves:
-        c = _cell(cells, model, L, noise)
+        c = by_key(cells).get((model, L, noise))
         if c is None:
             continue
         p = c.profile
@@ -158,13 +167,14 @@ def _profile_panel(
 
 
 def fig2(cells: dict, base: dict, noises: list[str], L: int, focus: str, path: str | Path) -> None:
-    """Top: per-variance profiles of the L-layer models for each uniform setting. Bottom: ``focus`` across depths."""
+    """Top: per-variance profiles of the L-layer models for each uniform setting. Bottom:
+    ``focus`` across depths."""
     uni = [nz for nz in noises if Noise.parse(nz).kind == "uniform"]
     top = [[(m, L, f"{NAMES[m]}-{L}", COLORS[m]) for m in NAMES]] * len(uni)
     cmap = plt.get_cmap("viridis")
     bottom = []
     for m in NAMES:
-        Ls = _depths(cells, m, focus)
+        Ls = depths_of(by_key(cells), m, focus)
         bottom.append(
             [(m, d, f"{NAMES[m]}-{d}", cmap(i / max(len(Ls) - 1, 1))) for i, d in enumerate(Ls)]
         )
@@ -177,18 +187,16 @@ def fig2(cells: dict, base: dict, noises: list[str], L: int, focus: str, path: s
         if m is not None:
             ax.set_title(f"{NAMES[m]}, {nz}, across depths", fontsize=9)
             ax.legend(fontsize=5)
-    _finish(
-        fig,
-        axes,
-        "adjusted loss",
+    title = (
         f"Fig. 2: per-variance profiles on σ ∈ [0, σ_max+1] (dotted: σ_max); "
-        f"{L}-layer models, and {focus} across depths",
-        path,
+        f"{L}-layer models, and {focus} across depths"
     )
+    _finish(fig, axes, "adjusted loss", title, path)
 
 
 def fig3(cells: dict, base: dict, noises: list[str], L: int, path: str | Path) -> None:
-    """Profiles for categorical noise, σ beyond and between the training levels (dotted) included."""
+    """Profiles for categorical noise, σ beyond and between the training levels (dotted)
+    included."""
     cat = [nz for nz in noises if Noise.parse(nz).kind == "categorical"]
     fig, axes = _grid(max(len(cat), 1), ncols=2, w=5, h=3.5)
     for ax, nz in zip(axes, cat):
@@ -222,144 +230,73 @@ def fig4(P: np.ndarray, Q: np.ndarray, title: str, path: str | Path) -> None:
     save(fig, path)
 
 
-def fig5(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
-    """Read-out after each layer of the L-layer models: mean ± std over the cell and its seed replicas (those that
-    pass the tail rules), the cell's own model, and each depth's own final loss for comparison."""
+def _model_panels(
+    cells: dict, focus: str, L: int, xlabel: str, title: str, path: str | Path, draw: Any
+) -> None:
+    """A panel per model kind for its L-layer cell at ``focus``, drawn by ``draw(ax, model, cell,
+    records by key)``."""
     fig, axes = _grid(len(NAMES), ncols=3, w=4, h=3.2)
+    rec = by_key(cells)
     for ax, m in zip(axes, NAMES):
-        c = _cell(cells, m, L, focus)
-        if c is None:
-            continue
+        if (m, L, focus) in rec:
+            draw(ax, m, rec[(m, L, focus)], rec)
+            _yscale(ax)
+            ax.set_title(f"{NAMES[m]}-{L}, {focus}", fontsize=9)
+            ax.set_xlabel(xlabel)
+    _finish(fig, axes, "adjusted loss", title, path, size=5)
+
+
+def fig5(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
+    """Read-out after each layer of the L-layer models: mean ± std over the cell and its seed
+    replicas (those that pass the tail rules), the cell's own model, and each depth's own final
+    loss for comparison."""
+
+    def draw(ax: Any, m: str, c: Any, rec: dict) -> None:
         x = np.arange(L + 1)
         if c.replicas:  # the cell and its seed replicas that pass the tail rules
-            s = np.asarray(
-                [v for v, f in zip(c.replicas["loss"], c.replicas["failed"]) if f is None]
-            )
+            r = c.replicas
+            s = np.asarray([v for v, f in zip(r["loss"], r["failed"]) if f is None])
             if len(s):
+                label = f"mean ± std over {len(s)} of {len(r['loss'])} seeds"
                 ax.errorbar(
-                    x,
-                    s.mean(0),
-                    s.std(0),
-                    color=COLORS[m],
-                    capsize=2,
-                    alpha=0.6,
-                    label=f"mean ± std over {len(s)} of {len(c.replicas['loss'])} seeds",
+                    x, s.mean(0), s.std(0), color=COLORS[m], capsize=2, alpha=0.6, label=label
                 )
         ax.plot(
             x, c.eval["layers"]["loss"], color=COLORS[m], marker="o", ms=3, label="the cell's model"
         )
-        Ls = _depths(cells, m, focus)
-        ax.plot(
-            Ls,
-            [_cell(cells, m, d, focus).eval["loss"] for d in Ls],
-            "k^",
-            ms=4,
-            label="L-layer model, final",
-        )
-        _baseline_lines(ax, base.get(focus))
-        _yscale(ax)
-        ax.set_title(f"{NAMES[m]}-{L}, {focus}", fontsize=9)
-        ax.set_xlabel("read-out after layer l")
-    _finish(
-        fig,
-        axes,
-        "adjusted loss",
-        "Fig. 5: adjusted loss of the prediction read out after each layer",
-        path,
-        ncol=5,
-    )
+        Ls = depths_of(rec, m, focus)
+        finals = [rec[(m, d, focus)].eval["loss"] for d in Ls]
+        ax.plot(Ls, finals, "k^", ms=4, label="L-layer model, final")
+        for b, r in (base[focus]["methods"] if focus in base else {}).items():
+            ax.axhline(r["loss"], color=COLORS[b], ls=STYLES[b], lw=1, label=b)
+
+    title = "Fig. 5: adjusted loss of the prediction read out after each layer"
+    _model_panels(cells, focus, L, "read-out after layer l", title, path, draw)
 
 
 def fig7(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
     """Per-variance profiles of every intermediate read-out of the L-layer models."""
-    fig, axes = _grid(len(NAMES), ncols=3, w=4, h=3.2)
     cmap = plt.get_cmap("viridis")
-    for ax, m in zip(axes, NAMES):
-        c = _cell(cells, m, L, focus)
-        if c is None:
-            continue
+
+    def draw(ax: Any, m: str, c: Any, rec: dict) -> None:
         p = c.profile
         for l in range(1, L + 1):
-            ax.plot(
-                p["sigma"],
-                p["loss"][l],
-                color=cmap((l - 1) / max(L - 1, 1)),
-                lw=1,
-                label=f"layer {l}",
-            )
-        pr = base[focus]["profile"] if focus in base else None
-        if pr:
+            color = cmap((l - 1) / max(L - 1, 1))
+            ax.plot(p["sigma"], p["loss"][l], color=color, lw=1, label=f"layer {l}")
+        if focus in base:
+            pr = base[focus]["profile"]
             ax.plot(pr["sigma"], pr["Bayes"]["loss"], "k-", lw=1, label="Bayes")
-        _yscale(ax)
-        ax.set_title(f"{NAMES[m]}-{L}, {focus}", fontsize=9)
-        ax.set_xlabel("σ")
-    _finish(
-        fig,
-        axes,
-        "adjusted loss",
-        "Fig. 7: per-variance profiles of the read-out after each layer",
-        path,
-        ncol=5,
+
+    title = "Fig. 7: per-variance profiles of the read-out after each layer"
+    _model_panels(cells, focus, L, "σ", title, path, draw)
+
+
+def fig_depth(t: Table, noises: list[str], path: str | Path) -> None:
+    """Beyond the paper: DIAG/FULL gap to the Bayes floor against depth (paired, ± SE), with
+    AdaRR's and TunedRR's (:func:`gap_panels`)."""
+    fig, axes = gap_panels(t, ("diag", "full"), ("AdaRR", "TunedRR"), noises, ncols=2, w=5, h=3.5)
+    title = (
+        "Beyond the paper: gap to the Bayes-optimal floor against depth (log axis; ▽ on the "
+        "bottom edge: gap ≤ 0)"
     )
-
-
-def fig_depth(cells: dict, base: dict, noises: list[str], path: str | Path) -> None:
-    """Beyond the paper: DIAG/FULL gap to the Bayes floor against depth (paired, ± SE)."""
-    fig, axes = _grid(len(noises), ncols=2, w=5, h=3.5)
-    for ax, nz in zip(axes, noises):
-        _depth_curves(ax, cells, ("diag", "full"), nz, "minus_Bayes", "minus_Bayes_se")
-        if nz in base:
-            b = base[nz]["methods"]
-            for k in ("AdaRR", "TunedRR"):
-                ax.axhline(b[k]["minus_Bayes"], color=COLORS[k], ls=STYLES[k], lw=1, label=k)
-        ax.axhline(0, color="k", lw=1, label="Bayes")
-        _depth_axis(ax, nz)
-    _finish(
-        fig,
-        axes,
-        "loss − Bayes loss",
-        "Beyond the paper: gap to the Bayes-optimal floor against depth",
-        path,
-    )
-
-
-def fig_weights(traj: dict[str, np.ndarray], title: str, path: str | Path) -> None:
-    """Implicit weights ``w^l`` against the ridge path ``s ↦ (Σ + sI)^{-1}α``.
-
-    ``traj``: ``dist`` ``(L+1, B)`` relative distance of ``w^l`` to the nearest point of the ridge path,
-    ``s_best`` ``(B,)`` that point's ``s`` for the last layer, ``sigma`` ``(B,)``, ``to_oracle`` ``(L+1, B)``,
-    ``proj`` ``(L+1, B, 2)`` and ``path`` ``(S, B, 2)``: coordinates in the plane (OLS direction, orthogonal part of
-    the oracle ridge) for a few sequences."""
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    L = traj["dist"].shape[0] - 1
-    x = np.arange(L + 1)
-    for key, lab, col in (
-        ("dist", "to the ridge path (nearest s)", "tab:blue"),
-        ("to_oracle", "to oracle ridge (true σ)", "tab:red"),
-        ("to_ols", "to OLS", "tab:gray"),
-    ):
-        med = np.median(traj[key], 1)
-        q1, q3 = np.quantile(traj[key], [0.25, 0.75], axis=1)
-        axes[0].plot(x, med, marker="o", ms=3, color=col, label=lab)
-        axes[0].fill_between(x, q1, q3, color=col, alpha=0.2)
-    axes[0].set_yscale("log")
-    axes[0].set_xlabel("layer l")
-    axes[0].set_ylabel("‖w^l − w_ref‖ / ‖w_ref‖ (median, IQR)")
-    _legend(axes, 7)
-    axes[1].loglog(np.maximum(traj["sigma"], 1e-3) ** 2, traj["s_best"], ".", ms=3)
-    lim = [1e-3, max(float(np.max(traj["sigma"])) ** 2 * 2, 1)]
-    axes[1].plot(lim, lim, "k--", lw=1, label="s = σ² (oracle)")
-    axes[1].set_xlabel("true σ²")
-    axes[1].set_ylabel(f"ridge s nearest to w^{L}")
-    axes[1].legend(fontsize=7)
-    for b in range(traj["proj"].shape[1]):
-        (line,) = axes[2].plot(traj["path"][:, b, 0], traj["path"][:, b, 1], "-", lw=1, alpha=0.6)
-        axes[2].plot(
-            traj["proj"][:, b, 0], traj["proj"][:, b, 1], "o-", ms=3, color=line.get_color()
-        )
-    axes[2].set_xlabel("along OLS w*  (/‖w*‖)")
-    axes[2].set_ylabel("orthogonal part")
-    axes[2].set_title("w^0…w^L (dots) and ridge paths (lines)", fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    save(fig, path)
+    _finish(fig, axes, "loss − Bayes loss", title, path, size=None)

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from numerics.data import Noise
-from numerics.reproduce.claims import Claim, Table, check_claims
+from numerics.reproduce.claims import Claim, check_claims
+from numerics.reproduce.table import Key, Table, depths_of
 
 #: The model cells each claim reads, as ``reads(model, L, noise) -> bool`` (``noise`` parsed): a
 #: cell of the grid that is not trained yet and that a claim reads makes the claim's verdict one "so
@@ -39,11 +40,7 @@ def complete_series(t: Table, depths: tuple[int, ...]) -> Table:
     """The table without the model entries of a ``(model, noise)`` whose series over ``depths`` is
     incomplete (a sweep still under way): a claim about the deepest model, or about how the loss
     falls with depth, is then checked only where every depth is in.  Baselines are kept."""
-    have = {(m, nz): set() for m, L, nz in t if L > 0}
-    for m, L, nz in t:
-        if L > 0:
-            have[(m, nz)].add(L)
-    return {k: e for k, e in t.items() if k[1] == 0 or set(depths) <= have[(k[0], k[2])]}
+    return {k: e for k, e in t.items() if k[1] == 0 or set(depths) <= set(depths_of(t, k[0], k[2]))}
 
 
 #: At most this many names of the cells a claim waits for are listed (then how many more).
@@ -55,8 +52,8 @@ def judged_claims(
     depths: tuple[int, ...],
     profiles: dict,
     extra: list[Claim],
-    missing: dict[str, tuple[str, int, str]],
-    from_diag: frozenset[tuple[str, int, str]] = frozenset(),
+    missing: dict[str, Key],
+    from_diag: frozenset[Key] = frozenset(),
 ) -> list[Claim]:
     """Every claim of :func:`check_claims`, then the ``extra`` claims (GD++ against ridge at λ = E
     σ², :func:`numerics.reproduce.floor.claim_gdpp_floor`), each with the cells not trained yet that

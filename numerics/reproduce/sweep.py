@@ -41,13 +41,11 @@ from numerics.reproduce.grid import (
 )
 from numerics.reproduce.record import FORMAT, Record, read_baselines, read_record
 from numerics.reproduce.rules import RULES
+from numerics.reproduce.table import BASE_NAMES
 
 MARKER = "lintf-sweep.json"
-BASELINES = ("ConstRR", "AdaRR", "TunedRR", "Bayes")
 #: The plan's entries a stored record must share to stand for the plan's cell.
 SAME_PLAN = ("budget", "start", "eval_sequences", "profile_sequences", "profile_points", "n", "d")
-
-Task = tuple[str, Callable[[Path], dict[str, bytes]]]
 
 
 def check_out(out: Path, budget: Budget, flag: str = "--out") -> bool:
@@ -64,8 +62,8 @@ def check_out(out: Path, budget: Budget, flag: str = "--out") -> bool:
     if not marker.exists():
         if out.is_dir() and any(out.iterdir()):
             raise LintfError(
-                f"{flag} {str(out)!r} is not empty and holds no {MARKER}, so it is not a sweep's; give "
-                "a new or empty directory (nothing is overwritten)"
+                f"{flag} {str(out)!r} is not empty and holds no {MARKER}, so it is not a sweep's; "
+                "give a new or empty directory (nothing is overwritten)"
             )
         return False
     m = read_json(marker)
@@ -110,34 +108,6 @@ def is_plans(record: Record, cell: Cell, budget: Budget) -> bool:
     return all(record.plan.get(k) == plan[k] for k in SAME_PLAN)
 
 
-def execute(
-    tasks: list[Task],
-    *,
-    out: Path,
-    runs: Path,
-    jobs: int = 1,
-    scheduler: str | None = None,
-    replace: Iterable[str] = (),
-    progress: bool = False,
-    done: Callable[[str, dict[str, bytes]], None] | None = None,
-) -> None:
-    """Run ``tasks`` on the Dask executor (:func:`numerics.reproduce.executor.run`: in this process, on a local
-    cluster of ``jobs`` worker processes, or on the cluster at ``scheduler``), each ``fn(runs/<name>)``; the
-    client writes each cell's files as it finishes, then calls ``done(name, files)``.  ``replace``: the stored
-    cells these tasks train again."""
-    if tasks:
-        executor.run(
-            tasks,
-            out=out,
-            jobs=jobs,
-            scheduler=scheduler,
-            runs=runs,
-            progress=progress,
-            replace=tuple(replace),
-            done=done,
-        )
-
-
 def baselines_for(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
     """ConstRR, AdaRR, TunedRR and Bayes on the cells' evaluation sequences, with their profiles
     (``OUT/baselines/<noise>.json``, read back by
@@ -151,7 +121,7 @@ def baselines_for(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
         "profile_points": budget.profile_points,
     }
     if path.exists():
-        have = read_baselines(path, BASELINES)
+        have = read_baselines(path, BASE_NAMES)
         if all(have.get(k) == v for k, v in want.items()):
             return have
     import jax  # lazy: start-up (noqa: PLC0415  (the command line starts without JAX))
@@ -163,7 +133,7 @@ def baselines_for(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
         sequences=budget.eval_sequences,
         seed=RULES.eval_seed,
         tune_sequences=budget.tune_sequences,
-        methods=BASELINES,
+        methods=BASE_NAMES,
     )
     tuned = baselines.Tuned(
         lam_const=tab["ConstRR"]["lam_const"],
@@ -173,7 +143,7 @@ def baselines_for(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
     sig = evaluation.sigma_grid(noise, budget.profile_points)
     with jax.enable_x64(True):
         pr = evaluation.profile(
-            baselines.predictor(tuned, noise, BASELINES),
+            baselines.predictor(tuned, noise, BASE_NAMES),
             sig,
             budget.n,
             budget.d,
@@ -181,12 +151,12 @@ def baselines_for(noise: str, budget: Budget, out: Path) -> dict[str, Any]:
             RULES.profile_key(),
         )
     res = want | {
-        "methods": {m: {k: _plain(v) for k, v in tab[m].items()} for m in BASELINES},
+        "methods": {m: {k: _plain(v) for k, v in tab[m].items()} for m in BASE_NAMES},
         "profile": {"sigma": sig.tolist()}
-        | {m: {"loss": pr[m]["loss"].tolist(), "se": pr[m]["se"].tolist()} for m in BASELINES},
+        | {m: {"loss": pr[m]["loss"].tolist(), "se": pr[m]["se"].tolist()} for m in BASE_NAMES},
     }
     atomic_write_json(path, res)
-    return read_baselines(path, BASELINES)
+    return read_baselines(path, BASE_NAMES)
 
 
 def _plain(v: Any) -> Any:
@@ -230,16 +200,15 @@ def sweep(
     cells = cells_for(budget, parts)
     keep = None if noises is None else set(parse_noises(budget, noises))
     named = None if only is None else set(parse_cells(budget, only))
-    if named and named - {c.name for c in cells}:
-        raise ValueError(
-            f"--cell {sorted(named - {c.name for c in cells})[0]} is not a cell of the parts asked for"
-        )
+    if named and (outside := sorted(named - {c.name for c in cells})):
+        raise ValueError(f"--cell {outside[0]} is not a cell of the parts asked for")
     have = load_records(out, cells) if marked else {}
     left = [c for c in cells if c.name not in have or not is_plans(have[c.name], c, budget)]
-    mine = [
-        c for c in left if (keep is None or c.noise in keep) and (named is None or c.name in named)
+    todo = [
+        c
+        for c in left
+        if train and (keep is None or c.noise in keep) and (named is None or c.name in named)
     ]
-    todo = mine if train else []
     if train and (todo or not marked):
         claim_out(out, budget)
     if progress:
@@ -253,44 +222,25 @@ def sweep(
                 {"name": name, "loss": have[name].eval.get("loss"), "failed": have[name].failed},
             )
 
-    execute(
-        [(c.name, partial(cell_fn, c, budget)) for c in todo],
-        out=out,
-        jobs=jobs,
-        scheduler=scheduler,
-        runs=runs,
-        replace=[c.name for c in todo if c.name in have],
-        progress=progress is not None,
-        done=done,
-    )
+    if todo:  # on the Dask executor: in this process, on jobs processes or at scheduler
+        executor.run(
+            [(c.name, partial(cell_fn, c, budget)) for c in todo],
+            out=out,
+            jobs=jobs,
+            scheduler=scheduler,
+            runs=runs,
+            replace=[c.name for c in todo if c.name in have],
+            progress=progress is not None,
+            done=done,
+        )
     base = {}
     for nz in sorted({c.noise for c in cells}):
         if progress:
             progress("baselines", {"noise": nz})
-        if (
-            train
-            or (out / "baselines" / f"{slug(nz)}.json").exists()
-            or any(r.noise == nz for r in have.values())
-        ):
-            base[nz] = baselines_for(
-                nz, budget, out
-            )  # without training, only for a setting with a finished cell
+        # without training, only for a setting with a finished cell or its baselines' file
+        stored = (out / "baselines" / f"{slug(nz)}.json").exists()
+        if train or stored or any(r.noise == nz for r in have.values()):
+            base[nz] = baselines_for(nz, budget, out)
     due = [c.name for c in cells if c.name in have and not is_plans(have[c.name], c, budget)]
-    return Sweep(
-        have, base, [c.name for c in todo], [c.name for c in cells if c.name not in have], due
-    )
-
-
-__all__ = [
-    "BASELINES",
-    "MARKER",
-    "Sweep",
-    "Task",
-    "baselines_for",
-    "check_out",
-    "claim_out",
-    "execute",
-    "is_plans",
-    "load_records",
-    "sweep",
-]
+    missing = [c.name for c in cells if c.name not in have]
+    return Sweep(have, base, [c.name for c in todo], missing, due)

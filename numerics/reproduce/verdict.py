@@ -21,6 +21,7 @@ from numerics.baselines import gdpp_fit
 from numerics.data import Noise
 from numerics.evaluate import losses as evaluation
 from numerics.models.kinds import GDPP
+from numerics.reproduce.grid import Budget, Cell
 from numerics.reproduce.rules import RULES
 
 
@@ -154,24 +155,14 @@ def checks(P: Any, Q: Any, model: str, layers: int, noise: str, n: int, d: int) 
     return {"tail_check": tail, "spectral": spectral_check(P, Q, noise, n, d) if spectral else None}
 
 
-def judge(
-    P: Any,
-    Q: Any,
-    model: str,
-    layers: int,
-    noise: str,
-    sequences: int,
-    points: int,
-    profile_sequences: int,
-    n: int,
-    d: int,
-) -> dict[str, Any]:
-    """Everything a finished model is measured on (``eval``, ``profile``, ``tail_check``,
-    ``spectral``)."""
+def judge(P: Any, Q: Any, cell: Cell, budget: Budget) -> dict[str, Any]:
+    """Everything a finished model of ``cell`` is measured on (``eval``, ``profile``,
+    ``tail_check``, ``spectral``), at the sizes of ``budget``."""
+    b, nz = budget, cell.noise
     return {
-        "eval": evaluate_model(P, Q, noise, sequences, n, d),
-        "profile": profile_model(P, Q, noise, points, profile_sequences, n, d),
-    } | checks(P, Q, model, layers, noise, n, d)
+        "eval": evaluate_model(P, Q, nz, b.eval_sequences, b.n, b.d),
+        "profile": profile_model(P, Q, nz, b.profile_points, b.profile_sequences, b.n, b.d),
+    } | checks(P, Q, cell.model, cell.layers, nz, b.n, b.d)
 
 
 def pooled(ev: dict[str, Any], other: dict[str, Any]) -> tuple[float, float]:
@@ -213,14 +204,3 @@ def failure(judged: dict[str, Any], dropped_final: int | None = None) -> str | N
     if dropped_final:
         return f"training left {dropped_final} sequences out of its final phase"
     return None
-
-
-__all__ = [
-    "checks",
-    "evaluate_model",
-    "failure",
-    "judge",
-    "pooled",
-    "profile_model",
-    "spectral_check",
-]

@@ -85,6 +85,16 @@ def test_a_cell_still_moving_stops_at_the_cap_unconverged_and_keeps_its_best_sta
     assert [c.steps for c in s.configs] == [10, 10, 20, 40, 80]
 
 
+def test_a_spectral_start_is_the_first_stage_only(scripted, tmp_path):
+    """GD++ at σ_max = 0 starts from the spectral fit; every later stage starts from the best stage
+    so far (``init`` random, overridden by the warm start)."""
+    s = scripted([1.0, 0.5, 0.49])
+    cfg = cell_config(Cell("gdpp", 2, "uniform:0"), TINY)
+    train_stages(cfg, SCHEDULE, tmp_path, s.train)
+    assert [c.init for c in s.configs] == ["spectral", "random", "random"]
+    assert [c.warm_start for c in s.configs][:2] == [None, str(tmp_path / "stage1" / "model.npz")]
+
+
 def test_a_stage_that_ends_higher_stops_the_cell_which_keeps_the_lower(scripted, tmp_path):
     s = scripted([1.0, 0.5, 0.7])
     best, summary = train_stages(
@@ -192,8 +202,10 @@ class Rescuable:
         return {"eval": ev, "profile": fake_record(cell, budget).profile} | {
             "tail_check": None,
             "spectral": None,
-            "why": None if top <= self.limit else f"tail above {self.limit}",
         }
+
+    def failure(self, judged, dropped_final=None) -> str | None:  # noqa: ANN001
+        return None if judged["eval"]["loss"] <= self.limit else f"tail above {self.limit}"
 
 
 @pytest.fixture
@@ -204,8 +216,8 @@ def rescuable(scripted, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
     def make(limit: float, fit: tuple[float, dict] = (0.8, {"slack": 0.9})) -> Rescuable:
         scripted([0.5, 0.5])
         r = Rescuable(limit)
-        monkeypatch.setattr(cell_mod, "judge_cell", r.judge)
-        monkeypatch.setattr(cell_mod.verdict, "failure", lambda judged, dropped=None: judged["why"])
+        monkeypatch.setattr(cell_mod.verdict, "judge", r.judge)
+        monkeypatch.setattr(cell_mod.verdict, "failure", r.failure)
         monkeypatch.setattr(cell_mod, "fit_scale", lambda *a, **k: fit)
         return r
 

@@ -299,6 +299,15 @@ def test_a_task_result_that_is_no_cell_is_refused(tmp_path, files):
     assert not (tmp_path / "escape").exists() and not (tmp_path / "models").exists()
 
 
+def test_a_task_that_returns_no_cell_fails_in_one_line_and_the_others_finish(tmp_path):
+    tasks = [("odd", lambda rundir: {"model.npy": b"x"}), *cells(2)]
+    seen = []
+    with pytest.raises(LintfError, match=r"^1 of 3 cells failed \(cell 'odd': its task returned"):
+        executor.run(tasks, out=tmp_path / "out", progress=False, done=lambda n, f: seen.append(n))
+    assert seen == ["cell0", "cell1"]
+    assert [n for n, _ in executor.pending(tasks, tmp_path / "out")] == ["odd"]
+
+
 @pytest.fixture
 def client_only(tmp_path, monkeypatch):
     """A module ``client_only`` that this process imports and the cluster's workers (started

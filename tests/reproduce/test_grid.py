@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from numerics.reproduce.grid import (
@@ -19,7 +21,10 @@ from numerics.reproduce.grid import (
     plan_of,
     start_of,
 )
+from numerics.reproduce.record import read_record
 from tests.fakes import TINY
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 def test_the_budgets_a_user_needs() -> None:
@@ -95,3 +100,18 @@ def test_names_outside_the_budget_are_one_line_errors() -> None:
         parse_cells(TINY, ["diag-L9-uniform1"])
     assert parse_cells(TINY, ["diag-L2-uniform1"]) == ("diag-L2-uniform1",)
     assert Cell("full", 4, "categorical:1,3").name == "full-L4-categorical1_3"
+
+
+def test_a_committed_quick_cell_of_its_own_start_stores_the_plan_of_its_cell() -> None:
+    """The plan (start, sizes, schedule) is what a record keeps of how it was made: every committed
+    quick cell that started as the plan says stores exactly the plan of its cell (the paper grid's
+    first cells were trained under an earlier cap on the stages)."""
+    name = "quick"
+    budget = BUDGETS[name]
+    found = 0
+    for c in cells_for(budget, PARTS):
+        rec = read_record(RESULTS / name / "models" / c.name / "metrics.json", c.name)
+        if rec.start == start_of(c):
+            assert rec.plan == plan_of(c, budget), c.name
+            found += 1
+    assert found

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from numerics.data import Noise
-from numerics.reproduce.claims import Entry
 from numerics.reproduce.floor import claim_gdpp_floor
 from numerics.reproduce.reads import READS, SERIES, judged_claims
 from numerics.reproduce.report import claims_markdown
+from numerics.reproduce.table import Entry
 
 DEPTHS = (1, 2, 4, 5)
 NOISES = ("uniform:0", "uniform:5", "categorical:1,3")

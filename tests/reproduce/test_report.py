@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from numerics.reproduce import grid, sweep
-from numerics.reproduce.claims import build_table
-from numerics.reproduce.report import table_csv, write_outputs
+from numerics.reproduce.report import write_outputs
+from numerics.reproduce.table import build_table, table_csv
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 
@@ -84,17 +84,3 @@ def test_the_report_names_the_committed_cells_trained_from_the_diag_start() -> N
         (line,) = lines
         named = set(re.findall(r"\b(?:full|diag|gdpp)-L\d+-\w+", line))
         assert named == diag and f"reproduce --budget {name}" in line
-
-
-def test_a_failed_cell_is_never_a_table_entry() -> None:
-    from numerics.reproduce.grid import Cell
-    from tests.fakes import TINY, fake_baselines, fake_record
-
-    ok, bad = Cell("diag", 1, "uniform:1"), Cell("diag", 2, "uniform:1")
-    cells = {
-        ok.name: fake_record(ok, TINY),
-        bad.name: fake_record(bad, TINY, failed="tail check: 1 of 10"),
-    }
-    table = build_table(cells, {"uniform:1": fake_baselines("uniform:1", TINY)})
-    assert ("diag", 1, "uniform:1") in table and ("diag", 2, "uniform:1") not in table
-    assert "DIAG,2," not in table_csv(table)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -186,3 +187,20 @@ def test_the_report_of_a_sweep_names_the_cells_of_an_earlier_recipe(tmp_path: Pa
         "cells continued from the finished cell one layer shallower, an earlier recipe" in report
         and c.name in report
     )
+
+
+def test_without_training_baselines_are_computed_only_for_a_setting_with_a_finished_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    sweep.sweep(TINY, ("table1",), out, tmp_path / "runs", cell_fn=_with_baselines(out))
+    for p in [*out.glob("models/*categorical*"), *out.glob("baselines/*")]:
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    computed = []  # the baselines of a setting cost minutes: a stand-in says which are asked for
+    monkeypatch.setattr(
+        sweep,
+        "baselines_for",
+        lambda nz, budget, out: computed.append(nz) or fake_baselines(nz, budget),
+    )
+    seen = sweep.sweep(TINY, ("table1",), out, tmp_path / "runs", train=False)
+    assert computed == list(seen.baselines) == ["uniform:1"]

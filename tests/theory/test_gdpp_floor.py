@@ -26,7 +26,7 @@ from numerics import baselines
 from numerics.cli import main
 from numerics.data import Noise
 from numerics.reproduce import floor
-from numerics.reproduce.claims import Entry
+from numerics.reproduce.table import Entry
 from proofs import Context
 from proofs.gdpp_ridge_floor import RTOL, counterexample, exact_prediction, float_gap, matrix_horner
 from tests.strategies import property_settings, rational_arrays, rationals

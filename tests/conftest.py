@@ -66,7 +66,8 @@ TRAINED = Path(__file__).parent / "data" / "trained"
 
 def _trained_now(kind: str) -> TrainedModel:
     from numerics import models
-    from numerics.train import TrainConfig, train
+    from numerics.train.config import TrainConfig
+    from numerics.train.loop import train
     from tests.strategies import TRAINED_D, TRAINED_N, TrainedModel
 
     cfg = TrainConfig(

@@ -54,6 +54,9 @@ from numerics.train.step import CHUNK_CACHE, TrainState, chunk_fn, optimizer, pl
 
 #: Good chunk starts kept for rolling back further than one chunk (:func:`train`).
 HISTORY = 3
+#: Sequences per compiled program of :func:`adjusted_losses`; each chunk of them is drawn from its
+#: own key, so the chunk is part of which sequences a held-out loss is taken on.
+EVAL_CHUNK = 8192
 
 
 def init_state(cfg: TrainConfig, template: bool = False) -> TrainState:
@@ -107,7 +110,7 @@ def warm_params(cfg: TrainConfig, params: Any) -> Any:
 
 
 def adjusted_losses(
-    cfg: TrainConfig, params: Any, stream: int, sequences: int, chunk: int = 8192
+    cfg: TrainConfig, params: Any, stream: int, sequences: int
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Per-sequence losses ``½(y_t−ŷ)²`` ``(K, sequences)`` of ``params`` (leading seed axis) and
     of the oracle ridge ``w_{σ²} = (Σ + σ_τ² I)^{-1} α`` (docs/model.md) ``(sequences,)`` on the
@@ -115,10 +118,10 @@ def adjusted_losses(
     model, oracle = [], []
     # trained parameters are replicated over the batch's devices
     one = jax.device_put(params, jax.devices()[0])
-    for i in range(0, sequences, chunk):
-        m = min(chunk, sequences - i)
+    for i in range(0, sequences, EVAL_CHUNK):
+        m = min(EVAL_CHUNK, sequences - i)
         a, o = _eval_jit(static_config(cfg), m)(
-            one, data_key(cfg.seed, stream, i // chunk), noise_values(cfg)
+            one, data_key(cfg.seed, stream, i // EVAL_CHUNK), noise_values(cfg)
         )
         model.append(np.asarray(a, np.float64))
         oracle.append(np.asarray(o, np.float64))

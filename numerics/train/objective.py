@@ -59,15 +59,10 @@ def noise_values(cfg: TrainConfig) -> jax.Array:
     return jnp.asarray(cfg.noise_dist.values, cfg.jdtype)
 
 
-def draw(
-    cfg: TrainConfig,
-    key: jax.Array,
-    batch: int,
-    sharding: Any = None,
-    values: jax.Array | None = None,
-) -> Any:
+def draw(cfg: TrainConfig, key: jax.Array, batch: int, sharding: Any, values: jax.Array) -> Any:
     """A batch from the config's noise distribution (float ``cfg.dtype``), sharded over the batch
-    axis; ``values`` overrides the levels of ``cfg.noise`` (same kind and count)."""
+    axis by ``sharding`` (:func:`batch_sharding`; ``None``: not sharded); ``values`` overrides the
+    levels of ``cfg.noise`` (same kind and count)."""
     ks, kd = jax.random.split(key)
     sigma = cfg.noise_dist.sample_sigma(ks, batch, cfg.jdtype, values)
     b = sample_with_sigma(kd, sigma, cfg.n, cfg.d, cfg.jdtype)
@@ -78,12 +73,12 @@ def draw(
     return b
 
 
-def batch_mesh(devices: list | tuple | None = None) -> Mesh:
-    """The 1-D ``batch`` mesh of ``devices`` (default: all) that training runs on."""
-    return Mesh(np.asarray(devices if devices is not None else jax.devices()), ("batch",))
+def batch_mesh(devices: list | tuple) -> Mesh:
+    """The 1-D ``batch`` mesh of ``devices`` that training runs on."""
+    return Mesh(np.asarray(devices), ("batch",))
 
 
-def batch_sharding(devices: list | None = None) -> Callable[[int], NamedSharding]:
+def batch_sharding(devices: list | tuple) -> Callable[[int], NamedSharding]:
     """``ndim ↦`` sharding that splits axis 0 (the batch) over all devices of :func:`batch_mesh`."""
     mesh = batch_mesh(devices)
     return lambda ndim: NamedSharding(mesh, PartitionSpec("batch", *([None] * (ndim - 1))))

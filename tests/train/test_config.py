@@ -37,3 +37,46 @@ def test_a_micro_batch_that_does_not_divide_the_batch_is_refused() -> None:
         config_dict(TrainConfig(model="diag", layers=2, batch=100, micro_batch=25))["micro_batch"]
         == 25
     )
+
+
+@pytest.mark.parametrize(
+    "name,value,allowed",
+    [
+        ("forward", "slow", "fast, plain"),
+        ("gdpp_xx", "up", "nonpositive, free"),
+        ("y_step", "sometimes", "plain, scaled"),
+        ("init", "zeros", "random, spectral"),
+        ("dtype", "float16", "float32, float64"),
+    ],
+)
+def test_a_choice_outside_its_list_is_refused_with_the_list(
+    name: str, value: str, allowed: str
+) -> None:
+    """Every option with a fixed list of values: a value outside it is one line naming the option,
+    the values it takes and the value given."""
+    with pytest.raises(ValueError) as err:
+        TrainConfig(model="diag", layers=2, **{name: value})
+    assert str(err.value) == f"{name} must be one of {allowed}, got {value!r}"
+
+
+def test_options_are_the_fields_with_help_and_the_rest_are_not() -> None:
+    """``option`` gives a field its help (and its flag where it has its own); the fields the
+    command line does not set carry no help."""
+    from dataclasses import fields
+
+    meta = {f.name: dict(f.metadata) for f in fields(TrainConfig)}
+    assert meta["chunk"] == {
+        "help": "steps per compiled chunk / checkpoint",
+        "flag": "--chunk-steps",
+    }
+    assert meta["steps"] == {"help": "training steps"}
+    quiet = {k for k, m in meta.items() if "help" not in m}
+    assert quiet == {
+        "init_scale",
+        "explode",
+        "select_sequences",
+        "max_rollbacks",
+        "forward",
+        "final_fraction",
+        "warm_start",
+    }

@@ -16,9 +16,9 @@ import pytest
 from numerics.errors import LintfError
 from numerics.io import load_model
 from numerics.train.config import TrainConfig
-from numerics.train.loop import Result, init_state
+from numerics.train.loop import Result, init_state, train
+from numerics.train.rundir import prepare, save_checkpoint
 from numerics.train.rundir import run as run_dir
-from numerics.train.rundir import save_checkpoint
 from tests.strategies.training import TINY
 
 
@@ -34,6 +34,12 @@ def test_resume_after_interrupt_equals_uninterrupted(tmp_path: Path) -> None:
         tmp_path / "cut" / "checkpoint.npz"
     ) as z:  # the checkpoint says when it was written
         assert before <= json.loads(str(z["meta"]))["time"] <= time.time()
+    # the checkpoint's run goes on from step 10: only the chunks after it are trained
+    held = prepare(tmp_path / "cut", cfg)
+    assert held is not None and int(held.state.step) == 10 and len(held.curve) == 2
+    chunks: list[int] = []
+    train(cfg, resume=held, on_chunk=lambda s, r: chunks.append(int(s.step)))
+    assert chunks == [15, 20]
     resumed = run_dir(cfg, tmp_path / "cut", progress=False, baselines=False)  # same command again
     P1, Q1, _ = load_model(tmp_path / "whole" / "model.npz")
     P2, Q2, _ = load_model(tmp_path / "cut" / "model.npz")

@@ -33,10 +33,11 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics import train as training  # noqa: E402
 from numerics.cli.bench import timer  # noqa: E402
 from numerics.models import forward as fastforward  # noqa: E402
-from numerics.train import TrainConfig, training_devices  # noqa: E402
+from numerics.train import step as training  # noqa: E402
+from numerics.train.config import TrainConfig  # noqa: E402
+from numerics.train.loop import training_devices  # noqa: E402
 
 
 def einsum_g(P: jax.Array, Q: jax.Array):  # noqa: ANN201

@@ -137,7 +137,8 @@ def probe(every: int, stop: int, variants: list[str]) -> None:
     import jax
 
     from numerics.models.kinds import kind_of
-    from numerics.train import TrainConfig, init_state, train
+    from numerics.train.config import TrainConfig
+    from numerics.train.loop import init_state, train
     from numerics.train.step import lr_at
 
     path = LOGS / "probe.json"

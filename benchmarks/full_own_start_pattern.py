@@ -34,7 +34,7 @@ def off_diag_share(M: np.ndarray) -> float:
 
 def held_out(cfg, params) -> float:  # noqa: ANN001
     """Mean adjusted loss of the first seed of ``params`` on the :data:`HELD_OUT` sequences."""
-    from numerics.train import adjusted_losses
+    from numerics.train.loop import adjusted_losses
 
     m, o = adjusted_losses(cfg, params, stream=2, sequences=HELD_OUT)
     return float(np.mean(m[0] - o))
@@ -44,7 +44,7 @@ def kick(diag: Path, scales: list[float], directions: int) -> dict:
     """The DIAG-4 cell as a FULL model, moved by ``s`` (Frobenius norm over every ``P^l, Q^l``)
     along random directions off DIAG's pattern and on it, held out."""
     from numerics.models.kinds import Full
-    from numerics.train import TrainConfig
+    from numerics.train.config import TrainConfig
 
     P, Q, _ = load_model(str(diag))
     W = np.stack([np.asarray(P, float), np.asarray(Q, float)])  # (2, L, H, d+1, d+1)
@@ -68,7 +68,7 @@ def gradient(diag: Path, batches: int) -> dict:
     the norm of its mean and its per-batch RMS norm, off DIAG's pattern and on it.  A mean of pure
     noise has norm RMS / sqrt(batches)."""
     from numerics.models.kinds import Full
-    from numerics.train import TrainConfig
+    from numerics.train.config import TrainConfig
     from numerics.train.objective import data_key, draw, loss_and_grad, noise_values
 
     P, Q, _ = load_model(str(diag))
@@ -114,7 +114,8 @@ def ablate(P: np.ndarray, Q: np.ndarray, sequences: int) -> dict:
     """Adjusted loss of FULL's ``(P, Q)`` and of ``(D(P), D(Q))`` on the same evaluation
     sequences."""
     from numerics.models.kinds import Full
-    from numerics.train import TrainConfig, adjusted_losses, finite_adjusted
+    from numerics.train.config import TrainConfig
+    from numerics.train.loop import adjusted_losses, finite_adjusted
 
     cfg = TrainConfig(model="full", layers=P.shape[0], noise=NOISE, eval_sequences=sequences)
     out = {}

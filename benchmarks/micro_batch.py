@@ -29,7 +29,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from numerics.cli.bench import timer  # noqa: E402
-from numerics.train import TrainConfig, training_devices  # noqa: E402
+from numerics.train.config import TrainConfig  # noqa: E402
+from numerics.train.loop import training_devices  # noqa: E402
 
 
 def sizes_arg(text: str, batch: int) -> list[int]:

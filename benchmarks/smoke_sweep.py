@@ -1,12 +1,13 @@
 r"""No-NaN smoke sweep: depths × the paper's 10 noise settings × models, default recipe, few steps.
- Each cell trains with :class:`numerics.train.TrainConfig` defaults (batch 2048, per-model peak lr,
-warm-up + cosine, clipping, divergence guard) except ``--steps`` and a small held-out evaluation,
-then reports rollbacks (and the start steps of the chunks that failed), skipped steps, the last
-training loss, the adjusted loss on the finite ones of ``--eval`` float32 sequences and how many
-overflowed (``lintf train``'s ``metrics.json`` reports the same pair).  A cell fails if training
-raised, the parameters or the training loss are non-finite, or the adjusted loss over finite
-sequences is non-finite; overflowing evaluation sequences are counted, not failed (a few-step deep
-model is a degree-3^L polynomial with heavy tails).  Exit status 1 if any cell failed.
+ Each cell trains with :class:`numerics.train.config.TrainConfig` defaults (batch 2048, per-model
+peak lr, warm-up + cosine, clipping, divergence guard) except ``--steps`` and a small held-out
+evaluation, then reports rollbacks (and the start steps of the chunks that failed), skipped steps,
+the last training loss, the adjusted loss on the finite ones of ``--eval`` float32 sequences and
+how many overflowed (``lintf train``'s ``metrics.json`` reports the same pair).  A cell fails if
+training raised, the parameters or the training loss are non-finite, or the adjusted loss over
+finite sequences is non-finite; overflowing evaluation sequences are counted, not failed (a
+few-step deep model is a degree-3^L polynomial with heavy tails).  Exit status 1 if any cell
+failed.
 
     python benchmarks/smoke_sweep.py --models diag,gdpp,full --depths 1-12 --steps 200
     python benchmarks/smoke_sweep.py --models diag --depths 12 --steps 3000 \
@@ -31,7 +32,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from numerics.data import PAPER_NOISES  # noqa: E402
-from numerics.train import TrainConfig, adjusted_losses, finite_adjusted, train  # noqa: E402
+from numerics.train.config import TrainConfig  # noqa: E402
+from numerics.train.loop import adjusted_losses, finite_adjusted, train  # noqa: E402
 
 
 def depths(spec: str) -> list[int]:

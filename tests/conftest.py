@@ -66,7 +66,8 @@ TRAINED = Path(__file__).parent / "data" / "trained"
 
 def _trained_now(kind: str) -> TrainedModel:
     from numerics import models
-    from numerics.train import TrainConfig, train
+    from numerics.train.config import TrainConfig
+    from numerics.train.loop import train
     from tests.strategies import TRAINED_D, TRAINED_N, TrainedModel
 
     cfg = TrainConfig(
@@ -93,7 +94,7 @@ def trained() -> dict[str, TrainedModel]:
 
     * ``committed-{full,diag,gdpp}-3``: ``tests/data/trained/*.npz`` (universal ``P, Q``), made by
       ``bash tests/data/trained/make.sh``; native parameters converted by ``models.from_universal``;
-    * ``run-{diag,gdpp}-3``: a short ``numerics.train.train`` run, once per test run; native
+    * ``run-{diag,gdpp}-3``: a short ``numerics.train.loop.train`` run, once per test run; native
       parameters as trained.
     """
     import jax.numpy as jnp

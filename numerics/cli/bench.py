@@ -86,7 +86,9 @@ def step_flops(cfg, devices: tuple | None = None) -> float | None:  # noqa: ANN0
     """XLA's flop count of one training step (one-step chunk, all seeds) on ``devices`` (default: training's)."""
     import jax.numpy as jnp
 
-    from numerics.train import chunk_fn, init_state, noise_values, place, training_devices
+    from numerics.train.loop import init_state, training_devices  # lazy: start-up
+    from numerics.train.objective import noise_values  # lazy: start-up
+    from numerics.train.step import chunk_fn, place  # lazy: start-up
 
     devices = devices or training_devices(cfg.batch)
     fn = chunk_fn(cfg, 1, devices)
@@ -109,7 +111,9 @@ def timer(cfg, steps: int, devices: tuple | None = None):  # noqa: ANN001, ANN20
     import jax
     import jax.numpy as jnp
 
-    from numerics.train import chunk_fn, init_state, noise_values, place, training_devices
+    from numerics.train.loop import init_state, training_devices  # lazy: start-up
+    from numerics.train.objective import noise_values  # lazy: start-up
+    from numerics.train.step import chunk_fn, place  # lazy: start-up
 
     devices = devices or training_devices(cfg.batch)
     fn = chunk_fn(cfg, steps, devices)
@@ -134,7 +138,8 @@ def throughput(cfgs: list, steps: int, reps: int = 3, devices: list | None = Non
 
 def time_to_quality(cfg, target: float) -> dict:  # noqa: ANN001
 
-    from numerics.train import adjusted_losses, effective_params, train
+    from numerics.train.loop import adjusted_losses, train  # lazy: start-up
+    from numerics.train.objective import effective_params  # lazy: start-up
 
     spent = {"eval": 0.0, "reached": None, "loss": None}
     t0 = time.perf_counter()
@@ -200,7 +205,8 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
     import jax
 
     from numerics.models import kind_of
-    from numerics.train import TrainConfig, training_devices
+    from numerics.train.config import TrainConfig  # lazy: start-up
+    from numerics.train.loop import training_devices  # lazy: start-up
 
     kinds = _check(args)
     out: dict = {

@@ -1,22 +1,30 @@
-"""The training loop :func:`train`: chunks of scanned steps, rollbacks, checkpoints, and the held-out losses.
+"""The training loop :func:`train`: chunks of scanned steps, rollbacks, checkpoints, and the
+held-out losses.
 
 What each training choice does, in one line (docs/training.md has the measurements behind them):
 
-* **Schedule**: linear warm-up then cosine decay to 0 of a peak rate per model kind (:func:`numerics.train.step.lr_at`).
-* **Initialisation**: small Gaussian entries (``init_scale``), so every layer starts near the identity map.
+* **Schedule**: linear warm-up then cosine decay to 0 of a peak rate per model kind
+  (:func:`numerics.train.schedule.lr_at`).
+* **Initialisation**: small Gaussian entries (``init_scale``), so every layer starts near the
+  identity map.
 * **Clipping** of the global gradient norm at ``clip`` bounds one bad batch's damage.
-* **Huber loss** beyond ``huber · √d`` keeps a rare huge residual from overflowing the step; the last
-  ``final_fraction`` of the steps minimise the plain squared loss (:func:`numerics.train.objective.loss_fn`).
-* **``y_step="scaled"``** divides the step of ``q_y`` (FULL: ``Q_yy``) by ``E y²`` (:func:`numerics.train.step.y_step`).
-* **Divergence guard**: a step with a non-finite or exploding loss is skipped; a seed that keeps exploding is rolled
-  back to the chunk's start with its rate halved, and further back (up to :data:`HISTORY` chunks) if it fails again.
-* **Step rejection** (``trust``): a step that raises the median loss of its own batch more than ``trust`` times is
-  rejected and the seed's rate halved until steps are accepted again.
-* **Seeds** share the data stream and differ in initialisation; the best on held-out sequences is kept.
+* **Huber loss** beyond ``huber · √d`` keeps a rare huge residual from overflowing the step; the
+  last ``final_fraction`` of the steps minimise the plain squared loss
+  (:func:`numerics.train.objective.loss_fn`).
+* **``y_step="scaled"``** divides the step of ``q_y`` (FULL: ``Q_yy``) by ``E y²``
+  (:func:`numerics.train.step.y_step`).
+* **Divergence guard**: a step with a non-finite or exploding loss is skipped; a seed that keeps
+  exploding is rolled back to the chunk's start with its rate halved, and further back (up to
+  :data:`HISTORY` chunks) if it fails again.
+* **Step rejection** (``trust``): a step that raises the median loss of its own batch more than
+  ``trust`` times is rejected and the seed's rate halved until steps are accepted again.
+* **Seeds** share the data stream and differ in initialisation; the best on held-out sequences is
+  kept.
 * **Forward pass**: the Gram-form pass :func:`numerics.models.predict_fast`.
-* **FULL from its own start**: every entry trains from the random start; ``diag_steps > 0`` (an option) trains
-  the DIAG sub-family first.
-* **``init="spectral"``** (GD++): every seed starts from the exact spectral fit; seed 0 stays frozen at it.
+* **FULL from its own start**: every entry trains from the random start; ``diag_steps > 0`` (an
+  option) trains the DIAG sub-family first.
+* **``init="spectral"``** (GD++): every seed starts from the exact spectral fit; seed 0 stays frozen
+  at it.
 * **``warm_start``**: the first layers of every seed start from a model file.
 
 See docs/training.md.
@@ -35,23 +43,32 @@ import jax.numpy as jnp
 import numpy as np
 
 from numerics.baselines.ridge import oracle_weights
+from numerics.errors import Diverged
+from numerics.io import load_model
 from numerics.models.forward import predict_fast
-from numerics.models.kinds import init
-from numerics.train.config import HISTORY, TrainConfig
+from numerics.models.kinds import from_universal, init
+from numerics.train.config import TrainConfig
 from numerics.train.devices import usable
 from numerics.train.objective import data_key, draw, noise_values, static_config
 from numerics.train.step import CHUNK_CACHE, TrainState, chunk_fn, optimizer, place, project
 
+#: Good chunk starts kept for rolling back further than one chunk (:func:`train`).
+HISTORY = 3
+#: Sequences per compiled program of :func:`adjusted_losses`; each chunk of them is drawn from its
+#: own key, so the chunk is part of which sequences a held-out loss is taken on.
+EVAL_CHUNK = 8192
+
 
 def init_state(cfg: TrainConfig, template: bool = False) -> TrainState:
-    """The state at step 0; ``template=True`` skips the spectral fit (only the structure is needed on resume)."""
+    """The state at step 0; ``template=True`` skips the spectral fit (only the structure is needed
+    on resume)."""
     keys = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0), cfg.seeds)
     params = jax.vmap(
         lambda k: init(cfg.model, k, cfg.layers, cfg.d, cfg.heads, cfg.init_scale, cfg.jdtype)
     )(keys)
     rho = jnp.ones((cfg.seeds,), cfg.jdtype)
     if cfg.init == "spectral" and not template:
-        from numerics.baselines.gdpp_fit import fit_gdpp
+        from numerics.baselines.gdpp_fit import fit_gdpp  # lazy: start-up (SymPy, SciPy)
 
         fit = fit_gdpp(cfg.layers, cfg.noise_dist, cfg.n, cfg.d, cfg.seed).params
         params = type(params)(
@@ -74,19 +91,17 @@ def init_state(cfg: TrainConfig, template: bool = False) -> TrainState:
 
 
 def warm_params(cfg: TrainConfig, params: Any) -> Any:
-    """``params`` (leading seed axis) with their first ``L'`` layers replaced, in every seed, by the ``L'`` layers of
-    the model file ``cfg.warm_start`` (read as ``cfg.model`` from its universal ``P, Q``: a DIAG file starts a FULL
-    model as its DIAG embedding).  Layers ``L'+1 … L`` keep their small random start, close to the identity map,
-    so the warm model computes what the file's model computes, up to that start."""
-    from numerics.io import load_model
-    from numerics.models.kinds import from_universal
-
+    """``params`` (leading seed axis) with their first ``L'`` layers replaced, in every seed, by the
+    ``L'`` layers of the model file ``cfg.warm_start`` (read as ``cfg.model`` from its universal
+    ``P, Q``: a DIAG file starts a FULL model as its DIAG embedding).  Layers ``L'+1 … L`` keep
+    their small random start, close to the identity map, so the warm model computes what the file's
+    model computes, up to that start."""
     P, Q, _ = load_model(cfg.warm_start)
     if P.shape[0] > cfg.layers or P.shape[1] != cfg.heads or P.shape[-1] != cfg.d + 1:
         raise ValueError(
             f"warm_start {cfg.warm_start!r} holds {P.shape[0]} layers of {P.shape[1]} heads with "
-            f"d = {P.shape[-1] - 1}; it can start at most {cfg.layers} layers of {cfg.heads} heads, "
-            f"d = {cfg.d}"
+            f"d = {P.shape[-1] - 1}; it can start at most {cfg.layers} layers of {cfg.heads} "
+            f"heads, d = {cfg.d}"
         )
     old = from_universal(cfg.model, P, Q, atol=1e-12)
     return jax.tree_util.tree_map(
@@ -95,19 +110,18 @@ def warm_params(cfg: TrainConfig, params: Any) -> Any:
 
 
 def adjusted_losses(
-    cfg: TrainConfig, params: Any, stream: int, sequences: int, chunk: int = 8192
+    cfg: TrainConfig, params: Any, stream: int, sequences: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Per-sequence losses ``½(y_t−ŷ)²`` ``(K, sequences)`` of ``params`` (leading seed axis) and of the
-    oracle ridge ``w_{σ²} = (Σ + σ_τ² I)^{-1} α`` (docs/model.md) ``(sequences,)`` on the same sequences.
-    The adjusted loss is their difference."""
+    r"""Per-sequence losses ``½(y_t−ŷ)²`` ``(K, sequences)`` of ``params`` (leading seed axis) and
+    of the oracle ridge ``w_{σ²} = (Σ + σ_τ² I)^{-1} α`` (docs/model.md) ``(sequences,)`` on the
+    same sequences.  The adjusted loss is their difference."""
     model, oracle = [], []
-    one = jax.device_put(
-        params, jax.devices()[0]
-    )  # trained parameters are replicated over the batch's devices
-    for i in range(0, sequences, chunk):
-        m = min(chunk, sequences - i)
+    # trained parameters are replicated over the batch's devices
+    one = jax.device_put(params, jax.devices()[0])
+    for i in range(0, sequences, EVAL_CHUNK):
+        m = min(EVAL_CHUNK, sequences - i)
         a, o = _eval_jit(static_config(cfg), m)(
-            one, data_key(cfg.seed, stream, i // chunk), noise_values(cfg)
+            one, data_key(cfg.seed, stream, i // EVAL_CHUNK), noise_values(cfg)
         )
         model.append(np.asarray(a, np.float64))
         oracle.append(np.asarray(o, np.float64))
@@ -115,8 +129,9 @@ def adjusted_losses(
 
 
 def finite_adjusted(model: np.ndarray, oracle: np.ndarray) -> tuple[float, float | None, int]:
-    """Adjusted loss over the sequences where ``model (B,)`` is finite, its standard error, and how many were
-    not finite (a deep model is a high-degree polynomial of the data: a rare sequence overflows)."""
+    """Adjusted loss over the sequences where ``model (B,)`` is finite, its standard error, and how
+    many were not finite (a deep model is a high-degree polynomial of the data: a rare sequence
+    overflows)."""
     fin = np.isfinite(model)
     diff = model[fin] - oracle[fin]
     m = len(diff)
@@ -128,19 +143,19 @@ _EVAL_CACHE: dict = {}
 
 
 def _eval_jit(cfg: TrainConfig, m: int) -> Callable:
-    """Per-sequence losses of ``m`` sequences, on one device (:func:`adjusted_losses` moves the parameters there).
-    Not sharded: on 2 host devices (jax 0.10.2, XLA CPU) the batched LAPACK solve of the oracle ridge deadlocked
-    whenever the program spanned both devices (batch split, in ``jit`` and ``shard_map`` alike, or parameters
-    replicated by training); ``tests/train/test_devices.py`` evaluates a trained model on the split host."""
+    """Per-sequence losses of ``m`` sequences, on one device (:func:`adjusted_losses` moves the
+    parameters there).  Not sharded: on 2 host devices (jax 0.10.2, XLA CPU) the batched LAPACK
+    solve of the oracle ridge deadlocked whenever the program spanned both devices (batch split, in
+    ``jit`` and ``shard_map`` alike, or parameters replicated by training);
+    ``tests/train/test_devices.py`` evaluates a trained model on the split host."""
     if (cfg, m) not in _EVAL_CACHE:
 
         def f(params, key, values):
             b = draw(cfg, key, m, None, values)
             w_or = oracle_weights(b.X, b.y, b.sigma)
             oracle = 0.5 * (b.y_query - jnp.einsum("bd,bd->b", w_or, b.x_query)) ** 2
-            fwd = (
-                cfg.kind.forward if cfg.kind.own_forward else predict_fast
-            )  # a family member's own pass
+            # a family member's own pass
+            fwd = cfg.kind.forward if cfg.kind.own_forward else predict_fast
             yhat = jax.vmap(lambda p: fwd(p, b.X, b.y, b.x_query))(params)
             return 0.5 * (yhat - b.y_query) ** 2, oracle
 
@@ -149,9 +164,10 @@ def _eval_jit(cfg: TrainConfig, m: int) -> Callable:
 
 
 def clear_caches() -> None:
-    """Drop every compiled program: the training chunks, the held-out programs and JAX's own caches.  A long sweep
-    compiles new programs cell after cell (each cell's config is a new cache key); without this, their code
-    mappings accumulate until XLA cannot map more (``LLVM compilation error: Cannot allocate memory``)."""
+    """Drop every compiled program: the training chunks, the held-out programs and JAX's own caches.
+    A long sweep compiles new programs cell after cell (each cell's config is a new cache key);
+    without this, their code mappings accumulate until XLA cannot map more
+    (``LLVM compilation error: Cannot allocate memory``)."""
     CHUNK_CACHE.clear()
     _EVAL_CACHE.clear()
     jax.clear_caches()
@@ -159,45 +175,43 @@ def clear_caches() -> None:
 
 @dataclass
 class Result:
-    """What :func:`train` returns: final state, per chunk ``[end step, mean training loss of each seed]``, rollbacks."""
+    """What :func:`train` returns: final state, per chunk
+    ``[end step, mean training loss of each seed]``, rollbacks."""
 
     state: TrainState
     curve: list[list[float]] = field(default_factory=list)
     rollbacks: list[dict[str, Any]] = field(default_factory=list)
-    #: steps per second of this call; a run resumed with no steps left has the rate of its earlier calls
-    #: (``step / seconds``), or NaN where its checkpoint does not carry their time
+    #: steps per second of this call; a run resumed with no steps left has the rate of its earlier
+    #: calls (``step / seconds``), or NaN where its checkpoint does not carry their time
     steps_per_s: float = float("nan")
-    #: seconds spent training so far, over every call that trained this run (stored in its checkpoints)
+    #: seconds spent training so far, over every call that trained this run (stored in its
+    #: checkpoints)
     seconds: float = 0.0
-    devices: int = (
-        1  # how many devices shared the batch (part of the arithmetic: numerics.train.devices)
-    )
+    #: how many devices shared the batch (part of the arithmetic: numerics.train.devices)
+    devices: int = 1
     skipped: int = 0
-    #: the starts of the last accepted chunks, oldest first, each with the curve's length and ``skipped`` then
+    #: the starts of the last accepted chunks, oldest first, each with the curve's length and
+    #: ``skipped`` then
     history: list[tuple[TrainState, int, int]] = field(default_factory=list)
 
 
-def _to_host(state: TrainState) -> TrainState:
-    return jax.tree_util.tree_map(np.asarray, state)
-
-
 def training_devices(batch: int) -> tuple:
-    """The devices :func:`train` shards a batch over by default: every device whose count divides ``batch``
-    (:func:`numerics.train.devices.usable`)."""
+    """The devices :func:`train` shards a batch over by default: every device whose count divides
+    ``batch`` (:func:`numerics.train.devices.usable`)."""
     return tuple(usable(jax.devices(), batch))
 
 
 def train(
     cfg: TrainConfig,
-    resume: dict[str, Any] | None = None,
+    resume: Result | None = None,
     on_chunk: Callable[[TrainState, Result], Any] | None = None,
     checkpoint: Callable[[TrainState, Result], None] | None = None,
     devices: list | None = None,
     stop_at: int | None = None,
 ) -> Result:
-    """Run (or continue from ``resume``, :func:`numerics.train.rundir.prepare`'s payload: ``leaves``, ``curve``,
-    ``rollbacks``, ``skipped`` and the earlier chunk starts ``history`` / ``history_marks``) to ``cfg.steps``
-    (or ``stop_at``).
+    """Run (or continue from ``resume``, the :class:`Result` that
+    :func:`numerics.train.rundir.prepare` reads from a checkpoint: state, curve, rollbacks, skipped
+    steps, seconds and the earlier chunk starts ``history``) to ``cfg.steps`` (or ``stop_at``).
 
     ``checkpoint(state, result)`` is called after every good chunk (the CLI writes it atomically);
     ``on_chunk`` may return ``True`` to stop early (time-to-quality benchmark).
@@ -208,25 +222,10 @@ def train(
         raise ValueError(
             f"batch must be a multiple of the number of devices ({ndev}), got {cfg.batch}"
         )
-    res = Result(init_state(cfg, template=resume is not None), devices=ndev)
-    if resume is not None:
-        template = res.state
-        leaves = [jnp.asarray(x) for x in resume["leaves"]]
-        res.state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(template), leaves)
-        res.curve, res.rollbacks = list(resume["curve"]), list(resume["rollbacks"])
-        res.skipped = int(resume.get("skipped", 0))
-        res.seconds = float(resume.get("seconds", 0.0))
-        res.history = [
-            (
-                jax.tree_util.tree_unflatten(
-                    jax.tree_util.tree_structure(template), [jnp.asarray(x) for x in h]
-                ),
-                n,
-                k,
-            )
-            for h, (n, k) in zip(resume.get("history", []), resume.get("history_marks", []))
-        ]
-    # every start is placed as the chunk returns its state, so that one compile serves every chunk (:func:`place`)
+    res = Result(init_state(cfg)) if resume is None else resume
+    res.devices = ndev
+    # every start is placed as the chunk returns its state, so that one compile serves every chunk
+    # (:func:`place`)
     res.state = place(res.state, devices)
     res.history = [(place(h, devices), n, k) for h, n, k in res.history]
     end = cfg.steps if stop_at is None else min(stop_at, cfg.steps)
@@ -244,17 +243,14 @@ def train(
             rho = np.asarray(res.state.rho).copy()
             rho[bad] *= 0.5
             event = {"step": step, "seeds": bad.tolist(), "rho": rho[bad].tolist()}
-            if (
-                failed_at == step and res.history
-            ):  # failed again from the same start: go back one more chunk
+            # failed again from the same start: go back one more chunk
+            if failed_at == step and res.history:
                 res.state, n, res.skipped = res.history.pop()
                 res.curve = res.curve[:n]
                 event["to"] = int(res.state.step)
             failed_at = int(res.state.step)
             res.rollbacks.append(event)
             if len(res.rollbacks) > cfg.max_rollbacks:
-                from numerics.errors import Diverged
-
                 wider = ", or train in --dtype float64" if cfg.dtype == "float32" else ""
                 raise Diverged(
                     f"training diverged {len(res.rollbacks)} times (last at step {step}, seeds "
@@ -286,7 +282,8 @@ def train(
 
 
 def nanmean(a: np.ndarray, axis: int) -> np.ndarray:
-    """Mean over the non-NaN entries (NaN where there are none), without numpy's empty-slice warning."""
+    """Mean over the non-NaN entries (NaN where there are none), without numpy's empty-slice
+    warning."""
     a = np.asarray(a, np.float64)
     cnt = (~np.isnan(a)).sum(axis=axis)
     return np.where(cnt > 0, np.nansum(a, axis=axis) / np.maximum(cnt, 1), np.nan)

@@ -1,4 +1,5 @@
-r"""One training step and a compiled chunk of them: Adam with clipping, the step-rejection and rollback guards.
+r"""One training step and a compiled chunk of them: Adam with clipping, the step-rejection and
+rollback guards.
 
 Update (per seed ``s``, step ``t``; Adam with global-norm clipping, warm-up + cosine schedule):
 
@@ -7,8 +8,9 @@ Update (per seed ``s``, step ``t``; Adam with global-norm clipping, warm-up + co
     g = \mathrm{clip}_c(\nabla ℒ), \quad θ \leftarrow θ - η_t\,ρ_s\,d_s\,\mathrm{Adam}(g),\quad
     η_t = η\,\min(1, t/t_w)\,\tfrac12\,(1+\cos(π\,\tfrac{t}{N}))
 
-with ``η`` = ``lr``, ``t_w`` = ``warmup``, ``N`` = ``steps``, ``c`` = ``clip``, ``ρ_s`` the per-seed rollback factor
-and ``d_s`` the per-seed step-rejection factor (:func:`make_chunk`; docs/training.md).
+with ``η`` = ``lr``, ``t_w`` = ``warmup``, ``N`` = ``steps``, ``c`` = ``clip``, ``ρ_s`` the per-seed
+rollback factor and ``d_s`` the per-seed step-rejection factor (:func:`make_chunk`;
+docs/training.md).
 """
 
 from __future__ import annotations
@@ -19,19 +21,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
-from numerics.models.kinds import DIAG
-from numerics.train.config import (
-    MAX_SKIPS,
-    TRUST_FLOOR,
-    TRUST_REGROW,
-    TRUST_STRIDE,
-    TrainConfig,
-    default_warmup,
-)
+from numerics.train.config import TrainConfig
 from numerics.train.objective import (
     batch_mesh,
     batch_sharding,
@@ -41,6 +34,18 @@ from numerics.train.objective import (
     loss_fn,
     static_config,
 )
+from numerics.train.schedule import Schedule, lr_at, schedule
+
+#: A seed is declared diverged when this many consecutive steps have an exploding batch median.
+MAX_SKIPS = 3
+#: Step rejection (``trust > 0``): the check runs on every ``TRUST_STRIDE``-th sequence of the
+#: step's batch, and an accepted step regrows the rejection factor ``damp`` by this much (up to 1).
+TRUST_STRIDE = 8
+TRUST_REGROW = 1.1
+#: ... and a step is rejected only where the new median is also above this fraction of ``d/2`` (the
+#: loss of ``ŷ = 0``): near a low-noise optimum a step that doubles a median of 1e-4 is Adam's
+#: ordinary jitter, not a way into the cliff.
+TRUST_FLOOR = 0.1
 
 
 class TrainState(NamedTuple):
@@ -50,13 +55,11 @@ class TrainState(NamedTuple):
     opt_state: Any
     rho: jax.Array  # (K,) rollback factor on the learning rate
     step: jax.Array  # () global step (shared by all seeds)
-    damp: (
-        jax.Array
-    )  # (K,) step-rejection factor on the learning rate (halved per rejected step, regrown after)
+    # (K,) step-rejection factor on the learning rate (halved per rejected step, regrown after)
+    damp: jax.Array
     rejected: jax.Array  # (K,) int32, steps rejected so far (:data:`TrainConfig.trust`)
-    dropped: (
-        jax.Array
-    )  # (K,) int32, sequences left out of the squared loss in the final phase (:class:`Aux`)
+    # (K,) int32, sequences left out of the squared loss in the final phase (:class:`Aux`)
+    dropped: jax.Array
 
 
 def optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
@@ -64,120 +67,52 @@ def optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(cfg.clip), optax.scale_by_adam())
 
 
-class Schedule(NamedTuple):
-    """The learning-rate schedule and the final phase's start of one run (:func:`schedule`): traced arguments of the
-    compiled chunk, so that runs differing only in ``steps``, ``lr``, ``warmup`` or ``diag_steps`` (the stages of a
-    sweep's cell) share one program.  Floats are float32 scalars, folded as XLA folded the constants of the
-    schedule when it was built into the program (:func:`lr_at`), so that the traced arithmetic is that
-    program's, bit for bit (``tests/train/test_schedule.py``)."""
-
-    half_peak: Any  # η/2 (float32 η halved, exact)
-    warm_inv: Any  # 1/t_w of the (last) phase (inf for t_w = 0)
-    start: Any  # S₁, the first step of the last phase
-    length: Any  # N − S₁
-    angle: Any  # π/(N − S₁) as π · (1/(N − S₁)), each factor float32
-    diag_warm_inv: Any  # 1/default_warmup(S₁) of the DIAG phase (1 without one)
-    diag_angle: Any  # π/S₁ as π · (1/S₁) (π without a DIAG phase)
-    s1: Any  # S₁, int32 (the DIAG phase is ``step < S₁``)
-    final_start: Any  # :attr:`TrainConfig.final_start`, int32
-
-
-def _inv(n: int) -> np.float32:
-    """``1/n`` in float32, as XLA folds a division by the float32 constant ``n`` (``inf`` for ``n = 0``)."""
-    with np.errstate(divide="ignore"):
-        return np.float32(1) / np.float32(n)
-
-
-def _angle(n: int) -> np.float32:
-    return np.float32(np.pi) * _inv(n)
-
-
-def schedule(cfg: TrainConfig) -> Schedule:
-    """The traced schedule of ``cfg`` (:class:`Schedule`)."""
-    s1 = cfg.phase1_steps
-    n = cfg.steps - s1
-    return Schedule(
-        np.float32(0.5) * np.float32(cfg.peak_lr),
-        _inv(cfg.warmup_steps),
-        np.float32(s1),
-        np.float32(n),
-        _angle(n),
-        _inv(default_warmup(s1)) if s1 else np.float32(1),
-        _angle(s1 or 1),
-        np.int32(s1),
-        np.int32(cfg.final_start),
-    )
-
-
-def _warm_cosine(t: jax.Array, half_peak: Any, warm_inv: Any, steps: Any, angle: Any) -> jax.Array:
-    """``η min(1, (t+1)/t_w) ½(1 + cos(π min(t, N)/N))`` in the order XLA evaluated it with ``η``, ``t_w`` and ``N``
-    constants: ``(t+1)·(1/t_w)``, ``min(t, N)·(π·(1/N))`` and ``(warm·(cos + 1))·(η/2)``."""
-    warm = jnp.minimum((t + 1.0) * warm_inv, 1.0)
-    return warm * (jnp.cos(jnp.minimum(t, steps) * angle) + 1.0) * half_peak
-
-
-def lr_at(cfg: TrainConfig, step: jax.Array, sched: Schedule | None = None) -> jax.Array:
-    """``η_t``: linear warm-up to ``peak_lr``, then cosine decay to 0 at ``steps``.  A FULL model with a
-    DIAG phase runs that schedule twice: DIAG's peak over the first ``S₁`` steps, then its own over the rest.
-    ``sched`` (default ``schedule(cfg)``) gives the numbers; ``cfg`` only whether there is a DIAG phase."""
-    sched = schedule(cfg) if sched is None else sched
-    t = step.astype(jnp.float32)
-    last = _warm_cosine(t - sched.start, sched.half_peak, sched.warm_inv, sched.length, sched.angle)
-    if not cfg.phase1_steps:
-        return last
-    first = _warm_cosine(
-        t,
-        np.float32(0.5) * np.float32(DIAG.default_lr),
-        sched.diag_warm_inv,
-        sched.start,
-        sched.diag_angle,
-    )
-    return jnp.where(t < sched.start, first, last)
-
-
 def project(cfg: TrainConfig, params: Any) -> Any:
-    r"""GD++ with ``gdpp_xx = "nonpositive"``: ``ω_xx ← min(ω_xx, 0)`` (projected Adam); anything else unchanged.
+    r"""GD++ with ``gdpp_xx = "nonpositive"``: ``ω_xx ← min(ω_xx, 0)`` (projected Adam); anything
+    else unchanged.
 
-    A GD++ layer maps every ``x`` by ``I + ω_xx Σ̂`` (``Σ̂`` the context's ``X^T X``); ``ω_xx > 0`` widens the
-    spectrum by ``1 + ω_xx λ`` at every layer and the widening compounds with depth.  From the small random
-    start, Adam's first, sign-like steps move every ``ω_xx`` up by about the learning rate
-    (``python benchmarks/gdpp_first_steps.py``), and GD++-12 at ``uniform:0`` then rolled back 8 times.  The
-    GD++ models fitted or trained well here have ``ω_xx ≤ 0`` at every layer whose ``ω_xx`` reaches the output
-    (Theorem 5.1's preconditioner ``I − γ Σ̂`` with ``γ ≥ 0``), so the constraint leaves them in reach."""
+    A GD++ layer maps every ``x`` by ``I + ω_xx Σ̂`` (``Σ̂`` the context's ``X^T X``); ``ω_xx > 0``
+    widens the spectrum by ``1 + ω_xx λ`` at every layer and the widening compounds with depth.
+    From the small random start, Adam's first, sign-like steps move every ``ω_xx`` up by about the
+    learning rate (``python benchmarks/gdpp_first_steps.py``), and GD++-12 at ``uniform:0`` then
+    rolled back 8 times.  The GD++ models fitted or trained well here have ``ω_xx ≤ 0`` at every
+    layer whose ``ω_xx`` reaches the output (Theorem 5.1's preconditioner ``I − γ Σ̂`` with
+    ``γ ≥ 0``), so the constraint leaves them in reach."""
     return cfg.kind.project(params, free=cfg.gdpp_xx == "free")
 
 
 def y_moment(cfg: TrainConfig, values: jax.Array) -> jax.Array:
-    """``E y² = d + E σ²`` of the data (``w ~ N(0, I_d)``, ``x ~ N(0, I_d)``), from the traced noise levels
-    ``values`` (:meth:`numerics.data.Noise.mean_sigma2_of`)."""
+    """``E y² = d + E σ²`` of the data (``w ~ N(0, I_d)``, ``x ~ N(0, I_d)``), from the traced noise
+    levels ``values`` (:meth:`numerics.data.Noise.mean_sigma2_of`)."""
     return cfg.d + cfg.noise_dist.mean_sigma2_of(values)
 
 
 def y_step(cfg: TrainConfig, updates: Any, values: jax.Array) -> Any:
-    r"""Adam's step of DIAG's ``q_y`` (FULL's ``Q_yy``) divided by ``c = E y² = d + E σ²`` (``y_step="scaled"``).
+    r"""Adam's step of DIAG's ``q_y`` (FULL's ``Q_yy``) divided by ``c = E y² = d + E σ²``
+    (``y_step="scaled"``).
 
-    Scaling the targets by ``s`` is a symmetry of the layer rule: with ``S = diag(1_d, 1/s)`` the model on
-    tokens ``(x, y/s)`` is the model on ``(x, y)`` conjugated by ``S``, and it needs ``P ↦ S P S^{-1}``,
-    ``Q ↦ S^{-1} Q S^{-1}``.  For DIAG that leaves ``p`` and ``q_x`` as they are and multiplies ``q_y`` by ``s²``
-    (``ω_xy`` and ``ω_yy``, the two ``ω`` that read ``y``).  Adam's step is the same size for every
-    parameter whatever its scale, so without this it moves ``q_y`` ``c`` times too far in the coordinates
-    where ``y`` has the scale of ``x`` (``s² = c``): the ``yy`` entry of ``E`` is ``n c``, and
-    ``1 + ω_yy E_yy`` compounds over the layers.  This is the step of Adam run on ``q̃_y = c q_y``, except
-    that the gradient clipping sees ``q_y``'s own gradient.  GD++ has no ``q_y`` (its ``y`` column of ``Q`` is
-    0): unchanged.
+    Scaling the targets by ``s`` is a symmetry of the layer rule: with ``S = diag(1_d, 1/s)`` the
+    model on tokens ``(x, y/s)`` is the model on ``(x, y)`` conjugated by ``S``, and it needs
+    ``P ↦ S P S^{-1}``, ``Q ↦ S^{-1} Q S^{-1}``.  For DIAG that leaves ``p`` and ``q_x`` as they are
+    and multiplies ``q_y`` by ``s²`` (``ω_xy`` and ``ω_yy``, the two ``ω`` that read ``y``).  Adam's
+    step is the same size for every parameter whatever its scale, so without this it moves ``q_y``
+    ``c`` times too far in the coordinates where ``y`` has the scale of ``x`` (``s² = c``): the
+    ``yy`` entry of ``E`` is ``n c``, and ``1 + ω_yy E_yy`` compounds over the layers.  This is the
+    step of Adam run on ``q̃_y = c q_y``, except that the gradient clipping sees ``q_y``'s own
+    gradient.  GD++ has no ``q_y`` (its ``y`` column of ``Q`` is 0): unchanged.
 
-    FULL's default (:data:`DEFAULT_Y_STEP`), not DIAG's.  FULL-12, 3000 steps: over all 10 noise settings with
-    seed 0, 1 rollback in 1 setting against 9 in 7 with the plain step; seed 1 at ``uniform:6`` and
-    ``categorical:1,3,5`` and seed 2 at ``uniform:5``, 0 rollbacks against 2.  Adjusted losses (4096 sequences)
-    were lower with the scaled step in 7 of the 13 runs: no clear difference in quality (commands and table in
-    the README).  For DIAG it is not a clear gain.  The first 600 steps of
-    DIAG-12 at ``uniform:7`` (``c = 26.3``), 3 seeds, chunks of 50 without rollback: every seed failed a chunk
-    with the plain step (from step 100, 150 and 200), and 2 of 3 with this one (from 150 and 200)
-    (``python benchmarks/early_chunks.py --model diag --layers 12 --noise uniform:7 --steps 600 --seeds 3
-    --variant 'plain={}' --variant 'scaled={"y_step": "scaled"}'``).  Over the default 3000 steps at depth 12
-    and all 10 noise settings, one run each (``benchmarks/smoke_sweep.py``, commands and table in the README):
-    DIAG rolled back 5 times in 4 settings (plain: 8 in 6), with lower losses at high noise and higher ones at
-    low noise."""
+    FULL's default (:data:`DEFAULT_Y_STEP`), not DIAG's.  FULL-12, 3000 steps: over all 10 noise
+    settings with seed 0, 1 rollback in 1 setting against 9 in 7 with the plain step; seed 1 at
+    ``uniform:6`` and ``categorical:1,3,5`` and seed 2 at ``uniform:5``, 0 rollbacks against 2.
+    Adjusted losses (4096 sequences) were lower with the scaled step in 7 of the 13 runs: no clear
+    difference in quality (commands and table in the README).  For DIAG it is not a clear gain.  The
+    first 600 steps of DIAG-12 at ``uniform:7`` (``c = 26.3``), 3 seeds, chunks of 50 without
+    rollback: every seed failed a chunk with the plain step (from step 100, 150 and 200), and 2 of 3
+    with this one (from 150 and 200) (``python benchmarks/early_chunks.py --model diag --layers 12
+    --noise uniform:7 --steps 600 --seeds 3 --variant 'plain={}' --variant 'scaled={"y_step":
+    "scaled"}'``).  Over the default 3000 steps at depth 12 and all 10 noise settings, one run each
+    (``benchmarks/smoke_sweep.py``, commands and table in the README): DIAG rolled back 5 times in 4
+    settings (plain: 8 in 6), with lower losses at high noise and higher ones at low noise."""
     if cfg.y_step == "plain":
         return updates
     c = y_moment(cfg, values).astype(jax.tree_util.tree_leaves(updates)[0].dtype)
@@ -185,9 +120,10 @@ def y_step(cfg: TrainConfig, updates: Any, values: jax.Array) -> Any:
 
 
 def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
-    """A jitted function ``run(state, seed, values, sched)`` running ``length`` steps with ``lax.scan``; returns
-    (state, ok (K,), losses (length, K)).  The schedule ``sched`` (:func:`schedule`) is an argument: of ``cfg``'s
-    schedule only whether there is a DIAG phase is built in (the phase's ``lax.cond`` is in the program or not)."""
+    """A jitted function ``run(state, seed, values, sched)`` running ``length`` steps with
+    ``lax.scan``; returns (state, ok (K,), losses (length, K)).  The schedule ``sched``
+    (:func:`schedule`) is an argument: of ``cfg``'s schedule only whether there is a DIAG phase is
+    built in (the phase's ``lax.cond`` is in the program or not)."""
     opt = optimizer(cfg)
     limit = cfg.explode * cfg.d / 2.0
 
@@ -211,13 +147,15 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         finite &= jnp.all(
             jnp.asarray([jnp.all(jnp.isfinite(p)) for p in jax.tree_util.tree_leaves(new_params)])
         )
-        sane = jnp.isfinite(med) & (
-            med < limit
-        )  # the batch's typical sequence is fine at these parameters
+        # the batch's typical sequence is fine at these parameters
+        sane = jnp.isfinite(med) & (med < limit)
         good = finite & sane
         accept = trusted(params, new_params, b, diag_phase) if cfg.trust else True
         take = good & accept
-        keep = lambda new, old: jax.tree_util.tree_map(lambda a, c: jnp.where(take, a, c), new, old)  # noqa: E731
+
+        def keep(new: Any, old: Any) -> Any:
+            return jax.tree_util.tree_map(lambda a, c: jnp.where(take, a, c), new, old)
+
         damp = jnp.where(
             good & ~accept, 0.5 * damp, jnp.where(take, jnp.minimum(1.0, damp * TRUST_REGROW), damp)
         )
@@ -233,8 +171,8 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         )
 
     def trusted(params, new_params, b, diag_phase):
-        """The step keeps the median loss of every ``TRUST_STRIDE``-th sequence of its own batch within ``trust``×,
-        or below ``TRUST_FLOOR × d/2``."""
+        """The step keeps the median loss of every ``TRUST_STRIDE``-th sequence of its own batch
+        within ``trust``×, or below ``TRUST_FLOOR × d/2``."""
         sub = jax.tree_util.tree_map(lambda a: a[::TRUST_STRIDE], b)
         before = loss_fn(params, sub, cfg.forward, diag_phase)[1].median
         after = loss_fn(new_params, sub, cfg.forward, diag_phase)[1].median
@@ -285,7 +223,8 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         (state, _, worst, skips), losses = jax.lax.scan(
             partial(body, sched), (state, zero, zero, zero), xs
         )
-        # the chunk's last update is verified too (finite parameters, bounded median loss on the last batch)
+        # the chunk's last update is verified too (finite parameters, bounded median loss on the
+        # last batch)
         b = draw(cfg, data_key(seed, 1, state.step - 1), cfg.batch, sharding, values)
         med = jax.vmap(loss_fn, in_axes=(0, None, None, None))(
             state.params, b, cfg.forward, phase(state.step - 1, sched)
@@ -306,7 +245,8 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
 
 
 class Chunk(NamedTuple):
-    """:func:`make_chunk`'s ``program`` with a run's :func:`schedule` bound: ``chunk(state, seed, values)``."""
+    """:func:`make_chunk`'s ``program`` with a run's :func:`schedule` bound:
+    ``chunk(state, seed, values)``."""
 
     program: Callable
     sched: Schedule
@@ -322,17 +262,19 @@ CHUNK_CACHE: dict = {}
 
 
 def place(state: Any, devices: tuple) -> Any:
-    """``state`` (a :class:`TrainState`, or any tree of its arrays) replicated over the 1-D ``batch`` mesh of
-    ``devices`` (:func:`numerics.train.objective.batch_mesh`), committed, as the compiled chunk returns it: a chunk's program is keyed on its arguments' types,
-    and an array's type carries its mesh, so a start built on the host (:func:`numerics.train.init_state`, a
-    checkpoint, a rollback's halved ``rho``) would otherwise compile the chunk a second time.  Values unchanged."""
+    """``state`` (a :class:`TrainState`, or any tree of its arrays) replicated over the 1-D
+    ``batch`` mesh of ``devices`` (:func:`numerics.train.objective.batch_mesh`), committed, as the
+    compiled chunk returns it: a chunk's program is keyed on its arguments' types, and an array's
+    type carries its mesh, so a start built on the host (:func:`numerics.train.loop.init_state`, a
+    checkpoint, a rollback's halved ``rho``) would otherwise compile the chunk a second time.
+    Values unchanged."""
     return jax.device_put(state, NamedSharding(batch_mesh(devices), PartitionSpec()))
 
 
 def chunk_fn(cfg: TrainConfig, length: int, devices: tuple) -> Chunk:
     """The compiled chunk of ``length`` steps for ``cfg`` on ``devices``.  The program is cached on
-    :func:`static_config`, which holds no schedule: the stages of a cell, which differ in steps and learning rate,
-    share it, each with its own :func:`schedule`."""
+    :func:`static_config`, which holds no schedule: the stages of a cell, which differ in steps and
+    learning rate, share it, each with its own :func:`schedule`."""
     key = (static_config(cfg), length, devices)
     if key not in CHUNK_CACHE:
         CHUNK_CACHE[key] = make_chunk(key[0], length, batch_sharding(list(devices)))

@@ -17,7 +17,8 @@ from lintf_theory import one_step_rule
 from numerics.baselines import gdpp_fit as gf
 from numerics.cli import main as cli_main
 from numerics.models import Gdpp, predict, universal
-from numerics.train import TrainConfig, init_state, train
+from numerics.train.config import TrainConfig
+from numerics.train.loop import init_state, train
 from numerics.train.rundir import run as run_dir
 from proofs.gdpp_spectral import RTOL, conditional_loss_error, spectral_prediction_error
 
@@ -116,7 +117,7 @@ def test_cli_init_spectral_error_is_one_line(capsys) -> None:
 
 
 def test_default_init_leaves_config_json_unchanged() -> None:
-    from numerics.train import config_dict
+    from numerics.train.config import config_dict
 
     assert "init" not in config_dict(TrainConfig(model="gdpp", layers=2))
     assert config_dict(TrainConfig(model="gdpp", layers=2, init="spectral"))["init"] == "spectral"

@@ -143,7 +143,7 @@ def signatures() -> dict[str, str]:
     """``budget/cell -> json.dumps(plan_of)`` for every cell of every budget, and ``config/i ->
     json.dumps(config_dict)`` for :data:`CONFIGS`."""
     from numerics.reproduce import grid
-    from numerics.train import TrainConfig, config_dict
+    from numerics.train.config import TrainConfig, config_dict
 
     out = {}
     for name, budget in grid.BUDGETS.items():

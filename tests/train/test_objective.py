@@ -3,6 +3,8 @@ loss with targets moved within δ."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,6 +13,9 @@ import pytest
 from numerics import models
 from numerics.data import sample
 from numerics.models.forward import predict_fast
+from numerics.train.config import TrainConfig
+from numerics.train.objective import loss_fn, static_config
+from tests.strategies.training import TINY
 
 
 # FULL's twin runs with the slow tests: its pass differs from DIAG's only in G (checked in tests/models/test_forward.py),
@@ -19,8 +24,6 @@ from numerics.models.forward import predict_fast
 def test_guard_drops_an_overflowing_sequence_with_zero_gradient(kind: str) -> None:
     """A sequence whose pass overflows float32 is dead: the training loss and gradient equal those of
     the batch without it, and stay finite (unguarded, one such sequence makes the gradient NaN)."""
-    from numerics.train import loss_fn
-
     b = sample(jax.random.PRNGKey(3), "uniform:1", 16, 6, 3, jnp.float32)
     bad = b._replace(X=b.X.at[0].multiply(1e5))  # E^0 ~ 1e10·|E|: past max_float^(1/4) = 1.4e9
     clean = jax.tree_util.tree_map(lambda a: a[1:], b)
@@ -47,8 +50,6 @@ def test_huber_gradient_is_the_squared_loss_gradient_with_targets_moved_within_d
     """Two routes to the training gradient: autodiff of the Huber loss, and autodiff of the plain squared
     loss after moving each target to within ``δ`` of the prediction (``∂huber/∂r = clip(r, −δ, δ)``).
     A large ``δ`` gives back the plain squared loss, value and gradient."""
-    from numerics.train import loss_fn
-
     b = sample(jax.random.PRNGKey(5), "uniform:1", 32, 6, 3, jnp.float64)
     params = models.init(kind, jax.random.PRNGKey(1), 3, 3, 1, 0.3, jnp.float64)
     yhat = predict_fast(params, b.X, b.y, b.x_query)
@@ -82,8 +83,6 @@ def test_huber_keeps_the_step_finite_when_one_residual_overflows_its_square() ->
     """One alive sequence with a residual of 1e20 (its square overflows float32): the squared loss (and its
     gradient's norm) is infinite, so the in-step guard would skip the step; the Huber loss and its gradient
     stay finite."""
-    from numerics.train import loss_fn
-
     b = sample(jax.random.PRNGKey(6), "uniform:1", 16, 6, 3, jnp.float32)
     b = b._replace(y_query=b.y_query.at[0].set(1e20))
     params = models.init("diag", jax.random.PRNGKey(2), 4, 3, 1, 0.05, jnp.float32)
@@ -96,32 +95,6 @@ def test_huber_keeps_the_step_finite_when_one_residual_overflows_its_square() ->
     # the step's finiteness check: loss and gradient norm (the norm squares the entries)
     assert not (np.isfinite(float(l_sq)) and np.isfinite(float(optax.tree.norm(g_sq))))
     assert np.isfinite(float(l_h)) and np.isfinite(float(optax.tree.norm(g_h)))
-
-
-def test_one_program_serves_every_noise_level_and_start(tmp_path):
-    """The compiled chunk is keyed on what it computes: noise levels, seed and start are its arguments or its
-    input state, so cells of one model and depth share it; so is the schedule (steps, lr: ``test_schedule.py``),
-    and the chunk's length is keyed on."""
-    from dataclasses import replace
-
-    import numpy as np
-
-    from numerics.io import save_model
-    from numerics.models import init, universal
-    from numerics.train import TrainConfig, chunk_fn
-
-    P, Q = universal(init("diag", jax.random.PRNGKey(0), 2, 4), 4)
-    save_model(tmp_path / "start.npz", np.asarray(P, np.float64), np.asarray(Q, np.float64))
-    base = TrainConfig(model="diag", layers=2, d=4, n=8, noise="uniform:1", steps=20, batch=16)
-    same = [
-        replace(base, noise="uniform:3", seed=7),
-        replace(base, warm_start=str(tmp_path / "start.npz")),
-        replace(base, init_scale=0.01),
-    ]
-    f = chunk_fn(base, 5, tuple(jax.devices()[:1]))
-    assert all(chunk_fn(c, 5, tuple(jax.devices()[:1])).program is f.program for c in same)
-    assert chunk_fn(replace(base, steps=40), 5, tuple(jax.devices()[:1])).program is f.program
-    assert chunk_fn(base, 4, tuple(jax.devices()[:1])).program is not f.program
 
 
 @pytest.mark.parametrize("kind,phase,micro", [("diag", False, 4), ("full", True, 8)])
@@ -156,18 +129,11 @@ def test_a_batch_in_micro_batches_has_the_whole_batchs_loss_statistics_and_gradi
             np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-11, atol=1e-14)
 
 
-def test_a_micro_batch_that_does_not_divide_the_batch_is_refused() -> None:
-    from numerics.train import TrainConfig, config_dict
-
-    with pytest.raises(
-        ValueError, match=r"micro_batch must be 0 \(the whole batch\) or divide batch=100, got 30"
-    ):
-        TrainConfig(model="diag", layers=2, batch=100, micro_batch=30)
-    with pytest.raises(ValueError, match="got -2"):
-        TrainConfig(model="diag", layers=2, batch=100, micro_batch=-2)
-    # the default is left out of a run's config, so run directories written before the option resume
-    assert "micro_batch" not in config_dict(TrainConfig(model="diag", layers=2))
-    assert (
-        config_dict(TrainConfig(model="diag", layers=2, batch=100, micro_batch=25))["micro_batch"]
-        == 25
+def test_the_static_config_keeps_only_whether_there_is_a_diag_phase() -> None:
+    full = TrainConfig(model="full", **TINY)  # by default without a DIAG phase
+    phased = replace(full, diag_steps=13)
+    assert static_config(phased) == static_config(
+        replace(full, steps=80, diag_steps=3, lr=1e-3, warmup=5)
     )
+    assert static_config(full) != static_config(phased)
+    assert static_config(full).phase1_steps == 0 and static_config(phased).phase1_steps > 0

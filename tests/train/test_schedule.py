@@ -1,4 +1,4 @@
-"""The schedule is a traced argument of the compiled chunk (:class:`numerics.train.step.Schedule`): the stages of a
+"""The schedule is a traced argument of the compiled chunk (:class:`numerics.train.schedule.Schedule`): the stages of a
 sweep's cell, which differ in steps and learning rate, share one program, and the traced schedule computes the
 numbers the schedule built into the program as constants computed, bit for bit."""
 
@@ -12,19 +12,12 @@ import numpy as np
 import pytest
 
 from numerics.models.kinds import DIAG
-from numerics.train import (
-    CHUNK_CACHE,
-    TrainConfig,
-    chunk_fn,
-    init_state,
-    noise_values,
-    train,
-    training_devices,
-)
 from numerics.train import step as st
-from numerics.train.config import default_warmup
-from numerics.train.loop import nanmean
-from numerics.train.objective import batch_sharding, static_config
+from numerics.train.config import TrainConfig, default_warmup
+from numerics.train.loop import init_state, nanmean, train, training_devices
+from numerics.train.objective import batch_sharding, noise_values, static_config
+from numerics.train.schedule import lr_at, schedule
+from numerics.train.step import CHUNK_CACHE, chunk_fn
 from tests.strategies.training import TINY, leaves
 
 
@@ -168,9 +161,7 @@ def test_traced_schedule_is_the_constant_schedule_bit_for_bit(kw: dict) -> None:
 
     want = np.asarray(jax.jit(steps(lambda c: constant_lr(cfg, c)))(jnp.int32(0)))
     got = np.asarray(
-        jax.jit(steps(lambda c, s: st.lr_at(static_config(cfg), c, s)))(
-            jnp.int32(0), st.schedule(cfg)
-        )
+        jax.jit(steps(lambda c, s: lr_at(static_config(cfg), c, s)))(jnp.int32(0), schedule(cfg))
     )
     assert want.dtype == got.dtype == np.float32
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
@@ -198,7 +189,7 @@ def test_training_with_the_traced_schedule_is_training_with_the_constant_one(
         m.setattr(st, "lr_at", lambda _static, step, _sched: constant_lr(cfg, step))
         const = st.make_chunk(static_config(cfg), cfg.chunk, batch_sharding(list(dev)))
         while int(state.step) < cfg.steps:
-            state, ok, losses = const(state, seed, noise_values(cfg), st.schedule(cfg))
+            state, ok, losses = const(state, seed, noise_values(cfg), schedule(cfg))
             assert bool(np.all(np.asarray(ok)))
             curve.append(
                 [int(state.step), *nanmean(np.asarray(losses, np.float64), axis=0).tolist()]
@@ -207,13 +198,3 @@ def test_training_with_the_traced_schedule_is_training_with_the_constant_one(
     for a, b in zip(leaves(traced.state), leaves(state), strict=True):
         np.testing.assert_array_equal(a, b)
     assert traced.curve == curve
-
-
-def test_the_static_config_keeps_only_whether_there_is_a_diag_phase() -> None:
-    full = TrainConfig(model="full", **TINY)  # by default without a DIAG phase
-    phased = replace(full, diag_steps=13)
-    assert static_config(phased) == static_config(
-        replace(full, steps=80, diag_steps=3, lr=1e-3, warmup=5)
-    )
-    assert static_config(full) != static_config(phased)
-    assert static_config(full).phase1_steps == 0 and static_config(phased).phase1_steps > 0

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # --- sharding ------------------------------------------------------------------------------------
 _SHARD_SCRIPT = r"""
 import json, jax, numpy as np
-from numerics.train import TrainConfig, train
+from numerics.train.config import TrainConfig
+from numerics.train.loop import train
 cfg = TrainConfig(model="full", seeds=2, layers=2, noise="uniform:2", n=6, d=3, batch=64, steps=10, chunk=5)
 one = train(cfg, devices=jax.devices()[:1])
 two = train(cfg)

@@ -1,0 +1,227 @@
+"""The training step: GD++'s projection, the y step, step rejection, the in-step guard against one
+bad batch, micro-batches, and the compiled chunk's cache key."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from numerics import models
+from numerics.data import sample
+from numerics.train.config import TrainConfig, config_dict
+from numerics.train.loop import init_state, train, training_devices
+from numerics.train.objective import noise_values
+from numerics.train.step import CHUNK_CACHE, chunk_fn, place, y_moment
+from tests.strategies.training import TINY, leaves
+
+
+@pytest.mark.slow  # two compiled chunks: about 15 s
+def test_a_chunk_in_micro_batches_repeats_itself_and_tracks_the_whole_batch_chunk() -> None:
+    """``micro_batch`` reaches the compiled training chunk: the same seed gives the same numbers,
+    and five steps in parts of 16 are the whole batch's up to the order of the additions, in another
+    program."""
+    cfg = TrainConfig(model="diag", **TINY, micro_batch=16)
+    devices = tuple(jax.devices()[:1])
+
+    def five(c: TrainConfig) -> tuple:
+        out = chunk_fn(c, 5, devices)(
+            place(init_state(c), devices), jnp.asarray(c.seed, jnp.int32), noise_values(c)
+        )
+        return leaves(out[0].params) + [np.asarray(out[2])]
+
+    parts, again, whole = five(cfg), five(cfg), five(replace(cfg, micro_batch=0))
+    for x, y in zip(parts, again):
+        np.testing.assert_array_equal(x, y)
+    assert not all(np.array_equal(x, y) for x, y in zip(parts, whole))
+    for x, y in zip(parts, whole):
+        np.testing.assert_allclose(x, y, rtol=1e-3, atol=1e-6)
+
+
+def test_gdpp_omega_xx_is_held_nonpositive_unless_free() -> None:
+    """Projected Adam: GD++'s ω_xx stays ≤ 0 by default; the same run with ``gdpp_xx="free"`` moves
+    some above 0, so the projection is what holds them.  config.json records it for GD++ only."""
+    cfg = TrainConfig(model="gdpp", seeds=2, **TINY)
+    assert np.all(np.asarray(init_state(cfg).params.omega_xx) <= 0)
+    held = np.asarray(train(cfg).state.params.omega_xx)
+    free = np.asarray(train(replace(cfg, gdpp_xx="free")).state.params.omega_xx)
+    assert np.all(held <= 0) and np.any(held < 0)
+    assert np.any(free > 0)
+    assert (
+        config_dict(cfg)["gdpp_xx"] == "nonpositive"
+        and config_dict(replace(cfg, gdpp_xx="free"))["gdpp_xx"] == "free"
+    )
+    assert "gdpp_xx" not in config_dict(TrainConfig(model="diag", **TINY))
+
+
+def test_y_scaled_by_s_is_the_model_with_q_y_times_s_squared() -> None:
+    """The symmetry behind ``y_step``: DIAG on tokens ``(x, y/s)`` with ``q_y ↦ s² q_y`` predicts
+    ``ŷ/s`` (literal token pass); ``q_y`` is the only parameter that moves."""
+    d, n, s = 3, 7, 2.7
+    params = models.init("diag", jax.random.PRNGKey(3), 4, d, 2, scale=0.3, dtype=jnp.float64)
+    b = sample(jax.random.PRNGKey(4), "uniform:2", 16, n, d, jnp.float64)
+
+    def yhat(p, y):  # noqa: ANN001, ANN202
+        return -models.forward_tokens(*models.universal(p, d), b.X, y, b.x_query)[-1, :, -1, -1]
+
+    ref = yhat(params, b.y)
+    got = yhat(params._replace(qy=params.qy * s**2), b.y / s)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(ref) / s, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("noise", ["uniform:2", "fixed:1.5", "categorical:1,3"])
+def test_y_moment_is_the_second_moment_of_the_data_y(noise: str) -> None:
+    """``E y² = d + E σ²`` from the traced noise levels, against the mean of ``y²`` over drawn
+    sequences."""
+    cfg = TrainConfig(model="diag", **(TINY | {"noise": noise}))
+    b = sample(jax.random.PRNGKey(5), noise, 100_000, 4, cfg.d, jnp.float64)
+    per_seq = np.asarray(
+        jnp.mean(b.y**2, axis=1)
+    )  # the sequences are independent; their tokens share w
+    se = per_seq.std() / np.sqrt(per_seq.size)
+    assert abs(float(y_moment(cfg, noise_values(cfg))) - per_seq.mean()) < 4 * se
+
+
+# FULL's scaled step is its default, and runs by default; DIAG's is an option, behind `slow` (a
+# training program more).
+@pytest.mark.parametrize("kind", [pytest.param("diag", marks=pytest.mark.slow), "full"])
+def test_y_step_divides_the_step_of_q_y_by_e_y2(kind: str) -> None:
+    """One Adam step from the same start: ``y_step="scaled"`` moves DIAG's ``q_y`` (FULL's ``Q_yy``)
+    ``c = E y²`` times less than ``"plain"``, and every other entry the same.  config.json records
+    ``"scaled"`` (DIAG and FULL)."""
+    cfg = TrainConfig(model=kind, diag_steps=0 if kind == "full" else None, **TINY)
+    moved = {}
+    for ys in ("scaled", "plain"):
+        c = replace(cfg, y_step=ys)
+        s0 = init_state(c)
+        s1, ok, _ = chunk_fn(c, 1, training_devices(c.batch))(
+            s0, jnp.asarray(0, jnp.int32), noise_values(c)
+        )
+        assert bool(np.all(ok))
+        moved[ys] = [np.asarray(a - z, np.float64) for a, z in zip(s1.params, s0.params)]
+        assert config_dict(c).get("y_step", "plain") == ys
+    c = float(y_moment(cfg, noise_values(cfg)))
+    assert c == pytest.approx(cfg.d + 4 / 3)  # uniform:2: E σ² = 4/3
+    for name, sc, pl in zip(type(init_state(cfg).params)._fields, moved["scaled"], moved["plain"]):
+        mask = np.zeros(pl.shape, bool)
+        if name == "qy":
+            mask[...] = True
+        elif name == "Q":
+            mask[..., cfg.d, cfg.d] = True
+        assert np.abs(pl).max() > 0
+        np.testing.assert_allclose(sc[mask] * c, pl[mask], rtol=1e-5)
+        np.testing.assert_array_equal(sc[~mask], pl[~mask])
+    assert "y_step" not in config_dict(TrainConfig(model="gdpp", **TINY))
+
+
+def test_a_rate_far_too_large_is_damped_by_step_rejection_without_rollback() -> None:
+    """With the default ``trust``, the rate 1e3 that diverges above never reaches the guard: its
+    steps are rejected (each halving the rate) until they stop raising the batch's median loss, and
+    nothing is rolled back."""
+    cfg = TrainConfig(model="full", seeds=2, lr=1e3, warmup=0, **TINY)
+    assert cfg.trust == 2.0
+    res = train(cfg)
+    rejected = np.asarray(res.state.rejected)
+    assert res.rollbacks == [] and res.skipped == 0, (res.rollbacks, res.skipped)
+    assert np.all(rejected >= 5), rejected
+    assert np.all(
+        np.asarray(res.state.damp) < 1e-2
+    )  # damped by at least 2^-7 from 1e3 towards a sane rate
+    assert all(np.all(np.isfinite(x)) for x in leaves(res.state.params))
+
+
+@pytest.mark.parametrize("lr,taken", [(1e4, False), (1e-3, True)])
+def test_a_rejected_step_leaves_the_state_and_halves_the_rate(lr: float, taken: bool) -> None:
+    """One step: rejected (``lr`` 1e4), parameters and Adam's moments stay as they were, ``damp``
+    halves and ``rejected`` counts it; accepted (``lr`` 1e-3), the step is taken and ``damp`` stays
+    at its cap 1."""
+    cfg = TrainConfig(model="diag", seeds=2, lr=lr, warmup=0, **{**TINY, "steps": 1, "chunk": 1})
+    start, res = init_state(cfg), train(cfg)
+    moved = [
+        not np.array_equal(a, b)
+        for a, b in zip(
+            leaves(start.params) + leaves(start.opt_state),
+            leaves(res.state.params) + leaves(res.state.opt_state),
+        )
+    ]
+    assert all(moved) if taken else not any(moved)
+    assert np.asarray(res.state.damp).tolist() == ([1.0, 1.0] if taken else [0.5, 0.5])
+    assert np.asarray(res.state.rejected).tolist() == ([0, 0] if taken else [1, 1])
+    assert res.rollbacks == [] and res.skipped == 0
+
+
+def test_a_step_that_stays_below_the_floor_is_kept(monkeypatch) -> None:
+    """``TRUST_FLOOR``: the same step (``lr`` 10, which multiplies the median loss many times over)
+    is rejected with the default floor, and kept when the floor is above the loss it reaches."""
+    import numerics.train.step as tr
+
+    cfg = TrainConfig(model="diag", lr=10.0, warmup=0, **{**TINY, "steps": 1, "chunk": 1})
+    verdicts = []
+    for floor in (tr.TRUST_FLOOR, 1e30):
+        monkeypatch.setattr(tr, "TRUST_FLOOR", floor)
+        CHUNK_CACHE.clear()
+        res = train(cfg)
+        verdicts.append(
+            (int(np.asarray(res.state.rejected)[0]), float(np.asarray(res.state.damp)[0]))
+        )
+    CHUNK_CACHE.clear()
+    assert verdicts == [(1, 0.5), (0, 1.0)], verdicts
+
+
+def test_one_bad_batch_is_skipped_in_step(monkeypatch) -> None:
+    """A single poisoned training batch (y = NaN at step 7) is skipped by the in-step guard: no
+    rollback, one skipped step per seed, finite parameters, and the other steps' updates are
+    kept."""
+    import numerics.train.step as tr
+
+    bad_step = 7
+    real_key, real_draw = tr.data_key, tr.draw
+
+    def key_with_index(seed, stream, index):
+        return real_key(seed, stream, index), jnp.asarray(stream == 1) & (
+            jnp.asarray(index) == bad_step
+        )
+
+    def draw(cfg, key, batch, sharding=None, values=None):
+        k, poison = key
+        b = real_draw(cfg, k, batch, sharding, values)
+        return b._replace(y=jnp.where(poison, jnp.nan, b.y))
+
+    monkeypatch.setattr(tr, "data_key", key_with_index)
+    monkeypatch.setattr(tr, "draw", draw)
+    CHUNK_CACHE.clear()
+    try:
+        cfg = TrainConfig(model="diag", seeds=2, **TINY)
+        res = train(cfg)
+    finally:
+        CHUNK_CACHE.clear()
+    assert res.rollbacks == [] and res.skipped == cfg.seeds, (res.rollbacks, res.skipped)
+    assert all(np.all(np.isfinite(x)) for x in leaves(res.state.params))
+    assert np.all(np.isfinite(np.asarray(res.curve)))
+    monkeypatch.undo()
+    clean = train(cfg)  # unpoisoned data: the skipped step changes the result
+    assert not np.array_equal(leaves(res.state.params)[0], leaves(clean.state.params)[0])
+
+
+def test_one_program_serves_every_noise_level_and_start(tmp_path):
+    """The compiled chunk is keyed on what it computes: noise levels, seed and start are its
+    arguments or its input state, so cells of one model and depth share it; so is the schedule
+    (steps, lr: ``test_schedule.py``), and the chunk's length is keyed on."""
+    from numerics.io import save_model
+    from numerics.models import init, universal
+
+    P, Q = universal(init("diag", jax.random.PRNGKey(0), 2, 4), 4)
+    save_model(tmp_path / "start.npz", np.asarray(P, np.float64), np.asarray(Q, np.float64))
+    base = TrainConfig(model="diag", layers=2, d=4, n=8, noise="uniform:1", steps=20, batch=16)
+    same = [
+        replace(base, noise="uniform:3", seed=7),
+        replace(base, warm_start=str(tmp_path / "start.npz")),
+        replace(base, init_scale=0.01),
+    ]
+    f = chunk_fn(base, 5, tuple(jax.devices()[:1]))
+    assert all(chunk_fn(c, 5, tuple(jax.devices()[:1])).program is f.program for c in same)
+    assert chunk_fn(replace(base, steps=40), 5, tuple(jax.devices()[:1])).program is f.program
+    assert chunk_fn(base, 4, tuple(jax.devices()[:1])).program is not f.program

@@ -89,14 +89,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _importing(frame: object) -> bool:
+    """Whether ``frame`` (a signal handler's) runs inside an import: a frame of importlib on its stack."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 class _Interrupts:
     r"""SIGINT in the console command: the first one raises :class:`KeyboardInterrupt` as Python's own handler
     does, and is raised again every :data:`AGAIN` seconds until :func:`main` catches it, since one raised inside a
     garbage-collector callback (JAX has one) is printed as "Exception ignored" and lost.  It is not raised again
     while an exception is being handled (cleanup code on its way up: a temporary file removed, ``--jobs``'
-    processes waited for); later SIGINTs add nothing."""
+    processes waited for); later SIGINTs add nothing.  It is never raised inside an import: an extension module
+    (NumPy's, jaxlib's) interrupted while it initialises can leave the process to crash (SIGSEGV, SIGABRT) or
+    fail with an ImportError, so a SIGINT that lands in an import is raised once the import is done."""
 
     AGAIN = 0.25
+    SOON = 0.005
 
     def __init__(self) -> None:
         self.pending = False  # a SIGINT was raised and not yet caught
@@ -117,11 +129,15 @@ class _Interrupts:
         if self.pending:
             return
         self.pending = True
+        if _importing(frame):  # raised within SOON of the import's end, before any work
+            signal.setitimer(signal.ITIMER_REAL, self.SOON, self.SOON)
+            return
         signal.setitimer(signal.ITIMER_REAL, self.AGAIN, self.AGAIN)
         raise KeyboardInterrupt
 
     def again(self, signum: int, frame: object) -> None:
-        if self.pending and sys.exc_info()[0] is None:
+        if self.pending and sys.exc_info()[0] is None and not _importing(frame):
+            signal.setitimer(signal.ITIMER_REAL, self.AGAIN, self.AGAIN)
             raise KeyboardInterrupt
 
     def caught(self) -> None:

@@ -178,10 +178,11 @@ def _startup_interrupt(out: Path, after: float | None) -> None:
             assert (out / "res" / "report.md").exists(), stderr[-2000:]
             assert "Traceback" not in stderr, stderr[-2000:]
             return
-    # nothing but, at most, the sweep's marker: an interrupt that lands in an import is raised when
-    # the import ends, which may be just after the sweep claimed its --out (a rerun resumes)
-    left = sorted(p.name for p in (out / "res").iterdir()) if (out / "res").exists() else []
-    assert left in ([], ["lintf-sweep.json"]), (after, left)
+    # nothing but, at most, the sweep's marker and its lock: an interrupt that lands in an import is
+    # raised when the import ends, which may be just after the sweep claimed its --out (a rerun
+    # resumes)
+    left = {p.name for p in (out / "res").iterdir()} if (out / "res").exists() else set()
+    assert left <= {"lintf-sweep.json", ".sweep.lock"}, (after, sorted(left))
 
 
 def _catches_sigalrm(pid: int) -> bool:

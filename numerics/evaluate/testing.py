@@ -39,7 +39,12 @@ from hypothesis.extra import numpy as hnp
 
 from numerics.evaluate import inspector
 from numerics.evaluate.testing_compare import Forward as Forward
-from numerics.evaluate.testing_compare import assert_close, outputs, query_gradient
+from numerics.evaluate.testing_compare import (
+    assert_close,
+    assert_implicit_weight,
+    outputs,
+    query_gradient,
+)
 
 # The family's members (docs/family.md): the same kind of check on a member's own implementation.
 from numerics.evaluate.testing_family import MEMBER_PROPERTIES as MEMBER_PROPERTIES
@@ -179,14 +184,8 @@ def check_implicit_weight(
         w = np.asarray(inspector.implicit_states(P, Q, X, y, backend="numpy").w[-1])
         f, _ = outputs(forward, X, y, x_query, P.shape[0])
         grad, route = query_gradient(forward, X, y, x_query, differentiate)
-    assert_close(
-        "implicit weight: y_hat vs <w^L, x_t> (derived recursion)",
-        f,
-        np.einsum("bd,bd->b", w, x_query),
-        rtol,
-    )
-    assert_close(
-        f"implicit weight: d y_hat / d x_t ({route}) vs w^L (derived recursion)", grad, w, rtol
+    assert_implicit_weight(
+        f, grad, route, w, x_query, rtol, "derived recursion", "derived recursion"
     )
 
 

@@ -81,3 +81,13 @@ def query_gradient(
         minus = prediction(np.asarray(forward(X, y, xq - step), np.float64))
         cols.append((plus - minus) / 2)
     return np.stack(cols, axis=-1), "central differences, step 1"
+
+
+def assert_implicit_weight(
+    f: Any, grad: Any, route: str, w: Any, x_query: Any, rtol: float, source: str, short: str
+) -> None:
+    """``ŷ = ⟨w^L, x_t⟩`` and ``∂ŷ/∂x_t = w^L`` (by ``route``), ``w^L`` from ``source`` (named
+    ``short`` beside the gradient)."""
+    want = np.einsum("bd,bd->b", w, x_query)
+    assert_close(f"implicit weight: y_hat vs <w^L, x_t> ({source})", f, want, rtol)
+    assert_close(f"implicit weight: d y_hat / d x_t ({route}) vs w^L ({short})", grad, w, rtol)

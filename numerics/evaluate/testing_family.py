@@ -24,7 +24,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from numerics.evaluate.testing_compare import assert_close, outputs, query_gradient
+from numerics.evaluate.testing_compare import (
+    assert_close,
+    assert_implicit_weight,
+    outputs,
+    query_gradient,
+)
 from numerics.models.family_weights import transfer_weights
 from numerics.models.kinds import kind_of
 
@@ -96,14 +101,15 @@ def check_member_implicit_weight(
         w = np.asarray(transfer_weights(params, X, y, x_query)[-1])
         f, _ = outputs(forward, X, y, x_query, _layers(params))
         grad, route = query_gradient(forward, X, y, x_query, differentiate)
-    assert_close(
-        "implicit weight: y_hat vs <w^L, x_t> (transfer matrices of lintf's context states)",
+    assert_implicit_weight(
         f,
-        np.einsum("bd,bd->b", w, x_query),
+        grad,
+        route,
+        w,
+        x_query,
         rtol,
-    )
-    assert_close(
-        f"implicit weight: d y_hat / d x_t ({route}) vs w^L (transfer matrices)", grad, w, rtol
+        "transfer matrices of lintf's context states",
+        "transfer matrices",
     )
 
 

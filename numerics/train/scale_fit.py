@@ -132,10 +132,11 @@ def stratify(
 
 
 def fit_scale(
-    P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL
+    P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL, stream: int = SCALE_STREAM
 ) -> tuple[float, dict]:
     r"""The scale ``c ∈ [SCALE_LOW, 1]`` of the model ``P, c·Q`` fitted to the mean adjusted loss
-    over a pool of ``pool`` fresh float64 sequences of the key ``fold_in(PRNGKey(0), SCALE_STREAM)``
+    over a pool of ``pool`` fresh float64 sequences of the key ``fold_in(PRNGKey(0), stream)``
+    (a stage's fit: :data:`SCALE_STREAM`; the rescue of a cell: its own stream)
     (golden section on the pool's stratified sample, :func:`stratify`, then the conservative edge of
     the minimum: :data:`SCALE_SLACK`, :data:`SCALE_SE`); ``1`` when no pool sequence exceeds
     :data:`SCALE_AT` at ``c = 1``.  Returns ``c`` and a summary, whose ``"slack"`` is the scale
@@ -147,7 +148,7 @@ def fit_scale(
     The pool holds such contexts at their true rate, and the stratified sample keeps every one of
     its worst."""
     P, Q = np.asarray(P, np.float64), np.asarray(Q, np.float64)
-    key = jax.random.fold_in(jax.random.PRNGKey(0), SCALE_STREAM)
+    key = jax.random.fold_in(jax.random.PRNGKey(0), stream)
     share = max(1, pool // SCALE_SHARE)
     losses = pool_losses(P, Q, noise, n, d, key, pool)
     if losses.max() <= SCALE_AT:  # no tail: the pool's sample is not needed

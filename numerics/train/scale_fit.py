@@ -94,29 +94,26 @@ def pool_rows(
 
 
 def stratify(
-    P: Any,
-    Q: Any,
+    a: np.ndarray,
     noise: str,
     n: int,
     d: int,
     key: jax.Array,
-    pool: int,
     top: int,
     rest: int,
     chunk: int = evaluation.CHUNK,
-    losses: np.ndarray | None = None,
 ) -> Stratified:
-    """The ``top`` sequences of ``pool`` fresh ones with the largest adjusted loss under ``P, Q``
-    (weight ``1/pool`` each, largest first, ties by index) and the others among ``rest`` indices
-    drawn uniformly in advance (weight ``(pool − top) / (pool · r)`` each, ``r`` of them, by index);
-    ``losses`` are the pool's :func:`pool_losses` where already computed.  Memory
-    ``O(pool + (top + rest) · n · d)``."""
+    """The ``top`` sequences of the pool of :func:`pool_losses` ``a`` (the adjusted losses of its
+    fresh sequences of ``key``) with the largest loss (weight ``1/pool`` each, largest first, ties
+    by index) and the others among ``rest`` indices drawn uniformly in advance (weight ``(pool −
+    top) / (pool · r)`` each, ``r`` of them, by index).  Memory ``O(pool + (top + rest) · n ·
+    d)``."""
+    pool = len(a)
     picked = np.sort(
         np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist()).choice(
             pool, rest, False
         )
     )
-    a = pool_losses(P, Q, noise, n, d, key, pool, chunk) if losses is None else losses
     keep_idx = np.argsort(-a, kind="stable")[:top]
     others = picked[~np.isin(picked, keep_idx)]
     rows = pool_rows(noise, n, d, key, pool, np.concatenate([keep_idx, others]), chunk)
@@ -153,7 +150,7 @@ def fit_scale(
     losses = pool_losses(P, Q, noise, n, d, key, pool)
     if losses.max() <= SCALE_AT:  # no tail: the pool's sample is not needed
         return 1.0, {"scale": 1.0, "searched": False, "pool_max": float(losses.max())}
-    sample = stratify(P, Q, noise, n, d, key, pool, share, share, losses=losses)
+    sample = stratify(losses, noise, n, d, key, share, share)
     seen: dict[float, tuple[float, float]] = {}
 
     def moments(c: float) -> tuple[float, float]:

@@ -32,15 +32,6 @@ beyond-the-paper depth study (:mod:`numerics.reproduce.beyond`), the claims on a
 The scale fit of every stage (:mod:`numerics.train.scale_fit`) answers the rare exploding context;
 a cell that fails its verdict all the same is rescued where the fit on a larger pool finds a scale
 that passes (:func:`numerics.reproduce.cell.rescue`), and is otherwise recorded as failed.
-"""
 
-from numerics.reproduce.grid import BUDGETS as BUDGETS
-from numerics.reproduce.grid import PARTS as PARTS
-from numerics.reproduce.grid import Budget as Budget
-from numerics.reproduce.grid import Cell as Cell
-from numerics.reproduce.grid import Schedule as Schedule
-from numerics.reproduce.grid import cells_for as cells_for
-from numerics.reproduce.grid import get_budget as get_budget
-from numerics.reproduce.record import Record as Record
-from numerics.reproduce.record import read_record as read_record
-from numerics.reproduce.rules import RULES as RULES
+Each name is imported from the module that defines it; the package itself imports nothing.
+"""

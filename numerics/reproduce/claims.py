@@ -237,10 +237,9 @@ def log_rates(depths: list[int], losses: list[float]) -> list[float]:
 
 
 def claim_gdpp_superexponential(t: Table) -> Claim:
-    key = "gdpp_superexponential"
     zero = [n for n in noises_of(t) if Noise.parse(n).sigma_max == 0 and depths_of(t, "gdpp", n)]
     if not zero:
-        return Claim(key, TEXTS[key], "not evaluated", ("no σ_max = 0 GD++ cells",))
+        return _claim("gdpp_superexponential", [], ["no σ_max = 0 GD++ cells"])
     Ls = depths_of(t, "gdpp", zero[0])
     ls = [t[("gdpp", L, zero[0])].loss for L in Ls]
     rates = log_rates(Ls, ls)
@@ -253,7 +252,7 @@ def claim_gdpp_superexponential(t: Table) -> Claim:
     ]
     if len(rates) < 2:
         ev.append(f"fewer than two rates above the floor {FLOOR:g}")
-    return Claim(key, TEXTS[key], "holds" if ok else "does not hold", tuple(ev))
+    return _claim("gdpp_superexponential", [ok], ev)
 
 
 def unseen_mean(sigma: list[float], loss: list[float], levels: tuple[float, ...]) -> float:

@@ -20,9 +20,8 @@ from typing import Any
 
 from numerics.io import atomic_write_json, read_json
 from numerics.reproduce.cell import train_cell
-from numerics.reproduce.grid import PARTS, Budget, cells_for
+from numerics.reproduce.grid import PARTS, Budget, Schedule, cells_for
 from numerics.reproduce.record import parse_record
-from numerics.reproduce.rules import RULES
 from numerics.reproduce.sweep import load_records
 
 FACTOR = 2
@@ -37,9 +36,9 @@ def longer(budget: Budget, factor: int = FACTOR) -> Budget:
 
 
 def holds(loss: float, se: float, loss2: float, se2: float) -> bool:
-    """The two losses agree within the stopping rule's thresholds."""
-    change = abs(loss2 - loss)
-    return change <= max(RULES.stop_rel * abs(loss), RULES.stop_se * math.hypot(se, se2))
+    """The two losses agree within the stopping rule's thresholds
+    (:meth:`numerics.reproduce.grid.Schedule.stop`, with the SEs added in quadrature)."""
+    return Schedule.stop(abs(loss2 - loss), loss, math.hypot(se, se2), blown=False)
 
 
 def check(

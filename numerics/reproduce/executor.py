@@ -34,7 +34,6 @@ import getpass
 import os
 import pickle
 import re
-import shutil
 import socket
 import tempfile
 import time
@@ -217,13 +216,10 @@ def work(name: str, fn: Callable[[Path], Files] | bytes, runs: str | None) -> tu
         rundir.mkdir(parents=True, exist_ok=True)
         with filelock.FileLock(rundir / CELL_LOCK, is_singleton=False):
             return name, fn(rundir)
-    scratch = tempfile.mkdtemp(prefix=f"lintf-{name}-")
-    try:
-        rundir = Path(scratch) / name
+    with tempfile.TemporaryDirectory(prefix=f"lintf-{name}-", ignore_cleanup_errors=True) as tmp:
+        rundir = Path(tmp) / name
         rundir.mkdir()
         return name, fn(rundir)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def write_cell(out: Path, name: str, files: Files) -> None:

@@ -71,8 +71,7 @@ def floor_of(
     r = baselines.table(
         noise, n=n, d=d, sequences=sequences, seed=seed, tune_sequences=2, methods=methods
     )
-    r = r[baselines.FLOOR]
-    return Entry(r["loss"], r["se"], r.get("minus_Bayes"), r.get("minus_Bayes_se"))
+    return Entry.of(r[baselines.FLOOR])
 
 
 def floor_entries(out: str | Path, budget: Any, noises: list[str]) -> dict[str, Entry]:
@@ -94,7 +93,7 @@ def floor_entries(out: str | Path, budget: Any, noises: list[str]) -> dict[str, 
             numbers = dict(zip(NUMBERS, (e.loss, e.se, e.minus_bayes, e.minus_bayes_se)))
             have = want | numbers | {"lam": Noise.parse(nz).mean_sigma2}
             atomic_write_json(path, have)
-        floors[nz] = Entry(*(have[k] for k in NUMBERS))
+        floors[nz] = Entry.of(have)
     return floors
 
 

@@ -1,4 +1,5 @@
-r"""Figures of the reproduction (matplotlib, Agg backend), read from the sweep's cell metrics.
+r"""Figures of the reproduction (matplotlib, Agg backend), read from the sweep's cell records keyed
+like the table (:func:`numerics.reproduce.table.by_key`).
 
 Every curve is an adjusted loss (method − oracle ridge with the true ``σ_τ``, docs/model.md); the
 Bayes-optimal floor (docs/model.md) is drawn in every panel.  Figure numbers follow the paper
@@ -24,7 +25,7 @@ import numpy as np  # noqa: E402
 
 from numerics.data import Noise  # noqa: E402
 from numerics.io import atomic_write_bytes  # noqa: E402
-from numerics.reproduce.table import BASE_NAMES, Table, by_key, depths_of  # noqa: E402
+from numerics.reproduce.table import BASE_NAMES, Key, Table, depths_of  # noqa: E402
 from numerics.reproduce.table import MODEL_NAMES as NAMES  # noqa: E402
 
 COLORS = {
@@ -146,17 +147,15 @@ def _finish(
 
 
 def _profile_panel(
-    ax: Any, cells: dict, base: dict | None, noise: str, curves: list[tuple[str, int, str, Any]]
+    ax: Any, rec: dict, base: dict | None, noise: str, curves: list[tuple[str, int, str, Any]]
 ) -> None:
     for model, L, label, color in curves:
-        c = by_key(cells).get((model, L, noise))
-        if c is None:
-            continue
-        p = c.profile
-        ax.plot(p["sigma"], p["loss"][-1], color=color, marker=".", ms=3, label=label)
+        if (model, L, noise) in rec:
+            p = rec[(model, L, noise)].profile
+            ax.plot(p["sigma"], p["loss"][-1], color=color, marker=".", ms=3, label=label)
     if base is not None:
         pr = base["profile"]
-        for b in ("ConstRR", "AdaRR", "TunedRR", "Bayes"):
+        for b in BASE_NAMES:
             ax.plot(pr["sigma"], pr[b]["loss"], color=COLORS[b], ls=STYLES[b], lw=1, label=b)
     nzp = Noise.parse(noise)
     for v in nzp.values if nzp.kind == "categorical" else [nzp.sigma_max]:
@@ -166,7 +165,9 @@ def _profile_panel(
     ax.set_title(noise, fontsize=9)
 
 
-def fig2(cells: dict, base: dict, noises: list[str], L: int, focus: str, path: str | Path) -> None:
+def fig2(
+    rec: dict[Key, Any], base: dict, noises: list[str], L: int, focus: str, path: str | Path
+) -> None:
     """Top: per-variance profiles of the L-layer models for each uniform setting. Bottom:
     ``focus`` across depths."""
     uni = [nz for nz in noises if Noise.parse(nz).kind == "uniform"]
@@ -174,7 +175,7 @@ def fig2(cells: dict, base: dict, noises: list[str], L: int, focus: str, path: s
     cmap = plt.get_cmap("viridis")
     bottom = []
     for m in NAMES:
-        Ls = depths_of(by_key(cells), m, focus)
+        Ls = depths_of(rec, m, focus)
         bottom.append(
             [(m, d, f"{NAMES[m]}-{d}", cmap(i / max(len(Ls) - 1, 1))) for i, d in enumerate(Ls)]
         )
@@ -183,7 +184,7 @@ def fig2(cells: dict, base: dict, noises: list[str], L: int, focus: str, path: s
     ]
     fig, axes = _grid(len(panels))
     for ax, (nz, curves, m) in zip(axes, panels):
-        _profile_panel(ax, cells, base.get(nz), nz, curves)
+        _profile_panel(ax, rec, base.get(nz), nz, curves)
         if m is not None:
             ax.set_title(f"{NAMES[m]}, {nz}, across depths", fontsize=9)
             ax.legend(fontsize=5)
@@ -194,14 +195,14 @@ def fig2(cells: dict, base: dict, noises: list[str], L: int, focus: str, path: s
     _finish(fig, axes, "adjusted loss", title, path)
 
 
-def fig3(cells: dict, base: dict, noises: list[str], L: int, path: str | Path) -> None:
+def fig3(rec: dict[Key, Any], base: dict, noises: list[str], L: int, path: str | Path) -> None:
     """Profiles for categorical noise, σ beyond and between the training levels (dotted)
     included."""
     cat = [nz for nz in noises if Noise.parse(nz).kind == "categorical"]
     fig, axes = _grid(max(len(cat), 1), ncols=2, w=5, h=3.5)
     for ax, nz in zip(axes, cat):
         _profile_panel(
-            ax, cells, base.get(nz), nz, [(m, L, f"{NAMES[m]}-{L}", COLORS[m]) for m in NAMES]
+            ax, rec, base.get(nz), nz, [(m, L, f"{NAMES[m]}-{L}", COLORS[m]) for m in NAMES]
         )
         ax.legend(fontsize=6)
     axes[0].set_ylabel("adjusted loss")
@@ -231,27 +232,26 @@ def fig4(P: np.ndarray, Q: np.ndarray, title: str, path: str | Path) -> None:
 
 
 def _model_panels(
-    cells: dict, focus: str, L: int, xlabel: str, title: str, path: str | Path, draw: Any
+    rec: dict[Key, Any], focus: str, L: int, xlabel: str, title: str, path: str | Path, draw: Any
 ) -> None:
-    """A panel per model kind for its L-layer cell at ``focus``, drawn by ``draw(ax, model, cell,
-    records by key)``."""
+    """A panel per model kind for its L-layer cell at ``focus``, drawn by ``draw(ax, model,
+    cell)``."""
     fig, axes = _grid(len(NAMES), ncols=3, w=4, h=3.2)
-    rec = by_key(cells)
     for ax, m in zip(axes, NAMES):
         if (m, L, focus) in rec:
-            draw(ax, m, rec[(m, L, focus)], rec)
+            draw(ax, m, rec[(m, L, focus)])
             _yscale(ax)
             ax.set_title(f"{NAMES[m]}-{L}, {focus}", fontsize=9)
             ax.set_xlabel(xlabel)
     _finish(fig, axes, "adjusted loss", title, path, size=5)
 
 
-def fig5(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
+def fig5(rec: dict[Key, Any], base: dict, focus: str, L: int, path: str | Path) -> None:
     """Read-out after each layer of the L-layer models: mean ± std over the cell and its seed
     replicas (those that pass the tail rules), the cell's own model, and each depth's own final
     loss for comparison."""
 
-    def draw(ax: Any, m: str, c: Any, rec: dict) -> None:
+    def draw(ax: Any, m: str, c: Any) -> None:
         x = np.arange(L + 1)
         if c.replicas:  # the cell and its seed replicas that pass the tail rules
             r = c.replicas
@@ -271,14 +271,14 @@ def fig5(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
             ax.axhline(r["loss"], color=COLORS[b], ls=STYLES[b], lw=1, label=b)
 
     title = "Fig. 5: adjusted loss of the prediction read out after each layer"
-    _model_panels(cells, focus, L, "read-out after layer l", title, path, draw)
+    _model_panels(rec, focus, L, "read-out after layer l", title, path, draw)
 
 
-def fig7(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
+def fig7(rec: dict[Key, Any], base: dict, focus: str, L: int, path: str | Path) -> None:
     """Per-variance profiles of every intermediate read-out of the L-layer models."""
     cmap = plt.get_cmap("viridis")
 
-    def draw(ax: Any, m: str, c: Any, rec: dict) -> None:
+    def draw(ax: Any, m: str, c: Any) -> None:
         p = c.profile
         for l in range(1, L + 1):
             color = cmap((l - 1) / max(L - 1, 1))
@@ -288,7 +288,7 @@ def fig7(cells: dict, base: dict, focus: str, L: int, path: str | Path) -> None:
             ax.plot(pr["sigma"], pr["Bayes"]["loss"], "k-", lw=1, label="Bayes")
 
     title = "Fig. 7: per-variance profiles of the read-out after each layer"
-    _model_panels(cells, focus, L, "σ", title, path, draw)
+    _model_panels(rec, focus, L, "σ", title, path, draw)
 
 
 def fig_depth(t: Table, noises: list[str], path: str | Path) -> None:

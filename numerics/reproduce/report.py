@@ -18,6 +18,7 @@ from numerics.reproduce.reads import judged_claims
 from numerics.reproduce.rules import RULES
 from numerics.reproduce.table import (
     MODEL_NAMES,
+    Key,
     Table,
     build_table,
     by_key,
@@ -46,11 +47,12 @@ def command(budget: str, out: str, part: str) -> str:
     return f"python -m numerics.cli reproduce --budget {budget} --out {out} --only {part}"
 
 
-def profiles_of(cells: dict[str, Any]) -> dict[tuple[str, int, str], dict[str, list[float]]]:
-    """Final-layer per-variance profiles of the passing cells, keyed like the table."""
+def profiles_of(rec: dict[Key, Any]) -> dict[Key, dict[str, list[float]]]:
+    """Final-layer per-variance profiles of the passing cells of ``rec`` (records keyed like the
+    table)."""
     return {
         k: {"sigma": m.profile["sigma"], "loss": m.profile["loss"][-1]}
-        for k, m in by_key(cells).items()
+        for k, m in rec.items()
         if not m.failed
     }
 
@@ -71,15 +73,14 @@ def training_reason(m: Any) -> str:
     return text + "".join(f"; {n}" for n in m.provenance.get("notes") or [])
 
 
-def claims_markdown(claims: list[Claim], cmd: str, cells: dict[str, Any]) -> str:
+def claims_markdown(claims: list[Claim], cmd: str, rec: dict[Key, Any]) -> str:
     """The verdict table, then each claim's evidence; for a claim that does not hold, how each
-    failing cell was trained (:func:`training_reason`)."""
+    failing cell of ``rec`` (records keyed like the table) was trained (:func:`training_reason`)."""
     out = ["| claim (docs/reproduce.md, 'The report') | verdict | regenerate |", "|---|---|---|"]
     out += [f"| {c.text} | **{c.status()}** | `{cmd}` |" for c in claims]
-    keyed = by_key(cells)
     for c in claims:
         out += ["", f"**{c.text}: {c.status()}.**", ""] + [f"- {e}" for e in c.evidence]
-        why = [training_reason(keyed[k]) for k in c.failing if k in keyed]
+        why = [training_reason(rec[k]) for k in c.failing if k in rec]
         if c.verdict == "does not hold" and why:
             out += ["", "Why, from how the failing cells were trained:", ""]
             out += [f"- {w}" for w in why]
@@ -98,6 +99,7 @@ def write_outputs(
     grid_cells = {
         k: v for k, v in cells.items() if v.layers in budget.depths and v.noise in budget.noises
     }
+    rec, grid_rec = by_key(cells), by_key(grid_cells)  # the records keyed like the table
     noises = [nz for nz in budget.noises if nz in base]
     drawn = [
         p
@@ -113,10 +115,10 @@ def write_outputs(
         files += ["table1.csv", "table1.md"]
     figs = {
         "fig1": lambda p: plots.fig1(table, noises, p),
-        "fig2": lambda p: plots.fig2(cells, base, noises, L, FOCUS, p),
-        "fig3": lambda p: plots.fig3(cells, base, noises, L, p),
-        "fig5": lambda p: plots.fig5(grid_cells, base, FOCUS, L, p),
-        "fig7": lambda p: plots.fig7(cells, base, FOCUS, L, p),
+        "fig2": lambda p: plots.fig2(rec, base, noises, L, FOCUS, p),
+        "fig3": lambda p: plots.fig3(rec, base, noises, L, p),
+        "fig5": lambda p: plots.fig5(grid_rec, base, FOCUS, L, p),
+        "fig7": lambda p: plots.fig7(rec, base, FOCUS, L, p),
     }
     for part in (p for p in figs if p in drawn):
         figs[part](out / f"{part}.png")
@@ -152,10 +154,11 @@ def write_outputs(
         for c in cells_for(budget, ("table1",))
         if c.name in missing
     }
-    from_diag = frozenset(k for k, m in by_key(grid_cells).items() if m.start == "diag")
+    from_diag = frozenset(k for k, m in grid_rec.items() if m.start == "diag")
     extra = [floor.claim_gdpp_floor(table, floor.floor_entries(out, budget, noises))]
-    claims = judged_claims(table, budget.depths, profiles_of(cells), extra, to_come, from_diag)
-    report = _report_markdown(sw, budget, table, claims, beyond_md, cmd, out)
+    claims = judged_claims(table, budget.depths, profiles_of(rec), extra, to_come, from_diag)
+    claims_md = claims_markdown(claims, cmd("table1"), rec)
+    report = _report_markdown(sw, budget, table, claims_md, beyond_md, cmd, out)
     atomic_write_text(out / "report.md", report)
     files.append("report.md")
     return {"files": files, "claims": claims}
@@ -214,7 +217,7 @@ def provenance_lines(sw: Any, budget: Budget, out: Path) -> list[str]:
 
 
 def _report_markdown(
-    sw: Any, budget: Budget, table: Table, claims: list[Claim], beyond_md: str, cmd: Any, out: Path
+    sw: Any, budget: Budget, table: Table, claims_md: str, beyond_md: str, cmd: Any, out: Path
 ) -> str:
     s, rules = budget.schedule, RULES
     secs = sum(float(m.provenance.get("seconds") or 0.0) for m in sw.cells.values())
@@ -258,7 +261,7 @@ def _report_markdown(
         "## The paper's claims, checked",
         "",
         _heavy_tails(table),
-        claims_markdown(claims, cmd("table1"), sw.cells),
+        claims_md,
         "## Table 1",
         "",
         f"Regenerate: `{cmd('table1')}` (also `table1.csv`).",

@@ -37,6 +37,12 @@ class Entry:
                 f"an entry needs a finite loss and se >= 0, got {self.loss}, {self.se}"
             )
 
+    @classmethod
+    def of(cls, e: dict[str, Any]) -> Entry:
+        """The entry of a record's ``eval``, a baseline's method or a floor: ``loss``, ``se`` and,
+        where paired, ``minus_Bayes`` and ``minus_Bayes_se``."""
+        return cls(e["loss"], e["se"], e.get("minus_Bayes"), e.get("minus_Bayes_se"))
+
 
 Key = tuple[str, int, str]
 #: ``(method, L, noise) → Entry``; baselines have ``L = 0``.
@@ -54,13 +60,10 @@ def build_table(cells: dict[str, Any], base: dict[str, dict[str, Any]]) -> Table
     t: Table = {}
     for k, m in by_key(cells).items():
         if not m.failed:
-            e = m.eval
-            t[k] = Entry(e["loss"], e["se"], e["minus_Bayes"], e["minus_Bayes_se"])
+            t[k] = Entry.of(m.eval)
     for nz, b in base.items():
         for name, r in b["methods"].items():
-            t[(name, 0, nz)] = Entry(
-                r["loss"], r["se"], r.get("minus_Bayes"), r.get("minus_Bayes_se")
-            )
+            t[(name, 0, nz)] = Entry.of(r)
     return t
 
 

@@ -44,10 +44,7 @@ def default_count(n_cores: int | None = None) -> int:
     """The largest power of two not above ``min(cores, MAX_DEVICES)``: it divides the default batch
     2048."""
     limit = min(cores() if n_cores is None else n_cores, MAX_DEVICES)
-    n = 1
-    while 2 * n <= limit:
-        n *= 2
-    return n
+    return 1 << (max(limit, 1).bit_length() - 1)
 
 
 def configure(

@@ -94,29 +94,26 @@ def pool_rows(
 
 
 def stratify(
-    P: Any,
-    Q: Any,
+    a: np.ndarray,
     noise: str,
     n: int,
     d: int,
     key: jax.Array,
-    pool: int,
     top: int,
     rest: int,
     chunk: int = evaluation.CHUNK,
-    losses: np.ndarray | None = None,
 ) -> Stratified:
-    """The ``top`` sequences of ``pool`` fresh ones with the largest adjusted loss under ``P, Q``
-    (weight ``1/pool`` each, largest first, ties by index) and the others among ``rest`` indices
-    drawn uniformly in advance (weight ``(pool − top) / (pool · r)`` each, ``r`` of them, by index);
-    ``losses`` are the pool's :func:`pool_losses` where already computed.  Memory
-    ``O(pool + (top + rest) · n · d)``."""
+    """The ``top`` sequences of the pool of :func:`pool_losses` ``a`` (the adjusted losses of its
+    fresh sequences of ``key``) with the largest loss (weight ``1/pool`` each, largest first, ties
+    by index) and the others among ``rest`` indices drawn uniformly in advance (weight ``(pool −
+    top) / (pool · r)`` each, ``r`` of them, by index).  Memory ``O(pool + (top + rest) · n ·
+    d)``."""
+    pool = len(a)
     picked = np.sort(
         np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist()).choice(
             pool, rest, False
         )
     )
-    a = pool_losses(P, Q, noise, n, d, key, pool, chunk) if losses is None else losses
     keep_idx = np.argsort(-a, kind="stable")[:top]
     others = picked[~np.isin(picked, keep_idx)]
     rows = pool_rows(noise, n, d, key, pool, np.concatenate([keep_idx, others]), chunk)
@@ -132,10 +129,11 @@ def stratify(
 
 
 def fit_scale(
-    P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL
+    P: Any, Q: Any, noise: str, n: int, d: int, pool: int = SCALE_POOL, stream: int = SCALE_STREAM
 ) -> tuple[float, dict]:
     r"""The scale ``c ∈ [SCALE_LOW, 1]`` of the model ``P, c·Q`` fitted to the mean adjusted loss
-    over a pool of ``pool`` fresh float64 sequences of the key ``fold_in(PRNGKey(0), SCALE_STREAM)``
+    over a pool of ``pool`` fresh float64 sequences of the key ``fold_in(PRNGKey(0), stream)``
+    (a stage's fit: :data:`SCALE_STREAM`; the rescue of a cell: its own stream)
     (golden section on the pool's stratified sample, :func:`stratify`, then the conservative edge of
     the minimum: :data:`SCALE_SLACK`, :data:`SCALE_SE`); ``1`` when no pool sequence exceeds
     :data:`SCALE_AT` at ``c = 1``.  Returns ``c`` and a summary, whose ``"slack"`` is the scale
@@ -147,12 +145,12 @@ def fit_scale(
     The pool holds such contexts at their true rate, and the stratified sample keeps every one of
     its worst."""
     P, Q = np.asarray(P, np.float64), np.asarray(Q, np.float64)
-    key = jax.random.fold_in(jax.random.PRNGKey(0), SCALE_STREAM)
+    key = jax.random.fold_in(jax.random.PRNGKey(0), stream)
     share = max(1, pool // SCALE_SHARE)
     losses = pool_losses(P, Q, noise, n, d, key, pool)
     if losses.max() <= SCALE_AT:  # no tail: the pool's sample is not needed
         return 1.0, {"scale": 1.0, "searched": False, "pool_max": float(losses.max())}
-    sample = stratify(P, Q, noise, n, d, key, pool, share, share, losses=losses)
+    sample = stratify(losses, noise, n, d, key, share, share)
     seen: dict[float, tuple[float, float]] = {}
 
     def moments(c: float) -> tuple[float, float]:

@@ -3,6 +3,7 @@ whole tiny cell trained for real, pure with respect to where its files go."""
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 from pathlib import Path
@@ -218,7 +219,13 @@ def rescuable(scripted, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
         r = Rescuable(limit)
         monkeypatch.setattr(cell_mod.verdict, "judge", r.judge)
         monkeypatch.setattr(cell_mod.verdict, "failure", r.failure)
-        monkeypatch.setattr(cell_mod, "fit_scale", lambda *a, **k: fit)
+        real = inspect.signature(cell_mod.fit_scale)
+
+        def fake_fit(*a, **k) -> tuple[float, dict]:  # noqa: ANN002, ANN003
+            real.bind(*a, **k)  # called as the real fit takes its arguments
+            return fit
+
+        monkeypatch.setattr(cell_mod, "fit_scale", fake_fit)
         return r
 
     return make

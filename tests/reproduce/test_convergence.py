@@ -54,3 +54,20 @@ def test_the_convergence_check_reports_and_changes_no_cell(
     assert res["cells"][name]["holds"] is holds and _tree(out / "models") == before
     assert (tmp_path / "runs" / "tiny-x2" / name / "calls").exists()  # its own run directory
     assert json.loads((out / "convergence.json").read_text())["cells"][name]["holds"] is holds
+
+
+@pytest.mark.parametrize(
+    "loss2, se, holds",
+    [
+        (1.025, 0.001, True),  # within the stopping rule's 3 % of the loss
+        (1.04, 0.001, False),  # 4 %, and 14 SEs of the difference
+        (1.2, 0.1, True),  # 20 %, but within 2 SEs of the difference (0.2 <= 2 * 0.141)
+        (1.3, 0.1, False),
+    ],
+)
+def test_two_runs_agree_within_the_stopping_rules_share_or_its_standard_errors(
+    loss2: float, se: float, holds: bool
+) -> None:
+    """Agreement is the stopping rule of the stages (a relative change or a count of SEs), with the
+    two runs' SEs added in quadrature."""
+    assert convergence.holds(1.0, se, loss2, se) is holds

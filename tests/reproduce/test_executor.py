@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -167,6 +168,27 @@ def test_a_process_that_holds_the_lock_may_run_sweeps_inside_it(tmp_path):
         assert (tmp_path / "out" / executor.HOLDER).is_file()
     assert not (tmp_path / "out" / executor.HOLDER).exists()
     assert len(executor.pending(cells(2), tmp_path / "out")) == 0
+
+
+def test_a_cell_without_runs_trains_in_a_scratch_directory_that_goes_when_it_ends(
+    tmp_path, monkeypatch
+):
+    """``runs=None``: a cell's run directory is ``<scratch>/<name>`` in a temporary directory of its
+    own, removed when the cell ends, whether it returns its files or raises."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    seen: list[Path] = []
+
+    def cell(rundir: Path, fail: bool = False) -> dict[str, bytes]:
+        seen.append(rundir)
+        (rundir / "checkpoint.npz").write_bytes(b"state")
+        if fail:
+            raise RuntimeError("diverged")
+        return {"metrics.json": b"{}"}
+
+    assert executor.work("c1", cell, None) == ("c1", {"metrics.json": b"{}"})
+    with pytest.raises(RuntimeError, match="diverged"):
+        executor.work("c2", functools.partial(cell, fail=True), None)
+    assert [p.name for p in seen] == ["c1", "c2"] and list(tmp_path.iterdir()) == []
 
 
 def test_pending_skips_finished_cells_and_run_refuses_them(tmp_path):

@@ -28,7 +28,7 @@ def test_fig5_spreads_over_the_seed_replicas_that_pass_the_tail_rules(tmp_path, 
     )
     figs = []
     monkeypatch.setattr(plots, "save", lambda fig, path: figs.append(fig))
-    plots.fig5({"diag-L2-uniform5": cell}, {}, "uniform:5", 2, tmp_path / "fig5.png")
+    plots.fig5({("diag", 2, "uniform:5"): cell}, {}, "uniform:5", 2, tmp_path / "fig5.png")
     ax = next(a for a in figs[0].axes if a.get_title().startswith("DIAG"))
     (bars,) = ax.containers
     assert np.allclose(bars.lines[0].get_ydata(), np.mean(loss[:2], axis=0))

@@ -9,7 +9,7 @@ import numpy as np
 from numerics import models
 from numerics.evaluate import losses as evaluation
 from numerics.models import constructions
-from numerics.train.scale_fit import SCALE_LOW, fit_scale, pool_rows, stratify
+from numerics.train.scale_fit import SCALE_LOW, fit_scale, pool_losses, pool_rows, stratify
 
 N, D, NOISE = 6, 3, "uniform:1"
 
@@ -27,9 +27,9 @@ def test_stratified_sample_keeps_the_pool_worst_and_estimates_its_mean_without_b
     full = evaluation.adjusted_per_sequence(
         P, Q, NOISE, N, D, key, pool, chunk=1024
     )  # the same sequences
-    s = stratify(
-        P, Q, NOISE, N, D, key, pool, top, top, chunk=1024
-    )  # four chunks: the worst merged across them
+    losses = pool_losses(P, Q, NOISE, N, D, key, pool, chunk=1024)
+    # four chunks: the worst merged across them
+    s = stratify(losses, NOISE, N, D, key, top, top, chunk=1024)
     with jax.enable_x64(True):
         a = np.asarray(
             evaluation.adjusted_full(P, Q, type(s.batch)(*s.batch), type(s.spectra)(*s.spectra))

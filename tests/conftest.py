@@ -65,6 +65,9 @@ TRAINED = Path(__file__).parent / "data" / "trained"
 
 
 def _trained_now(kind: str) -> TrainedModel:
+    import jax.numpy as jnp
+    import numpy as np
+
     from numerics import models
     from numerics.train.config import TrainConfig
     from numerics.train.loop import train
@@ -84,7 +87,11 @@ def _trained_now(kind: str) -> TrainedModel:
         select_sequences=256,
         eval_sequences=256,
     )
-    params = jax.tree_util.tree_map(lambda a: a[0], train(cfg).state.params)
+    # host arrays, as a loaded model's: the trained state lives on the training mesh, and every
+    # operation on an array of another sharding compiles anew
+    params = jax.tree_util.tree_map(
+        lambda a: jnp.asarray(np.asarray(a[0])), train(cfg).state.params
+    )
     return TrainedModel(kind, *models.universal(params, TRAINED_D), params)
 
 

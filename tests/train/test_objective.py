@@ -4,6 +4,7 @@ loss with targets moved within δ."""
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -18,6 +19,18 @@ from numerics.train.objective import loss_fn, static_config
 from tests.strategies.training import TINY
 
 
+@partial(jax.jit, static_argnames="delta")
+def _loss_and_grad(params, b, delta: float = 0.0):  # noqa: ANN001, ANN202
+    """``jax.value_and_grad(loss_fn, has_aux=True)`` compiled, as the training step runs it: one
+    program per batch shape and ``δ`` (``loss_sums`` branches on ``δ``), where op by op each check
+    dispatched a few thousand small programs."""
+    return jax.value_and_grad(loss_fn, has_aux=True)(params, b, delta=delta)
+
+
+#: the guarded and the plain fast pass, compiled
+_predict = jax.jit(predict_fast, static_argnames="guard")
+
+
 # FULL's twin runs with the slow tests: its pass differs from DIAG's only in G (checked in tests/models/test_forward.py),
 # and op by op it takes 15 s here
 @pytest.mark.parametrize("kind", [pytest.param("full", marks=pytest.mark.slow), "diag"])
@@ -28,12 +41,12 @@ def test_guard_drops_an_overflowing_sequence_with_zero_gradient(kind: str) -> No
     bad = b._replace(X=b.X.at[0].multiply(1e5))  # E^0 ~ 1e10·|E|: past max_float^(1/4) = 1.4e9
     clean = jax.tree_util.tree_map(lambda a: a[1:], b)
     params = models.init(kind, jax.random.PRNGKey(0), 4, 3, 1, 0.05, jnp.float32)
-    (l_bad, med_bad), g_bad = jax.value_and_grad(loss_fn, has_aux=True)(params, bad)
-    (l_ok, _), g_ok = jax.value_and_grad(loss_fn, has_aux=True)(params, clean)
-    yhat, alive = predict_fast(params, bad.X, bad.y, bad.x_query, guard=True)
+    (l_bad, med_bad), g_bad = _loss_and_grad(params, bad)
+    (l_ok, _), g_ok = _loss_and_grad(params, clean)
+    yhat, alive = _predict(params, bad.X, bad.y, bad.x_query, guard=True)
     assert not bool(alive[0]) and bool(jnp.all(alive[1:]))
     assert not np.isfinite(
-        float(predict_fast(params, bad.X, bad.y, bad.x_query)[0])
+        float(_predict(params, bad.X, bad.y, bad.x_query)[0])
     )  # it does overflow
     np.testing.assert_allclose(float(l_bad), float(l_ok), rtol=1e-6)
     for a, c in zip(jax.tree_util.tree_leaves(g_bad), jax.tree_util.tree_leaves(g_ok)):
@@ -52,22 +65,22 @@ def test_huber_gradient_is_the_squared_loss_gradient_with_targets_moved_within_d
     A large ``δ`` gives back the plain squared loss, value and gradient."""
     b = sample(jax.random.PRNGKey(5), "uniform:1", 32, 6, 3, jnp.float64)
     params = models.init(kind, jax.random.PRNGKey(1), 3, 3, 1, 0.3, jnp.float64)
-    yhat = predict_fast(params, b.X, b.y, b.x_query)
+    yhat = _predict(params, b.X, b.y, b.x_query)
     delta = float(
         np.quantile(np.abs(np.asarray(yhat - b.y_query)), 0.7)
     )  # about a third of them beyond δ
     moved = b._replace(y_query=yhat - jnp.clip(yhat - b.y_query, -delta, delta))
-    g_huber = jax.grad(lambda p: loss_fn(p, b, delta=delta)[0])(params)
-    g_moved = jax.grad(lambda p: _sq_at(p, moved))(params)
+    g_huber = _loss_and_grad(params, b, delta=delta)[1]
+    g_moved = jax.jit(jax.grad(_sq_at))(params, moved)
     for a, c in zip(jax.tree_util.tree_leaves(g_huber), jax.tree_util.tree_leaves(g_moved)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-9, atol=1e-12)
     assert not np.allclose(
         np.asarray(jax.tree_util.tree_leaves(g_huber)[0]),
-        np.asarray(jax.tree_util.tree_leaves(jax.grad(lambda p: loss_fn(p, b)[0])(params))[0]),
+        np.asarray(jax.tree_util.tree_leaves(_loss_and_grad(params, b)[1])[0]),
     )
     big = 10 * float(jnp.max(jnp.abs(yhat - b.y_query)))
-    (l_big, _), g_big = jax.value_and_grad(lambda p: loss_fn(p, b, delta=big), has_aux=True)(params)
-    (l_sq, _), g_sq = jax.value_and_grad(lambda p: loss_fn(p, b), has_aux=True)(params)
+    (l_big, _), g_big = _loss_and_grad(params, b, delta=big)
+    (l_sq, _), g_sq = _loss_and_grad(params, b)
     assert float(l_big) == float(l_sq)
     for a, c in zip(jax.tree_util.tree_leaves(g_big), jax.tree_util.tree_leaves(g_sq)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
@@ -86,10 +99,8 @@ def test_huber_keeps_the_step_finite_when_one_residual_overflows_its_square() ->
     b = sample(jax.random.PRNGKey(6), "uniform:1", 16, 6, 3, jnp.float32)
     b = b._replace(y_query=b.y_query.at[0].set(1e20))
     params = models.init("diag", jax.random.PRNGKey(2), 4, 3, 1, 0.05, jnp.float32)
-    (l_sq, _), g_sq = jax.value_and_grad(loss_fn, has_aux=True)(params, b)
-    (l_h, _), g_h = jax.value_and_grad(lambda p: loss_fn(p, b, delta=30 * 3**0.5), has_aux=True)(
-        params
-    )
+    (l_sq, _), g_sq = _loss_and_grad(params, b)
+    (l_h, _), g_h = _loss_and_grad(params, b, delta=30 * 3**0.5)
     import optax
 
     # the step's finiteness check: loss and gradient norm (the norm squares the entries)
@@ -110,9 +121,7 @@ def test_a_batch_in_micro_batches_has_the_whole_batchs_loss_statistics_and_gradi
     b = sample(jax.random.PRNGKey(7), "uniform:2", 16, 6, 3, jnp.float64)
     b = b._replace(X=b.X.at[5].multiply(1e40))  # past max_float^(1/4) in float64: dead
     params = models.init(kind, jax.random.PRNGKey(2), 3, 3, 1, 0.05, jnp.float64)
-    yhat, alive = jax.jit(predict_fast, static_argnames="guard")(
-        params, b.X, b.y, b.x_query, guard=True
-    )
+    yhat, alive = _predict(params, b.X, b.y, b.x_query, guard=True)
     assert not bool(alive[5]) and int(jnp.sum(alive)) == 15
     delta = float(np.quantile(np.abs(np.asarray(yhat - b.y_query))[np.asarray(alive)], 0.8))
     for final in (False, True):

@@ -107,6 +107,11 @@ def test_training_the_stages_traces_and_compiles_once() -> None:
     )  # stage 2's lr is half
 
 
+#: Two seeds with step rejection and the Huber loss off and a low divergence threshold: a high rate
+#: rolls back.  The traced schedule's training check below runs the same program at a sane rate.
+UNGUARDED = {**TINY, "seeds": 2, "trust": 0, "huber": 0, "explode": 1.5}
+
+
 def test_rollbacks_and_a_resume_run_the_same_compiled_chunk(tmp_path) -> None:  # noqa: ANN001
     """A rollback's halved ``rho`` and a state read from a checkpoint (with the earlier chunk starts it keeps for
     going back) are placed as the program's outputs: a run that rolls back, then a run interrupted and resumed,
@@ -114,11 +119,7 @@ def test_rollbacks_and_a_resume_run_the_same_compiled_chunk(tmp_path) -> None:  
     import numerics.train.rundir as rd
 
     CHUNK_CACHE.clear()
-    hot = TrainConfig(
-        model="diag",
-        seeds=2,
-        **{**TINY, "lr": 3.0, "trust": 0, "huber": 0, "explode": 1.5, "max_rollbacks": 100},
-    )
+    hot = TrainConfig(model="diag", **{**UNGUARDED, "lr": 3.0, "max_rollbacks": 100})
     res = train(hot)
     program = chunk_fn(hot, 5, training_devices(TINY["batch"])).program
     assert len(res.rollbacks) >= 2 and program._cache_size() == 1
@@ -180,8 +181,9 @@ def test_traced_schedule_is_the_constant_schedule_bit_for_bit(kw: dict) -> None:
 def test_training_with_the_traced_schedule_is_training_with_the_constant_one(
     model: str, kw: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Whole chunks: the shared program against one built with the schedule as constants (the old program)."""
-    cfg = TrainConfig(model=model, seeds=2, **{**TINY, **kw})
+    """Whole chunks: the shared program against one built with the schedule as constants (the old program).
+    The run is the rollback check's (its program), at rates that do not roll back."""
+    cfg = TrainConfig(model=model, **{**UNGUARDED, **kw})
     dev = training_devices(cfg.batch)
     traced = train(cfg)
     state, seed, curve = init_state(cfg), jnp.asarray(cfg.seed, jnp.int32), []

@@ -142,13 +142,22 @@ def finite_adjusted(model: np.ndarray, oracle: np.ndarray) -> tuple[float, float
 _EVAL_CACHE: dict = {}
 
 
+def eval_key(cfg: TrainConfig, m: int) -> tuple:
+    """What the evaluation program of ``m`` sequences reads from the (static) config: the model
+    kind, the noise's kind and number of levels, ``n``, ``d`` and the dtype.  Configs that differ
+    only in what training alone reads (rate, seeds, step rejection, the ``y`` step, GD++'s sign,
+    the Huber loss, batch, chunk, …) share one compiled program."""
+    return (cfg.model, cfg.noise, cfg.n, cfg.d, cfg.dtype, m)
+
+
 def _eval_jit(cfg: TrainConfig, m: int) -> Callable:
     """Per-sequence losses of ``m`` sequences, on one device (:func:`adjusted_losses` moves the
-    parameters there).  Not sharded: on 2 host devices (jax 0.10.2, XLA CPU) the batched LAPACK
-    solve of the oracle ridge deadlocked whenever the program spanned both devices (batch split, in
-    ``jit`` and ``shard_map`` alike, or parameters replicated by training);
-    ``tests/train/test_devices.py`` evaluates a trained model on the split host."""
-    if (cfg, m) not in _EVAL_CACHE:
+    parameters there), compiled once per :func:`eval_key`.  Not sharded: on 2 host devices (jax
+    0.10.2, XLA CPU) the batched LAPACK solve of the oracle ridge deadlocked whenever the program
+    spanned both devices (batch split, in ``jit`` and ``shard_map`` alike, or parameters replicated
+    by training); ``tests/train/test_devices.py`` evaluates a trained model on the split host."""
+    k = eval_key(cfg, m)
+    if k not in _EVAL_CACHE:
 
         def f(params, key, values):
             b = draw(cfg, key, m, None, values)
@@ -159,8 +168,8 @@ def _eval_jit(cfg: TrainConfig, m: int) -> Callable:
             yhat = jax.vmap(lambda p: fwd(p, b.X, b.y, b.x_query))(params)
             return 0.5 * (yhat - b.y_query) ** 2, oracle
 
-        _EVAL_CACHE[(cfg, m)] = jax.jit(f)
-    return _EVAL_CACHE[(cfg, m)]
+        _EVAL_CACHE[k] = jax.jit(f)
+    return _EVAL_CACHE[k]
 
 
 def clear_caches() -> None:

@@ -14,13 +14,39 @@ import pytest
 from numerics import models
 from numerics.errors import LintfError
 from numerics.io import load_model
+from numerics.train import loop
 from numerics.train.config import TrainConfig
-from numerics.train.loop import init_state, train
+from numerics.train.loop import adjusted_losses, init_state, train
 from numerics.train.objective import diag_part, effective_params
 from numerics.train.rundir import run as run_dir
 from numerics.train.rundir import save_checkpoint
 from numerics.train.step import CHUNK_CACHE
 from tests.strategies.training import TINY, leaves
+
+
+# --- evaluation ---------------------------------------------------------------------------------
+def test_evaluation_compiles_once_for_configs_that_differ_only_in_training() -> None:
+    """The held-out programs are cached on what evaluation reads (model, noise kind and level count,
+    n, d, dtype): a config that differs in rate, seeds, step rejection, batch or chunk reuses the
+    program and gives the same numbers; other noise levels reuse it with their own numbers; another
+    ``n`` compiles its own."""
+    base = TrainConfig(model="diag", **TINY)
+    params = init_state(base).params
+    loop._EVAL_CACHE.clear()
+    a = adjusted_losses(base, params, 3, 256)
+    assert len(loop._EVAL_CACHE) == 1
+    other = TrainConfig(
+        model="diag", **{**TINY, "lr": 3e-3, "trust": 0.0, "batch": 32, "chunk": 4, "clip": 0.5}
+    )
+    b = adjusted_losses(other, params, 3, 256)
+    assert len(loop._EVAL_CACHE) == 1, "a config that differs only in training compiled again"
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    c = adjusted_losses(TrainConfig(model="diag", **{**TINY, "noise": "uniform:5"}), params, 3, 256)
+    assert len(loop._EVAL_CACHE) == 1
+    assert not np.array_equal(a[1], c[1]), "another noise level drew the same sequences' noise"
+    adjusted_losses(TrainConfig(model="diag", **{**TINY, "n": 7}), params, 3, 256)
+    assert len(loop._EVAL_CACHE) == 2
 
 
 # --- determinism and resume ----------------------------------------------------------------------

@@ -28,7 +28,6 @@ import json
 import math
 import os
 import time
-import zipfile
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -147,8 +146,6 @@ def _read_checkpoint(ck: Path, cfg: TrainConfig) -> Result:
     """The run ``ck`` holds, after checking its archive (:func:`numerics.archive.read_npz`: only the
     arrays the state needs are loaded), its ``meta`` (:func:`_checkpoint_meta`), every leaf against
     the state ``cfg`` trains (shape, dtype, finiteness) and the step against ``cfg.steps``."""
-    if not zipfile.is_zipfile(ck):
-        raise ValueError("not an .npz archive")
     shapes = jax.eval_shape(lambda: init_state(cfg, template=True))
     template, structure = jax.tree_util.tree_flatten(shapes)
     found = read_npz(ck, "the archive", ("meta",))

@@ -84,13 +84,20 @@ def _train_interrupts(tmp_path: Path, runs: int, seed: int, resume: bool) -> Non
         span = 4.0
     for k in range(runs):
         run = tmp_path / f"run{k}"
-        res = _interrupted([*TRAIN, "--out", str(run)], after=rng.uniform(1.0, span))
+        after = rng.uniform(1.0, span)
+        res = _interrupted([*TRAIN, "--out", str(run)], after=after)
         _ended_cleanly(res, "train")
+        left = sorted(p.name for p in run.iterdir()) if run.exists() else []
         if resume:
             again = _interrupted([*TRAIN, "--out", str(run)], after=3600)
             assert again.returncode == 0, again.stderr[-2000:]
-            for a, b in zip(_model(run), _model(tmp_path / "ref")):
+            for a, b in zip(_model(run), _model(tmp_path / "ref"), strict=True):
                 np.testing.assert_array_equal(a, b)
+        print(
+            f"run {k + 1}: SIGINT at {after:.2f} s of {span:.2f} s, status {res.returncode}, "
+            f"left {left or 'nothing'}" + (", resumed equal" if resume else ""),
+            flush=True,
+        )
 
 
 def test_sigint_during_train_ends_it_with_130_and_one_line(tmp_path: Path) -> None:
@@ -162,6 +169,11 @@ def _startup_interrupt(out: Path, after: float | None) -> None:
     p.send_signal(signal.SIGINT)
     stdout, stderr = p.communicate(timeout=600)
     res = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+    print(
+        f"start-up SIGINT at {'the handler' if after is None else f'{after:.2f} s'} (lintf's handler "
+        f"{'in' if handled else 'not yet in'}): status {res.returncode}",
+        flush=True,
+    )
     if handled or after is None:
         assert handled and res.returncode == 130, (after, res.returncode, stderr[-2000:])
         _ended_cleanly(res, "reproduce")
@@ -209,13 +221,16 @@ def _reproduce_interrupts(tmp_path: Path, interrupts: int, seed: int) -> None:
         runs += 1
         assert runs <= 4 * interrupts, f"{sent} interrupts in {runs} runs"
         t0 = time.perf_counter()
+        after = rng.uniform(1.0, max(span, 1.5))
         res = _interrupted(
-            _tiny_reproduce(tmp_path / f"chain{chain}"),
-            after=rng.uniform(1.0, max(span, 1.5)),
-            script=TINY_CONSOLE,
+            _tiny_reproduce(tmp_path / f"chain{chain}"), after=after, script=TINY_CONSOLE
         )
         _ended_cleanly(res, "reproduce")
-        print(f"run {runs}: status {res.returncode}", flush=True)
+        print(
+            f"run {runs}: SIGINT at {after:.2f} s of {span:.2f} s (sweep {chain + 1}): status "
+            f"{res.returncode}",
+            flush=True,
+        )
         if res.returncode == 130:
             sent += 1
         else:

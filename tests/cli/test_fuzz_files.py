@@ -43,6 +43,7 @@ from tests.strategies.hostile import (
     REFUSED_WORDS,
     foreign_out,
     hostile_json,
+    hostile_printed,
     npz_bytes,
     refused_archives,
     tampered_json,
@@ -238,6 +239,33 @@ def test_hostile_json_in_a_models_meta_or_a_printed_table_is_one_line_many(
     world: Path, kind: str, data: st.DataObject
 ) -> None:
     _json_case(world, kind, data)
+
+
+def _printed_case(world: Path, data: st.DataObject) -> None:
+    label, suffix, raw = data.draw(hostile_printed(), label="printed")
+    path = world / f"printed{suffix}"
+    path.write_bytes(raw)
+    _refused(["verify", "--only", "gram_map", "--printed", str(path)], world, f"--printed {path}")
+    path.unlink()
+
+
+@given(data=st.data())
+@settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_a_printed_table_with_a_bad_row_is_one_line_naming_it(
+    world: Path, data: st.DataObject
+) -> None:
+    """A field of the wrong type or past float64 (a boolean, a 400-digit integer, ``NaN``), an unknown
+    field, a CSV line Python's reader refuses: one line naming the file, before any floor is evaluated."""
+    _printed_case(world, data)
+
+
+@pytest.mark.slow
+@given(data=st.data())
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_a_printed_table_with_a_bad_row_is_one_line_naming_it_many(
+    world: Path, data: st.DataObject
+) -> None:
+    _printed_case(world, data)
 
 
 def test_json_nested_past_the_limit_is_refused_by_the_depth_check(world: Path) -> None:

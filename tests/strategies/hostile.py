@@ -442,3 +442,74 @@ def foreign_out() -> st.SearchStrategy[tuple[str, Callable[[Path], Path]]]:
         return build
 
     return st.tuples(st.sampled_from(FOREIGN_OUT), user_files()).map(lambda c: (c[0], make(*c)))
+
+
+# ------------------------------------------------------------------------------------------------
+# A table of printed GD++ values (lintf verify --printed): a valid table with one row's field of a
+# type or value no reader may take, or a CSV that Python's reader refuses.
+# ------------------------------------------------------------------------------------------------
+
+#: Values each field of a printed row may not take, as JSON text (a number past float64, a 400-digit
+#: integer, a boolean that would read as 1, another type).
+BAD_PRINTED = {
+    "noise": ["5", "null", "[]", '{"a": 1}', '"bogus"', '"fixed:1e999999999"', '"uniform:-1"'],
+    "depth": ["true", "false", "null", "[2]", '"abc"', "0", "-3", "2.5", "1e999", "9" * 400],
+    "value": ["true", "null", "[0.3]", '"abc"', "NaN", "Infinity", "1e999", "9" * 400, "9" * 5000],
+    "se": ["true", "-1", "NaN", "[0]", '"abc"', "1e999", "9" * 400],
+}
+_PRINTED_ROW = {"noise": '"uniform:5"', "depth": "2", "value": "0.36", "se": "0.005"}
+
+
+def _printed_json(rows: int, bad_row: int, field: str, value: str, extra: bool) -> bytes:
+    out = []
+    for i in range(rows):
+        row = dict(_PRINTED_ROW) | ({field: value} if i == bad_row else {})
+        if extra and i == bad_row:
+            row["sigma"] = "1"  # a field a printed row does not have
+        out.append("{" + ", ".join(f'"{k}": {v}' for k, v in row.items()) + "}")
+    return ("[" + ",\n ".join(out) + "]").encode()
+
+
+def _printed_csv(kind: str, rows: int) -> bytes:
+    head, row = "noise,depth,value,se\r\n", "uniform:5,2,0.36,0.005\r\n"
+    bad = {
+        "a field past the CSV reader's limit": "u" * 200_000 + ",2,0.36,0.005\r\n",
+        "more fields than the header": "categorical:1,3,2,0.36,0.005\r\n",
+        "a depth of 5000 digits": "uniform:5," + "9" * 5000 + ",0.36,0\r\n",
+        "no value": "uniform:5,2,,0.005\r\n",
+        "a value that is text": "uniform:5,2,abc,0.005\r\n",
+    }
+    if kind == "no value column":
+        return b"noise,depth,se\r\nuniform:5,2,0.005\r\n"
+    return (head + row * rows + bad[kind]).encode()
+
+
+def hostile_printed() -> st.SearchStrategy[tuple[str, str, bytes]]:
+    """``(label, suffix, bytes)``: a printed table of 1-5 rows, JSON (``.json``) with one row's field
+    set to a value of :data:`BAD_PRINTED` or given an unknown field, or CSV (``.csv``) with one bad
+    line after 0-4 good ones, or no ``value`` column.  Every one must be refused, before any floor is
+    evaluated."""
+
+    @st.composite
+    def json_rows(draw: Callable) -> tuple[str, str, bytes]:
+        rows = draw(st.integers(1, 5))
+        at = draw(st.integers(0, rows - 1))
+        field, value = draw(
+            st.sampled_from([(f, v) for f, vs in BAD_PRINTED.items() for v in vs] + [("sigma", "")])
+        )
+        label = f"row {at + 1} {field} = {value[:20]}" if value else f"row {at + 1} has sigma"
+        raw = _printed_json(rows, at, *((field, value) if value else ("se", "0.005")), not value)
+        return label, ".json", raw
+
+    csv_kinds = [
+        "a field past the CSV reader's limit",
+        "more fields than the header",
+        "a depth of 5000 digits",
+        "no value",
+        "a value that is text",
+        "no value column",
+    ]
+    csv_rows = st.tuples(st.sampled_from(csv_kinds), st.integers(0, 4)).map(
+        lambda c: (f"CSV: {c[0]} after {c[1]} rows", ".csv", _printed_csv(*c))
+    )
+    return st.one_of(json_rows(), csv_rows)

@@ -250,7 +250,7 @@ def _printed_case(world: Path, data: st.DataObject) -> None:
 
 
 @given(data=st.data())
-@settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 def test_a_printed_table_with_a_bad_row_is_one_line_naming_it(
     world: Path, data: st.DataObject
 ) -> None:
@@ -261,7 +261,7 @@ def test_a_printed_table_with_a_bad_row_is_one_line_naming_it(
 
 @pytest.mark.slow
 @given(data=st.data())
-@settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=2000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 def test_a_printed_table_with_a_bad_row_is_one_line_naming_it_many(
     world: Path, data: st.DataObject
 ) -> None:

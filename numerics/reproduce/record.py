@@ -243,4 +243,44 @@ def read_baselines(path: str | Path, methods: tuple[str, ...]) -> dict[str, Any]
     return data
 
 
-__all__ = ["FORMAT", "Corrupt", "Record", "check", "parse_record", "read_baselines", "read_record"]
+#: A setting's cached GD++ floor (``OUT/baselines/floor-<noise>.json``,
+#: :func:`numerics.reproduce.floor.floor_entries`): what it was evaluated on, and its numbers.
+_FLOOR = {
+    "noise": STR,
+    "eval_sequences": INT,
+    "n": INT,
+    "d": INT,
+    "loss": FIN,
+    "se": FIN,
+    "minus_Bayes": FIN,
+    "minus_Bayes_se": FIN,
+    "*": ANY,
+}
+
+
+def read_floor(path: str | Path) -> dict[str, Any]:
+    """A setting's cached GD++ floor: ``noise``, the sizes it was evaluated at (``eval_sequences``,
+    ``n``, ``d``) and its finite ``loss``, ``se``, ``minus_Bayes``, ``minus_Bayes_se``; a one-line
+    error naming the file otherwise (the caller evaluates it again where its sizes are not the
+    budget's)."""
+    data = read_json(path, f"GD++ floor of {Path(path).stem.removeprefix('floor-')}")
+    try:
+        check(data, _FLOOR, "")
+    except Corrupt as exc:
+        raise LintfError(
+            f"{str(path)!r} (GD++ floor of {Path(path).stem.removeprefix('floor-')}) is corrupt "
+            f"({exc}); delete it and rerun"
+        ) from None
+    return data
+
+
+__all__ = [
+    "FORMAT",
+    "Corrupt",
+    "Record",
+    "check",
+    "parse_record",
+    "read_baselines",
+    "read_floor",
+    "read_record",
+]

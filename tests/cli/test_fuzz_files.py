@@ -324,6 +324,7 @@ REQUIRED = {
     "baselines": ("noise", "eval_sequences", "tune_sequences", "profile_sequences",
                   "profile_points", "methods", "profile"),
     "marker": ("kind", "format", "budget"),
+    "floor": ("noise", "eval_sequences", "n", "d", "loss", "se", "minus_Bayes", "minus_Bayes_se"),
 }  # fmt: skip
 #: What may take a file's place and be read as it: a universal model of other depth, an --out that is a
 #: link to an empty folder or one this process may write into (its owner's mode bits do not bind root).
@@ -479,12 +480,21 @@ def _ends_well(argv: list[str], root: Path, names: str, refuse: bool, words: str
 TAMPERED = [
     ("quick", "record"),
     ("quick", "baselines"),
+    ("quick", "floor"),
     ("quick", "marker"),
     ("quick", "model"),
     ("tiny", "record"),
     ("tiny", "baselines"),
+    ("tiny", "floor"),
     ("tiny", "marker"),
 ]
+#: The parts a case's command draws beside the one that reads the tampered file (``table1``; ``fig4``
+#: for Fig. 4's model): with budget quick, each figure and the beyond-the-grid section is drawn from
+#: the files there; with budget tiny, the fake cells they need are trained first.
+OTHER_PARTS = {
+    "quick": tuple(p for p in grid.PARTS if p not in ("table1",)),
+    "tiny": ("fig1", "fig3"),
+}
 
 
 def _tampered_case(root: Path, target: tuple[str, str], data: st.DataObject) -> None:
@@ -492,7 +502,9 @@ def _tampered_case(root: Path, target: tuple[str, str], data: st.DataObject) -> 
     out = root / "out"
     (_quick_sweep if budget == "quick" else _tiny_sweep)(out)
     b = grid.BUDGETS[budget]
-    parts = "fig4" if kind == "model" else "table1"
+    read = "fig4" if kind == "model" else "table1"
+    others = data.draw(st.lists(st.sampled_from(OTHER_PARTS[budget]), max_size=2, unique=True))
+    parts = ",".join(dict.fromkeys([read, *others]))
     if kind == "record":
         c = data.draw(
             st.sampled_from(QUICK_CELLS if budget == "quick" else grid.cells_for(TINY, ("table1",)))
@@ -503,6 +515,9 @@ def _tampered_case(root: Path, target: tuple[str, str], data: st.DataObject) -> 
     elif kind == "baselines":
         path = out / "baselines" / f"{grid.slug(data.draw(st.sampled_from(b.noises)))}.json"
         label, raw = data.draw(tampered_json(json.loads(path.read_bytes())), label="baselines")
+    elif kind == "floor":
+        path = out / "baselines" / f"floor-{grid.slug(data.draw(st.sampled_from(b.noises)))}.json"
+        label, raw = data.draw(tampered_json(json.loads(path.read_bytes())), label="floor")
     elif kind == "marker":
         path = out / "lintf-sweep.json"
         label, raw = data.draw(

@@ -513,3 +513,50 @@ def hostile_printed() -> st.SearchStrategy[tuple[str, str, bytes]]:
         lambda c: (f"CSV: {c[0]} after {c[1]} rows", ".csv", _printed_csv(*c))
     )
     return st.one_of(json_rows(), csv_rows)
+
+
+# ------------------------------------------------------------------------------------------------
+# Numbers past float64 for an option (a hang where an option expands them exactly), and the
+# host-device count of XLA_FLAGS.
+# ------------------------------------------------------------------------------------------------
+
+
+def huge_number_texts() -> st.SearchStrategy[str]:
+    """Text of a number whose exact value no float holds: a mantissa with a decimal exponent of 10**6
+    to 10**9 (either sign), thousands of digits, or a fraction ``A/B`` of such parts; the exact
+    expansion of any of them holds the interpreter for minutes to hours."""
+    mantissa = st.sampled_from(["1", "-1", "9.99", "0.5", "+7", "1."])
+    exponent = st.integers(10**6, 10**9).flatmap(lambda e: st.sampled_from([str(e), f"-{e}"]))
+    scientific = st.tuples(mantissa, st.sampled_from(["e", "E"]), exponent).map("".join)
+    digits = st.tuples(st.sampled_from("123456789"), st.integers(4_400, 20_000)).map(
+        lambda c: c[0] * c[1]
+    )
+    part = st.one_of(scientific, digits, st.sampled_from(["1", "3", "0.25"]))
+    fraction = (
+        st.tuples(part, part)
+        .filter(lambda c: len(c[0] + c[1]) > 4_000 or "e" in "".join(c).lower())
+        .map("/".join)
+    )
+    return st.one_of(scientific, digits, fraction)
+
+
+def bad_xla_flags(flag: str, most: int) -> st.SearchStrategy[tuple[str, str]]:
+    """``(label, XLA_FLAGS)`` whose host-device count ``flag`` is not one integer in ``1..most``:
+    out of range, not a decimal integer, without a value, or given twice; among other flags."""
+    bad_value = st.one_of(
+        st.integers(max_value=0).map(str),
+        st.integers(min_value=most + 1).map(str),
+        st.sampled_from(["", "abc", "4.0", "1e1", "+4", "0x4", "4,5", "٣", "４", '4"', "inf"]),
+        st.text(alphabet="abc.,-+e ", min_size=1, max_size=6).filter(lambda t: " " not in t),
+    )
+    one = bad_value.map(lambda v: (f"value {v!r}", f"{flag}={v}"))
+    bare = st.just(("no value", flag))
+    twice = st.tuples(st.integers(1, most), st.integers(1, most)).map(
+        lambda c: (f"given twice ({c[0]}, {c[1]})", f"{flag}={c[0]} {flag}={c[1]}")
+    )
+    others = st.lists(
+        st.sampled_from(["--xla_cpu_use_thunk_runtime=false", "--xla_dump_to=/tmp/x"]), max_size=2
+    )
+    return st.tuples(st.one_of(one, bare, twice), others).map(
+        lambda c: (c[0][0], " ".join([*c[1], c[0][1]]))
+    )

@@ -274,6 +274,37 @@ def read_floor(path: str | Path) -> dict[str, Any]:
     return data
 
 
+#: An entry of the convergence check, as ``lintf reproduce --convergence`` prints it (a longer run
+#: that failed may have no loss).
+_CONVERGENCE_ENTRY = {
+    "loss": NUM,
+    "loss_longer": _opt(NUM),
+    "relative": _opt(NUM),
+    "holds": BOOL,
+    "*": ANY,
+}
+
+
+def read_convergence(path: str | Path, budget: str) -> dict[str, Any]:
+    """The entries of the convergence check (``OUT/convergence.json``,
+    :func:`numerics.reproduce.convergence.check`) of budget ``budget``: ``{}`` where there is no
+    file or it is another budget's; a one-line error naming the file where it is not an object with
+    ``budget`` and an object of ``cells``, each entry with its numbers ``loss``, ``loss_longer``,
+    ``relative`` (the last two ``null`` where the longer run has none) and ``holds``."""
+    if not Path(path).exists():
+        return {}
+    data = read_json(path, "the convergence check")
+    try:
+        check(data, {"budget": STR, "cells": {"*": ANY}, "*": ANY}, "")
+        for name, entry in data["cells"].items():
+            check(entry, _CONVERGENCE_ENTRY, f"cells.{name}")
+    except Corrupt as exc:
+        raise LintfError(
+            f"{str(path)!r} (the convergence check) is corrupt ({exc}); delete it and rerun"
+        ) from None
+    return data["cells"] if data["budget"] == budget else {}
+
+
 __all__ = [
     "FORMAT",
     "Corrupt",
@@ -281,6 +312,7 @@ __all__ = [
     "check",
     "parse_record",
     "read_baselines",
+    "read_convergence",
     "read_floor",
     "read_record",
 ]

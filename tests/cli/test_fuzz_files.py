@@ -30,6 +30,8 @@ from hypothesis import strategies as st
 
 from numerics import archive
 from numerics.cli import footprint, main, validate
+from numerics.cli import reproduce as cli_reproduce
+from numerics.errors import LintfError
 from numerics.io import JSON_DEPTH_MAX, atomic_write_json, save_model
 from numerics.models.family import MEMBER_OBJECTS
 from numerics.models.family_io import expected_shapes
@@ -635,3 +637,72 @@ def test_each_top_level_part_a_reader_needs_removed_or_retyped_is_one_line(
     path.write_text(json.dumps(doc))
     names = (str(path),) + ((f"--out {str(out)!r}",) if kind == "marker" else ())
     _ends_well(_reproduce("quick", "table1", out, sweep_root / "runs"), sweep_root, names, True)
+
+
+#: ``OUT/convergence.json`` of the quick sweep above: the entry of a cell checked earlier (the
+#: case checks another, so this one is kept and printed as it is).
+EARLIER = QUICK_CELLS[2].name
+CONVERGENCE = {
+    "budget": "quick",
+    "factor": 2,
+    "cells": {
+        EARLIER: {"loss": 0.3, "se": 0.01, "steps": 400, "factor": 2, "failed": None,
+                  "loss_longer": 0.29, "se_longer": 0.01, "steps_longer": 800, "relative": -0.03,
+                  "holds": True},
+    },
+}  # fmt: skip
+#: Its parts :func:`numerics.reproduce.record.read_convergence` needs: removed, refused (the entry
+#: itself may go: the check forgets it).
+CONVERGENCE_REQUIRED = ("budget", "cells", f"cells.{EARLIER}.loss", f"cells.{EARLIER}.holds")
+
+
+def _convergence_case(root: Path, data: st.DataObject) -> None:
+    """``convergence.check`` of a quick sweep whose ``convergence.json`` is tampered with: one line
+    naming the file before any cell is trained, nothing changed; or (a part it leaves free) it trains
+    the cell again (a fake record) and the command's lines show every entry, earlier ones
+    included."""
+    out = root / "out"
+    _quick_sweep(out)
+    atomic_write_json(out / "convergence.json", CONVERGENCE)
+    focus = [tuple(k.split(".")) for k in CONVERGENCE_REQUIRED] + [("cells", EARLIER)]
+    label, raw = data.draw(tampered_json(CONVERGENCE, focus=focus), label="convergence.json")
+    _put(out / "convergence.json", raw)
+    before = _digest(root)
+
+    trained = []
+
+    def cell_fn(cell: Cell, budget: grid.Budget, rundir: Path) -> dict:
+        trained.append(cell.name)
+        return {"metrics.json": fake_record(cell, budget).to_json()}
+
+    from numerics.reproduce import convergence  # noqa: PLC0415 - as the command imports it
+
+    try:
+        res = convergence.check(QUICK, out, root / "runs", (QUICK_CELLS[1].name,), cell_fn=cell_fn)
+    except LintfError as exc:
+        line = str(exc)
+        assert "\n" not in line and str(out / "convergence.json") in line, (label, line)
+        assert _digest(root) == before and not trained, label
+        return
+    path, _, change = label.partition(" ")
+    must = label.startswith("file: ") or (path in CONVERGENCE_REQUIRED and change == "removed")
+    nested = change.startswith("nested ") and int(change.split()[1]) > JSON_DEPTH_MAX
+    assert not (must or nested or change.removeprefix("is ") in NON_FINITE), f"read: {label}"
+    assert len(cli_reproduce.convergence_lines(res)) == len(res["cells"]), label
+
+
+@given(data=st.data())
+@settings(max_examples=100, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_a_tampered_convergence_file_is_one_line_before_any_training(
+    tmp_path: Path, data: st.DataObject
+) -> None:
+    _convergence_case(_fresh(tmp_path, "case"), data)
+
+
+@pytest.mark.slow
+@given(data=st.data())
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_a_tampered_convergence_file_is_one_line_before_any_training_many(
+    tmp_path: Path, data: st.DataObject
+) -> None:
+    _convergence_case(_fresh(tmp_path, "case"), data)

@@ -319,7 +319,7 @@ def _node_tamperings(doc: object, path: tuple, draw: Callable) -> tuple[str, byt
 
 
 def tampered_json(
-    doc: dict, specials: dict[str, list] | None = None
+    doc: dict, specials: dict[str, list] | None = None, focus: list[tuple] | None = None
 ) -> st.SearchStrategy[tuple[str, bytes | None]]:
     """The JSON file of ``doc`` (a sweep's record, baselines or marker) tampered with in one place:
     a node removed, of another type, non-finite or past float64 (``NaN``, ``1e999``, ``10**400``),
@@ -327,10 +327,13 @@ def tampered_json(
     another cell's name); or the whole file replaced (not JSON, cut short, empty, not UTF-8, the
     wrong top-level type, a directory in its place).  Labels name the change: ``"<dotted path>
     removed"``, ``"<dotted path> is <value>"``, ``"<dotted path> nested <n> deep"`` for a node,
-    ``"<key> set to <value>"`` for a special, ``"file: <what>"`` for the whole file."""
+    ``"<key> set to <value>"`` for a special, ``"file: <what>"`` for the whole file.  Half the node
+    changes are at the ``focus`` nodes (paths as :func:`json_paths` gives them; default the
+    top-level keys), the parts a reader needs."""
     paths = json_paths(doc)
-    # half the changes at the top level, where each key is a part a reader needs, half anywhere
-    anywhere = st.one_of(st.sampled_from([p for p in paths if len(p) == 1]), st.sampled_from(paths))
+    # half the changes where each node is a part a reader needs, half anywhere
+    needed = focus or [p for p in paths if len(p) == 1]
+    anywhere = st.one_of(st.sampled_from(needed), st.sampled_from(paths))
 
     @st.composite
     def node(draw: Callable) -> tuple[str, bytes]:

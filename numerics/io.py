@@ -46,7 +46,12 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, exclusive: boo
         if exclusive:
             _link_new(tmp, path)
         else:
-            os.replace(tmp, path)
+            try:
+                os.replace(tmp, path)
+            except (
+                OSError
+            ) as exc:  # a folder in its place, say: name the file, not the temporary one
+                raise LintfError(f"cannot write {str(path)!r}: {exc.strerror}") from None
     except BaseException:
         try:
             os.unlink(tmp)

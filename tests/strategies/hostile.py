@@ -146,6 +146,8 @@ REFUSED: dict[str, Callable[[dict[str, np.ndarray], str], bytes]] = {
     "crc": _crc,
     "truncated": lambda a, k: npz_bytes(a)[: len(npz_bytes(a)) // 2],
     "junk before zip": lambda a, k: b"#!junk\n" + npz_bytes(a),
+    "strong encryption flag": lambda a, k: patch(npz_bytes(a), k, flags=0x40),
+    "no .npy suffix": lambda a, k: _renamed(a, k, k),
 }
 
 #: Words of the message of the check that refuses each variant of :data:`REFUSED` (not a catch-all's).
@@ -161,6 +163,8 @@ REFUSED_WORDS = {
     "crc": "Bad CRC-32",
     "truncated": "is not a readable .npz",
     "junk before zip": "is not an .npz archive",
+    "strong encryption flag": "is encrypted; lintf reads",
+    "no .npy suffix": "is not an .npy array",
 }
 
 
@@ -169,7 +173,45 @@ ACCEPTED: dict[str, Callable[[dict[str, np.ndarray]], bytes]] = {
     "deflate": lambda a: npz_bytes(a, zipfile.ZIP_DEFLATED),
     "bzip2": lambda a: npz_bytes(a, zipfile.ZIP_BZIP2),
     "lzma": lambda a: npz_bytes(a, zipfile.ZIP_LZMA),
+    "zip64 entries": lambda a: _entries(a, zip64=True),
+    ".npy format 2.0": lambda a: _entries(a, version=(2, 0)),
+    ".npy format 3.0": lambda a: _entries(a, version=(3, 0)),
+    "big-endian arrays": lambda a: _entries(a, cast=lambda v: v.astype(v.dtype.newbyteorder(">"))),
+    # (NumPy's asfortranarray makes a 0-d array 1-d: the meta string stays as it is)
+    "Fortran order": lambda a: _entries(a, cast=lambda v: np.asfortranarray(v) if v.ndim else v),
+    "data-descriptor flag": lambda a: patch(npz_bytes(a), None, flags=0x8),
+    "UTF-8 names flag": lambda a: patch(npz_bytes(a), None, flags=0x800),
+    "bytes after the zip": lambda a: npz_bytes(a) + bytes(100),
 }
+
+
+def _entries(
+    arrays: dict[str, np.ndarray],
+    zip64: bool = False,
+    version: tuple[int, int] | None = None,
+    cast: Callable[[np.ndarray], np.ndarray] = lambda v: v,
+) -> bytes:
+    """The archive of ``arrays``, each ``.npy`` written in format ``version`` (NumPy's choice by
+    default) from ``cast`` of the array, each zip entry with a zip64 extra field if ``zip64``."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for k, v in arrays.items():
+            entry = io.BytesIO()
+            np.lib.format.write_array(entry, cast(np.asarray(v)), version=version)
+            with z.open(f"{k}.npy", "w", force_zip64=zip64) as f:
+                f.write(entry.getvalue())
+    return buf.getvalue()
+
+
+def _renamed(arrays: dict[str, np.ndarray], name: str, entry: str) -> bytes:
+    """The archive of ``arrays`` with ``name``'s entry named ``entry`` instead of ``<name>.npy``."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for k, v in arrays.items():
+            one = io.BytesIO()
+            np.lib.format.write_array(one, np.asarray(v))
+            z.writestr(entry if k == name else f"{k}.npy", one.getvalue())
+    return buf.getvalue()
 
 
 def _npy(a: np.ndarray) -> bytes:

@@ -200,9 +200,6 @@ def _checkpoint_meta(meta: Any) -> dict[str, Any]:
     def count(v: Any) -> bool:
         return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _COUNT_MAX
 
-    def number(v: Any) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) <= _COUNT_MAX
-
     if not isinstance(meta, dict):
         raise ValueError("its meta is not a JSON object")
     for k in ("leaves", "step", "history", "skipped"):
@@ -222,15 +219,19 @@ def _checkpoint_meta(meta: Any) -> dict[str, Any]:
         isinstance(m, list) and len(m) == 2 and all(map(count, m)) for m in marks
     ):
         raise ValueError("its meta's history_marks is not a list of pairs of counts")
-    if "seconds" in meta and not number(meta["seconds"]):
-        raise ValueError(f"its meta's seconds is {str(meta['seconds'])[:40]}, not a number")
     return meta
 
 
 def _seconds(x: Any) -> float:
     """A checkpoint's training time: a finite number >= 0 (0 where it is missing, as in checkpoints
     without it)."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
+    if (
+        isinstance(x, bool)
+        or not isinstance(x, (int, float))
+        or abs(x) > _COUNT_MAX  # an integer past float64 (math.isfinite would overflow)
+        or not math.isfinite(x)
+        or x < 0
+    ):
         raise ValueError(f"its training time is {x!r}, not a number of seconds >= 0")
     return float(x)
 

@@ -74,7 +74,7 @@ def _directory(zf: zipfile.ZipFile, what: str) -> dict[str, zipfile.ZipInfo]:
             raise LintfError(
                 f"{what} holds two entries named {info.filename!r}; an .npz holds each array once"
             )
-        if info.flag_bits & 0x1:
+        if info.flag_bits & 0x41:  # bit 0: encrypted; bit 6: strong encryption
             raise LintfError(
                 f"{what}: entry {info.filename!r} is encrypted; lintf reads unencrypted .npz files "
                 "(numpy.savez)"

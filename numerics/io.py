@@ -46,7 +46,12 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, exclusive: boo
         if exclusive:
             _link_new(tmp, path)
         else:
-            os.replace(tmp, path)
+            try:
+                os.replace(tmp, path)
+            except (
+                OSError
+            ) as exc:  # a folder in its place, say: name the file, not the temporary one
+                raise LintfError(f"cannot write {str(path)!r}: {exc.strerror}") from None
     except BaseException:
         try:
             os.unlink(tmp)
@@ -145,11 +150,12 @@ def json_depth(text: str) -> int:
     return int(np.max(np.cumsum(steps), initial=0))
 
 
-def _parse(text: str) -> Any:
+def _parse(text: str, nonfinite: bool = False) -> Any:
     if (depth := json_depth(text)) > JSON_DEPTH_MAX:
         raise ValueError(f"nested {depth} levels deep, more than the {JSON_DEPTH_MAX} lintf reads")
+    strict = {} if nonfinite else {"parse_constant": _refuse_constant, "parse_float": _finite}
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+        return json.loads(text, **strict)
     except RecursionError:
         raise ValueError("nested too deeply") from None
     except ValueError as exc:
@@ -176,13 +182,22 @@ def _text(path: str | os.PathLike[str], max_bytes: int) -> str:
         raise ValueError(f"not UTF-8 text at byte {exc.start}") from None
 
 
-def parse_json(text: str, what: str) -> Any:
+def parse_json(text: str, what: str, nonfinite: bool = False) -> Any:
     """The JSON ``text`` (from ``what``, a name for messages): strict JSON with finite numbers, nested at most
-    :data:`JSON_DEPTH_MAX` deep (checked before parsing); otherwise a one-line :class:`LintfError` naming ``what``."""
+    :data:`JSON_DEPTH_MAX` deep (checked before parsing); otherwise a one-line :class:`LintfError` naming ``what``.
+    ``nonfinite``: ``NaN`` and ``±Infinity`` are read as floats (Python's ``json.dumps`` writes them, as a
+    checkpoint's loss curve may hold them)."""
     try:
-        return _parse(text)
+        return _parse(text, nonfinite)
     except ValueError as exc:
         raise LintfError(f"{what} is not valid JSON ({exc})") from None
+
+
+def json_file(path: str | os.PathLike[str], nonfinite: bool = False) -> Any:
+    """The JSON file at ``path`` (at most :data:`JSON_BYTES_MAX` bytes of UTF-8, nested at most
+    :data:`JSON_DEPTH_MAX` deep, finite numbers unless ``nonfinite``), or a :class:`ValueError` whose one-line
+    message says what is wrong with it (the caller names the file and what to do: :func:`read_json`)."""
+    return _parse(_text(path, JSON_BYTES_MAX), nonfinite)
 
 
 def read_text(path: str | os.PathLike[str], what: str, max_bytes: int | None = None) -> str:
@@ -201,7 +216,7 @@ def read_json(path: str | os.PathLike[str], what: str | None = None) -> Any:
     the files lintf reads back are its own, made again when deleted)."""
     name = f"{str(path)!r}" + (f" ({what})" if what else "")
     try:
-        return _parse(_text(path, JSON_BYTES_MAX))
+        return json_file(path)
     except _Unreadable as exc:
         raise LintfError(f"{name} {exc}") from None
     except ValueError as exc:

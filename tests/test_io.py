@@ -24,6 +24,23 @@ def test_atomic_write_leaves_one_readable_file(tmp_path) -> None:  # noqa: ANN00
     assert P.shape == (1, 1, 3, 3) and meta == {"kind": "full"}
 
 
+def test_a_folder_in_the_place_of_a_file_is_one_line_naming_the_file(tmp_path) -> None:  # noqa: ANN001
+    (tmp_path / "report.md").mkdir()
+    with pytest.raises(LintfError, match=r"^cannot write '.*/report\.md': Is a directory$"):
+        io.atomic_write_text(tmp_path / "report.md", "text")
+    assert os.listdir(tmp_path) == ["report.md"]  # the temporary file is gone
+
+
+def test_checkpoint_json_may_hold_nan_where_asked() -> None:
+    """Python's ``json.dumps`` writes a NaN loss as ``NaN``: read where ``nonfinite`` asks for it, refused
+    otherwise."""
+    assert io.parse_json("[1, NaN]", "curve", nonfinite=True)[0] == 1
+    with pytest.raises(LintfError, match="curve is not valid JSON"):
+        io.parse_json("[1, NaN]", "curve")
+    with pytest.raises(LintfError, match="nested 65 levels deep"):
+        io.parse_json("[" * 65 + "]" * 65, "curve", nonfinite=True)
+
+
 def test_a_model_of_mostly_zeros_is_stored_compressed_and_loads_as_saved(tmp_path) -> None:  # noqa: ANN001
     """A DIAG-7 model's ``P`` and ``Q`` (7 layers of 11 x 11, all but a few entries zero) take 13.5 KB as float64;
     the committed grids hold hundreds of them, so the file is compressed."""

@@ -129,11 +129,8 @@ def run(args: argparse.Namespace) -> int:
         from numerics.reproduce import convergence  # lazy: start-up
 
         res = convergence.check(budget, out, Path(args.runs), tuple(dict.fromkeys(args.cell)))
-        for name, e in res["cells"].items():
-            print(
-                f"{name}: {e['loss']:.4g} -> {e['loss_longer']:.4g} ({e['relative']:+.1%}), "
-                + ("holds" if e["holds"] else "does not hold")
-            )
+        for line in convergence_lines(res):
+            print(line)
         return 0
 
     def show(event: str, info: dict) -> None:
@@ -207,3 +204,18 @@ def run(args: argparse.Namespace) -> int:
     for c in res["claims"]:
         print(f"  {c.status():>14}: {c.text}")
     return 0
+
+
+def convergence_lines(res: dict) -> list[str]:
+    """One line per cell of the convergence check's entries ``res`` (this run's and earlier ones,
+    :func:`numerics.reproduce.record.read_convergence`); a longer run without a loss (``null`` or
+    absent) shows ``n/a``."""
+
+    def num(v: float | None, spec: str) -> str:
+        return "n/a" if v is None else format(v, spec)
+
+    return [
+        f"{name}: {num(e['loss'], '.4g')} -> {num(e.get('loss_longer'), '.4g')} "
+        f"({num(e.get('relative'), '+.1%')}), " + ("holds" if e["holds"] else "does not hold")
+        for name, e in res["cells"].items()
+    ]

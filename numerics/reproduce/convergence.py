@@ -18,10 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from numerics.io import atomic_write_json, read_json
+from numerics.io import atomic_write_json
 from numerics.reproduce.cell import train_cell
 from numerics.reproduce.grid import PARTS, Budget, Schedule, cells_for
-from numerics.reproduce.record import parse_record
+from numerics.reproduce.record import parse_record, read_convergence
 from numerics.reproduce.sweep import load_records
 
 FACTOR = 2
@@ -53,6 +53,8 @@ def check(
     grid = {c.name: c for c in cells_for(budget, PARTS)}
     have = load_records(out, [grid[n] for n in names])
     slow = longer(budget)
+    path = out / "convergence.json"
+    earlier = read_convergence(path, budget.name)  # before any training: a corrupt one is refused
     entries = {}
     for name in names:
         rec = have.get(name)
@@ -73,11 +75,6 @@ def check(
             "relative": b["loss"] / a["loss"] - 1 if a["loss"] else 0.0,
             "holds": new.failed is None and holds(a["loss"], a["se"], b["loss"], b["se"]),
         }
-    path = out / "convergence.json"
-    old = read_json(path) if path.exists() else {}
-    earlier = (
-        old.get("cells", {}) if isinstance(old, dict) and old.get("budget") == budget.name else {}
-    )
     res = {"budget": budget.name, "factor": FACTOR, "cells": earlier | entries}
     atomic_write_json(path, res)
     return res

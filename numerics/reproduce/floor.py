@@ -38,11 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from numerics.data import Noise
-from numerics.errors import LintfError
-from numerics.io import atomic_write_json, read_json
+from numerics.io import atomic_write_json
 from numerics.reproduce.claims import Claim, verdict
 from numerics.reproduce.grid import slug
-from numerics.reproduce.record import ANY, FIN, Corrupt, check
+from numerics.reproduce.record import read_floor
 from numerics.reproduce.rules import RULES
 from numerics.reproduce.table import Entry, Table, difference, pm
 
@@ -76,19 +75,14 @@ def floor_of(
 
 def floor_entries(out: str | Path, budget: Any, noises: list[str]) -> dict[str, Entry]:
     r"""The floor per noise on the cells' evaluation sequences (seed ``RULES.eval_seed``), cached
-    under ``OUT/baselines`` (read back by :func:`numerics.reproduce.record.check`: finite numbers
-    only)."""
+    under ``OUT/baselines`` (read back by :func:`numerics.reproduce.record.read_floor`: finite
+    numbers only; evaluated again where its sizes are not the budget's)."""
     floors = {}
     for nz in noises:
         path = Path(out) / "baselines" / f"floor-{slug(nz)}.json"
         want = {"noise": nz, "eval_sequences": budget.eval_sequences, "n": budget.n, "d": budget.d}
-        have = read_json(path) if path.exists() else {}
-        if isinstance(have, dict) and {k: have.get(k) for k in want} == want:
-            try:
-                check(have, dict.fromkeys(NUMBERS, FIN) | {"*": ANY}, "")
-            except Corrupt as exc:
-                raise LintfError(f"{str(path)!r} is corrupt ({exc}); delete it and rerun") from None
-        else:
+        have = read_floor(path) if path.exists() else {}
+        if {k: have.get(k) for k in want} != want:
             e = floor_of(nz, budget.n, budget.d, budget.eval_sequences, RULES.eval_seed)
             numbers = dict(zip(NUMBERS, (e.loss, e.se, e.minus_bayes, e.minus_bayes_se)))
             have = want | numbers | {"lam": Noise.parse(nz).mean_sigma2}

@@ -243,4 +243,76 @@ def read_baselines(path: str | Path, methods: tuple[str, ...]) -> dict[str, Any]
     return data
 
 
-__all__ = ["FORMAT", "Corrupt", "Record", "check", "parse_record", "read_baselines", "read_record"]
+#: A setting's cached GD++ floor (``OUT/baselines/floor-<noise>.json``,
+#: :func:`numerics.reproduce.floor.floor_entries`): what it was evaluated on, and its numbers.
+_FLOOR = {
+    "noise": STR,
+    "eval_sequences": INT,
+    "n": INT,
+    "d": INT,
+    "loss": FIN,
+    "se": FIN,
+    "minus_Bayes": FIN,
+    "minus_Bayes_se": FIN,
+    "*": ANY,
+}
+
+
+def read_floor(path: str | Path) -> dict[str, Any]:
+    """A setting's cached GD++ floor: ``noise``, the sizes it was evaluated at (``eval_sequences``,
+    ``n``, ``d``) and its finite ``loss``, ``se``, ``minus_Bayes``, ``minus_Bayes_se``; a one-line
+    error naming the file otherwise (the caller evaluates it again where its sizes are not the
+    budget's)."""
+    data = read_json(path, f"GD++ floor of {Path(path).stem.removeprefix('floor-')}")
+    try:
+        check(data, _FLOOR, "")
+    except Corrupt as exc:
+        raise LintfError(
+            f"{str(path)!r} (GD++ floor of {Path(path).stem.removeprefix('floor-')}) is corrupt "
+            f"({exc}); delete it and rerun"
+        ) from None
+    return data
+
+
+#: An entry of the convergence check, as ``lintf reproduce --convergence`` prints it (a longer run
+#: that failed may have no loss).
+_CONVERGENCE_ENTRY = {
+    "loss": NUM,
+    "loss_longer": _opt(NUM),
+    "relative": _opt(NUM),
+    "holds": BOOL,
+    "*": ANY,
+}
+
+
+def read_convergence(path: str | Path, budget: str) -> dict[str, Any]:
+    """The entries of the convergence check (``OUT/convergence.json``,
+    :func:`numerics.reproduce.convergence.check`) of budget ``budget``: ``{}`` where there is no
+    file or it is another budget's; a one-line error naming the file where it is not an object with
+    ``budget`` and an object of ``cells``, each entry with its numbers ``loss``, ``loss_longer``,
+    ``relative`` (the last two ``null`` where the longer run has none) and ``holds``."""
+    if not Path(path).exists():
+        return {}
+    data = read_json(path, "the convergence check")
+    try:
+        check(data, {"budget": STR, "cells": {"*": ANY}, "*": ANY}, "")
+        for name, entry in data["cells"].items():
+            check(entry, _CONVERGENCE_ENTRY, f"cells.{name}")
+    except Corrupt as exc:
+        raise LintfError(
+            f"{str(path)!r} (the convergence check) is corrupt ({exc}); delete it and rerun"
+        ) from None
+    return data["cells"] if data["budget"] == budget else {}
+
+
+__all__ = [
+    "FORMAT",
+    "Corrupt",
+    "Record",
+    "check",
+    "parse_record",
+    "read_baselines",
+    "read_convergence",
+    "read_floor",
+    "read_record",
+]

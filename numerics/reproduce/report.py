@@ -107,6 +107,19 @@ def write_outputs(
         if p != "table1" and not any(c.name in missing for c in cells_for(budget, (p,)))
     ]
     table = build_table(grid_cells, {nz: base[nz] for nz in noises})
+
+    def model_of(c: Cell) -> tuple[Any, Any] | None:  # a failed cell has no model
+        m = cells.get(c.name)
+        return (
+            None if m is None or m.failed else load_model(out / "models" / c.name / "model.npz")[:2]
+        )
+
+    # every file the outputs read (the models of Fig. 4 and of the beyond section, the GD++ floors)
+    # is read before any output is written: one that is refused leaves the outputs as they were
+    c4, cw = Cell("full", 4, CATEGORICAL), Cell("diag", L, FOCUS)
+    PQ = model_of(c4) if "fig4" in drawn else None
+    PQ_beyond = model_of(cw) if "beyond" in drawn else None
+    floors = floor.floor_entries(out, budget, noises)
     files: list[str] = []
     if "table1" in parts:
         atomic_write_text(out / "table1.csv", table_csv(table))
@@ -123,27 +136,18 @@ def write_outputs(
     for part in (p for p in figs if p in drawn):
         figs[part](out / f"{part}.png")
         files.append(f"{part}.png")
-
-    def model_of(c: Cell) -> tuple[Any, Any] | None:  # a failed cell has no model
-        m = cells.get(c.name)
-        return (
-            None if m is None or m.failed else load_model(out / "models" / c.name / "model.npz")[:2]
-        )
-
-    c4 = Cell("full", 4, CATEGORICAL)
-    if "fig4" in drawn and (PQ := model_of(c4)) is not None:
+    if "fig4" in drawn and PQ is not None:
         title = f"Fig. 4: FULL-4 on {CATEGORICAL}, P^l and Q^l ({c4.name}/model.npz)"
         plots.fig4(*PQ, title, out / "fig4.png")
         files.append("fig4.png")
     beyond_md = ""
     if "beyond" in drawn:
         deep = [nz for nz in (FOCUS, CATEGORICAL) if nz in base]
-        cw = Cell("diag", L, FOCUS)
         got, beyond_md = beyond.write(
             build_table(cells, base),
             deep,
             budget,
-            model_of(cw),
+            PQ_beyond,
             cells[cw.name].failed,
             out,
             cmd("beyond"),
@@ -155,7 +159,7 @@ def write_outputs(
         if c.name in missing
     }
     from_diag = frozenset(k for k, m in grid_rec.items() if m.start == "diag")
-    extra = [floor.claim_gdpp_floor(table, floor.floor_entries(out, budget, noises))]
+    extra = [floor.claim_gdpp_floor(table, floors)]
     claims = judged_claims(table, budget.depths, profiles_of(rec), extra, to_come, from_diag)
     claims_md = claims_markdown(claims, cmd("table1"), rec)
     report = _report_markdown(sw, budget, table, claims_md, beyond_md, cmd, out)

@@ -15,14 +15,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from numerics.cli import environment, main
 from numerics.cli import reproduce as cli_reproduce
 from numerics.cli.verify import read_printed
 from numerics.errors import LintfError
 from numerics.io import save_model
-from numerics.train.devices import FLAG
+from numerics.train.devices import FLAG, MAX_COUNT
 from proofs import discover, ref_parts
+from tests.strategies.hostile import bad_xla_flags, huge_number_texts
 
 #: Numbers whose exact value no float holds: an option that expands them exactly (a ``Fraction``) hangs.
 HUGE_NUMBERS = [
@@ -69,6 +72,20 @@ def test_a_good_host_device_count_in_xla_flags_is_accepted(flags: str) -> None:
     environment.xla_flags({"XLA_FLAGS": flags})
 
 
+@given(case=bad_xla_flags(FLAG, MAX_COUNT))
+@settings(max_examples=200, deadline=None, database=None)
+def test_any_bad_host_device_count_in_xla_flags_is_one_line(case: tuple[str, str]) -> None:
+    label, flags = case
+    with pytest.raises(LintfError, match=rf"^XLA_FLAGS: {FLAG} must be given once as an integer"):
+        environment.xla_flags({"XLA_FLAGS": flags})
+
+
+@given(count=st.integers(1, MAX_COUNT), zeros=st.integers(0, 2))
+@settings(max_examples=50, deadline=None, database=None)
+def test_any_good_host_device_count_in_xla_flags_is_accepted(count: int, zeros: int) -> None:
+    environment.xla_flags({"XLA_FLAGS": f"--xla_cpu_foo=1 {FLAG}={'0' * zeros}{count}"})
+
+
 def test_the_console_command_checks_xla_flags_before_jax_starts(monkeypatch, capsys) -> None:  # noqa: ANN001
     monkeypatch.setenv("XLA_FLAGS", f"{FLAG}=0")
     monkeypatch.setattr(sys, "argv", ["lintf", "verify", "--only", "gram_map"])
@@ -109,28 +126,62 @@ print(tried, any("--value-scale" in a.option_strings for a in sub.choices["conve
 """
 
 
-def test_every_numeric_option_answers_numbers_past_float64_at_once() -> None:
+def _numbers_past_float64(numbers: list[str]) -> None:
     """Each option's parser gets each number, in another process: one still working after two minutes is a hang
     (the exact expansion of ``1e999999999`` holds the interpreter for hours), not a slow machine."""
     res = subprocess.run(
-        [sys.executable, "-c", PARSE_ALL, *HUGE_NUMBERS],
+        [sys.executable, "-c", PARSE_ALL, *numbers],
         capture_output=True,
         text=True,
         timeout=120,
     )
     tried, has_scale = res.stdout.split()
-    assert res.returncode == 0 and int(tried) > 10 * len(HUGE_NUMBERS) and has_scale == "True", (
+    assert res.returncode == 0 and int(tried) > 10 * len(numbers) and has_scale == "True", (
         res.stderr
     )
-    for text in HUGE_NUMBERS:
+    for text in numbers:
         rc, _, err = _run(["convert", "x.npz", "--out", "y.npz", "--value-scale", text])
         assert rc == 2 and "--value-scale" in err and len(err.splitlines()) == 1, err
+
+
+@given(drawn=st.lists(huge_number_texts(), min_size=10, max_size=10))
+@settings(max_examples=2, deadline=None, database=None)
+def test_every_numeric_option_answers_numbers_past_float64_at_once(drawn: list[str]) -> None:
+    """The listed numbers and ten drawn ones."""
+    _numbers_past_float64(HUGE_NUMBERS + drawn)
+
+
+@pytest.mark.slow
+@given(drawn=st.lists(huge_number_texts(), min_size=20, max_size=20))
+@settings(max_examples=20, deadline=None, database=None)
+def test_every_numeric_option_answers_numbers_past_float64_at_once_many(drawn: list[str]) -> None:
+    _numbers_past_float64(drawn)
 
 
 @pytest.mark.parametrize("only", ["s", "lemma", "gram", "theorem_5", "4.1", "proofs"])
 def test_verify_only_matches_whole_names_never_substrings(only: str) -> None:
     rc, out, err = _run(["verify", "--only", only])
     assert rc == 2 and out == "" and f"--only {only!r}: {only!r} matches no claim" in err, err
+
+
+#: What ``verify --only`` matches whole: each claim's module name and each part of its paper ref.
+WHOLE_NAMES = sorted(
+    {c.module.removeprefix("proofs.") for c in discover()}
+    | {p for c in discover() for p in ref_parts(c.ref)}
+)
+
+
+@given(name=st.sampled_from(WHOLE_NAMES), data=st.data())
+@settings(max_examples=100, deadline=None, database=None)
+def test_verify_only_refuses_any_part_of_a_name_that_is_no_whole_name(
+    name: str, data: st.DataObject
+) -> None:
+    i = data.draw(st.integers(0, len(name) - 1))
+    part = name[i : data.draw(st.integers(i + 1, len(name)))]
+    key = " ".join(part.lower().split())
+    assume(key and "," not in part and key not in WHOLE_NAMES)
+    rc, out, err = _run(["verify", "--only", part])
+    assert rc == 2 and out == "" and "matches no claim" in err, (part, err)
 
 
 def test_verify_only_takes_a_module_name_or_a_paper_ref() -> None:

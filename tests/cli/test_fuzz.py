@@ -27,10 +27,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from numerics import archive
 from numerics.cli import COMMANDS, build_parser, footprint, main, validate
 from numerics.io import save_model
 from numerics.train import rundir
 from tests.fakes import TINY_TRAIN
+from tests.strategies.hostile import REFUSED_WORDS, hostile_json, refused_archives, tampered_json
 
 FAST, SLOW = 200, 2000
 RUN = TINY_TRAIN
@@ -559,6 +561,72 @@ def test_corrupt_run_directory_is_named_never_overwritten(
     _corrupt(run / name, kind, k)
     line = _refused(["train", *RUN, "--out", str(run)], run.parent)
     assert name in line and "delete" in line and "corrupt" in line, line
+
+
+def _run_files(run: Path) -> dict[str, np.ndarray]:
+    with np.load(run / "checkpoint.npz") as z:
+        return {k: z[k] for k in z.files}
+
+
+def _hostile_run_file(run: Path, data: st.DataObject) -> tuple[str, str, bytes, str]:
+    """One file of the finished ``run`` made hostile: ``(file, label, bytes, words)``.  The checkpoint
+    as a strange archive (:data:`tests.strategies.hostile.REFUSED`, on its ``meta`` or a state
+    array: ``words`` are that check's), its ``meta`` tampered with (a part removed, of another type,
+    past float64, nested deep), or ``config.json`` or ``metrics.json`` as hostile JSON."""
+    arrays = _run_files(run)
+    kind = data.draw(st.sampled_from(["archive", "meta", "config.json", "metrics.json"]))
+    if kind == "archive":
+        label, raw = data.draw(refused_archives(arrays, ("meta", "leaf_0", "leaf_1")))
+        return "checkpoint.npz", label, raw, REFUSED_WORDS[label.split(" (")[0]]
+    if kind == "meta":
+        doc = json.loads(str(arrays["meta"]))
+        label, raw = data.draw(tampered_json(doc).filter(lambda c: c[1] is not None))
+        buf = io.BytesIO()
+        np.savez(buf, **(arrays | {"meta": np.asarray(raw.decode("latin-1"))}))
+        return "checkpoint.npz", f"meta: {label}", buf.getvalue(), ""
+    label, raw = data.draw(hostile_json("object"))
+    return kind, label, raw, ""
+
+
+def _hostile_run_case(finished_run: Path, root: Path, data: st.DataObject) -> None:
+    """``lintf train`` on the finished run with one hostile file: one line naming the file, nothing
+    changed; or (a part of a checkpoint's meta that a finished run leaves unused) the run's own
+    result, nothing changed."""
+    run = root / "R"
+    shutil.copytree(finished_run, run)
+    name, label, raw, words = _hostile_run_file(run, data)
+    (run / name).write_bytes(raw)
+    before = _snapshot(root)
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        rc = main(["train", *RUN, "--out", str(run)])
+    COUNT["cases"] += 1
+    lines = err.getvalue().splitlines()
+    assert "Traceback" not in err.getvalue() and _snapshot(root) == before, (label, err.getvalue())
+    if rc == 0 and label.startswith("meta: "):
+        return
+    assert rc == 2 and len(lines) == 1 and out.getvalue() == "", (label, rc, err.getvalue())
+    assert name in lines[0] and "corrupt" in lines[0] and "delete" in lines[0], (label, lines)
+    assert words in lines[0], (label, words, lines)
+
+
+@given(data=st.data())
+@settings(max_examples=16, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_a_hostile_file_in_a_run_directory_is_one_line_naming_it(
+    finished_run: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch, data
+) -> None:  # noqa: ANN001
+    monkeypatch.setattr(archive, "memory_available", lambda: 2**30)
+    _hostile_run_case(finished_run, tmp_path_factory.mktemp("hostile"), data)
+
+
+@pytest.mark.slow
+@given(data=st.data())
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_a_hostile_file_in_a_run_directory_is_one_line_naming_it_many(
+    finished_run: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch, data
+) -> None:  # noqa: ANN001
+    monkeypatch.setattr(archive, "memory_available", lambda: 2**30)
+    _hostile_run_case(finished_run, tmp_path_factory.mktemp("hostile"), data)
 
 
 @pytest.fixture

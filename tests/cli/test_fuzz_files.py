@@ -30,6 +30,8 @@ from hypothesis import strategies as st
 
 from numerics import archive
 from numerics.cli import footprint, main, validate
+from numerics.cli import reproduce as cli_reproduce
+from numerics.errors import LintfError
 from numerics.io import JSON_DEPTH_MAX, atomic_write_json, save_model
 from numerics.models.family import MEMBER_OBJECTS
 from numerics.models.family_io import expected_shapes
@@ -43,6 +45,7 @@ from tests.strategies.hostile import (
     REFUSED_WORDS,
     foreign_out,
     hostile_json,
+    hostile_printed,
     npz_bytes,
     refused_archives,
     tampered_json,
@@ -240,6 +243,33 @@ def test_hostile_json_in_a_models_meta_or_a_printed_table_is_one_line_many(
     _json_case(world, kind, data)
 
 
+def _printed_case(world: Path, data: st.DataObject) -> None:
+    label, suffix, raw = data.draw(hostile_printed(), label="printed")
+    path = world / f"printed{suffix}"
+    path.write_bytes(raw)
+    _refused(["verify", "--only", "gram_map", "--printed", str(path)], world, f"--printed {path}")
+    path.unlink()
+
+
+@given(data=st.data())
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_a_printed_table_with_a_bad_row_is_one_line_naming_it(
+    world: Path, data: st.DataObject
+) -> None:
+    """A field of the wrong type or past float64 (a boolean, a 400-digit integer, ``NaN``), an unknown
+    field, a CSV line Python's reader refuses: one line naming the file, before any floor is evaluated."""
+    _printed_case(world, data)
+
+
+@pytest.mark.slow
+@given(data=st.data())
+@settings(max_examples=2000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_a_printed_table_with_a_bad_row_is_one_line_naming_it_many(
+    world: Path, data: st.DataObject
+) -> None:
+    _printed_case(world, data)
+
+
 def test_json_nested_past_the_limit_is_refused_by_the_depth_check(world: Path) -> None:
     """Depth 100 parses without a RecursionError, so only the depth check refuses it."""
     path = world / "deep.npz"
@@ -296,6 +326,7 @@ REQUIRED = {
     "baselines": ("noise", "eval_sequences", "tune_sequences", "profile_sequences",
                   "profile_points", "methods", "profile"),
     "marker": ("kind", "format", "budget"),
+    "floor": ("noise", "eval_sequences", "n", "d", "loss", "se", "minus_Bayes", "minus_Bayes_se"),
 }  # fmt: skip
 #: What may take a file's place and be read as it: a universal model of other depth, an --out that is a
 #: link to an empty folder or one this process may write into (its owner's mode bits do not bind root).
@@ -451,12 +482,21 @@ def _ends_well(argv: list[str], root: Path, names: str, refuse: bool, words: str
 TAMPERED = [
     ("quick", "record"),
     ("quick", "baselines"),
+    ("quick", "floor"),
     ("quick", "marker"),
     ("quick", "model"),
     ("tiny", "record"),
     ("tiny", "baselines"),
+    ("tiny", "floor"),
     ("tiny", "marker"),
 ]
+#: The parts a case's command draws beside the one that reads the tampered file (``table1``; ``fig4``
+#: for Fig. 4's model): with budget quick, each figure and the beyond-the-grid section is drawn from
+#: the files there; with budget tiny, the fake cells they need are trained first.
+OTHER_PARTS = {
+    "quick": tuple(p for p in grid.PARTS if p not in ("table1",)),
+    "tiny": ("fig1", "fig3"),
+}
 
 
 def _tampered_case(root: Path, target: tuple[str, str], data: st.DataObject) -> None:
@@ -464,7 +504,9 @@ def _tampered_case(root: Path, target: tuple[str, str], data: st.DataObject) -> 
     out = root / "out"
     (_quick_sweep if budget == "quick" else _tiny_sweep)(out)
     b = grid.BUDGETS[budget]
-    parts = "fig4" if kind == "model" else "table1"
+    read = "fig4" if kind == "model" else "table1"
+    others = data.draw(st.lists(st.sampled_from(OTHER_PARTS[budget]), max_size=2, unique=True))
+    parts = ",".join(dict.fromkeys([read, *others]))
     if kind == "record":
         c = data.draw(
             st.sampled_from(QUICK_CELLS if budget == "quick" else grid.cells_for(TINY, ("table1",)))
@@ -475,6 +517,9 @@ def _tampered_case(root: Path, target: tuple[str, str], data: st.DataObject) -> 
     elif kind == "baselines":
         path = out / "baselines" / f"{grid.slug(data.draw(st.sampled_from(b.noises)))}.json"
         label, raw = data.draw(tampered_json(json.loads(path.read_bytes())), label="baselines")
+    elif kind == "floor":
+        path = out / "baselines" / f"floor-{grid.slug(data.draw(st.sampled_from(b.noises)))}.json"
+        label, raw = data.draw(tampered_json(json.loads(path.read_bytes())), label="floor")
     elif kind == "marker":
         path = out / "lintf-sweep.json"
         label, raw = data.draw(
@@ -592,3 +637,72 @@ def test_each_top_level_part_a_reader_needs_removed_or_retyped_is_one_line(
     path.write_text(json.dumps(doc))
     names = (str(path),) + ((f"--out {str(out)!r}",) if kind == "marker" else ())
     _ends_well(_reproduce("quick", "table1", out, sweep_root / "runs"), sweep_root, names, True)
+
+
+#: ``OUT/convergence.json`` of the quick sweep above: the entry of a cell checked earlier (the
+#: case checks another, so this one is kept and printed as it is).
+EARLIER = QUICK_CELLS[2].name
+CONVERGENCE = {
+    "budget": "quick",
+    "factor": 2,
+    "cells": {
+        EARLIER: {"loss": 0.3, "se": 0.01, "steps": 400, "factor": 2, "failed": None,
+                  "loss_longer": 0.29, "se_longer": 0.01, "steps_longer": 800, "relative": -0.03,
+                  "holds": True},
+    },
+}  # fmt: skip
+#: Its parts :func:`numerics.reproduce.record.read_convergence` needs: removed, refused (the entry
+#: itself may go: the check forgets it).
+CONVERGENCE_REQUIRED = ("budget", "cells", f"cells.{EARLIER}.loss", f"cells.{EARLIER}.holds")
+
+
+def _convergence_case(root: Path, data: st.DataObject) -> None:
+    """``convergence.check`` of a quick sweep whose ``convergence.json`` is tampered with: one line
+    naming the file before any cell is trained, nothing changed; or (a part it leaves free) it trains
+    the cell again (a fake record) and the command's lines show every entry, earlier ones
+    included."""
+    out = root / "out"
+    _quick_sweep(out)
+    atomic_write_json(out / "convergence.json", CONVERGENCE)
+    focus = [tuple(k.split(".")) for k in CONVERGENCE_REQUIRED] + [("cells", EARLIER)]
+    label, raw = data.draw(tampered_json(CONVERGENCE, focus=focus), label="convergence.json")
+    _put(out / "convergence.json", raw)
+    before = _digest(root)
+
+    trained = []
+
+    def cell_fn(cell: Cell, budget: grid.Budget, rundir: Path) -> dict:
+        trained.append(cell.name)
+        return {"metrics.json": fake_record(cell, budget).to_json()}
+
+    from numerics.reproduce import convergence  # noqa: PLC0415 - as the command imports it
+
+    try:
+        res = convergence.check(QUICK, out, root / "runs", (QUICK_CELLS[1].name,), cell_fn=cell_fn)
+    except LintfError as exc:
+        line = str(exc)
+        assert "\n" not in line and str(out / "convergence.json") in line, (label, line)
+        assert _digest(root) == before and not trained, label
+        return
+    path, _, change = label.partition(" ")
+    must = label.startswith("file: ") or (path in CONVERGENCE_REQUIRED and change == "removed")
+    nested = change.startswith("nested ") and int(change.split()[1]) > JSON_DEPTH_MAX
+    assert not (must or nested or change.removeprefix("is ") in NON_FINITE), f"read: {label}"
+    assert len(cli_reproduce.convergence_lines(res)) == len(res["cells"]), label
+
+
+@given(data=st.data())
+@settings(max_examples=100, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_a_tampered_convergence_file_is_one_line_before_any_training(
+    tmp_path: Path, data: st.DataObject
+) -> None:
+    _convergence_case(_fresh(tmp_path, "case"), data)
+
+
+@pytest.mark.slow
+@given(data=st.data())
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_a_tampered_convergence_file_is_one_line_before_any_training_many(
+    tmp_path: Path, data: st.DataObject
+) -> None:
+    _convergence_case(_fresh(tmp_path, "case"), data)

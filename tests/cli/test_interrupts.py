@@ -73,7 +73,12 @@ def _model(run: Path) -> tuple[np.ndarray, np.ndarray]:
         return np.array(z["P"]), np.array(z["Q"])
 
 
-def _train_interrupts(tmp_path: Path, runs: int, seed: int, resume: bool) -> None:
+def _train_interrupts(tmp_path: Path, interrupts: int, seed: int, resume: bool) -> None:
+    """``interrupts`` SIGINTs at seeded moments of ``lintf train``, each to a fresh run directory
+    (``resume``: each then resumed to the end and compared with the uninterrupted run).  The moments
+    are drawn over the span of the last run that finished (the uninterrupted one's at first; 4 s
+    without ``resume``): a run that finishes before its moment counts no interrupt, and its span is
+    the next draws'."""
     rng = random.Random(seed)
     if resume:
         t0 = time.perf_counter()
@@ -82,27 +87,43 @@ def _train_interrupts(tmp_path: Path, runs: int, seed: int, resume: bool) -> Non
         assert ref.returncode == 0, ref.stderr[-2000:]
     else:
         span = 4.0
-    for k in range(runs):
+    sent, k = 0, 0
+    while sent < interrupts:
+        k += 1
+        assert k <= 4 * interrupts, f"{sent} interrupts in {k - 1} runs"
         run = tmp_path / f"run{k}"
-        res = _interrupted([*TRAIN, "--out", str(run)], after=rng.uniform(1.0, span))
+        after = rng.uniform(1.0, max(span, 1.5))
+        t0 = time.perf_counter()
+        res = _interrupted([*TRAIN, "--out", str(run)], after=after)
         _ended_cleanly(res, "train")
+        if res.returncode == 130:
+            sent += 1
+        else:
+            span = time.perf_counter() - t0
+        left = sorted(p.name for p in run.iterdir()) if run.exists() else []
         if resume:
             again = _interrupted([*TRAIN, "--out", str(run)], after=3600)
             assert again.returncode == 0, again.stderr[-2000:]
-            for a, b in zip(_model(run), _model(tmp_path / "ref")):
+            for a, b in zip(_model(run), _model(tmp_path / "ref"), strict=True):
                 np.testing.assert_array_equal(a, b)
+        print(
+            f"run {k}: SIGINT at {after:.2f} s of {span:.2f} s, status {res.returncode}, "
+            f"left {left or 'nothing'}" + (", resumed equal" if resume else ""),
+            flush=True,
+        )
+    print(f"{sent} interrupts in {k} runs" + (", each resumed equal" if resume else ""))
 
 
 def test_sigint_during_train_ends_it_with_130_and_one_line(tmp_path: Path) -> None:
     """Two moments in the first seconds: JAX's import, compilation."""
-    _train_interrupts(tmp_path, runs=2, seed=0, resume=False)
+    _train_interrupts(tmp_path, interrupts=2, seed=0, resume=False)
 
 
 @pytest.mark.slow
 def test_sigint_at_twenty_moments_of_train_then_resume_equals_the_uninterrupted_run(
     tmp_path: Path,
 ) -> None:
-    _train_interrupts(tmp_path, runs=20, seed=1, resume=True)
+    _train_interrupts(tmp_path, interrupts=20, seed=1, resume=True)
 
 
 def _tiny_reproduce(out: Path) -> list[str]:
@@ -162,6 +183,11 @@ def _startup_interrupt(out: Path, after: float | None) -> None:
     p.send_signal(signal.SIGINT)
     stdout, stderr = p.communicate(timeout=600)
     res = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+    print(
+        f"start-up SIGINT at {'the handler' if after is None else f'{after:.2f} s'} (lintf's handler "
+        f"{'in' if handled else 'not yet in'}): status {res.returncode}",
+        flush=True,
+    )
     if handled or after is None:
         assert handled and res.returncode == 130, (after, res.returncode, stderr[-2000:])
         _ended_cleanly(res, "reproduce")
@@ -209,13 +235,16 @@ def _reproduce_interrupts(tmp_path: Path, interrupts: int, seed: int) -> None:
         runs += 1
         assert runs <= 4 * interrupts, f"{sent} interrupts in {runs} runs"
         t0 = time.perf_counter()
+        after = rng.uniform(1.0, max(span, 1.5))
         res = _interrupted(
-            _tiny_reproduce(tmp_path / f"chain{chain}"),
-            after=rng.uniform(1.0, max(span, 1.5)),
-            script=TINY_CONSOLE,
+            _tiny_reproduce(tmp_path / f"chain{chain}"), after=after, script=TINY_CONSOLE
         )
         _ended_cleanly(res, "reproduce")
-        print(f"run {runs}: status {res.returncode}", flush=True)
+        print(
+            f"run {runs}: SIGINT at {after:.2f} s of {span:.2f} s (sweep {chain + 1}): status "
+            f"{res.returncode}",
+            flush=True,
+        )
         if res.returncode == 130:
             sent += 1
         else:

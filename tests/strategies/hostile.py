@@ -146,6 +146,8 @@ REFUSED: dict[str, Callable[[dict[str, np.ndarray], str], bytes]] = {
     "crc": _crc,
     "truncated": lambda a, k: npz_bytes(a)[: len(npz_bytes(a)) // 2],
     "junk before zip": lambda a, k: b"#!junk\n" + npz_bytes(a),
+    "strong encryption flag": lambda a, k: patch(npz_bytes(a), k, flags=0x40),
+    "no .npy suffix": lambda a, k: _renamed(a, k, k),
 }
 
 #: Words of the message of the check that refuses each variant of :data:`REFUSED` (not a catch-all's).
@@ -161,6 +163,8 @@ REFUSED_WORDS = {
     "crc": "Bad CRC-32",
     "truncated": "is not a readable .npz",
     "junk before zip": "is not an .npz archive",
+    "strong encryption flag": "is encrypted; lintf reads",
+    "no .npy suffix": "is not an .npy array",
 }
 
 
@@ -169,7 +173,45 @@ ACCEPTED: dict[str, Callable[[dict[str, np.ndarray]], bytes]] = {
     "deflate": lambda a: npz_bytes(a, zipfile.ZIP_DEFLATED),
     "bzip2": lambda a: npz_bytes(a, zipfile.ZIP_BZIP2),
     "lzma": lambda a: npz_bytes(a, zipfile.ZIP_LZMA),
+    "zip64 entries": lambda a: _entries(a, zip64=True),
+    ".npy format 2.0": lambda a: _entries(a, version=(2, 0)),
+    ".npy format 3.0": lambda a: _entries(a, version=(3, 0)),
+    "big-endian arrays": lambda a: _entries(a, cast=lambda v: v.astype(v.dtype.newbyteorder(">"))),
+    # (NumPy's asfortranarray makes a 0-d array 1-d: the meta string stays as it is)
+    "Fortran order": lambda a: _entries(a, cast=lambda v: np.asfortranarray(v) if v.ndim else v),
+    "data-descriptor flag": lambda a: patch(npz_bytes(a), None, flags=0x8),
+    "UTF-8 names flag": lambda a: patch(npz_bytes(a), None, flags=0x800),
+    "bytes after the zip": lambda a: npz_bytes(a) + bytes(100),
 }
+
+
+def _entries(
+    arrays: dict[str, np.ndarray],
+    zip64: bool = False,
+    version: tuple[int, int] | None = None,
+    cast: Callable[[np.ndarray], np.ndarray] = lambda v: v,
+) -> bytes:
+    """The archive of ``arrays``, each ``.npy`` written in format ``version`` (NumPy's choice by
+    default) from ``cast`` of the array, each zip entry with a zip64 extra field if ``zip64``."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for k, v in arrays.items():
+            entry = io.BytesIO()
+            np.lib.format.write_array(entry, cast(np.asarray(v)), version=version)
+            with z.open(f"{k}.npy", "w", force_zip64=zip64) as f:
+                f.write(entry.getvalue())
+    return buf.getvalue()
+
+
+def _renamed(arrays: dict[str, np.ndarray], name: str, entry: str) -> bytes:
+    """The archive of ``arrays`` with ``name``'s entry named ``entry`` instead of ``<name>.npy``."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for k, v in arrays.items():
+            one = io.BytesIO()
+            np.lib.format.write_array(one, np.asarray(v))
+            z.writestr(entry if k == name else f"{k}.npy", one.getvalue())
+    return buf.getvalue()
 
 
 def _npy(a: np.ndarray) -> bytes:
@@ -319,7 +361,7 @@ def _node_tamperings(doc: object, path: tuple, draw: Callable) -> tuple[str, byt
 
 
 def tampered_json(
-    doc: dict, specials: dict[str, list] | None = None
+    doc: dict, specials: dict[str, list] | None = None, focus: list[tuple] | None = None
 ) -> st.SearchStrategy[tuple[str, bytes | None]]:
     """The JSON file of ``doc`` (a sweep's record, baselines or marker) tampered with in one place:
     a node removed, of another type, non-finite or past float64 (``NaN``, ``1e999``, ``10**400``),
@@ -327,10 +369,13 @@ def tampered_json(
     another cell's name); or the whole file replaced (not JSON, cut short, empty, not UTF-8, the
     wrong top-level type, a directory in its place).  Labels name the change: ``"<dotted path>
     removed"``, ``"<dotted path> is <value>"``, ``"<dotted path> nested <n> deep"`` for a node,
-    ``"<key> set to <value>"`` for a special, ``"file: <what>"`` for the whole file."""
+    ``"<key> set to <value>"`` for a special, ``"file: <what>"`` for the whole file.  Half the node
+    changes are at the ``focus`` nodes (paths as :func:`json_paths` gives them; default the
+    top-level keys), the parts a reader needs."""
     paths = json_paths(doc)
-    # half the changes at the top level, where each key is a part a reader needs, half anywhere
-    anywhere = st.one_of(st.sampled_from([p for p in paths if len(p) == 1]), st.sampled_from(paths))
+    # half the changes where each node is a part a reader needs, half anywhere
+    needed = focus or [p for p in paths if len(p) == 1]
+    anywhere = st.one_of(st.sampled_from(needed), st.sampled_from(paths))
 
     @st.composite
     def node(draw: Callable) -> tuple[str, bytes]:
@@ -442,3 +487,121 @@ def foreign_out() -> st.SearchStrategy[tuple[str, Callable[[Path], Path]]]:
         return build
 
     return st.tuples(st.sampled_from(FOREIGN_OUT), user_files()).map(lambda c: (c[0], make(*c)))
+
+
+# ------------------------------------------------------------------------------------------------
+# A table of printed GD++ values (lintf verify --printed): a valid table with one row's field of a
+# type or value no reader may take, or a CSV that Python's reader refuses.
+# ------------------------------------------------------------------------------------------------
+
+#: Values each field of a printed row may not take, as JSON text (a number past float64, a 400-digit
+#: integer, a boolean that would read as 1, another type).
+BAD_PRINTED = {
+    "noise": ["5", "null", "[]", '{"a": 1}', '"bogus"', '"fixed:1e999999999"', '"uniform:-1"'],
+    "depth": ["true", "false", "null", "[2]", '"abc"', "0", "-3", "2.5", "1e999", "9" * 400],
+    "value": ["true", "null", "[0.3]", '"abc"', "NaN", "Infinity", "1e999", "9" * 400, "9" * 5000],
+    "se": ["true", "-1", "NaN", "[0]", '"abc"', "1e999", "9" * 400],
+}
+_PRINTED_ROW = {"noise": '"uniform:5"', "depth": "2", "value": "0.36", "se": "0.005"}
+
+
+def _printed_json(rows: int, bad_row: int, field: str, value: str, extra: bool) -> bytes:
+    out = []
+    for i in range(rows):
+        row = dict(_PRINTED_ROW) | ({field: value} if i == bad_row else {})
+        if extra and i == bad_row:
+            row["sigma"] = "1"  # a field a printed row does not have
+        out.append("{" + ", ".join(f'"{k}": {v}' for k, v in row.items()) + "}")
+    return ("[" + ",\n ".join(out) + "]").encode()
+
+
+def _printed_csv(kind: str, rows: int) -> bytes:
+    head, row = "noise,depth,value,se\r\n", "uniform:5,2,0.36,0.005\r\n"
+    bad = {
+        "a field past the CSV reader's limit": "u" * 200_000 + ",2,0.36,0.005\r\n",
+        "more fields than the header": "categorical:1,3,2,0.36,0.005\r\n",
+        "a depth of 5000 digits": "uniform:5," + "9" * 5000 + ",0.36,0\r\n",
+        "no value": "uniform:5,2,,0.005\r\n",
+        "a value that is text": "uniform:5,2,abc,0.005\r\n",
+    }
+    if kind == "no value column":
+        return b"noise,depth,se\r\nuniform:5,2,0.005\r\n"
+    return (head + row * rows + bad[kind]).encode()
+
+
+def hostile_printed() -> st.SearchStrategy[tuple[str, str, bytes]]:
+    """``(label, suffix, bytes)``: a printed table of 1-5 rows, JSON (``.json``) with one row's field
+    set to a value of :data:`BAD_PRINTED` or given an unknown field, or CSV (``.csv``) with one bad
+    line after 0-4 good ones, or no ``value`` column.  Every one must be refused, before any floor is
+    evaluated."""
+
+    @st.composite
+    def json_rows(draw: Callable) -> tuple[str, str, bytes]:
+        rows = draw(st.integers(1, 5))
+        at = draw(st.integers(0, rows - 1))
+        field, value = draw(
+            st.sampled_from([(f, v) for f, vs in BAD_PRINTED.items() for v in vs] + [("sigma", "")])
+        )
+        label = f"row {at + 1} {field} = {value[:20]}" if value else f"row {at + 1} has sigma"
+        raw = _printed_json(rows, at, *((field, value) if value else ("se", "0.005")), not value)
+        return label, ".json", raw
+
+    csv_kinds = [
+        "a field past the CSV reader's limit",
+        "more fields than the header",
+        "a depth of 5000 digits",
+        "no value",
+        "a value that is text",
+        "no value column",
+    ]
+    csv_rows = st.tuples(st.sampled_from(csv_kinds), st.integers(0, 4)).map(
+        lambda c: (f"CSV: {c[0]} after {c[1]} rows", ".csv", _printed_csv(*c))
+    )
+    return st.one_of(json_rows(), csv_rows)
+
+
+# ------------------------------------------------------------------------------------------------
+# Numbers past float64 for an option (a hang where an option expands them exactly), and the
+# host-device count of XLA_FLAGS.
+# ------------------------------------------------------------------------------------------------
+
+
+def huge_number_texts() -> st.SearchStrategy[str]:
+    """Text of a number whose exact value no float holds: a mantissa with a decimal exponent of 10**6
+    to 10**9 (either sign), thousands of digits, or a fraction ``A/B`` of such parts; the exact
+    expansion of any of them holds the interpreter for minutes to hours."""
+    mantissa = st.sampled_from(["1", "-1", "9.99", "0.5", "+7", "1."])
+    exponent = st.integers(10**6, 10**9).flatmap(lambda e: st.sampled_from([str(e), f"-{e}"]))
+    scientific = st.tuples(mantissa, st.sampled_from(["e", "E"]), exponent).map("".join)
+    digits = st.tuples(st.sampled_from("123456789"), st.integers(4_400, 20_000)).map(
+        lambda c: c[0] * c[1]
+    )
+    part = st.one_of(scientific, digits, st.sampled_from(["1", "3", "0.25"]))
+    fraction = (
+        st.tuples(part, part)
+        .filter(lambda c: len(c[0] + c[1]) > 4_000 or "e" in "".join(c).lower())
+        .map("/".join)
+    )
+    return st.one_of(scientific, digits, fraction)
+
+
+def bad_xla_flags(flag: str, most: int) -> st.SearchStrategy[tuple[str, str]]:
+    """``(label, XLA_FLAGS)`` whose host-device count ``flag`` is not one integer in ``1..most``:
+    out of range, not a decimal integer, without a value, or given twice; among other flags."""
+    bad_value = st.one_of(
+        st.integers(max_value=0).map(str),
+        st.integers(min_value=most + 1).map(str),
+        st.sampled_from(["", "abc", "4.0", "1e1", "+4", "0x4", "4,5", "٣", "４", '4"', "inf"]),
+        st.text(alphabet="abc.,-+e ", min_size=1, max_size=6).filter(lambda t: " " not in t),
+    )
+    one = bad_value.map(lambda v: (f"value {v!r}", f"{flag}={v}"))
+    bare = st.just(("no value", flag))
+    twice = st.tuples(st.integers(1, most), st.integers(1, most)).map(
+        lambda c: (f"given twice ({c[0]}, {c[1]})", f"{flag}={c[0]} {flag}={c[1]}")
+    )
+    others = st.lists(
+        st.sampled_from(["--xla_cpu_use_thunk_runtime=false", "--xla_dump_to=/tmp/x"]), max_size=2
+    )
+    return st.tuples(st.one_of(one, bare, twice), others).map(
+        lambda c: (c[0][0], " ".join([*c[1], c[0][1]]))
+    )

@@ -1,4 +1,5 @@
-r"""A training run directory: its claim, atomic checkpoints and resume; what a finished run writes
+r"""A training run directory: its claim, its checkpoints and resume; the checkpoint's format, its
+writer and its reader are :mod:`numerics.train.checkpoint`, and what a finished run writes
 (best-seed selection, metrics, model, plot) is :mod:`numerics.train.results`.
 
 Layout of ``--out DIR``:
@@ -25,23 +26,20 @@ Layout of ``--out DIR``:
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-import jax
-import numpy as np
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from numerics.archive import read_npz
 from numerics.errors import LintfError
-from numerics.io import atomic_savez, atomic_write_json, json_file, parse_json, read_json
+from numerics.io import atomic_write_json, json_file, read_json
 from numerics.models.kinds import KIND_OBJECTS
+from numerics.train.checkpoint import read_checkpoint, save_checkpoint
 from numerics.train.config import CONFIG_EXTRAS, TrainConfig, config_dict
-from numerics.train.loop import Result, init_state, train
+from numerics.train.loop import Result, train
 from numerics.train.results import baseline_table, finalize
 from numerics.train.step import TrainState
 
@@ -100,7 +98,7 @@ def prepare(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> Result | 
     if not ck.exists():
         return None
     try:
-        return _read_checkpoint(ck, cfg)
+        return read_checkpoint(ck, cfg)
     except (OSError, ValueError, LintfError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LintfError(
@@ -142,100 +140,6 @@ def _differences(have: dict[str, Any], want: dict[str, Any]) -> list[str]:
     return diff
 
 
-def _read_checkpoint(ck: Path, cfg: TrainConfig) -> Result:
-    """The run ``ck`` holds, after checking its archive (:func:`numerics.archive.read_npz`: only the
-    arrays the state needs are loaded), its ``meta`` (:func:`_checkpoint_meta`), every leaf against
-    the state ``cfg`` trains (shape, dtype, finiteness) and the step against ``cfg.steps``."""
-    shapes = jax.eval_shape(lambda: init_state(cfg, template=True))
-    template, structure = jax.tree_util.tree_flatten(shapes)
-    found = read_npz(ck, "the archive", ("meta",))
-    if "meta" not in found or found["meta"].dtype.kind != "U" or found["meta"].ndim != 0:
-        raise ValueError("it holds no meta string")
-    meta = _checkpoint_meta(parse_json(str(found["meta"]), "its meta", nonfinite=True))
-    n_leaves, n_hist = meta["leaves"], meta.get("history", 0)
-    if n_leaves != len(template):
-        raise ValueError(f"{n_leaves} state arrays, this config has {len(template)}")
-    names = [f"leaf_{i}" for i in range(n_leaves)]
-    names += [f"history_{j}_leaf_{i}" for j in range(n_hist) for i in range(n_leaves)]
-    z = read_npz(ck, "the archive", tuple(names))
-    if len(z) != len(names):
-        raise ValueError(f"it lacks array {next(n for n in names if n not in z)!r}")
-    leaves = [z[f"leaf_{i}"] for i in range(n_leaves)]
-    history = [[z[f"history_{j}_leaf_{i}"] for i in range(n_leaves)] for j in range(n_hist)]
-    for state in (leaves, *history):
-        for i, (x, t) in enumerate(zip(state, template)):
-            if x.shape != t.shape or x.dtype != t.dtype:
-                raise ValueError(
-                    f"array {i} is {x.dtype}{list(x.shape)}, this config needs "
-                    f"{t.dtype}{list(t.shape)}"
-                )
-            if x.dtype.kind == "f" and not np.all(np.isfinite(x)):
-                raise ValueError(f"array {i} holds non-finite values")
-    step, state = meta["step"], structure.unflatten(leaves)
-    if not 0 < step <= cfg.steps or int(state.step) != step:
-        raise ValueError(f"step {step} is outside [1, {cfg.steps}] or disagrees with the state")
-    return Result(
-        state,
-        curve=meta["curve"],
-        rollbacks=meta["rollbacks"],
-        seconds=_seconds(meta.get("seconds", 0.0)),
-        skipped=meta.get("skipped", 0),
-        history=[
-            (structure.unflatten(h), n, k)
-            for h, (n, k) in zip(history, meta.get("history_marks", []))
-        ],
-    )
-
-
-#: Largest count a checkpoint's ``meta`` may give (state arrays, steps, rollbacks, skipped losses).
-_COUNT_MAX = 2**53
-
-
-def _checkpoint_meta(meta: Any) -> dict[str, Any]:
-    """A checkpoint's parsed ``meta`` (:func:`save_checkpoint`), its parts of the types a resumed
-    run uses: counts are integers in ``[0, 2**53]``; ``curve`` a list of ``[end step, loss per
-    seed]`` (a loss may be NaN); ``rollbacks`` a list of objects; ``history_marks`` a list of two
-    counts each.  Else a :class:`ValueError` naming the part."""
-
-    def count(v: Any) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _COUNT_MAX
-
-    if not isinstance(meta, dict):
-        raise ValueError("its meta is not a JSON object")
-    for k in ("leaves", "step", "history", "skipped"):
-        if (k in meta or k in ("leaves", "step")) and not count(meta.get(k)):
-            raise ValueError(f"its meta's {k} is {str(meta.get(k))[:40]}, not a count")
-    curve, marks = meta.get("curve"), meta.get("history_marks", [])
-    if not isinstance(curve, list) or not all(
-        isinstance(c, list) and c and count(c[0]) and all(isinstance(x, float) for x in c[1:])
-        for c in curve
-    ):
-        raise ValueError("its meta's curve is not a list of [end step, loss per seed]")
-    if not isinstance(meta.get("rollbacks"), list) or not all(
-        isinstance(r, dict) for r in meta["rollbacks"]
-    ):
-        raise ValueError("its meta's rollbacks is not a list of objects")
-    if not isinstance(marks, list) or not all(
-        isinstance(m, list) and len(m) == 2 and all(map(count, m)) for m in marks
-    ):
-        raise ValueError("its meta's history_marks is not a list of pairs of counts")
-    return meta
-
-
-def _seconds(x: Any) -> float:
-    """A checkpoint's training time: a finite number >= 0 (0 where it is missing, as in checkpoints
-    without it)."""
-    if (
-        isinstance(x, bool)
-        or not isinstance(x, (int, float))
-        or abs(x) > _COUNT_MAX  # an integer past float64 (math.isfinite would overflow)
-        or not math.isfinite(x)
-        or x < 0
-    ):
-        raise ValueError(f"its training time is {x!r}, not a number of seconds >= 0")
-    return float(x)
-
-
 def claim(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> None:
     """Create ``out`` and write its ``config.json`` (atomically), unless it is claimed already:
     called just before the first checkpoint is written, so a run that dies earlier leaves nothing
@@ -249,36 +153,6 @@ def claim(out: str | Path, cfg: TrainConfig, flag: str = "--out") -> None:
                 f"{flag} {str(out)!r} is not a writable directory: {exc.strerror}"
             ) from None
         atomic_write_json(out / "config.json", config_dict(cfg))
-
-
-def save_checkpoint(out: str | Path, state: TrainState, res: Result) -> None:
-    """Write the state atomically; refuses a non-finite state (the divergence guard never produces
-    one)."""
-    leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(state)]
-    if not all(np.all(np.isfinite(x)) for x in leaves if np.issubdtype(x.dtype, np.floating)):
-        raise LintfError("refusing to checkpoint a non-finite training state")
-    meta = {
-        "leaves": len(leaves),
-        "step": int(state.step),
-        "curve": res.curve,
-        "rollbacks": res.rollbacks,
-        "skipped": res.skipped,
-        "history": len(res.history),
-        "history_marks": [[n, k] for _, n, k in res.history],
-        "seconds": res.seconds,
-        "time": time.time(),
-    }  # when it was written: a stopped sweep's time counts to it
-    history = {
-        f"history_{j}_leaf_{i}": np.asarray(x)
-        for j, (h, _, _) in enumerate(res.history)
-        for i, x in enumerate(jax.tree_util.tree_leaves(h))
-    }  # earlier chunk starts, for deeper rollbacks
-    atomic_savez(
-        Path(out) / "checkpoint.npz",
-        meta=np.asarray(json.dumps(meta)),
-        **{f"leaf_{i}": x for i, x in enumerate(leaves)},
-        **history,
-    )
 
 
 def run(

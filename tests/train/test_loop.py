@@ -15,11 +15,11 @@ from numerics import models
 from numerics.errors import LintfError
 from numerics.io import load_model
 from numerics.train import loop
+from numerics.train.checkpoint import save_checkpoint
 from numerics.train.config import TrainConfig
 from numerics.train.loop import adjusted_losses, init_state, train
 from numerics.train.objective import diag_part, effective_params
 from numerics.train.rundir import run as run_dir
-from numerics.train.rundir import save_checkpoint
 from numerics.train.step import CHUNK_CACHE
 from tests.strategies.training import TINY, leaves
 

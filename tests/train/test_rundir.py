@@ -15,9 +15,10 @@ import pytest
 
 from numerics.errors import LintfError
 from numerics.io import load_model
+from numerics.train.checkpoint import save_checkpoint
 from numerics.train.config import TrainConfig
 from numerics.train.loop import Result, init_state, train
-from numerics.train.rundir import prepare, save_checkpoint
+from numerics.train.rundir import prepare
 from numerics.train.rundir import run as run_dir
 from tests.strategies.training import TINY
 

@@ -185,6 +185,12 @@ def write_table(
     atomic_write_bytes(out / "table.md", table_text(out, cells, depths, noises, models).encode())
 
 
+def num(x: float) -> str:
+    """A table entry's number: four decimals, or three significant digits where a failing cell's
+    mean or SE is past 10⁴ (an exploding tail can reach 10⁴⁶)."""
+    return f"{x:.4f}" if abs(x) < 1e4 else f"{x:.3g}"
+
+
 def table_text(
     out: Path, cells: dict, depths: list[int], noises: list[str], models: list[str]
 ) -> str:
@@ -211,7 +217,8 @@ def table_text(
             for l in depths:
                 c = cells.get((m, l, noise))
                 mark = " !" if c is not None and c["tail"]["failed"] else ""
-                row.append("-" if c is None else f"{c['adjusted_loss']:.4f} ± {c['se']:.4f}{mark}")
+                entry = None if c is None else f"{num(c['adjusted_loss'])} ± {num(c['se'])}{mark}"
+                row.append(entry or "-")
             lines.append(f"| {m} | " + " | ".join(row) + " |")
         bpath = out / f"baselines-{tag(noise)}.json"
         if bpath.exists():

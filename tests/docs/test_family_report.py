@@ -41,6 +41,17 @@ def test_committed_table_is_what_the_script_writes_from_the_cells(grid: dict) ->
     )
 
 
+def test_a_failing_cells_huge_mean_reads_in_three_digits(grid: dict) -> None:
+    # An exploding tail puts means of 10⁴⁰ and more into the table: they read as 1.89e+41, not as a
+    # 42-digit number, and every entry is still a number.
+    text = (RESULTS / "table.md").read_text()
+    assert not re.search(r"\d{9,}", text), "table.md prints a number of nine or more digits"
+    assert grid["num"](1.886e41) == "1.89e+41" and grid["num"](0.18553) == "0.1855"
+    for entry in re.findall(r"\| ([^|]*±[^|]*) ", text):
+        mean, se = entry.rstrip(" !").split(" ± ")
+        assert abs(float(mean)) < float("inf") and float(se) >= 0, entry
+
+
 def test_report_quotes_the_best_depth_rows_of_the_cells(grid: dict) -> None:
     _, noises, names = grid["shown"]
     want = grid["best_rows"](RESULTS, grid["cells"], noises, names)

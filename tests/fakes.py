@@ -210,7 +210,7 @@ def fake_baselines(noise: str, budget: Budget) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------
-# Implementations under test (numerics.evaluate.testing)
+# Implementations under test (numerics.testing)
 # ------------------------------------------------------------------------------------------------
 
 Forward = Callable[[Any, Any, Any], Any]

@@ -8,7 +8,7 @@ imports.
   packages): proofs and tests reach ``lintf_theory`` through its public names (``lintf_theory``,
   ``lintf_theory.symbols``, ...) like any user;
 * imports point down the layers (:data:`TIERS`: ``numerics.cli`` -> ``numerics.reproduce`` ->
-  ``numerics.train`` -> ``numerics.evaluate`` -> ``numerics.baselines`` -> ``numerics.models`` ->
+  ``numerics.train`` (beside it the testing kit, ``numerics.testing``) -> ``numerics.evaluate`` -> ``numerics.baselines`` -> ``numerics.models`` ->
   ``numerics.data``/``numerics.io`` -> ``lintf_theory``; ``proofs`` beside the command line), no
   packages and no modules of one package import each other in a cycle, and an import inside a
   function is there to keep start-up fast and says so (:data:`LAZY_MARKER`);
@@ -186,7 +186,7 @@ def test_the_committed_results_stay_small():
 TIERS = (
     ("numerics.cli", "proofs"),
     ("numerics.reproduce",),
-    ("numerics.train",),
+    ("numerics.train", "numerics.testing"),
     ("numerics.evaluate",),
     ("numerics.baselines",),
     ("numerics.models",),

@@ -1,6 +1,6 @@
 """Evaluation: the adjusted loss with paired standard errors, profiles and tail checks
-(:mod:`numerics.evaluate.losses`), the per-layer implicit weights of a model (:mod:`numerics.evaluate.inspector`)
-and the check of one's own model against the theory (:mod:`numerics.evaluate.testing`)."""
+(:mod:`numerics.evaluate.losses`), the per-layer implicit weights of a model (:mod:`numerics.evaluate.inspector`);
+the check of one's own model against the theory is the testing kit, :mod:`numerics.testing`."""
 
 from numerics.evaluate import losses as losses
 from numerics.evaluate.losses import adjusted_per_sequence as adjusted_per_sequence
@@ -13,5 +13,3 @@ from numerics.evaluate.losses import tail_stats as tail_stats
 from numerics.evaluate import inspector as inspector
 from numerics.evaluate.inspector import inspect as inspect
 from numerics.evaluate.inspector import summary as summary
-from numerics.evaluate import testing as testing
-from numerics.evaluate.testing import assert_follows_theorem_4_1 as assert_follows_theorem_4_1

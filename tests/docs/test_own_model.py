@@ -7,8 +7,8 @@ import re
 import shlex
 from pathlib import Path
 
+from numerics import testing
 from numerics.cli import main
-from numerics.evaluate import testing
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "your-own-model.md"
 

@@ -3,7 +3,7 @@ r"""Layer-by-layer properties of random, constructed and trained transformers.
 Each property compares the model's literal forward pass (:func:`numerics.models.forward_tokens`)
 or its fast Gram-form pass (:func:`numerics.models.predict`) with the rules derived in
 :mod:`lintf_theory` and exported through the bridge.  The Theorem 4.1 properties (token form, query
-isolation, implicit weight, permutation invariance) are the public checks of :mod:`numerics.evaluate.testing`,
+isolation, implicit weight, permutation invariance) are the public checks of :mod:`numerics.testing`,
 the ones users run on their own implementations.  The checks themselves live in
 :mod:`tests.strategies.checks`, shared with ``tests/properties/test_trained.py``, with the tolerance ``RTOL64`` and
 its justification.
@@ -47,7 +47,7 @@ def test_every_token_has_the_theorem_4_1_form_with_the_derived_tuple(cfg: ModelC
 
 # A long property run (half a minute): behind `slow`.  The default run checks the same property on the trained models
 # of every kind (tests/properties/test_trained.py) and, with the other three properties, on a random model's passes
-# (tests/evaluate/test_testing.py).
+# (tests/testing/test_theorem.py).
 @pytest.mark.slow
 @property_settings()
 @given(model_configs(), st.floats(-3, 3), st.floats(-3, 3))

@@ -3,7 +3,7 @@ r"""Shared checks of one model on one batch, run on random, constructed and trai
 Each check compares the model's literal forward pass (:func:`numerics.models.forward_tokens`) or its
 fast Gram-form pass (:func:`numerics.models.predict`) with a route that does not go through it: the
 rules derived in :mod:`lintf_theory` (exported through the bridge), the public checks of
-:mod:`numerics.evaluate.testing`, or, for GD++, the layer rule written on its two native parameters.
+:mod:`numerics.testing`, or, for GD++, the layer rule written on its two native parameters.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from lintf_theory import alpha_l_rule, diagonal_rule, layer_omegas, lemma44_rule, run_recursion
-from numerics import models
+from numerics import models, testing
 from numerics.data import Batch
-from numerics.evaluate import inspector, testing
+from numerics.evaluate import inspector
 from proofs import state_matrix
 
 # Tolerance of "agree to float64 precision" for two routes through <= 7 layers of O(1) products:
@@ -34,7 +34,7 @@ def max_rel_err(a: jax.Array, b: jax.Array) -> float:
     return float(jnp.max(jnp.abs(a - b)) / jnp.maximum(jnp.max(jnp.abs(b)), 1e-30))
 
 
-# Theorem 4.1 through numerics.evaluate.testing, on both of lintf's forward passes --------------------------
+# Theorem 4.1 through numerics.testing, on both of lintf's forward passes --------------------------
 def lintf_forwards(P: Any, Q: Any) -> dict[str, Any]:
     """``models.forward_tokens`` (every layer's tokens) and ``models.predict`` as ``forward(X, y, x_query)``."""
     return {

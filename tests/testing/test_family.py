@@ -7,8 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from numerics import models
-from numerics.evaluate import testing
+from numerics import models, testing
 from numerics.models import family
 from tests.strategies import member_data, member_params
 

@@ -1,4 +1,4 @@
-r"""Check any linear-attention implementation against Theorem 4.1, in the manner of ``numpy.testing``.
+r"""Check any linear-attention implementation against Theorem 4.1.
 
 Theorem 4.1 (Lemma 4.3 gives the recursion): for parameters ``P, Q`` there are context-only
 ``T^l = [[M^l, u^l], [−(w^l)ᵀ, a^l]]`` with ``e_i^l = T^l e_i`` for every context token and for the
@@ -18,9 +18,6 @@ Properties, checked in this order (:data:`PROPERTIES`); the first that fails is 
    callable JAX cannot trace, by central differences (exact for a linear ``ŷ``);
 4. ``permutation invariance``: permuting the context changes no prediction.
 
-A member of the linear-attention family (docs/family.md) is checked by :func:`check_member`
-(:mod:`numerics.evaluate.testing_family`): query isolation, its implicit weight, and the context's order.
-
 :func:`assert_follows_theorem_4_1` draws contexts with Hypothesis (:func:`contexts`), so a failure
 comes with a shrunk example.  :func:`check_theorem_4_1` checks one given batch.  Needs Hypothesis
 (``pip install lintf[test]``).
@@ -38,27 +35,16 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from numerics.evaluate import inspector
-from numerics.evaluate.testing_compare import Forward as Forward
-from numerics.evaluate.testing_compare import (
+from numerics.io import check_real_finite
+from numerics.models import check_data
+from numerics.models.convert import to_universal
+from numerics.testing.compare import (
+    Forward,
     assert_close,
     assert_implicit_weight,
     outputs,
     query_gradient,
 )
-
-# The family's members (docs/family.md): the same kind of check on a member's own implementation.
-from numerics.evaluate.testing_family import MEMBER_PROPERTIES as MEMBER_PROPERTIES
-from numerics.evaluate.testing_family import check_context_order as check_context_order
-from numerics.evaluate.testing_family import check_member as check_member
-from numerics.evaluate.testing_family import (
-    check_member_implicit_weight as check_member_implicit_weight,
-)
-from numerics.evaluate.testing_family import (
-    check_member_query_isolation as check_member_query_isolation,
-)
-from numerics.io import check_real_finite
-from numerics.models import check_data
-from numerics.models.convert import to_universal
 
 PROPERTIES = ("token form", "query isolation", "implicit weight", "permutation invariance")
 

@@ -2,7 +2,7 @@ r"""Check an implementation of a linear-attention family member (docs/family.md)
 family's conventions.
 
 The code under test is a callable ``forward(X, y, x_query)``, as for
-:func:`numerics.evaluate.testing.check_theorem_4_1` (predictions ``(B,)`` or every layer's tokens
+:func:`numerics.testing.check_theorem_4_1` (predictions ``(B,)`` or every layer's tokens
 ``(L+1, B, n+1, d+1)``); ``params`` are the member's native parameters
 (:mod:`numerics.models.family`), which fix the reference.  Properties (:data:`MEMBER_PROPERTIES`):
 
@@ -24,14 +24,14 @@ from typing import Any
 import jax
 import numpy as np
 
-from numerics.evaluate.testing_compare import (
+from numerics.models.family_weights import transfer_weights
+from numerics.models.kinds import kind_of
+from numerics.testing.compare import (
     assert_close,
     assert_implicit_weight,
     outputs,
     query_gradient,
 )
-from numerics.models.family_weights import transfer_weights
-from numerics.models.kinds import kind_of
 
 MEMBER_PROPERTIES = ("query isolation", "implicit weight", "context order")
 #: A causal member's prediction must move by more than this (relative) when the context is permuted.

@@ -1,4 +1,4 @@
-"""``numerics.evaluate.testing``: lintf's own passes satisfy it; implementations that break Theorem 4.1 are rejected."""
+"""``numerics.testing.theorem``: lintf's own passes satisfy it; implementations that break Theorem 4.1 are rejected."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 
 from lintf_theory import attention_weights, weighted_layer_forward
-from numerics import models
-from numerics.evaluate import testing
+from numerics import models, testing
 from tests.fakes import near_miss
 from tests.strategies import scaled_model, toy_batch
 

@@ -1,5 +1,5 @@
 r"""How the testing kit reads and compares the code under test: the checks of
-:mod:`numerics.evaluate.testing` (Theorem 4.1) and of :mod:`numerics.evaluate.testing_family` (the
+:mod:`numerics.testing.theorem` (Theorem 4.1) and of :mod:`numerics.testing.family` (the
 family's members) share them.
 
 * :func:`outputs` reads a callable ``forward(X, y, x_query)``: its predictions ``ŷ (B,)`` or every

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import io
 
+from numerics.cli.layer_table import print_layers
 from numerics.io import strict_json
 
 #: The defaults of the options that only sampled data has besides ``--noise``, ``--x`` and ``--n``.
@@ -293,22 +294,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"model {args.model}: L={L} layers, H={H} heads, d={d}; {source} (B={B})")
     if setting:
         print(setting)
-    cols = [
-        ("layer", "l", "{:d}"),
-        ("w_norm", "|w^l|", "{:.4g}"),
-        ("cos_ols", "cos(w,w*)", "{:.4f}"),
-        ("dist_ols", "|w-w*|/|w*|", "{:.4g}"),
-        ("cos_ridge", "cos(w,ridge)", "{:.4f}"),
-        ("dist_ridge", "|w-rr|/|rr|", "{:.4g}"),
-        ("a", "a^l", "{:.4g}"),
-        ("u_norm", "|u^l|", "{:.4g}"),
-        ("M_minus_I", "|M^l-I|_F", "{:.4g}"),
-        ("loss", "loss", "{:.4g}"),
-    ]
-    cols = [c for c in cols if c[0] in rows[0]]
-    print("  ".join(f"{h:>12}" for _, h, _ in cols))
-    for r in rows:
-        print("  ".join(f"{f.format(r[k]):>12}" for k, _, f in cols))
+    print_layers(rows)
     ridge = (
         f"ridge uses sigma = {args.sigma:g} (--sigma)"
         if args.sigma is not None

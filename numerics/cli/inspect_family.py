@@ -16,6 +16,7 @@ import argparse
 import jax
 import numpy as np
 
+from numerics.cli.layer_table import print_layers
 from numerics.io import strict_json
 
 
@@ -95,20 +96,7 @@ def run(  # noqa: ANN001
     print(f"model {args.model}: {kind.name}, L={L} layers, H={H} heads, d={d}; {source} (B={B})")
     if setting:
         print(setting)
-    cols = [
-        ("layer", "l", "{:d}"),
-        ("w_norm", "|w^l|", "{:.4g}"),
-        ("cos_ols", "cos(w,w*)", "{:.4f}"),
-        ("dist_ols", "|w-w*|/|w*|", "{:.4g}"),
-        ("cos_ridge", "cos(w,ridge)", "{:.4f}"),
-        ("dist_ridge", "|w-rr|/|rr|", "{:.4g}"),
-        ("linearity_gap", "linearity", "{:.2g}"),
-        ("loss", "loss", "{:.4g}"),
-    ]
-    cols = [c for c in cols if c[0] in rows[0]]
-    print("  ".join(f"{h:>12}" for _, h, _ in cols))
-    for r in rows:
-        print("  ".join(f"{f.format(r[k]):>12}" for k, _, f in cols))
+    print_layers(rows)
     print(
         "(batch means; w^l from the query's transfer matrices; "
         "linearity = max |y_hat^l(x) - <w^l, x>| relative, "

@@ -46,6 +46,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from numerics.baselines import gdpp_fit as gf  # noqa: E402
+from numerics.baselines import wishart  # noqa: E402
 from numerics.data import sample  # noqa: E402
 from numerics.models import Gdpp, predict, universal  # noqa: E402
 
@@ -87,7 +88,7 @@ def spectral_losses(
     vals = [[] for _ in path]
     tail, count, share = np.zeros(len(tops)), np.zeros(len(eps)), np.zeros(len(eps))
     for k, start in enumerate(range(0, sequences, chunk)):
-        S = gf.sample_spectra(
+        S = wishart.sample_spectra(
             seed * 1000 + k, min(chunk, sequences - start), N, D, "fixed:0", importance
         )
         keep = np.stack([S.mu[:, -1] <= T for T in tops])  # (T, chunk)

@@ -1,7 +1,8 @@
 """Baselines: ridge-type predictors (ConstRR, AdaRR, TunedRR, GD) and the oracle ridge
 (:mod:`numerics.baselines.ridge`), the Bayes-optimal predictor (:mod:`numerics.baselines.bayes`), the spectral form
 they share (:mod:`numerics.baselines.spectral`), the sequences and oracle-paired loss every method is scored with
-(:mod:`numerics.baselines.scoring`) and the exact spectral fit of GD++ (:mod:`numerics.baselines.gdpp_fit`)."""
+(:mod:`numerics.baselines.scoring`) and the exact spectral fit of GD++ (:mod:`numerics.baselines.gdpp_fit`) on importance-sampled
+Wishart spectra (:mod:`numerics.baselines.wishart`)."""
 
 from numerics.baselines import spectral as spectral
 from numerics.baselines import scoring as scoring
@@ -23,6 +24,7 @@ from numerics.baselines.ridge import tune as tune
 from numerics.baselines.ridge import tuned_as_dict as tuned_as_dict
 from numerics.baselines import bayes as bayes
 from numerics.baselines import gdpp_fit as gdpp_fit
+from numerics.baselines import wishart as wishart
 from numerics.baselines.ridge import gd_direction as gd_direction
 from numerics.baselines.ridge import mean_loss_grid as mean_loss_grid
 from numerics.baselines.ridge import tune_const as tune_const

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from numerics import baselines, models
-from numerics.baselines import gdpp_fit
+from numerics.baselines import gdpp_fit, wishart
 from numerics.data import Noise
 from numerics.evaluate import losses as evaluation
 from numerics.models.kinds import GDPP
@@ -125,7 +125,7 @@ def spectral_check(
     g = GDPP.from_universal(np.asarray(P, np.float64), np.asarray(Q, np.float64), atol=1e-12)
     total, parts = int(RULES.spectral_sequences), []
     for k, start in enumerate(range(0, total, chunk)):
-        sample = gdpp_fit.sample_spectra(
+        sample = wishart.sample_spectra(
             RULES.spectral_seed + k, min(chunk, total - start), n, d, noise, importance=False
         )
         parts.append(gdpp_fit.sequence_losses(g, sample))

@@ -172,11 +172,25 @@ def explain(out: Path, name: str, sequences: int, eval_seed: int, top: int = 5) 
 
 
 def collect(out: Path) -> dict[tuple[str, int, str], dict]:
+    """The finished cells under ``out`` by ``(model, layers, noise)``, their numbers as computed."""
     cells = {}
     for p in sorted(out.glob("*/metrics.json")):
-        m = read_json(p)
+        m = restored(read_json(p))
         cells[(m["model"], m["layers"], m["noise"])] = m
     return cells
+
+
+def restored(m: dict) -> dict:
+    """A cell's metrics with each number that strict JSON wrote as ``null`` (``inf`` or ``nan``:
+    an exploding cell's SE) back as the float its ``null_reasons`` names."""
+    for path, why in m.pop("null_reasons", {}).items():
+        *parents, key = path.split(".")
+        if "[" not in path:  # the cells' null numbers sit in objects (se, tail.se), not in lists
+            node = m
+            for k in parents:
+                node = node[k]
+            node[key] = float(why)
+    return m
 
 
 def write_table(

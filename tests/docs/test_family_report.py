@@ -77,3 +77,25 @@ def test_readme_lists_every_model_kind_train_accepts() -> None:
     line = re.search(r"^- `train --model` takes (.*?)\(", readme, re.M | re.S)
     assert line, "README.md has no line listing the names `train --model` takes"
     assert re.findall(r"`([\w-]+)`", line.group(1)) == list(KIND_OBJECTS)
+
+
+def test_a_cell_whose_se_is_infinite_reads_back_and_prints_as_inf(
+    grid: dict, tmp_path: Path
+) -> None:
+    # An exploding cell's SE is inf; strict JSON writes it as null with its reason, and the table
+    # reads it back as inf instead of failing on None.
+    from numerics.io import atomic_write_json
+
+    cell = {"model": "causal", "layers": 7, "noise": "uniform:5", "adjusted_loss": 1.22e171}
+    cell |= {"se": float("inf"), "tail": {"failed": "largest 1.22e+176 > 1000", "se": float("inf")}}
+    atomic_write_json(tmp_path / "causal-7-uniform5" / "metrics.json", cell)
+    got = grid["collect"](tmp_path)[("causal", 7, "uniform:5")]
+    assert (
+        got["se"] == float("inf")
+        and got["tail"]["se"] == float("inf")
+        and "null_reasons" not in got
+    )
+    text = grid["table_text"](
+        tmp_path, {("causal", 7, "uniform:5"): got}, [7], ["uniform:5"], ["causal"]
+    )
+    assert "| causal | 1.22e+171 ± inf ! |" in text

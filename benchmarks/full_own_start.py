@@ -55,6 +55,8 @@ PRINTED = {
     ("full", 4, C13): 0.032,
     ("diag", 3, C13): 0.098,
     ("diag", 4, C13): 0.043,
+    ("full", 5, C13): 0.016,
+    ("diag", 5, C13): 0.026,
     ("full", 4, C135): 0.061,
     ("diag", 4, C135): 0.062,
 }
@@ -70,6 +72,7 @@ RECIPES = {
     "L3-c13-lr1e-3-b512": dict(layers=3, noise=C13, lr=1e-3, batch=512, steps=16000),
     "L3-c13-lr1e-3-b512-seed1": dict(layers=3, noise=C13, lr=1e-3, batch=512, steps=16000, seed=1),
     "L4-c135-lr1e-3-b512": dict(layers=4, noise=C135, lr=1e-3, batch=512, steps=16000),
+    "L5-c13-lr1e-3-b512": dict(layers=5, noise=C13, lr=1e-3, batch=512, steps=16000),
 }
 
 

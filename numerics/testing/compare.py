@@ -6,6 +6,8 @@ family's members) share them.
   layer's tokens ``(L+1, B, n+1, d+1)`` (the query last, ``ŷ = −y_{n+1}^L``);
 * :func:`query_gradient` differentiates ``ŷ`` with respect to the query, by ``jax.grad`` or central
   differences;
+* :func:`assert_query_isolation` checks that the context ignores the query and ``ŷ`` is linear
+  in it;
 * :func:`assert_close` compares two arrays relative to the largest value compared, and names what
   failed.
 """
@@ -48,6 +50,49 @@ def outputs(
     raise AssertionError(
         f"output: forward must return predictions ({B},) or tokens {(L + 1, B, n + 1, d + 1)}, "
         f"got shape {out.shape}"
+    )
+
+
+def assert_query_isolation(
+    forward: Forward,
+    L: int,
+    X: Any,
+    y: Any,
+    x_query: Any,
+    rtol: float,
+    seed: int,
+    s: float,
+    t: float,
+    x_query_alt: Any,
+    detail: str,
+) -> None:
+    """The context's tokens ignore the query (when ``forward`` returns tokens), and ``ŷ`` is linear
+    in it: ``ŷ(s q_1 + t q_2) = s ŷ(q_1) + t ŷ(q_2)`` with ``q_1 = x_query`` and ``q_2 =
+    x_query_alt`` (drawn from ``seed`` if ``None``); ``detail`` ends the failure's message."""
+    q1 = x_query
+    q2 = (
+        np.random.default_rng(seed).standard_normal(x_query.shape)
+        if x_query_alt is None
+        else x_query_alt
+    )
+    with jax.enable_x64(True):
+        f1, Z1 = outputs(forward, X, y, q1, L)
+        f2, Z2 = outputs(forward, X, y, q2, L)
+        if Z1 is not None:
+            assert_close(
+                "query isolation: context tokens with two different queries",
+                Z2[:, :, :-1],
+                Z1[:, :, :-1],
+                rtol,
+            )
+        f12, _ = outputs(forward, X, y, s * q1 + t * q2, L)
+    assert_close(
+        f"query isolation: y_hat(s q1 + t q2) vs s y_hat(q1) + t y_hat(q2) {detail}",
+        f12,
+        s * f1 + t * f2,
+        rtol,
+        s * f1,
+        t * f2,
     )
 
 

@@ -29,6 +29,7 @@ from numerics.models.kinds import kind_of
 from numerics.testing.compare import (
     assert_close,
     assert_implicit_weight,
+    assert_query_isolation,
     outputs,
     query_gradient,
 )
@@ -56,33 +57,18 @@ def check_member_query_isolation(
 ) -> None:
     """Property 1: the context's tokens ignore ``x_t``; ``ŷ(s q_1 + t q_2) = s ŷ(q_1) + t
     ŷ(q_2)``."""
-    L = _layers(params)
-    q1 = x_query
-    q2 = (
-        np.random.default_rng(seed).standard_normal(x_query.shape)
-        if x_query_alt is None
-        else x_query_alt
-    )
-    with jax.enable_x64(True):
-        f1, Z1 = outputs(forward, X, y, q1, L)
-        f2, Z2 = outputs(forward, X, y, q2, L)
-        if Z1 is not None:
-            assert_close(
-                "query isolation: context tokens with two different queries",
-                Z2[:, :, :-1],
-                Z1[:, :, :-1],
-                rtol,
-            )
-        f12, _ = outputs(forward, X, y, s * q1 + t * q2, L)
-    assert_close(
-        f"query isolation: y_hat(s q1 + t q2) vs s y_hat(q1) + t y_hat(q2) (s = {s:g}, t = {t:g}; "
-        "the query "
-        "must read the context's state only)",
-        f12,
-        s * f1 + t * f2,
+    assert_query_isolation(
+        forward,
+        _layers(params),
+        X,
+        y,
+        x_query,
         rtol,
-        s * f1,
-        t * f2,
+        seed,
+        s,
+        t,
+        x_query_alt,
+        f"(s = {s:g}, t = {t:g}; the query must read the context's state only)",
     )
 
 

@@ -42,6 +42,7 @@ from numerics.testing.compare import (
     Forward,
     assert_close,
     assert_implicit_weight,
+    assert_query_isolation,
     outputs,
     query_gradient,
 )
@@ -127,31 +128,18 @@ def check_query_isolation(
 ) -> None:
     """Property 2: the context ignores ``x_t``; ``ŷ(s q_1 + t q_2) = s ŷ(q_1) + t ŷ(q_2)`` with ``q_1 = x_query``
     and ``q_2 = x_query_alt`` (drawn from ``seed`` if not given)."""
-    q1 = x_query
-    q2 = (
-        np.random.default_rng(seed).standard_normal(x_query.shape)
-        if x_query_alt is None
-        else x_query_alt
-    )
-    with jax.enable_x64(True):
-        f1, Z1 = outputs(forward, X, y, q1, P.shape[0])
-        f2, Z2 = outputs(forward, X, y, q2, P.shape[0])
-        if Z1 is not None:
-            assert_close(
-                "query isolation: context tokens with two different queries",
-                Z2[:, :, :-1],
-                Z1[:, :, :-1],
-                rtol,
-            )
-        f12, _ = outputs(forward, X, y, s * q1 + t * q2, P.shape[0])
-    assert_close(
-        f"query isolation: y_hat(s q1 + t q2) vs s y_hat(q1) + t y_hat(q2) (q1 = x_query, q2 = x_query_alt, "
-        f"s = {s:g}, t = {t:g})",
-        f12,
-        s * f1 + t * f2,
+    assert_query_isolation(
+        forward,
+        P.shape[0],
+        X,
+        y,
+        x_query,
         rtol,
-        s * f1,
-        t * f2,
+        seed,
+        s,
+        t,
+        x_query_alt,
+        f"(q1 = x_query, q2 = x_query_alt, s = {s:g}, t = {t:g})",
     )
 
 

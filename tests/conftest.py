@@ -63,6 +63,32 @@ settings.load_profile(PROFILE)
 
 TRAINED = Path(__file__).parent / "data" / "trained"
 
+# The test files that take longest (``pytest --durations=0``), started first.  ``make test`` gives each
+# of its two processes one file at a time in collection order; collected alphabetically, the longest
+# files come last (``tests/train/``), and one process went on alone for a minute after the other had
+# finished.  Starting them first lets the short files fill in at the end.  Only the order changes.
+START_FIRST = (
+    "tests/train/test_step.py",
+    "tests/testing/test_theorem.py",
+    "tests/cli/test_family_cli.py",
+    "tests/models/test_family.py",
+    "tests/train/test_loop.py",
+    "tests/properties/test_trained.py",
+    "tests/baselines/test_gdpp_fit.py",
+    "tests/train/test_objective.py",
+    "tests/models/test_forward.py",
+    "tests/reproduce/test_executor.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    root = Path(__file__).parents[1]
+    gone = [f for f in START_FIRST if not (root / f).is_file()]
+    if gone:
+        raise pytest.UsageError(f"tests/conftest.py START_FIRST names files that are gone: {gone}")
+    rank = {f: i for i, f in enumerate(START_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable
+
 
 def _trained_now(kind: str) -> TrainedModel:
     import jax.numpy as jnp
@@ -96,14 +122,10 @@ def _trained_now(kind: str) -> TrainedModel:
 
 
 @pytest.fixture(scope="session")
-def trained() -> dict[str, TrainedModel]:
-    """``name -> TrainedModel`` for every trained model, ``d = 3``, ``n = 8``, three layers, ``uniform:1``.
-
-    * ``committed-{full,diag,gdpp}-3``: ``tests/data/trained/*.npz`` (universal ``P, Q``), made by
-      ``bash tests/data/trained/make.sh``; native parameters converted by ``models.from_universal``;
-    * ``run-{diag,gdpp}-3``: a short ``numerics.train.loop.train`` run, once per test run; native
-      parameters as trained.
-    """
+def committed() -> dict[str, TrainedModel]:
+    """``committed-{full,diag,gdpp}-3``: ``tests/data/trained/*.npz`` (universal ``P, Q``, ``d = 3``, three
+    layers, ``uniform:1``), made by ``bash tests/data/trained/make.sh``; native parameters converted by
+    ``models.from_universal``."""
     import jax.numpy as jnp
 
     from numerics import io, models
@@ -120,6 +142,12 @@ def trained() -> dict[str, TrainedModel]:
     assert {"committed-full-3", "committed-diag-3", "committed-gdpp-3"} <= set(out), (
         "committed models missing"
     )
-    for kind in ("diag", "gdpp"):
-        out[f"run-{kind}-3"] = _trained_now(kind)
     return out
+
+
+@pytest.fixture(scope="session")
+def trained(committed: dict[str, TrainedModel]) -> dict[str, TrainedModel]:
+    """``name -> TrainedModel``: the ``committed`` models and ``run-{diag,gdpp}-3``, a short
+    ``numerics.train.loop.train`` run (``d = 3``, ``n = 8``, three layers, ``uniform:1``), once per test
+    run that asks for it; native parameters as trained."""
+    return committed | {f"run-{kind}-3": _trained_now(kind) for kind in ("diag", "gdpp")}

@@ -10,8 +10,8 @@ import pytest
 
 from numerics import models
 from numerics.cli import main
-from numerics.models.family_io import load_member, save_member
-from tests.strategies import RTOL64, max_rel_err, member_params, toy_batch
+from numerics.models.family_io import load_member
+from tests.strategies import RTOL64, max_rel_err, toy_batch
 
 
 @pytest.fixture(scope="module")
@@ -85,17 +85,17 @@ def test_inspect_reports_w_by_two_routes_and_linearity(trained, capsys):
     assert "gated-deltanet, L=2 layers" in capsys.readouterr().out
 
 
-def test_inspect_fails_when_the_routes_disagree(tmp_path, capsys, monkeypatch):
-    """A transfer route that drops a layer's update disagrees with autodiff: exit status 1."""
+def test_inspect_fails_when_the_routes_disagree(trained, capsys, monkeypatch):
+    """A transfer route that drops a layer's update disagrees with autodiff: exit status 1.  The
+    member file and data of ``trained``: the kind is not what is checked, and the shapes the test
+    above already ran cost no new compilations."""
     from numerics.models import family_weights
 
-    params = member_params("retnet", 52, layers=2, d=3)
-    save_member(tmp_path / "m.npz", params)
-    data = toy_batch(53, n=6, d=3)
-    np.savez(tmp_path / "d.npz", **{k: np.asarray(getattr(data, k)) for k in ("X", "y", "x_query")})
+    tmp, out, _ = trained
     real = family_weights.transfer_weights
     monkeypatch.setattr(
         family_weights, "transfer_weights", lambda *a: real(*a).at[-1].set(real(*a)[-2])
     )
-    assert main(["inspect", str(tmp_path / "m.npz"), str(tmp_path / "d.npz")]) == 1
+    capsys.readouterr()
+    assert main(["inspect", str(out / "model.npz"), str(tmp / "data.npz")]) == 1
     assert "DISAGREE" in capsys.readouterr().out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -66,14 +67,13 @@ def _batch(seed: int = 92, n: int = 5):
 
 def test_query_in_the_key_sum_is_rejected_with_a_shrunk_example(model):
     P, Q = model
+    tokens = jax.jit(lambda X, y, q: models.forward_tokens(P, Q, X, y, q))  # cheap to shrink over
 
     def leaky(X, y, xq):  # the query joins the context in the key sum: n+1 keys
         B, n, d = X.shape
         Xq = np.concatenate([X, xq[:, None]], axis=1)
         yq = np.concatenate([y, np.zeros((B, 1))], axis=1)
-        return np.delete(
-            np.asarray(models.forward_tokens(P, Q, Xq, yq, xq)), n, axis=2
-        )  # one copy of the query
+        return np.delete(np.asarray(tokens(Xq, yq, xq)), n, axis=2)  # one copy of the query
 
     with pytest.raises(AssertionError) as info:
         testing.assert_follows_theorem_4_1(leaky, P, Q)
@@ -107,8 +107,6 @@ def test_prediction_nonlinear_in_the_query_fails_query_isolation(model):
 
 
 def test_wrong_gradient_fails_implicit_weight(model):
-    import jax
-
     P, Q = model
     frozen = lambda X, y, q: models.predict(P, Q, X, y, jax.lax.stop_gradient(q))  # noqa: E731  (right values)
     with pytest.raises(AssertionError, match="^implicit weight: d y_hat / d x_t \\(jax.grad\\)"):
@@ -148,9 +146,10 @@ def test_a_near_miss_fails_at_the_default_tolerance_and_rounding_does_not(model,
     """Outputs off by a relative ``1e-6`` fail every entry point at its default ``rtol`` (1e-10), naming the
     property and the difference measured; off by ``1e-13`` (float64 rounding of a few operations) they pass."""
     P, Q = model
+    # jitted: the failing example shrinks over a few hundred calls, each one program call, not op by op
     exact = {
-        "tokens": lambda X, y, q: np.asarray(models.forward_tokens(P, Q, X, y, q)),
-        "predict": lambda X, y, q: np.asarray(models.predict(P, Q, X, y, q)),
+        "tokens": jax.jit(lambda X, y, q: models.forward_tokens(P, Q, X, y, q)),
+        "predict": jax.jit(lambda X, y, q: models.predict(P, Q, X, y, q)),
     }[output]
     X, y, xq = _batch(93)
 

@@ -9,6 +9,10 @@ import numpy as np
 import pytest
 
 from numerics.cli import main as cli_main
+from tests.fakes import TINY_TRAIN
+
+# the shared tiny run (tests/fakes.py), its summary as text unless a test asks for --json
+TINY = ["train", *(a for a in TINY_TRAIN if a != "--json")]
 
 
 # --- one-line CLI errors -------------------------------------------------------------------------
@@ -118,27 +122,7 @@ def test_train_refuses_an_out_that_holds_a_config_json_no_run_wrote(tmp_path: Pa
     out = tmp_path / "mine"
     out.mkdir()
     (out / "config.json").write_text('{"my": "settings"}')
-    argv = [
-        "train",
-        "--model",
-        "diag",
-        "--layers",
-        "1",
-        "--steps",
-        "1",
-        "--batch",
-        "8",
-        "--n",
-        "4",
-        "--d",
-        "2",
-        "--eval-sequences",
-        "64",
-        "--no-baselines",
-        "--json",
-        "--out",
-        str(out),
-    ]
+    argv = [*TINY, "--json", "--out", str(out)]
     rc = cli_main(argv)
     err = capsys.readouterr().err.strip()
     assert (
@@ -174,27 +158,7 @@ def test_train_refuses_an_out_that_holds_a_config_json_no_run_wrote(tmp_path: Pa
     (out / "config.json").write_text(
         json.dumps(stub)
     )  # another command's stub, stopped before its first checkpoint
-    assert cli_main(argv) == 0 and json.loads((out / "config.json").read_text())["steps"] == 1
-
-
-TINY = [
-    "train",
-    "--model",
-    "diag",
-    "--layers",
-    "1",
-    "--steps",
-    "4",
-    "--batch",
-    "8",
-    "--n",
-    "4",
-    "--d",
-    "2",
-    "--eval-sequences",
-    "64",
-    "--no-baselines",
-]
+    assert cli_main(argv) == 0 and json.loads((out / "config.json").read_text())["steps"] == 4
 
 
 def test_the_same_train_command_twice_leaves_the_finished_run_as_it_is(

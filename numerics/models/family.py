@@ -271,5 +271,5 @@ def parameter_count(kind: str | MemberKind, d: int, heads: int = 1) -> int:
     """Numbers per layer of a member with ``heads`` heads and key dimension ``d+1`` (FULL:
     ``2(d+1)²`` per head)."""
     k = MEMBER_OBJECTS[kind] if isinstance(kind, str) else kind
-    p = k.init(jax.random.PRNGKey(0), 1, d, heads, 0.0)
+    p = jax.eval_shape(lambda: k.init(jax.random.PRNGKey(0), 1, d, heads, 0.0))  # shapes only
     return int(sum(np.prod(a.shape) for a in p))

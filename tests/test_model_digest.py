@@ -2,8 +2,10 @@
 
 ``tests/data/model_digest.json`` (written by ``tests/data/make_model_digest.py``) records, for every committed
 ``results/**/model.npz``, its sha256 and the mean adjusted loss and prediction hashes on fixed float64
-sequences, and the JSON of every sweep cell's plan.  Every entry is recomputed here and must match exactly,
-except the mean adjusted loss, which must match to :data:`ORACLE_REL` relative: it subtracts the oracle ridge,
+sequences, and the JSON of every sweep cell's plan.  Every model file's sha256 and every plan are checked in
+the default run; the predictions are recomputed there for the shallowest and the deepest model of each grid,
+kind and noise kind (the passes run one program per depth, the draw one per noise kind), and for every model
+with ``-m slow``.  A recomputed entry must match exactly, except the mean adjusted loss, which must match to :data:`ORACLE_REL` relative: it subtracts the oracle ridge,
 whose ``eigh`` goes through LAPACK kernels that the BLAS library picks by CPU, so its last bits differ between
 machines while the model's own predictions do not.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -44,7 +47,47 @@ def test_every_committed_model_has_an_entry():
     )
 
 
-@pytest.mark.parametrize("rel", sorted(MODELS))
+def _group(rel: str) -> tuple[str, str]:
+    """``(grid and kind, noise kind)`` of a model file, and its depth."""
+    cell = Path(rel).parent.name  # e.g. diag-L4-categorical1_3
+    kind, depth, noise = re.fullmatch(r"(.+)-L(\d+)-([a-z]+).*", cell).groups()
+    return (str(Path(rel).parents[1]), kind, noise), int(depth)
+
+
+def _representatives(rels: list[str]) -> set[str]:
+    """The shallowest and the deepest model of each grid, kind and noise kind: the code paths every
+    other model of the group runs (the forward pass of its kind, the draw of its noise kind)."""
+    groups: dict[tuple, list[tuple[int, str]]] = {}
+    for rel in rels:
+        key, depth = _group(rel)
+        groups.setdefault(key, []).append((depth, rel))
+    return {rel for g in groups.values() for rel in (min(g)[1], max(g)[1])}
+
+
+REPRESENTATIVES = _representatives(sorted(MODELS))
+
+
+def test_every_committed_model_is_the_file_recorded():
+    """Every model file's sha256 is its entry's; the predictions of the :data:`REPRESENTATIVES` are
+    checked in the default run, those of every model with ``-m slow``."""
+    changed = [
+        rel
+        for rel, entry in MODELS.items()
+        if (digest_script.ROOT / rel).exists()
+        and digest_script.sha256(digest_script.ROOT / rel) != entry["sha256"]
+    ]
+    assert not changed, (
+        f"{changed} changed since the digest was recorded; run `{digest_script.COMMAND}`"
+    )
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        r if r in REPRESENTATIVES else pytest.param(r, marks=pytest.mark.slow)
+        for r in sorted(MODELS)
+    ],
+)
 def test_model_predicts_as_recorded(rel):
     path = digest_script.ROOT / rel
     entry = MODELS[rel]

@@ -17,9 +17,12 @@ from numerics.train.config import TrainConfig
 from numerics.train.loop import train
 from tests.strategies.training import TINY, leaves
 
+#: Every check here trains this config (one compiled program).
+RUN = dict(model="diag", seeds=2, **TINY)
+
 
 def test_a_saved_checkpoint_reads_back_as_it_was(tmp_path: Path) -> None:
-    cfg = TrainConfig(model="diag", seeds=2, **TINY)
+    cfg = TrainConfig(**RUN)
     res = train(cfg, stop_at=10)
     res = replace(res, seconds=12.5, skipped=3, history=[(res.state, 5, 1)])
     save_checkpoint(tmp_path, res.state, res)
@@ -57,7 +60,7 @@ def _with_meta(ck: Path, edit) -> None:  # noqa: ANN001
     ],
 )
 def test_a_meta_of_the_wrong_shape_names_its_part(tmp_path: Path, edit, part: str) -> None:  # noqa: ANN001
-    cfg = TrainConfig(model="diag", **TINY)
+    cfg = TrainConfig(**RUN)
     res = train(cfg, stop_at=5)
     save_checkpoint(tmp_path, res.state, res)
     _with_meta(tmp_path / "checkpoint.npz", edit)
@@ -66,9 +69,7 @@ def test_a_meta_of_the_wrong_shape_names_its_part(tmp_path: Path, edit, part: st
 
 
 def test_another_configs_checkpoint_names_the_array(tmp_path: Path) -> None:
-    res = train(TrainConfig(model="diag", **TINY), stop_at=5)
+    res = train(TrainConfig(**RUN), stop_at=5)
     save_checkpoint(tmp_path, res.state, res)
     with pytest.raises(ValueError, match=r"array \d+ is"):
-        read_checkpoint(
-            tmp_path / "checkpoint.npz", TrainConfig(model="diag", **{**TINY, "layers": 3})
-        )
+        read_checkpoint(tmp_path / "checkpoint.npz", TrainConfig(**{**RUN, "layers": 3}))

@@ -50,8 +50,13 @@ def test_evaluation_compiles_once_for_configs_that_differ_only_in_training() -> 
 
 
 # --- determinism and resume ----------------------------------------------------------------------
+#: FULL, two seeds, no step rejection: the divergence test below trains it at a rate of 1e3, the
+#: determinism test at the default rate, with one compiled program (the rate is an argument).
+UNTRUSTED = dict(model="full", seeds=2, trust=0, **TINY)
+
+
 def test_same_seed_same_numbers_other_seed_differs() -> None:
-    cfg = TrainConfig(model="full", seeds=2, **TINY)
+    cfg = TrainConfig(**UNTRUSTED)
     a = train(cfg)
     CHUNK_CACHE.clear()  # retrace: a key baked in at trace time (clock, counter) would now differ
     jax.clear_caches()
@@ -59,7 +64,7 @@ def test_same_seed_same_numbers_other_seed_differs() -> None:
     for x, y in zip(leaves(a.state), leaves(b.state)):
         np.testing.assert_array_equal(x, y)
     assert a.curve == b.curve
-    c = train(TrainConfig(model="full", seeds=2, **{**TINY, "seed": 1}))
+    c = train(TrainConfig(**{**UNTRUSTED, "seed": 1}))
     assert not np.array_equal(leaves(a.state)[0], leaves(c.state)[0])
 
 
@@ -67,9 +72,10 @@ def test_full_trains_its_diag_part_first_only_when_asked() -> None:
     """With ``diag_steps = S₁`` a FULL run's first ``S₁`` steps move only the DIAG family (x-diagonal together,
     y-diagonal); every other entry keeps its random start until the FULL phase, which then moves it.  By default
     FULL trains every entry from its own start (no DIAG phase)."""
-    cfg = TrainConfig(model="full", seeds=2, diag_steps=13, **TINY)
+    one_layer = {**TINY, "layers": 1}  # the phases act entry by entry: one layer shows them
+    cfg = TrainConfig(model="full", seeds=2, diag_steps=13, **one_layer)
     s1 = cfg.phase1_steps
-    assert s1 == 13 and TrainConfig(model="full", **TINY).phase1_steps == 0
+    assert s1 == 13 and TrainConfig(model="full", **one_layer).phase1_steps == 0
     d = TINY["d"]
     start = init_state(cfg).params
     mid = train(cfg, stop_at=10).state.params  # 10 < S₁ steps
@@ -94,9 +100,7 @@ def test_full_trains_its_diag_part_first_only_when_asked() -> None:
 
 # --- divergence ----------------------------------------------------------------------------------
 def test_divergence_is_rolled_back_and_lr_lowered(tmp_path: Path) -> None:
-    cfg = TrainConfig(
-        model="full", seeds=2, lr=1e3, warmup=0, trust=0, **TINY
-    )  # no step rejection: the guard acts
+    cfg = TrainConfig(lr=1e3, warmup=0, **UNTRUSTED)  # no step rejection: the guard acts
     metrics = run_dir(cfg, tmp_path, progress=False, baselines=False)
     assert metrics["rollbacks"], "a learning rate of 1e3 must trigger the divergence guard"
     rho = json.loads((tmp_path / "config.json").read_text())  # config unchanged by rollbacks

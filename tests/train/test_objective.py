@@ -40,7 +40,7 @@ def test_guard_drops_an_overflowing_sequence_with_zero_gradient(kind: str) -> No
     b = sample(jax.random.PRNGKey(3), "uniform:1", 16, 6, 3, jnp.float32)
     bad = b._replace(X=b.X.at[0].multiply(1e5))  # E^0 ~ 1e10·|E|: past max_float^(1/4) = 1.4e9
     clean = jax.tree_util.tree_map(lambda a: a[1:], b)
-    params = models.init(kind, jax.random.PRNGKey(0), 4, 3, 1, 0.05, jnp.float32)
+    params = models.init(kind, jax.random.PRNGKey(0), 3, 3, 1, 0.05, jnp.float32)
     (l_bad, med_bad), g_bad = _loss_and_grad(params, bad)
     (l_ok, _), g_ok = _loss_and_grad(params, clean)
     yhat, alive = _predict(params, bad.X, bad.y, bad.x_query, guard=True)
@@ -64,7 +64,7 @@ def test_huber_gradient_is_the_squared_loss_gradient_with_targets_moved_within_d
     loss after moving each target to within ``δ`` of the prediction (``∂huber/∂r = clip(r, −δ, δ)``).
     A large ``δ`` gives back the plain squared loss, value and gradient."""
     b = sample(jax.random.PRNGKey(5), "uniform:1", 32, 6, 3, jnp.float64)
-    params = models.init(kind, jax.random.PRNGKey(1), 3, 3, 1, 0.3, jnp.float64)
+    params = models.init(kind, jax.random.PRNGKey(1), 2, 3, 1, 0.3, jnp.float64)
     yhat = _predict(params, b.X, b.y, b.x_query)
     delta = float(
         np.quantile(np.abs(np.asarray(yhat - b.y_query)), 0.7)

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from numerics.train.config import TrainConfig
-from numerics.train.rundir import run as run_dir
+from numerics.train.loop import Result, init_state
+from numerics.train.results import finalize
 from tests.strategies.training import TINY
 
 
@@ -24,7 +25,9 @@ def test_metrics_hold_the_baselines_of_the_same_setting(tmp_path: Path, monkeypa
 
     monkeypatch.setattr(nb, "table", stub)
     cfg = TrainConfig(model="diag", **{**TINY, "n": 8, "steps": 5})
-    run_dir(cfg, tmp_path, progress=False)
+    # the untrained start: what finalize writes does not depend on training (which
+    # test_loop.py and test_rundir.py check), and no training program is compiled
+    finalize(tmp_path, cfg, Result(init_state(cfg), curve=[[cfg.steps, 1.0]]))
     got = json.loads((tmp_path / "metrics.json").read_text())["baselines"]
     assert len(calls) == 1 and calls[0][0] == cfg.noise
     assert {k: calls[0][1][k] for k in ("n", "d", "seed")} == {

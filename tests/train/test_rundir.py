@@ -22,9 +22,12 @@ from numerics.train.rundir import prepare
 from numerics.train.rundir import run as run_dir
 from tests.strategies.training import TINY
 
+#: The run both resume checks train (and evaluate), compiled once: DIAG, two seeds.
+RUN = dict(model="diag", seeds=2, **TINY)
+
 
 def test_resume_after_interrupt_equals_uninterrupted(tmp_path: Path) -> None:
-    cfg = TrainConfig(model="full", seeds=2, **TINY)
+    cfg = TrainConfig(**RUN)
     whole = run_dir(cfg, tmp_path / "whole", progress=False, baselines=False)
     before = time.time()
     assert (
@@ -48,7 +51,7 @@ def test_resume_after_interrupt_equals_uninterrupted(tmp_path: Path) -> None:
     np.testing.assert_array_equal(Q1, Q2)
     assert whole["adjusted_loss"] == resumed["adjusted_loss"] and whole["curve"] == resumed["curve"]
     with pytest.raises(LintfError, match="different config"):
-        run_dir(TrainConfig(model="full", seeds=3, **TINY), tmp_path / "whole", progress=False)
+        run_dir(TrainConfig(**{**RUN, "seeds": 3}), tmp_path / "whole", progress=False)
 
 
 def test_a_run_resumes_from_a_start_moved_elsewhere_but_not_from_another_start(
@@ -60,16 +63,12 @@ def test_a_run_resumes_from_a_start_moved_elsewhere_but_not_from_another_start(
     refused."""
     import shutil
 
-    first = run_dir(
-        TrainConfig(model="diag", **TINY), tmp_path / "diag", progress=False, baselines=False
-    )
+    first = run_dir(TrainConfig(**RUN), tmp_path / "diag", progress=False, baselines=False)
     assert first is not None
     here, there = tmp_path / "here", tmp_path / "there"
     here.mkdir()
     shutil.copy(tmp_path / "diag" / "model.npz", here / "start.npz")
-    cfg = TrainConfig(
-        model="diag", **{**TINY, "warm_start": str(here / "start.npz")}
-    )  # the first run's program
+    cfg = TrainConfig(**{**RUN, "warm_start": str(here / "start.npz")})  # the first run's program
     whole = run_dir(cfg, tmp_path / "whole", progress=False, baselines=False)
     for cut in ("cut", "other"):
         assert run_dir(cfg, tmp_path / cut, progress=False, baselines=False, stop_at=10) is None
@@ -82,7 +81,7 @@ def test_a_run_resumes_from_a_start_moved_elsewhere_but_not_from_another_start(
         load_model(tmp_path / "whole" / "model.npz")[1],
     )
 
-    other = TrainConfig(model="diag", **{**TINY, "seed": 5})
+    other = TrainConfig(**{**RUN, "seed": 5})
     run_dir(other, tmp_path / "diag5", progress=False, baselines=False)
     shutil.copy(tmp_path / "diag5" / "model.npz", there / "start.npz")
     with pytest.raises(LintfError, match=r"different config \(warm_start, warm_start_sha256\)"):

@@ -37,16 +37,18 @@ def constant_lr(cfg: TrainConfig, step: jax.Array) -> jax.Array:
     return jnp.where(t < s1, warm_cosine(t, DIAG.default_lr, default_warmup(s1), s1), last)
 
 
-def stage_configs(model: str, start: str | None = "start.npz", **kw) -> list[TrainConfig]:  # noqa: ANN003
-    """A cell's first four stages as :func:`numerics.reproduce.cell.train_stages` makes them (one seed each: the
-    steps doubled, the rate halved), stages 2… from ``start`` (``None``: from the random start, to train them
-    without a file)."""
+def stage_configs(
+    model: str, start: str | None = "start.npz", seeds: int = 1, **kw
+) -> list[TrainConfig]:  # noqa: ANN003
+    """A cell's first four stages as :func:`numerics.reproduce.cell.train_stages` makes them (``seeds``, one
+    in a cell: the steps doubled, the rate halved), stages 2… from ``start`` (``None``: from the random start,
+    to train them without a file)."""
     base = TrainConfig(model=model, **{**TINY, **kw})
     return [
         replace(
             base,
             steps=20 * 2 ** max(0, k - 2),
-            seeds=1,
+            seeds=seeds,
             lr=None if k == 1 else base.peak_lr * 0.5 ** (k - 1),
             warm_start=start and "start.npz",
         )
@@ -88,14 +90,19 @@ def test_the_stages_of_a_cell_share_one_program(model: str) -> None:
         assert phased[0] is not chunks[0].program and all(p is phased[0] for p in phased)
 
 
+#: Two seeds with step rejection and the Huber loss off and a low divergence threshold: a high rate
+#: rolls back.  The traced schedule's training check below runs the same program at a sane rate.
+UNGUARDED = {**TINY, "seeds": 2, "trust": 0, "huber": 0, "explode": 1.5}
+
+
 def test_training_the_stages_traces_and_compiles_once() -> None:
     """Three stages of a cell trained one after the other (4, 4 and 8 chunks): every chunk of every stage, the first
     included, runs one compiled program.  A schedule that reached it as a static or differently typed value would
     retrace and compile, and so would a start not placed as the program returns its state (uncommitted arrays of
     :func:`init_state` carry no mesh in their type; :func:`numerics.train.step.place`).  Each stage trains with its
-    own schedule."""
+    own schedule.  The stages train the program of the checks below (:data:`UNGUARDED`), compiled once."""
     CHUNK_CACHE.clear()
-    cfgs = stage_configs("diag", start=None)[:3]
+    cfgs = stage_configs("diag", start=None, **UNGUARDED)[:3]
     first = train(cfgs[0])
     program = chunk_fn(cfgs[0], 5, training_devices(TINY["batch"])).program
     assert program._cache_size() == 1
@@ -105,11 +112,6 @@ def test_training_the_stages_traces_and_compiles_once() -> None:
     assert not np.array_equal(
         leaves(first.state)[0], leaves(later[0].state)[0]
     )  # stage 2's lr is half
-
-
-#: Two seeds with step rejection and the Huber loss off and a low divergence threshold: a high rate
-#: rolls back.  The traced schedule's training check below runs the same program at a sane rate.
-UNGUARDED = {**TINY, "seeds": 2, "trust": 0, "huber": 0, "explode": 1.5}
 
 
 def test_rollbacks_and_a_resume_run_the_same_compiled_chunk(tmp_path) -> None:  # noqa: ANN001

@@ -668,8 +668,7 @@ def test_interrupt_before_first_checkpoint_blocks_nothing(
     # another seed: the corrected command, with the programs the tiny run already compiled
     assert main(["train", *_set(RUN, "--seed", "5"), "--out", str(run)]) == 0
     assert (
-        json.loads((run / "config.json").read_text())["seed"] == 5
-        and (run / "model.npz").exists()
+        json.loads((run / "config.json").read_text())["seed"] == 5 and (run / "model.npz").exists()
     )
 
 

@@ -37,22 +37,24 @@ def test_derived_spectral_rule_matches_predict(seed: int, sigma: float) -> None:
 
 
 def test_fit_is_deterministic_by_seed() -> None:
+    # seed 0 and fixed:0, as the four-layer fit below: its first two layers go on from this path
     gf.clear_cache()
-    a = gf.fit_gdpp(2, sequences=SMALL, seed=4)
+    a = gf.fit_gdpp(2, sequences=SMALL, seed=0)
     gf.clear_cache()
-    b = gf.fit_gdpp(2, sequences=SMALL, seed=4)
-    c = gf.fit_gdpp(2, sequences=SMALL, seed=5)
+    b = gf.fit_gdpp(2, sequences=SMALL, seed=0)
+    c = gf.fit_gdpp(2, sequences=SMALL, seed=1)
     assert all(np.array_equal(x, y) for x, y in zip(a.params, b.params)) and a.loss == b.loss
     assert not np.array_equal(a.params.omega_yx, c.params.omega_yx)
 
 
 def test_a_fit_goes_on_from_the_path_of_a_shallower_one_and_gives_the_fit_from_nothing() -> None:
+    # the setting of the fits above and below (fixed:0, seed 0): their residual programs compiled once
     gf.clear_cache()
-    fresh = gf.fit_gdpp(3, "uniform:2", sequences=SMALL, seed=6)
+    fresh = gf.fit_gdpp(3, sequences=SMALL, seed=0)
     gf.clear_cache()
-    gf.fit_gdpp(2, "uniform:2", sequences=SMALL, seed=6)
-    went_on = gf.fit_gdpp(3, "uniform:2", sequences=SMALL, seed=6)
-    one = gf.fit_gdpp(1, "uniform:2", sequences=SMALL, seed=6)
+    gf.fit_gdpp(2, sequences=SMALL, seed=0)
+    went_on = gf.fit_gdpp(3, sequences=SMALL, seed=0)
+    one = gf.fit_gdpp(1, sequences=SMALL, seed=0)
     same = lambda p, q: all(np.array_equal(x, y) for x, y in zip(p, q))  # noqa: E731
     assert went_on.loss == fresh.loss and same(went_on.params, fresh.params)
     assert all(a == b and same(p, q) for (a, p), (b, q) in zip(went_on.path, fresh.path))
@@ -123,7 +125,7 @@ SPEC = dict(
     steps=4,
     chunk=2,
     batch=64,
-    select_sequences=512,
+    select_sequences=2048,  # = eval_sequences: selection and evaluation share one compiled program
     eval_sequences=2048,
     init="spectral",
     dtype="float64",

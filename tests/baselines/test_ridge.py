@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -130,14 +132,23 @@ def test_the_gd_step_is_never_a_step_against_the_gradient() -> None:
 
 
 def _solve_loss(
-    X: np.ndarray, y: np.ndarray, xq: np.ndarray, yq: np.ndarray, s: np.ndarray | float
-) -> float:
-    """Mean ``½(y_t − x_tᵀ (Σ + s I)^{-1} α)²`` by ``numpy.linalg.solve`` per sequence (no eigenbasis)."""
-    S = np.einsum("bni,bnj->bij", X, X) + np.reshape(np.asarray(s, float), (-1, 1, 1)) * np.eye(
-        X.shape[-1]
+    X: np.ndarray, y: np.ndarray, xq: np.ndarray, yq: np.ndarray
+) -> Callable[[np.ndarray | float], float]:
+    """``s ↦`` mean ``½(y_t − x_tᵀ (Σ + s I)^{-1} α)²`` by ``numpy.linalg.solve`` per sequence (no
+    eigenbasis); ``Σ = XᵀX`` and ``α = Xᵀy`` are formed once, the brute-force searches call it thousands
+    of times."""
+    sigma, alpha, eye = (
+        np.einsum("bni,bnj->bij", X, X),
+        np.einsum("bni,bn->bi", X, y)[..., None],
+        np.eye(X.shape[-1]),
     )
-    w = np.linalg.solve(S, np.einsum("bni,bn->bi", X, y)[..., None])[..., 0]
-    return float(np.mean(0.5 * (yq - np.einsum("bd,bd->b", xq, w)) ** 2))
+
+    def loss(s: np.ndarray | float) -> float:
+        S = sigma + np.reshape(np.asarray(s, float), (-1, 1, 1)) * eye
+        w = np.linalg.solve(S, alpha)[..., 0]
+        return float(np.mean(0.5 * (yq - np.einsum("bd,bd->b", xq, w)) ** 2))
+
+    return loss
 
 
 def _brute_const(loss) -> tuple[float, float]:  # noqa: ANN001
@@ -202,8 +213,7 @@ def test_const_and_tuned_rr_reach_the_brute_force_optimum() -> None:
         baselines.tune_tuned(sp, jnp.asarray(yq)),
     )
 
-    def loss(s):  # noqa: ANN001, ANN202
-        return _solve_loss(X, y, xq, yq, s)
+    loss = _solve_loss(X, y, xq, yq)
 
     lam_b, loss_b = _brute_const(loss)
     assert abs(lam / lam_b - 1) < 0.02, (lam, lam_b)

@@ -10,8 +10,16 @@ import pytest
 import sympy as sp
 
 from numerics import models
-from numerics.data import sample
 from numerics.models.forward import predict_fast
+from tests.strategies import draw_params, toy_batch
+
+
+def _model_and_data(kind: str, heads: int, seed: int, L: int, d: int, n: int, batch: int):
+    """A ``kind`` model with entries ``N(0, 0.3²)`` and a float64 batch, both drawn with NumPy: no
+    ``jax.random`` program to compile per shape (what the passes compute does not depend on how the
+    numbers were drawn)."""
+    params = jax.tree_util.tree_map(lambda a: 0.3 * a, draw_params(kind, seed, L, d, heads))
+    return params, toy_batch(seed + 1, n=n, d=d, batch=batch)
 
 
 # --- the fast pass is exact ----------------------------------------------------------------------
@@ -29,10 +37,10 @@ def test_factored_gram_map_is_the_derived_rule() -> None:
 @pytest.mark.parametrize("kind,heads", [("full", 2), ("diag", 2), ("gdpp", 1)])
 def test_fast_pass_matches_literal_token_pass(kind: str, heads: int) -> None:
     d, n, L = 3, 7, 4
-    params = models.init(kind, jax.random.PRNGKey(1), L, d, heads, scale=0.3, dtype=jnp.float64)
-    b = sample(jax.random.PRNGKey(2), "uniform:2", 16, n, d, jnp.float64)
+    params, b = _model_and_data(kind, heads, 1, L, d, n, 16)
     P, Q = models.universal(params, d)
-    ref = -models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1]
+    # the reference (the literal token pass) under jit: one program instead of op-by-op dispatch
+    ref = -jax.jit(models.forward_tokens)(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1]
     got = predict_fast(params, b.X, b.y, b.x_query)
     np.testing.assert_allclose(
         np.asarray(got), np.asarray(ref), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(ref)))
@@ -43,8 +51,7 @@ def test_fast_pass_matches_literal_token_pass(kind: str, heads: int) -> None:
 def test_fast_pass_gradient_matches_autodiff_of_token_pass(kind: str, heads: int) -> None:
     """The hand-written reverse rule of the Gram map (fastforward.sandwich) gives autodiff's gradient."""
     d, n, L = 3, 7, 4
-    params = models.init(kind, jax.random.PRNGKey(3), L, d, heads, scale=0.3, dtype=jnp.float64)
-    b = sample(jax.random.PRNGKey(4), "uniform:2", 16, n, d, jnp.float64)
+    params, b = _model_and_data(kind, heads, 3, L, d, n, 16)
 
     def ref_loss(p):
         P, Q = models.universal(p, d)
@@ -52,7 +59,7 @@ def test_fast_pass_gradient_matches_autodiff_of_token_pass(kind: str, heads: int
             (-models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1] - b.y_query) ** 2
         )
 
-    want = jax.grad(ref_loss)(params)
+    want = jax.jit(jax.grad(ref_loss))(params)  # the reference gradient, as one program
     got = jax.grad(lambda p: jnp.mean((predict_fast(p, b.X, b.y, b.x_query) - b.y_query) ** 2))(
         params
     )
@@ -67,17 +74,17 @@ def test_full_g_on_the_upper_triangle_is_p_e_q_for_symmetric_e() -> None:
     pairing of (c,e) with (e,c) needs E symmetric, so a non-symmetric E gives something else."""
     from numerics.models.kinds import full_g
 
-    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(6), 3)
-    P, Q = (jax.random.normal(k, (2, 5, 5), jnp.float64) for k in (k1, k2))
-    A = jax.random.normal(k3, (4, 5, 5), jnp.float64)
-    E = A @ jnp.swapaxes(A, -1, -2)
+    rng = np.random.default_rng(6)  # NumPy draws and a NumPy reference: only full_g runs in JAX
+    P, Q, A = (
+        rng.standard_normal((2, 5, 5)),
+        rng.standard_normal((2, 5, 5)),
+        rng.standard_normal((4, 5, 5)),
+    )
+    E = A @ np.swapaxes(A, -1, -2)
     want = sum(P[h] @ E @ Q[h] for h in range(2))
-    np.testing.assert_allclose(
-        np.asarray(full_g(P, Q)(E)), np.asarray(want), rtol=1e-12, atol=1e-12
-    )
-    assert not np.allclose(
-        np.asarray(full_g(P, Q)(A)), np.asarray(sum(P[h] @ A @ Q[h] for h in range(2)))
-    )
+    g = full_g(jnp.asarray(P), jnp.asarray(Q))
+    np.testing.assert_allclose(np.asarray(g(jnp.asarray(E))), want, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(np.asarray(g(jnp.asarray(A))), sum(P[h] @ A @ Q[h] for h in range(2)))
 
 
 def test_flat_normal_draw_equals_shaped_draw() -> None:
@@ -115,7 +122,7 @@ def test_the_plain_and_the_fast_pass_predict_what_a_literal_numpy_loop_predicts(
     layer rule written as a NumPy loop on the universal ``P, Q``, in float64."""
     d, n, B = 3, 5, 4
     with jax.enable_x64(True):
-        params = models.init(kind, jax.random.PRNGKey(8), 2, d, scale=0.3, dtype=jnp.float64)
+        params = jax.tree_util.tree_map(lambda a: 0.3 * a, draw_params(kind, 8, 2, d))
         rng = np.random.default_rng(9)
         X, y, xq = (rng.standard_normal(s) for s in ((B, n, d), (B, n), (B, d)))
         P, Q = (np.asarray(a) for a in models.universal(params, d))

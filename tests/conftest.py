@@ -69,15 +69,17 @@ TRAINED = Path(__file__).parent / "data" / "trained"
 # finished.  Starting them first lets the short files fill in at the end.  Only the order changes.
 START_FIRST = (
     "tests/train/test_step.py",
-    "tests/testing/test_theorem.py",
-    "tests/cli/test_family_cli.py",
-    "tests/models/test_family.py",
+    "tests/cli/test_own_data.py",
     "tests/train/test_loop.py",
-    "tests/properties/test_trained.py",
-    "tests/baselines/test_gdpp_fit.py",
-    "tests/train/test_objective.py",
-    "tests/models/test_forward.py",
     "tests/reproduce/test_executor.py",
+    "tests/cli/test_family_cli.py",
+    "tests/testing/test_theorem.py",
+    "tests/train/test_objective.py",
+    "tests/baselines/test_gdpp_fit.py",
+    "tests/train/test_schedule.py",
+    "tests/baselines/test_bayes.py",
+    "tests/models/test_family.py",
+    "tests/reproduce/test_cell.py",
 )
 
 

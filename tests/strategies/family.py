@@ -19,13 +19,17 @@ def member_params(
     biases ``N(0, 1)`` (gates spread over (0, 1), so a gate in the wrong place shows)."""
     kind = models.kind_of(name)
     scale = (0.15 if kind.keys else 0.06) if scale is None else scale
-    p = kind.init(jax.random.PRNGKey(seed), layers, d, heads, scale, jnp.float64)
+    # drawn with NumPy on the shapes of the kind's own init (jax.random would compile a program for
+    # every member and depth a test process meets)
+    shapes = jax.eval_shape(lambda: kind.init(jax.random.PRNGKey(0), layers, d, heads, scale))
     rng = np.random.default_rng(seed)
-    return p._replace(
+    return type(shapes)(
         **{
-            f: jnp.asarray(rng.standard_normal(getattr(p, f).shape))
-            for f in p._fields
-            if f not in ("W_V", "W_K", "W_Q")
+            f: jnp.asarray(
+                (scale if f in ("W_V", "W_K", "W_Q") else 1.0)
+                * rng.standard_normal(getattr(shapes, f).shape)
+            )
+            for f in shapes._fields
         }
     )
 

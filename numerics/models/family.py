@@ -267,9 +267,14 @@ MEMBER_OBJECTS: dict[str, MemberKind] = {
 MEMBERS: tuple[str, ...] = tuple(MEMBER_OBJECTS)
 
 
+def parameter_shapes(kind: str | MemberKind, layers: int, d: int, heads: int = 1) -> Any:
+    """The member's parameters as ``jax.ShapeDtypeStruct`` leaves (float64): the shapes of its
+    ``init``, read without drawing a number."""
+    k = MEMBER_OBJECTS[kind] if isinstance(kind, str) else kind
+    return jax.eval_shape(lambda: k.init(jax.random.PRNGKey(0), layers, d, heads, 0.0, jnp.float64))
+
+
 def parameter_count(kind: str | MemberKind, d: int, heads: int = 1) -> int:
     """Numbers per layer of a member with ``heads`` heads and key dimension ``d+1`` (FULL:
     ``2(d+1)²`` per head)."""
-    k = MEMBER_OBJECTS[kind] if isinstance(kind, str) else kind
-    p = jax.eval_shape(lambda: k.init(jax.random.PRNGKey(0), 1, d, heads, 0.0))  # shapes only
-    return int(sum(np.prod(a.shape) for a in p))
+    return int(sum(np.prod(a.shape) for a in parameter_shapes(kind, 1, d, heads)))

@@ -3,11 +3,11 @@ testing-kit tests."""
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from numerics import models
+from numerics.models import family
 from tests.strategies.model_params import toy_batch
 
 
@@ -21,7 +21,7 @@ def member_params(
     scale = (0.15 if kind.keys else 0.06) if scale is None else scale
     # drawn with NumPy on the shapes of the kind's own init (jax.random would compile a program for
     # every member and depth a test process meets)
-    shapes = jax.eval_shape(lambda: kind.init(jax.random.PRNGKey(0), layers, d, heads, scale))
+    shapes = family.parameter_shapes(kind, layers, d, heads)
     rng = np.random.default_rng(seed)
     return type(shapes)(
         **{

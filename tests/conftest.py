@@ -63,10 +63,11 @@ settings.load_profile(PROFILE)
 
 TRAINED = Path(__file__).parent / "data" / "trained"
 
-# The test files that take longest (``pytest --durations=0``), started first.  ``make test`` gives each
-# of its two processes one file at a time in collection order; collected alphabetically, the longest
-# files come last (``tests/train/``), and one process went on alone for a minute after the other had
-# finished.  Starting them first lets the short files fill in at the end.  Only the order changes.
+# The test files that take longest (``pytest --durations=0``), started first.  ``make test`` splits the
+# collection between its two processes in two halves, and a process that has run out of tests takes
+# the last ones still waiting for the other (``--dist worksteal``); collected alphabetically, the
+# longest files came last (``tests/train/``), where they were the ones left to share at the end.
+# Started first, they leave the short files to balance the two processes.  Only the order changes.
 START_FIRST = (
     "tests/train/test_step.py",
     "tests/cli/test_own_data.py",

@@ -134,32 +134,46 @@ def test_usable_devices_divide_the_batch(batch: int, k: int) -> None:
     assert hd.usable(["a", "b", "c", "d"], batch) == ["a", "b", "c", "d"][:k]
 
 
-def test_console_command_trains_on_the_split_host(tmp_path: Path) -> None:
-    """``python -m numerics.cli`` (the console entry) with ``LINTF_HOST_DEVICES=2`` shards training over 2 devices,
-    and its evaluation (the oracle ridge's batched solve at d = 10, which deadlocked when sharded) completes."""
+def test_console_command_trains_on_the_split_host_with_the_numbers_of_one_device(
+    tmp_path: Path,
+) -> None:
+    """``python -m numerics.cli`` (the console entry) with ``LINTF_HOST_DEVICES=2`` shards training over 2
+    devices and ends where one device does (this process, which has one), and its evaluation (the oracle
+    ridge's batched solve at d = 10, which deadlocked when sharded) completes."""
+    import jax
+    import numpy as np
+
+    from numerics.train.checkpoint import read_checkpoint
+    from numerics.train.config import TrainConfig
+    from numerics.train.loop import train
+
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {
         hd.ENV: "2",
         "JAX_PLATFORMS": "cpu",
     }
+    cfg = TrainConfig(
+        model="full", layers=2, noise="uniform:2", seeds=2, batch=64, steps=10, chunk=5
+    )
+    argv = [
+        "--model",
+        "full",
+        "--layers",
+        "2",
+        "--noise",
+        "uniform:2",
+        "--seeds",
+        "2",
+        "--batch",
+        "64",
+    ]
+    argv += ["--steps", "10", "--chunk-steps", "5", "--eval-sequences", "1024", "--no-baselines"]
     out = subprocess.run(
         [
             sys.executable,
             "-m",
             "numerics.cli",
             "train",
-            "--model",
-            "diag",
-            "--layers",
-            "1",
-            "--steps",
-            "2",
-            "--chunk-steps",
-            "2",
-            "--batch",
-            "8",
-            "--eval-sequences",
-            "1024",
-            "--no-baselines",
+            *argv,
             "--json",
             "--out",
             str(tmp_path / "run"),
@@ -172,6 +186,18 @@ def test_console_command_trains_on_the_split_host(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout)["devices"] == 2
+    assert len(jax.devices()) == 1
+    one = train(cfg)
+    two = read_checkpoint(tmp_path / "run" / "checkpoint.npz", cfg)
+    # float32 sums over the batch in a different order: agreement to float32 round-off, amplified by 10 Adam
+    # steps (Adam divides a gradient entry by its own scale, so a tiny entry's round-off moves its step); a
+    # device that trained on its own half of the batch, or on a copy of the other's, is off by O(1).
+    for a, b in zip(
+        jax.tree_util.tree_leaves(one.state.params), jax.tree_util.tree_leaves(two.state.params)
+    ):
+        a, b = np.asarray(a), np.asarray(b)
+        assert np.max(np.abs(a - b) / (1e-3 + np.abs(a))) < 1e-3
+    np.testing.assert_allclose(np.asarray(one.curve), np.asarray(two.curve), rtol=1e-5)
 
 
 def _reproduce(tmp_path: Path, out: str) -> Path:

@@ -29,14 +29,16 @@ def test_evaluation_compiles_once_for_configs_that_differ_only_in_training() -> 
     """The held-out programs are cached on what evaluation reads (model, noise kind and level count,
     n, d, dtype): a config that differs in rate, seeds, step rejection, batch or chunk reuses the
     program and gives the same numbers; other noise levels reuse it with their own numbers; another
-    ``n`` compiles its own."""
-    base = TrainConfig(model="diag", **TINY)
+    ``n`` compiles its own.  Two seeds' parameters: the program of the two-seed runs' evaluations
+    below (compiled once)."""
+    base = TrainConfig(model="diag", seeds=2, **TINY)
     params = init_state(base).params
     loop._EVAL_CACHE.clear()
     a = adjusted_losses(base, params, 3, 256)
     assert len(loop._EVAL_CACHE) == 1
     other = TrainConfig(
-        model="diag", **{**TINY, "lr": 3e-3, "trust": 0.0, "batch": 32, "chunk": 4, "clip": 0.5}
+        model="diag",
+        **{**TINY, "lr": 3e-3, "seeds": 3, "trust": 0.0, "batch": 32, "chunk": 4, "clip": 0.5},
     )
     b = adjusted_losses(other, params, 3, 256)
     assert len(loop._EVAL_CACHE) == 1, "a config that differs only in training compiled again"
@@ -73,10 +75,10 @@ def test_full_trains_its_diag_part_first_only_when_asked() -> None:
     """With ``diag_steps = S₁`` a FULL run's first ``S₁`` steps move only the DIAG family (x-diagonal together,
     y-diagonal); every other entry keeps its random start until the FULL phase, which then moves it.  By default
     FULL trains every entry from its own start (no DIAG phase)."""
-    one_layer = {**TINY, "layers": 1}  # the phases act entry by entry: one layer shows them
-    cfg = TrainConfig(model="full", seeds=2, diag_steps=13, **one_layer)
+    # the program of the y-step check in test_step.py (compiled once)
+    cfg = TrainConfig(model="full", seeds=2, diag_steps=13, **TINY)
     s1 = cfg.phase1_steps
-    assert s1 == 13 and TrainConfig(model="full", **one_layer).phase1_steps == 0
+    assert s1 == 13 and TrainConfig(model="full", **TINY).phase1_steps == 0
     d = TINY["d"]
     start = init_state(cfg).params
     mid = train(cfg, stop_at=10).state.params  # 10 < S₁ steps
@@ -154,7 +156,7 @@ def test_a_start_at_the_edge_is_left_by_going_back_a_chunk(monkeypatch) -> None:
     import numerics.train.loop as tr
 
     monkeypatch.setattr(tr, "chunk_fn", _edge_chunks(edge_step=10, edge=7.5))
-    cfg = TrainConfig(model="diag", **{**TINY, "steps": 20})
+    cfg = TrainConfig(model="diag", **{**TINY, "seeds": 2, "steps": 20})  # DIAG2's start
     _start_at_zero(monkeypatch, cfg)
     res = train(cfg)
     assert [(e["step"], e.get("to")) for e in res.rollbacks] == [(10, None), (10, 5)]
@@ -196,7 +198,7 @@ def test_deeper_rollback_after_resume_uses_the_checkpointed_history(
     import numerics.train.rundir as rd
 
     monkeypatch.setattr(tr, "chunk_fn", _edge_chunks(edge_step=15, edge=12.5))
-    cfg = TrainConfig(model="diag", **{**TINY, "steps": 25, "max_rollbacks": 4})
+    cfg = TrainConfig(model="diag", **{**TINY, "seeds": 2, "steps": 25, "max_rollbacks": 4})
     _start_at_zero(monkeypatch, cfg)
     whole = train(cfg)
     train(

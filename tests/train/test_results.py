@@ -24,9 +24,10 @@ def test_metrics_hold_the_baselines_of_the_same_setting(tmp_path: Path, monkeypa
         return {m: {"loss": 0.125 + i, "se": 0.001} for i, m in enumerate(kw["methods"])}
 
     monkeypatch.setattr(nb, "table", stub)
-    cfg = TrainConfig(model="diag", **{**TINY, "n": 8, "steps": 5})
+    cfg = TrainConfig(model="diag", **{**TINY, "seeds": 2, "steps": 5})
     # the untrained start: what finalize writes does not depend on training (which
-    # test_loop.py and test_rundir.py check), and no training program is compiled
+    # test_loop.py and test_rundir.py check), and no training program is compiled; two seeds,
+    # TINY's n: the evaluation program of the two-seed runs there
     finalize(tmp_path, cfg, Result(init_state(cfg), curve=[[cfg.steps, 1.0]]))
     got = json.loads((tmp_path / "metrics.json").read_text())["baselines"]
     assert len(calls) == 1 and calls[0][0] == cfg.noise

@@ -89,7 +89,7 @@ def test_a_run_resumes_from_a_start_moved_elsewhere_but_not_from_another_start(
 
 
 def test_checkpoint_refuses_non_finite(tmp_path: Path) -> None:
-    cfg = TrainConfig(model="diag", **TINY)
+    cfg = TrainConfig(**RUN)
     s = init_state(cfg)
     bad = s._replace(params=jax.tree_util.tree_map(lambda a: a.at[0].set(jnp.nan), s.params))
     with pytest.raises(LintfError, match="non-finite"):

@@ -9,7 +9,14 @@ import numpy as np
 from numerics import models
 from numerics.evaluate import losses as evaluation
 from numerics.models import constructions
-from numerics.train.scale_fit import SCALE_LOW, fit_scale, pool_losses, pool_rows, stratify
+from numerics.train.scale_fit import (
+    SCALE_LOW,
+    SCALE_SHARE,
+    fit_scale,
+    pool_losses,
+    pool_rows,
+    stratify,
+)
 
 N, D, NOISE = 6, 3, "uniform:1"
 
@@ -21,15 +28,24 @@ def _gd(eta: float, layers: int = 6) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(P, np.float64), np.asarray(Q, np.float64)
 
 
+#: The chunk of the sequences drawn here in several chunks (the pools, the fresh sequences), and the
+#: pool of :func:`test_fit_scale_of_a_model_past_1e154_gives_a_scale_not_an_overflow`: the tests
+#: share the programs of 2000 sequences (sampler, spectra, oracle), and every pool and chunk is whole
+#: slices of the float64 pass (:data:`numerics.evaluate.losses.SLICE`): one program per depth.
+CHUNK = 2 * evaluation.SLICE
+
+
 def test_stratified_sample_keeps_the_pool_worst_and_estimates_its_mean_without_bias():
+    """A pool of 8000 sequences in four chunks, sampled 125 + 125 as the next test's fit samples
+    its pool of 8000."""
     P, Q = _gd(0.12)
-    key, pool, top = jax.random.PRNGKey(5), 4096, 64
+    key, pool, top = jax.random.PRNGKey(5), 4 * CHUNK, 4 * CHUNK // SCALE_SHARE
     full = evaluation.adjusted_per_sequence(
-        P, Q, NOISE, N, D, key, pool, chunk=1024
+        P, Q, NOISE, N, D, key, pool, chunk=CHUNK
     )  # the same sequences
-    losses = pool_losses(P, Q, NOISE, N, D, key, pool, chunk=1024)
+    losses = pool_losses(P, Q, NOISE, N, D, key, pool, chunk=CHUNK)
     # four chunks: the worst merged across them
-    s = stratify(losses, NOISE, N, D, key, top, top, chunk=1024)
+    s = stratify(losses, NOISE, N, D, key, top, top, chunk=CHUNK)
     with jax.enable_x64(True):
         a = np.asarray(
             evaluation.adjusted_full(P, Q, type(s.batch)(*s.batch), type(s.spectra)(*s.spectra))
@@ -48,22 +64,22 @@ def test_stratified_sample_keeps_the_pool_worst_and_estimates_its_mean_without_b
 
 def test_fit_scale_removes_a_rare_exploding_context_and_leaves_a_calm_model_alone():
     P, Q = _gd(0.12)
-    fresh = jax.random.PRNGKey(11)
-    before = evaluation.adjusted_per_sequence(P, Q, NOISE, N, D, fresh, 20_000)
+    fresh, m = jax.random.PRNGKey(11), 10 * CHUNK
+    before = evaluation.adjusted_per_sequence(P, Q, NOISE, N, D, fresh, m, CHUNK)
     assert before.max() > 1e4  # the model explodes on a rare context
-    c, info = fit_scale(P, Q, NOISE, N, D, pool=8192)
-    after = evaluation.adjusted_per_sequence(P, c * Q, NOISE, N, D, fresh, 20_000)
+    c, info = fit_scale(P, Q, NOISE, N, D, pool=4 * CHUNK)
+    after = evaluation.adjusted_per_sequence(P, c * Q, NOISE, N, D, fresh, m, CHUNK)
     assert info["searched"] and 0.5 <= c <= info["slack"] <= info["best"] < 1
     assert after.mean() < before.mean() / 100 and after.max() < evaluation.FAIL_MAX
     calm_P, calm_Q = _gd(0.02)
-    c, info = fit_scale(calm_P, calm_Q, NOISE, N, D, pool=8192)
+    c, info = fit_scale(calm_P, calm_Q, NOISE, N, D, pool=4 * CHUNK)
     assert c == 1.0 and not info["searched"]
 
 
 def test_fit_scale_of_a_model_past_1e154_gives_a_scale_not_an_overflow():
     """Twenty GD steps of size 300 reach adjusted losses of 1e162: finite, but their squares are not."""
     P, Q = _gd(300.0, layers=20)
-    c, info = fit_scale(P, Q, NOISE, N, D, pool=2048)
+    c, info = fit_scale(P, Q, NOISE, N, D, pool=CHUNK)
     assert info["searched"] and info["pool_max"] > 1e154 and SCALE_LOW <= c <= 1.0
 
 
@@ -71,10 +87,10 @@ def test_pool_rows_are_the_pools_sequences_in_the_order_asked():
     """The sample's rows are gathered chunk by chunk after the loss pass: each is the pool's sequence of its index,
     whichever chunk holds it and in whatever order the indices come."""
     P, Q = _gd(0.12)
-    key, pool, chunk = jax.random.PRNGKey(3), 2500, 1024  # three chunks, the last one short
+    key, pool, chunk = jax.random.PRNGKey(3), 2 * CHUNK + 1000, CHUNK  # three, the last one short
     parts = [b for b, _ in evaluation.adjusted_chunks(P, Q, NOISE, N, D, key, pool, chunk)]
     whole = jax.tree_util.tree_map(lambda *xs: np.concatenate([np.asarray(x) for x in xs]), *parts)
-    idx = np.array([2499, 0, 1024, 1023, 7, 2048, 1500])
+    idx = np.array([pool - 1, 0, CHUNK, CHUNK - 1, 7, 2 * CHUNK, 3000])
     rows = pool_rows(NOISE, N, D, key, pool, idx, chunk)
     for got, want in zip(rows, whole):
         assert np.array_equal(got, want[idx])

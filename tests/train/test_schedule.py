@@ -90,9 +90,10 @@ def test_the_stages_of_a_cell_share_one_program(model: str) -> None:
         assert phased[0] is not chunks[0].program and all(p is phased[0] for p in phased)
 
 
-#: Two seeds with step rejection and the Huber loss off and a low divergence threshold: a high rate
-#: rolls back.  The traced schedule's training check below runs the same program at a sane rate.
-UNGUARDED = {**TINY, "seeds": 2, "trust": 0, "huber": 0, "explode": 1.5}
+#: Two seeds with step rejection off: a high rate rolls back.  The traced schedule's training check
+#: below runs the same program at a sane rate; it is also the program of ``test_loop.py``'s
+#: ``UNTRUSTED`` runs and of ``test_step.py``'s clean run (one compile in a test run).
+UNTRUSTED = {**TINY, "seeds": 2, "trust": 0}
 
 
 def test_training_the_stages_traces_and_compiles_once() -> None:
@@ -100,9 +101,9 @@ def test_training_the_stages_traces_and_compiles_once() -> None:
     included, runs one compiled program.  A schedule that reached it as a static or differently typed value would
     retrace and compile, and so would a start not placed as the program returns its state (uncommitted arrays of
     :func:`init_state` carry no mesh in their type; :func:`numerics.train.step.place`).  Each stage trains with its
-    own schedule.  The stages train the program of the checks below (:data:`UNGUARDED`), compiled once."""
+    own schedule.  The stages train the program of the checks below (:data:`UNTRUSTED`), compiled once."""
     CHUNK_CACHE.clear()
-    cfgs = stage_configs("diag", start=None, **UNGUARDED)[:3]
+    cfgs = stage_configs("diag", start=None, **UNTRUSTED)[:3]
     first = train(cfgs[0])
     program = chunk_fn(cfgs[0], 5, training_devices(TINY["batch"])).program
     assert program._cache_size() == 1
@@ -121,7 +122,7 @@ def test_rollbacks_and_a_resume_run_the_same_compiled_chunk(tmp_path) -> None:  
     import numerics.train.rundir as rd
 
     CHUNK_CACHE.clear()
-    hot = TrainConfig(model="diag", **{**UNGUARDED, "lr": 3.0, "max_rollbacks": 100})
+    hot = TrainConfig(model="diag", **{**UNTRUSTED, "lr": 3.0, "max_rollbacks": 100})
     res = train(hot)
     program = chunk_fn(hot, 5, training_devices(TINY["batch"])).program
     assert len(res.rollbacks) >= 2 and program._cache_size() == 1
@@ -185,10 +186,11 @@ def test_training_with_the_traced_schedule_is_training_with_the_constant_one(
 ) -> None:
     """Whole chunks: the shared program against one built with the schedule as constants (the old program).
     The run is the rollback check's (its program), at rates that do not roll back."""
-    cfg = TrainConfig(model=model, **{**UNGUARDED, **kw})
+    cfg = TrainConfig(model=model, **{**UNTRUSTED, **kw})
     dev = training_devices(cfg.batch)
     traced = train(cfg)
-    state, seed, curve = init_state(cfg), jnp.asarray(cfg.seed, jnp.int32), []
+    # placed as the program returns its state, so that the constant program compiles once (place)
+    state, seed, curve = st.place(init_state(cfg), dev), jnp.asarray(cfg.seed, jnp.int32), []
     with monkeypatch.context() as m:  # traced on its first call, here
         m.setattr(st, "lr_at", lambda _static, step, _sched: constant_lr(cfg, step))
         const = st.make_chunk(static_config(cfg), cfg.chunk, batch_sharding(list(dev)))

@@ -84,28 +84,36 @@ def test_gdpp_omega_xx_is_held_nonpositive_unless_free() -> None:
 
 def test_y_scaled_by_s_is_the_model_with_q_y_times_s_squared() -> None:
     """The symmetry behind ``y_step``: DIAG on tokens ``(x, y/s)`` with ``q_y ↦ s² q_y`` predicts
-    ``ŷ/s`` (literal token pass); ``q_y`` is the only parameter that moves."""
+    ``ŷ/s`` (literal token pass, compiled once for both); ``q_y`` is the only parameter that moves.
+    Parameters and data are drawn with NumPy: any will do."""
     d, n, s = 3, 7, 2.7
-    params = models.init("diag", jax.random.PRNGKey(3), 4, d, 2, scale=0.3, dtype=jnp.float64)
-    b = sample(jax.random.PRNGKey(4), "uniform:2", 16, n, d, jnp.float64)
+    rng = np.random.default_rng(3)
+    params = models.Diag(*(0.3 * rng.standard_normal((4, 2)) for _ in range(4)))  # (L, H)
+    X, w, xq = (
+        rng.standard_normal((16, n, d)),
+        rng.standard_normal((16, d)),
+        rng.standard_normal((16, d)),
+    )
+    y = np.einsum("bnd,bd->bn", X, w) + rng.uniform(0, 2, (16, 1)) * rng.standard_normal((16, n))
 
+    @jax.jit
     def yhat(p, y):  # noqa: ANN001, ANN202
-        return -models.forward_tokens(*models.universal(p, d), b.X, y, b.x_query)[-1, :, -1, -1]
+        return -models.forward_tokens(*models.universal(p, d), X, y, xq)[-1, :, -1, -1]
 
-    ref = yhat(params, b.y)
-    got = yhat(params._replace(qy=params.qy * s**2), b.y / s)
+    ref = yhat(params, y)
+    got = yhat(params._replace(qy=params.qy * s**2), y / s)
     np.testing.assert_allclose(np.asarray(got), np.asarray(ref) / s, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("noise", ["uniform:2", "fixed:1.5", "categorical:1,3"])
 def test_y_moment_is_the_second_moment_of_the_data_y(noise: str) -> None:
-    """``E y² = d + E σ²`` from the traced noise levels, against the mean of ``y²`` over drawn
-    sequences."""
+    """``E y² = d + E σ²`` from the traced noise levels, against the mean of ``y²`` over 20 000
+    drawn sequences (the shape of the evaluation's float64 chunks at :data:`TINY`'s ``n`` and ``d``:
+    its sampler is compiled once in a test run)."""
     cfg = TrainConfig(model="diag", **(TINY | {"noise": noise}))
-    b = sample(jax.random.PRNGKey(5), noise, 100_000, 4, cfg.d, jnp.float64)
-    per_seq = np.asarray(
-        jnp.mean(b.y**2, axis=1)
-    )  # the sequences are independent; their tokens share w
+    b = sample(jax.random.PRNGKey(5), noise, 20_000, cfg.n, cfg.d, jnp.float64)
+    # the sequences are independent; their tokens share w
+    per_seq = np.mean(np.asarray(b.y) ** 2, axis=1)
     se = per_seq.std() / np.sqrt(per_seq.size)
     assert abs(float(y_moment(cfg, noise_values(cfg))) - per_seq.mean()) < 4 * se
 
@@ -116,27 +124,36 @@ def test_y_moment_is_the_second_moment_of_the_data_y(noise: str) -> None:
 def test_y_step_divides_the_step_of_q_y_by_e_y2(kind: str) -> None:
     """One Adam step from the same start: ``y_step="scaled"`` moves DIAG's ``q_y`` (FULL's ``Q_yy``)
     ``c = E y²`` times less than ``"plain"``, and every other entry the same.  config.json records
-    ``"scaled"`` (DIAG and FULL)."""
-    cfg = TrainConfig(model=kind, diag_steps=0 if kind == "full" else None, **TINY)
+    ``"scaled"`` (DIAG and FULL).  The step is the first of a chunk of five, the last phase of a run
+    that ends after it (the rate is 0 from the next step on), so that the chunk is a shared program:
+    FULL's, from the step after its DIAG phase (a step of every entry, not of the DIAG family), is
+    ``test_loop.py``'s FULL run with ``"scaled"``; DIAG's is :data:`DIAG2`'s with ``"plain"``."""
+    if kind == "full":
+        start = 13
+        cfg = TrainConfig(model="full", seeds=2, diag_steps=start, **{**TINY, "steps": start + 1})
+    else:
+        start, cfg = 0, replace(DIAG2, steps=1)
+    cfg = replace(cfg, lr=cfg.peak_lr / 10)  # the first rate of TINY's default warm-up
+    devices = training_devices(cfg.batch)
     moved = {}
     for ys in ("scaled", "plain"):
         c = replace(cfg, y_step=ys)
-        s0 = init_state(c)
-        s1, ok, _ = chunk_fn(c, 1, training_devices(c.batch))(
-            s0, jnp.asarray(0, jnp.int32), noise_values(c)
-        )
-        assert bool(np.all(ok))
+        s0 = place(init_state(c)._replace(step=jnp.asarray(start, jnp.int32)), devices)
+        s1, ok, _ = chunk_fn(c, 5, devices)(s0, jnp.asarray(0, jnp.int32), noise_values(c))
+        assert bool(np.all(ok)) and int(s1.step) == start + 5
         moved[ys] = [np.asarray(a - z, np.float64) for a, z in zip(s1.params, s0.params)]
         assert config_dict(c).get("y_step", "plain") == ys
     c = float(y_moment(cfg, noise_values(cfg)))
     assert c == pytest.approx(cfg.d + 4 / 3)  # uniform:2: E σ² = 4/3
-    for name, sc, pl in zip(type(init_state(cfg).params)._fields, moved["scaled"], moved["plain"]):
+    for name, sc, pl in zip(cfg.kind.params_type._fields, moved["scaled"], moved["plain"]):
         mask = np.zeros(pl.shape, bool)
         if name == "qy":
             mask[...] = True
         elif name == "Q":
             mask[..., cfg.d, cfg.d] = True
         assert np.abs(pl).max() > 0
+        if mask.any():  # q_y moves (the last layer's: the query's y is 0 before it)
+            assert np.abs(pl[mask]).max() > 0
         np.testing.assert_allclose(sc[mask] * c, pl[mask], rtol=1e-5)
         np.testing.assert_array_equal(sc[~mask], pl[~mask])
     assert "y_step" not in config_dict(TrainConfig(model="gdpp", **TINY))
@@ -239,10 +256,9 @@ def test_one_program_serves_every_noise_level_and_start(tmp_path):
     arguments or its input state, so cells of one model and depth share it; so is the schedule
     (steps, lr: ``test_schedule.py``), and the chunk's length is keyed on."""
     from numerics.io import save_model
-    from numerics.models import init, universal
 
-    P, Q = universal(init("diag", jax.random.PRNGKey(0), 2, 4), 4)
-    save_model(tmp_path / "start.npz", np.asarray(P, np.float64), np.asarray(Q, np.float64))
+    P = np.tile(0.01 * np.eye(5), (2, 1, 1, 1))  # a DIAG start: two layers, d = 4
+    save_model(tmp_path / "start.npz", P, P)
     base = TrainConfig(model="diag", layers=2, d=4, n=8, noise="uniform:1", steps=20, batch=16)
     same = [
         replace(base, noise="uniform:3", seed=7),

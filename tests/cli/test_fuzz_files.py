@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -60,11 +61,13 @@ MODEL = {
     "Q": 0.1 * RNG.standard_normal((2, 1, D + 1, D + 1)),
     "meta": np.asarray(json.dumps({"kind": "full"})),
 }
+#: Four sequences of five points: the shapes of ``tests/cli/test_hostile_files.py``'s model and data, so
+#: that ``predict`` and ``inspect`` compile one set of programs for both.
 DATA = {
-    "X": RNG.standard_normal((3, 5, D)),
-    "y": RNG.standard_normal((3, 5)),
-    "x_query": RNG.standard_normal((3, D)),
-    "y_query": RNG.standard_normal(3),
+    "X": RNG.standard_normal((4, 5, D)),
+    "y": RNG.standard_normal((4, 5)),
+    "x_query": RNG.standard_normal((4, D)),
+    "y_query": RNG.standard_normal(4),
 }
 WEIGHTS = {
     "W_Q": RNG.standard_normal((D + 1, K)),
@@ -405,6 +408,15 @@ def _quick_sweep(out: Path) -> None:
     save_model(out / "models" / QUICK_CELLS[0].name / "model.npz", FIG4["P"], FIG4["Q"])
 
 
+def _copy_of_quick_sweep(out: Path) -> None:
+    """:func:`_quick_sweep` in ``out``, copied from one made once beside the examples' folders (``out`` is
+    ``root / "out"`` in a folder of :func:`_fresh`): a test's examples write and sync its files once."""
+    made = out.parents[1] / "quick-sweep"
+    if not made.exists():
+        _quick_sweep(made)
+    shutil.copytree(made, out)
+
+
 def _tiny_sweep(out: Path) -> None:
     """A finished tiny sweep of Table 1: every cell's record, every baselines file and floor."""
     atomic_write_json(out / "lintf-sweep.json", MARKER | {"budget": "tiny"})
@@ -502,7 +514,7 @@ OTHER_PARTS = {
 def _tampered_case(root: Path, target: tuple[str, str], data: st.DataObject) -> None:
     budget, kind = target
     out = root / "out"
-    (_quick_sweep if budget == "quick" else _tiny_sweep)(out)
+    (_copy_of_quick_sweep if budget == "quick" else _tiny_sweep)(out)
     b = grid.BUDGETS[budget]
     read = "fig4" if kind == "model" else "table1"
     others = data.draw(st.lists(st.sampled_from(OTHER_PARTS[budget]), max_size=2, unique=True))
@@ -662,7 +674,7 @@ def _convergence_case(root: Path, data: st.DataObject) -> None:
     the cell again (a fake record) and the command's lines show every entry, earlier ones
     included."""
     out = root / "out"
-    _quick_sweep(out)
+    _copy_of_quick_sweep(out)
     atomic_write_json(out / "convergence.json", CONVERGENCE)
     focus = [tuple(k.split(".")) for k in CONVERGENCE_REQUIRED] + [("cells", EARLIER)]
     label, raw = data.draw(tampered_json(CONVERGENCE, focus=focus), label="convergence.json")

@@ -455,20 +455,23 @@ def test_a_data_file_with_an_array_no_command_reads_is_refused(
 
 
 @pytest.mark.parametrize(
-    "extra, says",
+    "extra, sigma, says",
     [
-        (["--sigma", "0"], "ridge uses sigma = 0 (--sigma)"),
-        ([], "ridge uses each sequence's true sigma"),
-        (["DATA"], "no ridge;"),
+        (["--sigma", "0"], True, "ridge uses sigma = 0 (--sigma)"),
+        ([], True, "ridge uses each sequence's true sigma"),
+        ([], False, "no ridge;"),
     ],
 )
 def test_inspect_says_which_sigma_its_ridge_reference_used(
-    extra: list[str], says: str, model: Path, tmp_path: Path, capsys
+    extra: list[str], sigma: bool, says: str, model: Path, tmp_path: Path, capsys
 ) -> None:
-    np.savez(tmp_path / "d.npz", **data())  # no sigma in the file
-    argv = [str(tmp_path / "d.npz") if a == "DATA" else a for a in extra]
-    assert main(
-        ["inspect", str(model), *argv, *([] if "DATA" in extra else ["--sequences", "8"])]
-    ) in (0, 1)
+    """A data file with or without ``sigma``, of :func:`data`'s shapes: the programs the other inspect
+    tests compile.  (Sampled data always has its sigma: ``tests/cli/test_own_data.py``'s test at
+    σ = 0 and n < d reads it.)"""
+    arrays = data()
+    if sigma:
+        arrays["sigma"] = np.linspace(0.5, 2.0, len(arrays["y_query"]))
+    np.savez(tmp_path / "d.npz", **arrays)
+    assert main(["inspect", str(model), str(tmp_path / "d.npz"), *extra]) in (0, 1)
     out = capsys.readouterr().out
     assert says in out, out

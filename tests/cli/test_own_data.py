@@ -23,6 +23,8 @@ COMMITTED = (
     / "model.npz"
 )
 UNIFORM = "uniform:-0.5,0.5"
+#: The sequences ``inspect`` samples for the uniform model's losses (and the model's fit draws).
+SEQUENCES = 2048
 
 
 def test_inspect_uses_the_committed_models_own_noise(capsys):
@@ -38,14 +40,23 @@ def test_inspect_uses_the_committed_models_own_noise(capsys):
 @pytest.fixture(scope="module")
 def uniform_model(tmp_path_factory):
     r"""A one-layer GD model trained for ``x ~ U(−½, ½)``: ``P = e_y e_yᵀ``, ``Q = −η diag(I, 0)`` gives
-    ``ŷ = η ⟨α, x_t⟩``; its one parameter ``η`` is fitted by least squares on 4096 sampled sequences."""
+    ``ŷ = η ⟨α, x_t⟩``; its one parameter ``η`` is fitted by least squares on 4096 sampled sequences,
+    two draws of :data:`SEQUENCES` (other keys than ``inspect``'s): one compiled sampler serves the fit
+    and ``inspect``."""
     d, n = 2, 20
     with jax.enable_x64(True):
-        b = sample(jax.random.key(7), "fixed:0.1", 4096, n, d, jax.numpy.float64, UNIFORM)
-    alpha = np.einsum("bn,bnd->bd", np.asarray(b.y), np.asarray(b.X))
-    feature = np.einsum("bd,bd->b", alpha, np.asarray(b.x_query))
-    eta = float(feature @ np.asarray(b.y_query) / (feature @ feature))
-    train_loss = float(0.5 * np.mean((np.asarray(b.y_query) - eta * feature) ** 2))
+        draws = [
+            sample(jax.random.key(k), "fixed:0.1", SEQUENCES, n, d, jax.numpy.float64, UNIFORM)
+            for k in (7, 8)
+        ]
+    X, y, x_query, y_query = (
+        np.concatenate([np.asarray(getattr(b, f)) for b in draws])
+        for f in ("X", "y", "x_query", "y_query")
+    )
+    alpha = np.einsum("bn,bnd->bd", y, X)
+    feature = np.einsum("bd,bd->b", alpha, x_query)
+    eta = float(feature @ y_query / (feature @ feature))
+    train_loss = float(0.5 * np.mean((y_query - eta * feature) ** 2))
     P = np.zeros((1, 1, d + 1, d + 1))
     P[0, 0, d, d] = 1.0
     Q = np.zeros_like(P)
@@ -56,7 +67,7 @@ def uniform_model(tmp_path_factory):
 
 
 def _last_loss(capsys, argv: list[str]) -> tuple[float, dict]:
-    assert main(["inspect", *argv, "--sequences", "2048", "--json"]) == 0
+    assert main(["inspect", *argv, "--sequences", str(SEQUENCES), "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     return res["layers"][-1]["loss"], res
 
@@ -78,14 +89,17 @@ def test_inspect_with_the_models_own_input_distribution(uniform_model, capsys):
 
 
 def test_x_spec_is_parsed_and_checked():
+    """``sample`` draws the inputs from ``x`` (the uniform model's shapes: the sampler its fit and
+    ``inspect`` compile); ``uniform:a,b`` draws on ``[a, b]``, here an interval away from 0."""
     assert str(XDist.parse(UNIFORM)) == UNIFORM and str(XDist.parse("normal")) == "normal"
     for bad in ("uniform:1,0", "uniform:0", "gauss", "uniform:a,b", "uniform:0,inf"):
         with pytest.raises(ValueError, match="uniform:a,b"):
             XDist.parse(bad)
     with jax.enable_x64(True):
-        X = np.asarray(
-            sample(jax.random.key(0), "fixed:0", 64, 8, 3, jax.numpy.float64, "uniform:2,3").X
-        )
+        b = sample(jax.random.key(0), "fixed:0", SEQUENCES, 20, 2, jax.numpy.float64, UNIFORM)
+        X = np.asarray(XDist.parse("uniform:2,3").draw(jax.random.key(0), (64, 8, 3), np.float64))
+    for x in (np.asarray(b.X), np.asarray(b.x_query)):  # the whole interval, nothing past it
+        assert -0.5 <= x.min() < -0.49 and 0.49 < x.max() <= 0.5 and abs(x.std() - 12**-0.5) < 0.01
     assert X.min() >= 2 and X.max() <= 3 and X.std() > 0.2
 
 
@@ -168,16 +182,18 @@ def test_inspect_bounds_sigma_and_inputs_as_noise_specs_are(capsys, argv, match)
 def test_inspect_of_a_model_that_overflows_is_an_error_not_a_table_of_made_up_cosines(
     tmp_path, capsys
 ):
+    """The committed model's shapes and ``--sequences 16``: the programs the test of its own noise
+    compiles."""
     from numerics.io import load_model
 
-    P, Q, meta = load_model(COMMITTED.parents[1] / "diag-L2-uniform5" / "model.npz")
+    P, Q, meta = load_model(COMMITTED)
     save_model(
-        tmp_path / "model.npz", P * 1e120, Q * 1e120, meta
-    )  # finite, but w^2 overflows float64
+        tmp_path / "model.npz", P * 1e160, Q * 1e160, meta
+    )  # finite, but w^1 overflows float64
     _one_line_error(
         capsys,
-        ["inspect", str(tmp_path / "model.npz"), "--sequences", "4"],
-        "implicit weights w\\^l are not finite on 4 of 4 sequences",
+        ["inspect", str(tmp_path / "model.npz"), "--sequences", "16"],
+        "implicit weights w\\^l are not finite on 16 of 16 sequences",
     )
 
 

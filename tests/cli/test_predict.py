@@ -16,9 +16,12 @@ from tests.strategies import RTOL64, max_rel_err, scaled_model, toy_batch
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
+    """A 2-layer DIAG model (universal ``P, Q`` of shape ``(2, 1, 3, 3)``) and four sequences of five
+    points in ``d = 2``: the shapes ``tests/cli/test_hostile_files.py`` and ``test_fuzz_files.py``
+    predict and inspect, so that the command's programs compile once for all of them."""
     tmp = tmp_path_factory.mktemp("cli")
-    data = toy_batch(70)
-    P, Q = scaled_model("diag", 71, 3, 1, data)
+    data = toy_batch(70, n=5, d=2)
+    P, Q = scaled_model("diag", 71, 2, 1, data)
     save_model(tmp / "model.npz", P, Q, {"kind": "diag"})
     arrays = {k: np.asarray(getattr(data, k)) for k in ("X", "y", "x_query", "y_query", "sigma")}
     np.savez(tmp / "data.npz", **arrays)
@@ -41,7 +44,7 @@ def test_predict_round_trip_json_and_out(files, capsys):
     np.testing.assert_allclose(
         res["loss"], 0.5 * np.mean((arrays["y_query"] - expected) ** 2), rtol=1e-12
     )
-    assert (res["L"], res["H"], res["d"], res["B"]) == (3, 1, 3, expected.shape[0])
+    assert (res["L"], res["H"], res["d"], res["B"]) == (2, 1, 2, expected.shape[0])
 
 
 def test_predict_text_without_y_query(files, capsys):
@@ -59,7 +62,7 @@ def _bad_data(arrays):
     X, y, xq = arrays["X"], arrays["y"], arrays["x_query"]
     return {
         "missing": (dict(X=X, y=y), "missing: x_query"),
-        "d_mismatch": (dict(X=X[..., :2], y=y, x_query=xq[:, :2]), "model has input dimension d=3"),
+        "d_mismatch": (dict(X=X[..., :1], y=y, x_query=xq[:, :1]), "model has input dimension d=2"),
         "B_mismatch": (dict(X=X, y=y[:-1], x_query=xq), "y must have shape"),
         "X_2d": (dict(X=X[0], y=y, x_query=xq), "X must have shape \\(B, n, d\\)"),
         "nonfinite": (
@@ -132,7 +135,7 @@ def test_inspect_json_plot_and_errors(files, capsys):
     )
     res = json.loads(capsys.readouterr().out)
     assert rc == 0 and res["agree"] and res["autodiff_max_rel_diff"] < RTOL64
-    assert [r["layer"] for r in res["layers"]] == [0, 1, 2, 3]
+    assert [r["layer"] for r in res["layers"]] == [0, 1, 2]
     assert {
         "cos_ols",
         "dist_ols",

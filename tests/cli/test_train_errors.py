@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -161,13 +164,31 @@ def test_train_refuses_an_out_that_holds_a_config_json_no_run_wrote(tmp_path: Pa
     assert cli_main(argv) == 0 and json.loads((out / "config.json").read_text())["steps"] == 4
 
 
-def test_the_same_train_command_twice_leaves_the_finished_run_as_it_is(
-    tmp_path: Path, capsys
-) -> None:
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The tiny run trained to its end once (``--json``), and what it printed: each test below
+    takes a copy of its directory (:func:`_copy`) instead of training its own."""
+    out = tmp_path_factory.mktemp("finished") / "run"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert cli_main([*TINY, "--json", "--out", str(out)]) == 0
+    return out, printed.getvalue()
+
+
+def _copy(finished: tuple[Path, str], tmp_path: Path) -> Path:
+    """A copy of the finished run's directory (nothing in it names the directory)."""
     out = tmp_path / "run"
+    shutil.copytree(finished[0], out)
+    return out
+
+
+def test_the_same_train_command_twice_leaves_the_finished_run_as_it_is(
+    finished: tuple[Path, str], tmp_path: Path, capsys
+) -> None:
+    """Rerun on the finished run's directory: it prints what the run printed and changes no file."""
+    out = _copy(finished, tmp_path)
     argv = [*TINY, "--json", "--out", str(out)]
-    assert cli_main(argv) == 0
-    first = capsys.readouterr().out
+    first = finished[1]
     before = {f: (out / f).read_bytes() for f in ("metrics.json", "model.npz", "checkpoint.npz")}
     assert cli_main(argv) == 0
     again = (
@@ -198,14 +219,15 @@ def _stopped_before_finishing(out: Path) -> None:
 
 
 def test_a_run_resumed_with_no_steps_left_reports_the_rate_its_checkpoint_recorded(
-    tmp_path: Path, capsys
+    finished: tuple[Path, str], tmp_path: Path, capsys
 ) -> None:
-    """Interrupted after its last checkpoint: the resumed run trains nothing, and its rate is that of the training
-    before, from the time the checkpoint stores, then and on a later rerun.  A checkpoint without that time (as
-    written before it did) has no rate to give: the run says so, and stores ``null``."""
-    out = tmp_path / "run"
+    """Interrupted after its last checkpoint (a copy of the finished run, its results removed): the resumed run
+    trains nothing, and its rate is that of the training before, from the time the checkpoint stores, then and on
+    a later rerun.  A checkpoint without that time (as written before it did) has no rate to give: the run says
+    so, and stores ``null``."""
+    out = _copy(finished, tmp_path)
     argv = [*TINY, "--out", str(out)]
-    assert cli_main(argv) == 0 and "steps/s" in capsys.readouterr().out
+    assert json.loads(finished[1])["steps_per_s"] > 0  # the run itself reported a rate
     seconds = _checkpoint_meta(out / "checkpoint.npz")["seconds"]
     assert 0 < seconds < 600
     _stopped_before_finishing(out)
@@ -230,11 +252,10 @@ def test_a_run_resumed_with_no_steps_left_reports_the_rate_its_checkpoint_record
 
 @pytest.mark.parametrize("bad", [-1.0, "3", True, None])
 def test_a_checkpoint_with_a_bad_training_time_is_named_as_corrupt(
-    bad, tmp_path: Path, capsys
+    bad, finished: tuple[Path, str], tmp_path: Path, capsys
 ) -> None:
-    out = tmp_path / "run"
+    out = _copy(finished, tmp_path)
     argv = [*TINY, "--out", str(out)]
-    assert cli_main(argv) == 0
     _stopped_before_finishing(out)
     _checkpoint_meta(out / "checkpoint.npz", lambda m: m | {"seconds": bad})
     capsys.readouterr()

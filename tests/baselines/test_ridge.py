@@ -59,9 +59,9 @@ def test_ridge_matches_numpy_per_instance(shape: tuple[int, int], seed: int, s: 
 
 
 def test_ols_residual_and_ada_sigma() -> None:
-    X, y, xq = _rand(1, 5, 20, 10)
+    X, y, xq = _rand(1, 3, 20, 10)  # three sequences, as the instances above: one spectral program
     sp = spectral(jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq))
-    for b in range(5):
+    for b in range(3):
         w = np.linalg.solve(X[b].T @ X[b], X[b].T @ y[b])
         rho = np.sum((y[b] - X[b] @ w) ** 2)
         assert np.isclose(float(sp.rho[b]), rho, rtol=LINALG_RTOL)
@@ -124,7 +124,9 @@ def test_the_gd_step_is_never_a_step_against_the_gradient() -> None:
     ``0`` for ``c < 0``, where the unconstrained minimiser would step against the gradient (the loss is quadratic)."""
     key = jax.random.PRNGKey(3)
     with jax.enable_x64(True):
-        ((_, sp),) = evaluation.batches(key, "fixed:1", 512, 20, 10, 512)
+        # one chunk of the size of every other draw here: the sampler and spectral programs are
+        # shared
+        ((_, sp),) = evaluation.batches(key, "fixed:1", TCHUNK, 20, 10, TCHUNK)
         g = baselines.gd_direction(sp)
         assert baselines.tune_eta(sp, 2.0 * g) == pytest.approx(2.0, rel=1e-12)
         assert baselines.tune_eta(sp, -2.0 * g) == 0.0
@@ -248,15 +250,16 @@ def test_adjusted_loss_and_paired_se() -> None:
 
 
 def test_layer_losses_and_profile() -> None:
-    X, y, xq = _rand(2, 400, 20, 10)
-    w_true = np.random.default_rng(3).standard_normal((400, 10))
-    sig = np.full(400, 0.5)
+    B = TCHUNK  # the chunk's size: the spectral and oracle programs of the draws above
+    X, y, xq = _rand(2, B, 20, 10)
+    w_true = np.random.default_rng(3).standard_normal((B, 10))
+    sig = np.full(B, 0.5)
     batch = Batch(
         *(jnp.asarray(a) for a in (X, y, xq, np.einsum("bd,bd->b", xq, w_true), sig, w_true))
     )
     sp = spectral(batch.X, batch.y, batch.x_query)
     orc = np.asarray(evaluation.oracle_predict(sp, batch.sigma))
-    reads = jnp.stack([jnp.zeros(400), jnp.asarray(orc), jnp.asarray(orc) + 1.0])
+    reads = jnp.stack([jnp.zeros(B), jnp.asarray(orc), jnp.asarray(orc) + 1.0])
     res = evaluation.layer_losses(reads, batch)
     yq = np.asarray(batch.y_query)
     np.testing.assert_allclose(
@@ -280,7 +283,7 @@ def test_layer_losses_and_profile() -> None:
             grid,
             20,
             10,
-            400,
+            B,
             jax.random.PRNGKey(0),
             chunk=TCHUNK,
         )
@@ -408,7 +411,7 @@ def test_every_closed_form_prediction_matches_numpy_per_sequence() -> None:
 def test_the_tuning_loss_grids_are_mean_losses_of_numpy_ridge() -> None:
     """``mean_loss_grid`` (ConstRR's objective) and ``tuned_loss_grid`` (TunedRR's, at ``m · min(σ̂², c)``) against
     the mean of ``½(y_t − ŷ)²`` with ``ŷ`` by NumPy, on caps that bind on some sequences and not on others."""
-    B, n, d = 30, 10, 3
+    B, n, d = 40, 12, 4  # the sizes of the test above: one spectral program
     X, y, xq = _rand(23, B, n, d, noise=1.0)
     yq = np.random.default_rng(24).standard_normal(B)
     s2 = np.array(

@@ -4,7 +4,6 @@ and its tail statistics against NumPy on the very sequences drawn."""
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -19,15 +18,15 @@ def test_evaluate_is_the_mean_and_paired_se_of_numpy_losses_on_the_drawn_sequenc
     NumPy on the concatenated chunks :func:`scoring.batches` yields: the mean of ``½(y_t − ŷ)² −
     ½(y_t − ŷ_oracle)²`` with ``ŷ_oracle`` the ridge at the sequence's own ``σ²``, its SE
     ``std/√N``, and the paired difference to ``ŷ = 0``."""
-    n, d, sequences, chunk = 8, 3, 250, 100
+    # the sizes of tests/evaluate/test_losses.py's evaluations: the sampler and spectral programs
+    # are compiled once in a test run
+    n, d, sequences, chunk = 20, 10, 250, 100
 
-    def predict(batch, sp):  # noqa: ANN001, ANN202
-        Sigma = jnp.einsum("bni,bnj->bij", batch.X, batch.X)
-        w = jnp.linalg.solve(Sigma, jnp.einsum("bni,bn->bi", batch.X, batch.y)[..., None])[..., 0]
-        return {
-            "ols": jnp.einsum("bi,bi->b", w, batch.x_query),
-            "zero": jnp.zeros_like(batch.y_query),
-        }
+    def predict(batch, sp):  # noqa: ANN001, ANN202 - in NumPy: no program compiled per chunk size
+        X, y, xq = (np.asarray(a) for a in (batch.X, batch.y, batch.x_query))
+        Xy = np.einsum("bni,bn->bi", X, y)[..., None]
+        w = np.linalg.solve(np.einsum("bni,bnj->bij", X, X), Xy)[..., 0]
+        return {"ols": np.einsum("bi,bi->b", w, xq), "zero": np.zeros(len(xq))}
 
     with jax.enable_x64(True):
         got = scoring.evaluate(predict, "uniform:1", sequences, n, d, KEY, chunk, against="zero")
@@ -66,10 +65,11 @@ def test_evaluate_is_the_mean_and_paired_se_of_numpy_losses_on_the_drawn_sequenc
 def test_a_chunk_is_drawn_from_its_own_key_and_a_short_chunk_is_a_prefix() -> None:
     """Chunk ``i`` is the draw from ``fold_in(key, i)``; a short last chunk keeps its first
     sequences."""
+    # chunks of 100 at n = 20, d = 10, as the test above draws: one compiled sampler
     with jax.enable_x64(True):
-        short = scoring.chunk_batch(KEY, Noise.parse("uniform:2"), 1, 30, 6, 2, 50)
-        full = scoring.chunk_batch(KEY, Noise.parse("uniform:2"), 1, 50, 6, 2, 50)
-        other = scoring.chunk_batch(KEY, Noise.parse("uniform:2"), 0, 50, 6, 2, 50)
+        short = scoring.chunk_batch(KEY, Noise.parse("uniform:2"), 1, 30, 20, 10, 100)
+        full = scoring.chunk_batch(KEY, Noise.parse("uniform:2"), 1, 100, 20, 10, 100)
+        other = scoring.chunk_batch(KEY, Noise.parse("uniform:2"), 0, 100, 20, 10, 100)
     np.testing.assert_array_equal(np.asarray(short.X), np.asarray(full.X)[:30])
     assert not np.allclose(np.asarray(other.X), np.asarray(full.X))
     assert scoring.chunks(250, 100) == [100, 100, 50]

@@ -149,11 +149,18 @@ def test_a_profile_draws_with_the_sampler_a_plain_draw_compiled():
 
     losses.PROFILE_CACHE.clear()  # chunks an earlier profile drew would call no sampler at all
     with jax.enable_x64(True):
-        # chunks of 20, as the next test's profile: its programs are compiled once
-        data.sample(jax.random.PRNGKey(3), "uniform:2", 20, 6, 3, jnp.float64)
+        # chunks of 100 at n = 20, d = 10, as the next test's profile and the evaluations above: the
+        # sampler and the spectral programs are compiled once for the module
+        data.sample(jax.random.PRNGKey(3), "uniform:2", 100, 20, 10, jnp.float64)
         entries = data.sample_with_sigma._cache_size()
         losses.profile(
-            lambda b, sp: {"zero": jnp.zeros_like(b.y_query)}, [0.0, 1.0], 6, 3, 60, KEY, chunk=20
+            lambda b, sp: {"zero": jnp.zeros_like(b.y_query)},
+            [0.0, 1.0],
+            20,
+            10,
+            300,
+            KEY,
+            chunk=100,
         )
     assert data.sample_with_sigma._cache_size() == entries
 
@@ -167,11 +174,11 @@ def test_a_profile_reads_the_chunks_it_drew_again_and_its_cache_stays_within_its
             return losses.profile(
                 lambda b, sp: {"zero": jnp.zeros_like(b.y_query)},
                 [0.0, 1.0],
-                6,
-                3,
-                60,
+                20,
+                10,
+                300,
                 KEY,
-                chunk=20,
+                chunk=100,
             )["zero"]["loss"]
 
     losses.PROFILE_CACHE.clear()

@@ -1,11 +1,13 @@
 """The sweep executor (:mod:`numerics.reproduce.executor`): cells as Dask tasks on a two-worker
 local cluster give the serial run's files, written by the client; a killed worker's cell is
 retried and resumes; a stopped sweep goes on with :func:`pending`; one ``out`` takes one sweep.
-The cells are the checkpointed fakes of ``tests/fakes.py``.
+The cells are the checkpointed fakes of ``tests/fakes.py`` (but for the one another process holds
+``out`` with, which is its own).
 
-One local cluster (two worker processes, made by :func:`executor.local_cluster` as
-``run(..., jobs=2)`` makes its own) serves the module through its scheduler's address; one test
-starts ``jobs=2`` itself.  The test that kills a worker runs last: the nanny starts it again.
+One local cluster serves the module through its scheduler's address: the two worker processes
+that ``run(..., jobs=2)`` starts for a sweep of the module (:func:`jobs_sweep`), kept past the
+sweep's end, as starting a cluster and its workers' imports cost seconds each time.  The test that
+kills a worker runs last: the nanny starts it again.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -35,17 +38,49 @@ ENV_NAMES = ("LINTF_HOST_DEVICES", "XLA_FLAGS", "JAX_DEFAULT_MATMUL_PRECISION")
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """The module's local cluster, with a scheduler file written at its start (as ``dask scheduler
-    --scheduler-file`` writes one) at ``cluster.scheduler_file``."""
+def jobs_sweep(tmp_path_factory):
+    """A sweep of ``run(..., jobs=2)`` into ``tmp/out`` (runs under ``tmp/runs``), started with
+    none of ``ENV_NAMES`` set: a probe of its workers' environment and two cells.  The local cluster
+    it starts (``started``: the arguments it was started with) is kept, its close at the sweep's end
+    put off to the module's end, to serve the module's other tests as ``cluster``; a scheduler file
+    is written at its start (as ``dask scheduler --scheduler-file`` writes one) at
+    ``cluster.scheduler_file``."""
     from distributed import Client
 
-    c = executor.local_cluster(2)
-    c.scheduler_file = str(tmp_path_factory.mktemp("scheduler") / "scheduler.json")
-    with Client(c) as client:
-        client.write_scheduler_file(c.scheduler_file)
-    yield c
-    c.close()
+    tmp = tmp_path_factory.mktemp("jobs")
+    tasks = [("probe", functools.partial(fakes.environment_cell, names=ENV_NAMES)), *cells(2)]
+    real, started = executor.on_dask.local_cluster, []
+
+    def keep(*a, **kw):  # noqa: ANN002, ANN003, ANN202
+        c = real(*a, **kw)
+        c.close = lambda *_, **__: None  # the sweep's own close, put off
+        started.append((a, kw, c))
+        # before any task: once one has run, the workers' metrics have tuple keys, which the
+        # scheduler file's JSON cannot hold
+        c.scheduler_file = str(tmp / "scheduler.json")
+        with Client(c) as client:
+            client.write_scheduler_file(c.scheduler_file)
+        return c
+
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            for name in ENV_NAMES:
+                mp.delenv(name, raising=False)
+            mp.setattr(executor.on_dask, "local_cluster", keep)
+            executor.run(tasks, out=tmp / "out", jobs=2, runs=tmp / "runs", progress=False)
+        ((a, kw, c),) = started
+        yield SimpleNamespace(tmp=tmp, tasks=tasks, started=(a, kw), cluster=c)
+    finally:
+        for *_, c in started:
+            del c.close  # the cluster's own close again
+            c.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(jobs_sweep):
+    """The module's local cluster (:func:`jobs_sweep`'s), its scheduler file at
+    ``cluster.scheduler_file``."""
+    return jobs_sweep.cluster
 
 
 def cells(n: int = 4, **kw) -> list[executor.Task]:
@@ -118,31 +153,35 @@ def test_results_travel_back_and_the_client_writes_every_cell(cluster, tmp_path,
     assert files == serial_files(tasks[:3], tmp_path / "serial")
 
 
-def test_jobs_starts_single_threaded_workers_with_their_share_of_the_cores(tmp_path, monkeypatch):
-    monkeypatch.delenv("LINTF_HOST_DEVICES", raising=False)
-    monkeypatch.delenv("XLA_FLAGS", raising=False)
-    monkeypatch.delenv("JAX_DEFAULT_MATMUL_PRECISION", raising=False)
-    tasks = [("probe", functools.partial(fakes.environment_cell, names=ENV_NAMES)), *cells(2)]
-    executor.run(tasks, out=tmp_path / "out", jobs=2, runs=tmp_path / "runs", progress=False)
-    seen = json.loads((tmp_path / "out" / "models" / "probe" / "metrics.json").read_text())
+def test_jobs_starts_single_threaded_workers_with_their_share_of_the_cores(jobs_sweep, tmp_path):
+    """The module's ``jobs=2`` sweep (:func:`jobs_sweep`): a local cluster of two workers, each with
+    its share of the cores, and the serial run's files."""
+    out, tasks = jobs_sweep.tmp / "out", jobs_sweep.tasks
+    assert jobs_sweep.started == ((2,), {"dashboard": False})
+    seen = json.loads((out / "models" / "probe" / "metrics.json").read_text())
     share = devices.default_count(devices.cores() // 2)
     assert seen["pid"] != os.getpid()
     assert seen["env"]["LINTF_HOST_DEVICES"] == str(share)
     assert seen["env"]["JAX_DEFAULT_MATMUL_PRECISION"] == "highest"
     assert (f"{devices.FLAG}={share}" in (seen["env"]["XLA_FLAGS"] or "")) == (share > 1)
     serial = serial_files(tasks[1:], tmp_path / "serial")
-    assert {k: v for k, v in written(tmp_path / "out").items() if k != "probe"} == serial
+    assert {k: v for k, v in written(out).items() if k != "probe"} == serial
 
 
 def test_a_second_sweep_on_the_same_out_is_refused_in_one_line(tmp_path):
-    """Another process runs a sweep on ``out`` (its cell waits half-way): this one is refused
-    before any work, with the directory and the holder's process id, and goes ahead once the
-    other is gone."""
+    """Another process runs a sweep on ``out`` (its one cell says it has started, then waits):
+    this one is refused before any work, with the directory and the holder's process id, and goes
+    ahead once the other is gone."""
     out, midway = tmp_path / "out", tmp_path / "midway"
+    # the other process's cell is its own (tests/fakes.py imports JAX: seconds of start-up)
     code = (
-        "import functools, sys; from numerics.reproduce import executor; from tests import "
-        "fakes; executor.run([('held', functools.partial(fakes.checkpointed_cell, seed=0, "
-        "midway=sys.argv[2]))], out=sys.argv[1], progress=False)"
+        "import os, sys, time\n"
+        "from numerics.reproduce import executor\n"
+        "def held(rundir):\n"
+        "    open(sys.argv[2] + '.tmp', 'w').write(str(os.getpid()))\n"
+        "    os.replace(sys.argv[2] + '.tmp', sys.argv[2])\n"
+        "    time.sleep(60)\n"
+        "executor.run([('held', held)], out=sys.argv[1], progress=False)\n"
     )
     other = subprocess.Popen([sys.executable, "-c", code, str(out), str(midway)], cwd=ROOT)
     try:
@@ -298,7 +337,7 @@ def test_bad_arguments_are_one_line_errors_before_any_work(tmp_path, kw, words):
 
 
 def test_a_scheduler_that_does_not_answer_is_a_one_line_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(executor.on_dask, "CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(executor.on_dask, "CONNECT_TIMEOUT", "0.3s")
     with pytest.raises(LintfError) as err:
         executor.run(cells(1), out=tmp_path / "out", scheduler="tcp://127.0.0.1:1", progress=False)
     msg = str(err.value)

@@ -83,7 +83,9 @@ def test_pooling_weights_by_count() -> None:
 
 
 def test_the_evaluation_pairs_every_read_out_with_bayes() -> None:
-    L, d = 2, 10
+    # one layer on 500 uniform:1 sequences: the shapes of the tiny cell of
+    # tests/reproduce/test_cell.py, whose evaluation programs are compiled once in a test run
+    L, d = 1, 10
     P = np.zeros((L, 1, d + 1, d + 1))
     Q = np.zeros((L, 1, d + 1, d + 1))
     P[:, 0, d, d] = -1.0

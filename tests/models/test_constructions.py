@@ -19,14 +19,16 @@ from numerics.models.constructions import (
 
 
 def test_gd_construction_equals_explicit_gd():
+    # the sizes of the next test's sequence and model (n = 12, d = 4, six one-head layers): the
+    # token pass is compiled once for both
     rng = np.random.default_rng(0)
-    X, y = rng.standard_normal((9, 3)), rng.standard_normal(9)
+    X, y = rng.standard_normal((12, 4)), rng.standard_normal(12)
     eta = 0.05
     ws = implicit_weight(gd(eta, 6), X, y, all_layers=True)
     np.testing.assert_allclose(ws, gd_explicit(X, y, eta, 6), rtol=1e-12, atol=1e-12)
     # literal token pass (no bridge): y_hat = -y_{n+1}^L on a query
-    xq = rng.standard_normal(3)
-    P, Q = universal(gd(eta, 6), 3)
+    xq = rng.standard_normal(4)
+    P, Q = universal(gd(eta, 6), 4)
     Z = forward_tokens(
         jnp.asarray(P),
         jnp.asarray(Q),

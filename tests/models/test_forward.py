@@ -35,35 +35,35 @@ def test_factored_gram_map_is_the_derived_rule() -> None:
 
 
 @pytest.mark.parametrize("kind,heads", [("full", 2), ("diag", 2), ("gdpp", 1)])
-def test_fast_pass_matches_literal_token_pass(kind: str, heads: int) -> None:
+def test_fast_pass_and_its_gradient_match_the_literal_token_pass_and_autodiff_of_it(
+    kind: str, heads: int
+) -> None:
+    """The fast pass predicts what the literal token pass predicts, and the hand-written reverse
+    rule of the Gram map (fastforward.sandwich) gives autodiff's gradient of the token pass: one
+    model and batch for both checks."""
     d, n, L = 3, 7, 4
     params, b = _model_and_data(kind, heads, 1, L, d, n, 16)
-    P, Q = models.universal(params, d)
-    # the reference (the literal token pass) under jit: one program instead of op-by-op dispatch
-    ref = -jax.jit(models.forward_tokens)(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1]
-    got = predict_fast(params, b.X, b.y, b.x_query)
-    np.testing.assert_allclose(
-        np.asarray(got), np.asarray(ref), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(ref)))
-    )
-
-
-@pytest.mark.parametrize("kind,heads", [("full", 2), ("diag", 2), ("gdpp", 1)])
-def test_fast_pass_gradient_matches_autodiff_of_token_pass(kind: str, heads: int) -> None:
-    """The hand-written reverse rule of the Gram map (fastforward.sandwich) gives autodiff's gradient."""
-    d, n, L = 3, 7, 4
-    params, b = _model_and_data(kind, heads, 3, L, d, n, 16)
 
     def ref_loss(p):
         P, Q = models.universal(p, d)
-        return jnp.mean(
-            (-models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1] - b.y_query) ** 2
-        )
+        pred = -models.forward_tokens(P, Q, b.X, b.y, b.x_query)[-1, :, -1, -1]
+        return jnp.mean((pred - b.y_query) ** 2), pred
 
-    want = jax.jit(jax.grad(ref_loss))(params)  # the reference gradient, as one program
-    got = jax.grad(lambda p: jnp.mean((predict_fast(p, b.X, b.y, b.x_query) - b.y_query) ** 2))(
-        params
+    # the references (the literal token pass and autodiff of it) as one program, not op by op
+    (_, ref), want = jax.jit(jax.value_and_grad(ref_loss, has_aux=True))(params)
+
+    # the fast pass and its gradient as training runs them: under jit, here in one program; the
+    # prediction goes through the pass itself (the Gram map's primal), the gradient through its
+    # hand-written reverse rule
+    def fast(p):
+        loss = lambda q: jnp.mean((predict_fast(q, b.X, b.y, b.x_query) - b.y_query) ** 2)
+        return predict_fast(p, b.X, b.y, b.x_query), jax.grad(loss)(p)
+
+    got, grads = jax.jit(fast)(params)
+    np.testing.assert_allclose(
+        np.asarray(got), np.asarray(ref), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(ref)))
     )
-    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+    for g, w in zip(jax.tree_util.tree_leaves(grads), jax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(
             np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9 * float(jnp.max(jnp.abs(w)))
         )
@@ -91,11 +91,17 @@ def test_flat_normal_draw_equals_shaped_draw() -> None:
     """data.normal draws flat for speed; the numbers must be those of jax.random.normal(key, shape)."""
     from numerics.data import normal
 
-    k = jax.random.PRNGKey(5)
-    for dt in (jnp.float32, jnp.float64):
-        np.testing.assert_array_equal(
-            np.asarray(normal(k, (8, 6, 3), dt)), np.asarray(jax.random.normal(k, (8, 6, 3), dt))
-        )
+    # both draws in both precisions as one program (four programs op by op); data.normal runs
+    # under jit, inside the jitted sampler
+    draws = jax.jit(
+        lambda k: [
+            (normal(k, (8, 6, 3), dt), jax.random.normal(k, (8, 6, 3), dt))
+            for dt in (jnp.float32, jnp.float64)
+        ]
+    )(jax.random.PRNGKey(5))
+    for (flat, shaped), dt in zip(draws, (jnp.float32, jnp.float64)):
+        assert flat.dtype == shaped.dtype == dt
+        np.testing.assert_array_equal(np.asarray(flat), np.asarray(shaped))
 
 
 def _literal_prediction(
@@ -128,8 +134,14 @@ def test_the_plain_and_the_fast_pass_predict_what_a_literal_numpy_loop_predicts(
         P, Q = (np.asarray(a) for a in models.universal(params, d))
         want = _literal_prediction(P, Q, X, y, xq)
         args = (jnp.asarray(X), jnp.asarray(y), jnp.asarray(xq))
-        plain = np.asarray(models.predict_plain(params, *args))
-        fast = np.asarray(predict_fast(params, *args))
+        # both passes as one program: the plain pass jitted, as the benchmark runs it, and the
+        # fast pass as training runs it
+        plain, fast = (
+            np.asarray(a)
+            for a in jax.jit(lambda p, *a: (models.predict_plain(p, *a), predict_fast(p, *a)))(
+                params, *args
+            )
+        )
     assert np.max(np.abs(want)) > 1e-3  # a model that predicts something
     np.testing.assert_allclose(plain, want, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(fast, want, rtol=1e-10, atol=1e-12)

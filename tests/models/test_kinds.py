@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,7 +32,8 @@ def test_forward_tokens_readout_equals_predict_all_layers(kind, layers, heads):
 
 def test_float32_runs_in_float32_and_matches_float64():
     d64 = toy_batch(2)
-    P, Q = scaled_model("full", 3, 3, 2, d64)
+    # the sizes of the first test's FULL model: the float64 reference passes are compiled already
+    P, Q = scaled_model("full", 3, 4, 2, d64)
     d32 = jax.tree_util.tree_map(lambda v: v.astype(jnp.float32), d64)
     P32, Q32 = P.astype(jnp.float32), Q.astype(jnp.float32)
     r32 = models.predict(P32, Q32, d32.X, d32.y, d32.x_query, all_layers=True)
@@ -39,23 +42,32 @@ def test_float32_runs_in_float32_and_matches_float64():
     r64 = models.predict(P, Q, d64.X, d64.y, d64.x_query, all_layers=True)
     assert max_rel_err(r32, r64) < RTOL32
     assert max_rel_err(models.readout(z32), r64) < RTOL32
-    for kind in models.KINDS:  # tiny shapes: jax.random compiles once per shape
-        params = models.init(kind, jax.random.key(0), 1, 1, 1, 0.1, jnp.float32)
+
+    def init32(key, kind):
+        params = models.init(kind, key, 1, 1, 1, 0.1, jnp.float32)
+        return params, models.universal(params, 1)
+
+    for kind in models.KINDS:
+        # traced, not run: a dtype is fixed when the program is traced (jax.random would compile a
+        # program per kind)
+        params, PQ = jax.eval_shape(functools.partial(init32, kind=kind), jax.random.key(0))
         assert all(x.dtype == jnp.float32 for x in jax.tree_util.tree_leaves(params))
-        assert all(x.dtype == jnp.float32 for x in models.universal(params, 1))
+        assert all(x.dtype == jnp.float32 for x in PQ)
 
 
 def test_conversions_round_trip():
-    dg = draw_params("diag", 4, 3, 4, 2)
-    back = models.from_universal("diag", *models.universal(dg, 4))
+    # the sizes of the models of the first test (d = 3, four layers; 3, 1 and 2 heads): their
+    # conversions are compiled once for the module
+    dg = draw_params("diag", 4, 4, 3, 3)
+    back = models.from_universal("diag", *models.universal(dg, 3))
     for a, b in zip(dg, back):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    gd = draw_params("gdpp", 4, 3, 4)
-    back = models.from_universal("gdpp", *models.universal(gd, 4))
+    gd = draw_params("gdpp", 4, 4, 3)
+    back = models.from_universal("gdpp", *models.universal(gd, 3))
     for a, b in zip(gd, back):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    full = draw_params("full", 4, 2, 4, 2)
-    back = models.from_universal("full", *models.universal(full, 4))
+    full = draw_params("full", 4, 4, 3, 2)
+    back = models.from_universal("full", *models.universal(full, 3))
     np.testing.assert_array_equal(np.asarray(back.P), np.asarray(full.P))
     np.testing.assert_array_equal(np.asarray(back.Q), np.asarray(full.Q))
     # omegas of a GD++ model: omega_xy = omega_yy = 0 and the two given ones.
@@ -67,7 +79,7 @@ def test_conversions_round_trip():
 
 def test_multihead_qy0_diag_converts_to_gdpp_with_same_predictions():
     data = toy_batch(5)
-    P, Q = scaled_model("diag", 11, 3, 3, data)
+    P, Q = scaled_model("diag", 11, 4, 3, data)  # the first test's DIAG sizes
     dg = models.diag_from_universal(P, Q)
     dg = dg._replace(qy=jnp.zeros_like(dg.qy))  # the paper's GD++: q_y = 0 in every head
     P0, Q0 = models.universal(dg, 3)
@@ -85,8 +97,8 @@ def test_diag_model_equals_the_omega_form_of_its_universal_full_pass():
     ``x' = x + ω_xx Σ x + ω_xy y α``, ``y' = y + ω_yx ⟨α, x⟩ + ω_yy λ y`` on every token, against
     the literal FULL pass of the DIAG model's universal ``P, Q``."""
     data = toy_batch(6)
-    P, Q = scaled_model("diag", 13, 3, 2, data)
-    Z = models.forward_tokens(P, Q, data.X, data.y, data.x_query)
+    P, Q = scaled_model("diag", 13, 4, 3, data)  # the first test's DIAG sizes
+    Z = np.asarray(models.forward_tokens(P, Q, data.X, data.y, data.x_query))
     dg = models.diag_from_universal(P, Q)
     wxx, wxy, wyx, wyy = (np.asarray(w) for w in models.omegas(dg))
     n = data.X.shape[1]
@@ -129,12 +141,13 @@ def test_diag_depends_on_heads_only_through_omegas():
 
 
 def test_conversion_errors_are_one_line():
-    full = models.universal(draw_params("full", 0, 1, 3), 3)
+    # the first test's FULL and DIAG sizes: the conversions' programs are compiled already
+    full = models.universal(draw_params("full", 0, 4, 3, 2), 3)
     with pytest.raises(ValueError, match="not of DIAG form"):
         models.diag_from_universal(*full)
     with pytest.raises(ValueError, match="not of DIAG form"):
         models.gdpp_from_universal(*full)
-    dg = models.universal(draw_params("diag", 1, 2, 3), 3)
+    dg = models.universal(draw_params("diag", 1, 4, 3, 3), 3)
     with pytest.raises(ValueError, match="not a GD\\+\\+ model: omega_xy"):
         models.gdpp_from_universal(*dg)
     with pytest.raises(ValueError, match="model kind must be one of"):

@@ -6,6 +6,9 @@ step, the depth, the spectrum and the data.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+
 import jax.numpy as jnp
 import numpy as np
 from hypothesis import given
@@ -17,6 +20,8 @@ from numerics.evaluate import inspector
 from numerics.models import constructions
 from tests.strategies import (
     RTOL64,
+    TRAINED_D,
+    TRAINED_N,
     ModelConfig,
     config_batch,
     max_rel_err,
@@ -25,41 +30,60 @@ from tests.strategies import (
 )
 
 
+def gdpp_configs(max_L: int = 7) -> st.SearchStrategy[ModelConfig]:
+    """GD++ configs (one head) whose ``(d, n, L)`` the default run draws from four, with four
+    sequences (:data:`BATCH`): the trained models' sizes (``tests/properties/test_trained.py``;
+    Hypothesis's first example); one input, token and layer; fewer tokens than inputs and four
+    layers; five inputs, ten tokens and ``max_L`` layers.  Most of an example's time is compiling
+    the operations of its model's conversion and passes for its shapes; drawn from these four (the
+    data and the degeneracy as ``model_configs`` draws them), examples meet shapes met before, here
+    or in the other property tests, and reuse their programs.  The slow profile draws every size."""
+    configs = model_configs(kinds=("gdpp",), max_L=max_L)
+    if os.environ.get("HYPOTHESIS_PROFILE") == "slow":
+        return configs
+    sizes = st.sampled_from(((TRAINED_D, TRAINED_N, 3), (1, 1, 1), (3, 2, 4), (5, 10, max_L)))
+    return st.tuples(configs, sizes).map(
+        lambda c: dataclasses.replace(c[0], d=c[1][0], n=c[1][1], L=c[1][2])
+    )
+
+
+BATCH = 4  # sequences per batch, as the trained models' tests draw
+
+
 @property_settings()
-@given(model_configs(kinds=("gdpp",)), st.floats(0.01, 1.0))
+@given(gdpp_configs(), st.floats(0.01, 1.0))
 def test_gd_construction_equals_explicit_gd_at_every_layer(cfg: ModelConfig, step: float) -> None:
-    b = config_batch(cfg, batch=2)
-    Sigma_norm = max(1.0, float(np.max(np.linalg.norm(np.asarray(b.X), axis=(-2, -1)) ** 2)))
+    b = config_batch(cfg, batch=BATCH)
+    X, y, xq = (np.asarray(v) for v in (b.X, b.y, b.x_query))  # sliced below in NumPy, not JAX
+    Sigma_norm = max(1.0, float(np.max(np.linalg.norm(X, axis=(-2, -1)) ** 2)))
     eta = step / Sigma_norm  # stable steps: eta * ||Sigma|| <= 1
     P, Q = (jnp.asarray(m) for m in models.universal(constructions.gd(eta, cfg.L), cfg.d))
-    w = inspector.implicit_states(P, Q, b.X, b.y, backend="numpy").w  # (L+1, B, d), bridge
-    reads = models.predict(P, Q, b.X, b.y, b.x_query, all_layers=True)  # Gram-form model
-    for i in range(2):
-        explicit = constructions.gd_explicit(np.asarray(b.X[i]), np.asarray(b.y[i]), eta, cfg.L)
+    w = np.asarray(inspector.implicit_states(P, Q, b.X, b.y, backend="numpy").w)  # (L+1, B, d)
+    reads = np.asarray(models.predict(P, Q, b.X, b.y, b.x_query, all_layers=True))  # Gram form
+    for i in range(BATCH):
+        explicit = constructions.gd_explicit(X[i], y[i], eta, cfg.L)
         assert max_rel_err(w[:, i], explicit) < RTOL64
-        assert max_rel_err(reads[:, i], explicit @ np.asarray(b.x_query[i])) < RTOL64
+        assert max_rel_err(reads[:, i], explicit @ xq[i]) < RTOL64
 
 
 @property_settings()
-@given(
-    model_configs(kinds=("gdpp",), max_L=4), st.lists(st.floats(-1.0, 0.5), min_size=4, max_size=4)
-)
+@given(gdpp_configs(max_L=4), st.lists(st.floats(-1.0, 0.5), min_size=4, max_size=4))
 def test_gdpp_layer_maps_every_eigenvalue_by_the_derived_map(
     cfg: ModelConfig, scales: list[float]
 ) -> None:
-    b = config_batch(cfg, batch=1)
+    b = config_batch(cfg, batch=BATCH)  # the first sequence checked
     C0 = np.asarray(b.X[0])
     mu0 = np.linalg.eigvalsh(C0.T @ C0)
     top = max(float(mu0[-1]), 1e-3)
     omega_xx = np.array(scales[: cfg.L]) / (3 * top)  # keeps 1 + omega_xx mu in [0, 1.2]
     params = models.Gdpp(jnp.asarray(omega_xx), jnp.asarray(np.full(cfg.L, -0.1 / top)))
     P, Q = models.universal(params, cfg.d)
-    Z = models.forward_tokens(P, Q, b.X, b.y, b.x_query)
+    Z = np.asarray(models.forward_tokens(P, Q, b.X, b.y, b.x_query))  # sliced below in NumPy
     f = gdpp_eigen_rule().numpy
     mu = mu0
     for l in range(cfg.L):
         mu = np.asarray(f(mu, omega_xx[l]), dtype=np.float64)
-        C = np.asarray(Z[l + 1, 0, : cfg.n, : cfg.d])
+        C = Z[l + 1, 0, : cfg.n, : cfg.d]
         observed = np.linalg.eigvalsh(C.T @ C)
         assert (
             max_rel_err(observed, np.sort(mu)) < 1e-10

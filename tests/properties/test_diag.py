@@ -6,6 +6,8 @@ The checks themselves live in :mod:`tests.strategies.checks` (``omega_form_token
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from typing import Any
 
 import jax.numpy as jnp
@@ -17,6 +19,8 @@ from lintf_theory import layer_omegas
 from numerics import models
 from tests.strategies import (
     RTOL64,
+    TRAINED_D,
+    TRAINED_N,
     ModelConfig,
     config_batch,
     lemma44_residual,
@@ -33,10 +37,31 @@ def _diag_params(cfg: ModelConfig, b: Any) -> tuple[Any, Any, models.Diag]:
     return P, Q, models.diag_from_universal(P, Q)
 
 
+#: ``(d, n, L, H)`` of the default run's DIAG models and contexts, four sequences each (the first
+#: one checked): the trained models' sizes (``tests/properties/test_trained.py``; Hypothesis's first
+#: example); one input, token, layer and head; fewer tokens than inputs, two heads and layers; the
+#: largest of the draw (five inputs, ten tokens, four layers, three heads).  Most of an example's
+#: time is compiling its model's conversions and passes and deriving the ω rule of its number of
+#: heads; drawn from these four in both tests (the data and the degeneracy as ``model_configs``
+#: draws them), examples meet shapes met before, in this test, the other or the trained models'
+#: tests, and reuse them.  The slow profile draws every size.
+SIZES = ((TRAINED_D, TRAINED_N, 3, 1), (1, 1, 1, 1), (2, 1, 2, 2), (5, 10, 4, 3))
+BATCH = 4  # sequences per batch, as the trained models' tests draw
+
+
+@st.composite
+def diag_configs(draw: st.DrawFn) -> ModelConfig:
+    cfg = draw(model_configs(kinds=("diag",), max_L=4))
+    if os.environ.get("HYPOTHESIS_PROFILE") == "slow":
+        return cfg
+    d, n, L, H = draw(st.sampled_from(SIZES))
+    return dataclasses.replace(cfg, d=d, n=n, L=L, H=H)
+
+
 @property_settings()
-@given(model_configs(kinds=("diag",), max_L=4))
+@given(diag_configs())
 def test_diag_model_equals_its_omega_form_and_its_universal_form(cfg: ModelConfig) -> None:
-    b = config_batch(cfg, batch=1)
+    b = config_batch(cfg, batch=BATCH)
     P, Q, diag = _diag_params(cfg, b)
     Z = models.forward_tokens(P, Q, b.X, b.y, b.x_query)[:, 0]  # universal P/Q run as FULL
     Zw = omega_form_tokens(diag, *(np.asarray(v[0]) for v in (b.X, b.y, b.x_query)))
@@ -57,10 +82,10 @@ def test_one_head_constraint_holds_and_two_heads_break_it(h1: list[float], h2: l
 
 
 @property_settings()
-@given(model_configs(kinds=("diag",), max_L=4))
+@given(diag_configs())
 def test_lemma_4_4_form_matches_the_forward_pass_on_random_diag_models(cfg: ModelConfig) -> None:
     assume(cfg.n > cfg.d and cfg.degeneracy in ("none", "zero_targets"))  # w* needs Σ invertible
-    b = config_batch(cfg, batch=1)
+    b = config_batch(cfg, batch=BATCH)
     P, Q, diag = _diag_params(cfg, b)
     X, y = np.asarray(b.X[0]), np.asarray(b.y[0])
     assume(np.linalg.cond(X.T @ X) < 1e6)

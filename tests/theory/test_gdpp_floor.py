@@ -86,6 +86,8 @@ def test_diag_with_omega_yy_or_omega_xy_is_not_linear_in_y() -> None:
 def test_baselines_json_carries_the_floor_at_the_prior_mean(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    # as many evaluation as tuning sequences, and as the printed tables' check below evaluates
+    # (4000): every chunk of the module is cut to one size, and its programs compile once
     assert (
         main(
             [
@@ -96,7 +98,7 @@ def test_baselines_json_carries_the_floor_at_the_prior_mean(
                 C13,
                 "--json",
                 "--eval-sequences",
-                "2000",
+                "4000",
                 "--tune-sequences",
                 "4000",
                 "--methods",
@@ -115,12 +117,14 @@ def test_baselines_json_carries_the_floor_at_the_prior_mean(
 def test_floor_predictor_is_ridge_at_the_prior_mean() -> None:
     import jax
 
-    from numerics.baselines.spectral import spectral
-    from numerics.data import sample
+    from numerics.baselines.scoring import batches
 
-    b = sample(jax.random.PRNGKey(0), U5, 64, 20, 10, np.float64)
+    # a chunk as the evaluation draws it, of the sizes of the command's above and of the printed
+    # tables' check below (4000 sequences, n = 20, d = 10): the programs that draw it and its
+    # spectra are theirs
+    b, sp = next(batches(jax.random.PRNGKey(0), U5, 4000, 20, 10))
     pred = baselines.predictor(baselines.Tuned(lam_const=1.0), U5, (baselines.FLOOR,))
-    got = np.asarray(pred(b, spectral(b.X, b.y, b.x_query))[baselines.FLOOR])
+    got = np.asarray(pred(b, sp)[baselines.FLOOR])
     X, y, xq = (np.asarray(a) for a in (b.X, b.y, b.x_query))
     w = np.linalg.solve(
         np.einsum("bni,bnj->bij", X, X) + 25 / 3 * np.eye(10),
@@ -180,7 +184,9 @@ def test_report_writes_the_floor_claim(tmp_path) -> None:  # noqa: ANN001
     from numerics.reproduce.sweep import Sweep
     from tests.fakes import TINY, fake_baselines, fake_record
 
-    budget = replace(TINY, models=("gdpp",))
+    # the floor evaluated on 4000 sequences, as the command's and the printed tables' checks
+    # evaluate it: the same compiled programs
+    budget = replace(TINY, models=("gdpp",), eval_sequences=4000)
     nz = budget.noises[0]
     fl = floor.floor_entries(tmp_path, budget, [nz])[nz]
     assert (tmp_path / "baselines" / f"floor-{slug(nz)}.json").exists()

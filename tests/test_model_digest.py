@@ -3,9 +3,9 @@
 ``tests/data/model_digest.json`` (written by ``tests/data/make_model_digest.py``) records, for every committed
 ``results/**/model.npz``, its sha256 and the mean adjusted loss and prediction hashes on fixed float64
 sequences, and the JSON of every sweep cell's plan.  Every model file's sha256 and every plan are checked in
-the default run; the predictions are recomputed there for the shallowest and the deepest model of each grid,
-kind and noise kind (the passes run one program per depth, the draw one per noise kind), and for every model
-with ``-m slow``.  A recomputed entry must match exactly, except the mean adjusted loss, which must match to :data:`ORACLE_REL` relative: it subtracts the oracle ridge,
+the default run; the predictions are recomputed there for the shallowest and the deepest model of each kind
+and noise kind over all grids (the passes run one program per kind and depth, the draw one per noise kind; the
+grids share both), and for every model with ``-m slow``.  A recomputed entry must match exactly, except the mean adjusted loss, which must match to :data:`ORACLE_REL` relative: it subtracts the oracle ridge,
 whose ``eigh`` goes through LAPACK kernels that the BLAS library picks by CPU, so its last bits differ between
 machines while the model's own predictions do not.
 """
@@ -51,16 +51,17 @@ def test_every_committed_model_has_an_entry():
     )
 
 
-def _group(rel: str) -> tuple[str, str]:
-    """``(grid and kind, noise kind)`` of a model file, and its depth."""
+def _group(rel: str) -> tuple[tuple[str, str], int]:
+    """``(kind, noise kind)`` of a model file, and its depth."""
     cell = Path(rel).parent.name  # e.g. diag-L4-categorical1_3
     kind, depth, noise = re.fullmatch(r"(.+)-L(\d+)-([a-z]+).*", cell).groups()
-    return (str(Path(rel).parents[1]), kind, noise), int(depth)
+    return (kind, noise), int(depth)
 
 
 def _representatives(rels: list[str]) -> set[str]:
-    """The shallowest and the deepest model of each grid, kind and noise kind: the code paths every
-    other model of the group runs (the forward pass of its kind, the draw of its noise kind)."""
+    """The shallowest and the deepest model of each kind and noise kind, over all grids (the first
+    such file in path order): the code paths every other model of the group runs (the forward pass
+    of its kind, the draw of its noise kind); a grid's files are read and run as any other's."""
     groups: dict[tuple, list[tuple[int, str]]] = {}
     for rel in rels:
         key, depth = _group(rel)

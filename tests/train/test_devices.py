@@ -138,8 +138,9 @@ def test_console_command_trains_on_the_split_host_with_the_numbers_of_one_device
     tmp_path: Path,
 ) -> None:
     """``python -m numerics.cli`` (the console entry) with ``LINTF_HOST_DEVICES=2`` shards training over 2
-    devices and ends where one device does (this process, which has one), and its evaluation (the oracle
-    ridge's batched solve at d = 10, which deadlocked when sharded) completes."""
+    devices and ends where one device does (this process, which has one, trains the same run while the
+    command runs), and its selection and evaluation (one program: the oracle ridge's batched solve at
+    d = 10, which deadlocked when sharded) complete."""
     import jax
     import numpy as np
 
@@ -147,10 +148,10 @@ def test_console_command_trains_on_the_split_host_with_the_numbers_of_one_device
     from numerics.train.config import TrainConfig
     from numerics.train.loop import train
 
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {
-        hd.ENV: "2",
-        "JAX_PLATFORMS": "cpu",
-    }
+    # the test run's compile flags (tests/conftest.py) without a host-device count: the command adds
+    # the one LINTF_HOST_DEVICES asks for
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(hd.FLAG)]
+    env = dict(os.environ) | {hd.ENV: "2", "JAX_PLATFORMS": "cpu", "XLA_FLAGS": " ".join(flags)}
     cfg = TrainConfig(
         model="full", layers=2, noise="uniform:2", seeds=2, batch=64, steps=10, chunk=5
     )
@@ -166,8 +167,10 @@ def test_console_command_trains_on_the_split_host_with_the_numbers_of_one_device
         "--batch",
         "64",
     ]
-    argv += ["--steps", "10", "--chunk-steps", "5", "--eval-sequences", "1024", "--no-baselines"]
-    out = subprocess.run(
+    # as many evaluation sequences as the selection's: one program
+    argv += ["--steps", "10", "--chunk-steps", "5", "--eval-sequences", str(cfg.select_sequences)]
+    argv += ["--no-baselines"]
+    proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -180,14 +183,20 @@ def test_console_command_trains_on_the_split_host_with_the_numbers_of_one_device
         ],
         cwd=ROOT,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=180,
     )
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert json.loads(out.stdout)["devices"] == 2
-    assert len(jax.devices()) == 1
-    one = train(cfg)
+    try:
+        assert len(jax.devices()) == 1
+        one = train(cfg)
+        stdout, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, stderr[-2000:]
+    assert json.loads(stdout)["devices"] == 2
     two = read_checkpoint(tmp_path / "run" / "checkpoint.npz", cfg)
     # float32 sums over the batch in a different order: agreement to float32 round-off, amplified by 10 Adam
     # steps (Adam divides a gradient entry by its own scale, so a tiny entry's round-off moves its step); a

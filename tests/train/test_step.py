@@ -41,17 +41,20 @@ def test_a_chunk_in_micro_batches_repeats_itself_and_tracks_the_whole_batch_chun
         np.testing.assert_allclose(x, y, rtol=1e-3, atol=1e-6)
 
 
-#: The one training program most tests here share: DIAG, two seeds, TINY (the rate, warm-up and
-#: steps are arguments of the compiled chunk, not part of it).
-DIAG2 = TrainConfig(model="diag", seeds=2, **TINY)
+#: The one training program most tests here share: GD++, two seeds, TINY, step rejection on (the
+#: rate, warm-up and steps are arguments of the compiled chunk, not part of it).  The step-rejection
+#: tests below are about the step, not the model: they run on the program the projection test
+#: needs.
+GDPP2 = TrainConfig(model="gdpp", seeds=2, **TINY)
 
 
 def test_gdpp_omega_xx_is_held_nonpositive_by_projection() -> None:
     """Projected Adam: GD++'s ω_xx stays ≤ 0 by default, and the bound is active: ω_xx that
     started below 0 end at exactly 0 (Adam pushed them up and the projection clipped them), so the
     projection is what holds them.  config.json records it for GD++ only.  The fast sibling of
-    :func:`test_gdpp_omega_xx_is_held_nonpositive_unless_free` (one training program, not two)."""
-    cfg = TrainConfig(model="gdpp", seeds=2, **TINY)
+    :func:`test_gdpp_omega_xx_is_held_nonpositive_unless_free` (one training program, not two):
+    :data:`GDPP2`'s."""
+    cfg = GDPP2
     start = np.asarray(init_state(cfg).params.omega_xx)
     assert np.all(start <= 0)
     held = np.asarray(train(cfg).state.params.omega_xx)
@@ -69,7 +72,7 @@ def test_gdpp_omega_xx_is_held_nonpositive_by_projection() -> None:
 def test_gdpp_omega_xx_is_held_nonpositive_unless_free() -> None:
     """Projected Adam: GD++'s ω_xx stays ≤ 0 by default; the same run with ``gdpp_xx="free"`` moves
     some above 0, so the projection is what holds them.  config.json records it for GD++ only."""
-    cfg = TrainConfig(model="gdpp", seeds=2, **TINY)
+    cfg = GDPP2
     assert np.all(np.asarray(init_state(cfg).params.omega_xx) <= 0)
     held = np.asarray(train(cfg).state.params.omega_xx)
     free = np.asarray(train(replace(cfg, gdpp_xx="free")).state.params.omega_xx)
@@ -127,12 +130,12 @@ def test_y_step_divides_the_step_of_q_y_by_e_y2(kind: str) -> None:
     ``"scaled"`` (DIAG and FULL).  The step is the first of a chunk of five, the last phase of a run
     that ends after it (the rate is 0 from the next step on), so that the chunk is a shared program:
     FULL's, from the step after its DIAG phase (a step of every entry, not of the DIAG family), is
-    ``test_loop.py``'s FULL run with ``"scaled"``; DIAG's is :data:`DIAG2`'s with ``"plain"``."""
+    ``test_loop.py``'s FULL run with ``"scaled"``; DIAG's are two programs of its own."""
     if kind == "full":
         start = 13
         cfg = TrainConfig(model="full", seeds=2, diag_steps=start, **{**TINY, "steps": start + 1})
     else:
-        start, cfg = 0, replace(DIAG2, steps=1)
+        start, cfg = 0, TrainConfig(model="diag", seeds=2, **{**TINY, "steps": 1})
     cfg = replace(cfg, lr=cfg.peak_lr / 10)  # the first rate of TINY's default warm-up
     devices = training_devices(cfg.batch)
     moved = {}
@@ -160,10 +163,11 @@ def test_y_step_divides_the_step_of_q_y_by_e_y2(kind: str) -> None:
 
 
 def test_a_rate_far_too_large_is_damped_by_step_rejection_without_rollback() -> None:
-    """With the default ``trust``, the rate 1e3 that diverges without it (``test_loop.py``) never
-    reaches the guard: its steps are rejected (each halving the rate) until they stop raising the
-    batch's median loss, and nothing is rolled back.  :data:`DIAG2`'s program."""
-    cfg = replace(DIAG2, lr=1e3, warmup=0)
+    """With the default ``trust``, the rate 1e3 (DIAG diverges at it without step rejection:
+    ``test_loop.py``) never reaches the guard: its steps are rejected (each halving the rate) until
+    they stop raising the batch's median loss, and nothing is rolled back.  :data:`GDPP2`'s
+    program."""
+    cfg = replace(GDPP2, lr=1e3, warmup=0)
     assert cfg.trust == 2.0
     res = train(cfg)
     rejected = np.asarray(res.state.rejected)
@@ -177,11 +181,11 @@ def test_a_rate_far_too_large_is_damped_by_step_rejection_without_rollback() -> 
 
 @pytest.mark.parametrize("lr,taken", [(1e4, False), (1e-3, True)])
 def test_a_rejected_step_leaves_the_state_and_halves_the_rate(lr: float, taken: bool) -> None:
-    """Five steps (one chunk of :data:`DIAG2`'s program): rejected (``lr`` 1e4, still far too large
+    """Five steps (one chunk of :data:`GDPP2`'s program): rejected (``lr`` 1e4, still far too large
     at 1/16 of it), parameters and Adam's moments stay as they were, ``damp`` halves at each and
     ``rejected`` counts them; accepted (``lr`` 1e-3), the steps are taken and ``damp`` stays at its
     cap 1."""
-    cfg = replace(DIAG2, lr=lr, warmup=0, steps=5)
+    cfg = replace(GDPP2, lr=lr, warmup=0, steps=5)
     start, res = init_state(cfg), train(cfg)
     moved = [
         not np.array_equal(a, b)
@@ -199,17 +203,19 @@ def test_a_rejected_step_leaves_the_state_and_halves_the_rate(lr: float, taken: 
 def test_a_step_that_stays_below_the_floor_is_kept(monkeypatch) -> None:
     """``TRUST_FLOOR``: the same steps (``lr`` 10, which multiplies the median loss many times over)
     are rejected with the default floor (the rate halved), and kept when the floor is above the loss
-    they reach.  The default floor's run is :data:`DIAG2`'s program, compiled once."""
+    they reach.  The default floor's run is :data:`GDPP2`'s program, compiled once."""
     import numerics.train.step as tr
 
-    cfg = replace(DIAG2, lr=10.0, warmup=0, steps=5)
-    verdicts = []
-    for floor in (tr.TRUST_FLOOR, 1e30):
-        monkeypatch.setattr(tr, "TRUST_FLOOR", floor)
-        CHUNK_CACHE.clear()
+    cfg = replace(GDPP2, lr=10.0, warmup=0, steps=5)
+    res = train(cfg)
+    verdicts = [(np.asarray(res.state.rejected), np.asarray(res.state.damp))]
+    monkeypatch.setattr(tr, "TRUST_FLOOR", 1e30)
+    CHUNK_CACHE.clear()  # the floor is read as the chunk is traced
+    try:
         res = train(cfg)
-        verdicts.append((np.asarray(res.state.rejected), np.asarray(res.state.damp)))
-    CHUNK_CACHE.clear()
+    finally:
+        CHUNK_CACHE.clear()
+    verdicts.append((np.asarray(res.state.rejected), np.asarray(res.state.damp)))
     (rej, damp), (rej_high, damp_high) = verdicts
     assert np.all(rej >= 1) and np.all(damp < 1), verdicts
     assert rej_high.tolist() == [0, 0] and damp_high.tolist() == [1.0, 1.0], verdicts
@@ -239,7 +245,7 @@ def test_one_bad_batch_is_skipped_in_step(monkeypatch) -> None:
     CHUNK_CACHE.clear()
     try:
         # no step rejection: it, too, would refuse the NaN step; the in-step guard alone is checked
-        cfg = replace(DIAG2, trust=0.0)
+        cfg = TrainConfig(model="diag", seeds=2, trust=0.0, **TINY)
         res = train(cfg)
     finally:
         CHUNK_CACHE.clear()
@@ -247,7 +253,8 @@ def test_one_bad_batch_is_skipped_in_step(monkeypatch) -> None:
     assert all(np.all(np.isfinite(x)) for x in leaves(res.state.params))
     assert np.all(np.isfinite(np.asarray(res.curve)))
     monkeypatch.undo()
-    clean = train(cfg)  # unpoisoned data: the skipped step changes the result
+    # unpoisoned data (test_loop.py's UNTRUSTED program): the skipped step changes the result
+    clean = train(cfg)
     assert not np.array_equal(leaves(res.state.params)[0], leaves(clean.state.params)[0])
 
 

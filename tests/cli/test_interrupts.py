@@ -3,10 +3,12 @@ and one line, never by a signal (a negative status here, 139 for SIGSEGV in a sh
 or ``lintf reproduce`` ends with the uninterrupted run's models and losses.
 
 The moments are drawn from a seeded generator over the whole run from one second in: JAX's import, XLA compiling
-the training step, training, evaluation, a sweep's baselines and report, the end of the run.  A SIGINT within the
-first 0.2 s meets Python starting: once lintf's handler is in place it is the same one line; before, the signal
-ends the interpreter as it ends any Python program.  In-process, a KeyboardInterrupt that a garbage-collector
-callback swallows is raised again until the command catches it.
+the training step, training, evaluation, a sweep's baselines and report, the end of the run.  The default run's two
+moments of ``lintf train`` are ones its process shows from outside: JAX's import under way (a jaxlib extension
+mapped) and XLA's CPU client up (its threads running) as the first programs compile.  A SIGINT within the first
+0.2 s meets Python starting: once lintf's handler is in place it is the same one line; before, the signal ends the
+interpreter as it ends any Python program.  In-process, a KeyboardInterrupt that a garbage-collector callback
+swallows is raised again until the command catches it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +56,54 @@ def _interrupted(
     return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
 
+def _jax_importing(pid: int) -> bool:
+    """Whether process ``pid`` has mapped one of jaxlib's extensions (Linux ``/proc``): JAX's
+    import is under way, or done."""
+    return "/jaxlib/" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def _xla_up(pid: int) -> bool:
+    """Whether process ``pid`` runs the threads of XLA's CPU client (named ``tf_XLAEigen``; Linux
+    ``/proc``): its backend is up and the command's first programs compile."""
+    names = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            names.append((task / "comm").read_text().strip())
+        except OSError:  # the thread ended
+            continue
+    return "tf_XLAEigen" in names
+
+
+def _interrupted_when(
+    argv: list[str], moment: Callable[[int], bool]
+) -> subprocess.CompletedProcess:
+    """Run ``lintf argv`` as the console command and send it SIGINT as soon as ``moment(pid)``
+    holds; the command must still run then."""
+    p = subprocess.Popen(
+        [sys.executable, "-m", "numerics.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+        text=True,
+        cwd=ROOT,
+    )
+    deadline = time.monotonic() + 120
+    try:
+        while p.poll() is None and not moment(p.pid) and time.monotonic() < deadline:
+            time.sleep(0.002)
+    except OSError:  # /proc/PID is gone: the command has ended
+        pass
+    running = p.poll() is None and time.monotonic() < deadline
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=600)
+    assert running, (
+        f"{moment.__name__} never held while the command ran",
+        p.returncode,
+        err[-2000:],
+    )
+    return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+
 def _ended_cleanly(res: subprocess.CompletedProcess, command: str) -> None:
     assert res.returncode in (0, 130), (res.returncode, res.stderr[-2000:])
     if res.returncode == 130:
@@ -73,20 +124,16 @@ def _model(run: Path) -> tuple[np.ndarray, np.ndarray]:
         return np.array(z["P"]), np.array(z["Q"])
 
 
-def _train_interrupts(tmp_path: Path, interrupts: int, seed: int, resume: bool) -> None:
-    """``interrupts`` SIGINTs at seeded moments of ``lintf train``, each to a fresh run directory
-    (``resume``: each then resumed to the end and compared with the uninterrupted run).  The moments
-    are drawn over the span of the last run that finished (the uninterrupted one's at first; 4 s
-    without ``resume``): a run that finishes before its moment counts no interrupt, and its span is
-    the next draws'."""
+def _train_interrupts(tmp_path: Path, interrupts: int, seed: int) -> None:
+    """``interrupts`` SIGINTs at seeded moments of ``lintf train``, each to a fresh run directory, each then resumed
+    to the end and compared with the uninterrupted run.  The moments are drawn over the span of the last run that
+    finished (the uninterrupted one's at first): a run that finishes before its moment counts no interrupt, and
+    its span is the next draws'."""
     rng = random.Random(seed)
-    if resume:
-        t0 = time.perf_counter()
-        ref = _interrupted([*TRAIN, "--out", str(tmp_path / "ref")], after=3600)
-        span = time.perf_counter() - t0
-        assert ref.returncode == 0, ref.stderr[-2000:]
-    else:
-        span = 4.0
+    t0 = time.perf_counter()
+    ref = _interrupted([*TRAIN, "--out", str(tmp_path / "ref")], after=3600)
+    span = time.perf_counter() - t0
+    assert ref.returncode == 0, ref.stderr[-2000:]
     sent, k = 0, 0
     while sent < interrupts:
         k += 1
@@ -101,29 +148,31 @@ def _train_interrupts(tmp_path: Path, interrupts: int, seed: int, resume: bool) 
         else:
             span = time.perf_counter() - t0
         left = sorted(p.name for p in run.iterdir()) if run.exists() else []
-        if resume:
-            again = _interrupted([*TRAIN, "--out", str(run)], after=3600)
-            assert again.returncode == 0, again.stderr[-2000:]
-            for a, b in zip(_model(run), _model(tmp_path / "ref"), strict=True):
-                np.testing.assert_array_equal(a, b)
+        again = _interrupted([*TRAIN, "--out", str(run)], after=3600)
+        assert again.returncode == 0, again.stderr[-2000:]
+        for a, b in zip(_model(run), _model(tmp_path / "ref"), strict=True):
+            np.testing.assert_array_equal(a, b)
         print(
             f"run {k}: SIGINT at {after:.2f} s of {span:.2f} s, status {res.returncode}, "
-            f"left {left or 'nothing'}" + (", resumed equal" if resume else ""),
+            f"left {left or 'nothing'}, resumed equal",
             flush=True,
         )
-    print(f"{sent} interrupts in {k} runs" + (", each resumed equal" if resume else ""))
+    print(f"{sent} interrupts in {k} runs, each resumed equal")
 
 
 def test_sigint_during_train_ends_it_with_130_and_one_line(tmp_path: Path) -> None:
-    """Two moments in the first seconds: JAX's import, compilation."""
-    _train_interrupts(tmp_path, interrupts=2, seed=0, resume=False)
+    """Two moments in the first seconds: JAX's import, and XLA compiling the first programs."""
+    for moment in (_jax_importing, _xla_up):
+        res = _interrupted_when([*TRAIN, "--out", str(tmp_path / moment.__name__)], moment)
+        assert res.returncode == 130, (moment.__name__, res.returncode, res.stderr[-2000:])
+        _ended_cleanly(res, "train")
 
 
 @pytest.mark.slow
 def test_sigint_at_twenty_moments_of_train_then_resume_equals_the_uninterrupted_run(
     tmp_path: Path,
 ) -> None:
-    _train_interrupts(tmp_path, interrupts=20, seed=1, resume=True)
+    _train_interrupts(tmp_path, interrupts=20, seed=1)
 
 
 def _tiny_reproduce(out: Path) -> list[str]:

@@ -23,16 +23,21 @@ COMMITTED = (
     / "model.npz"
 )
 UNIFORM = "uniform:-0.5,0.5"
-#: The sequences ``inspect`` samples for the uniform model's losses (and the model's fit draws).
+#: The sequences ``inspect`` samples for the uniform model's losses (and the model's fit draws), and
+#: for the committed model's: both models are ``n = 20``, ``d = 10``, so that one set of compiled
+#: programs serves every ``inspect`` of either on sampled data.
 SEQUENCES = 2048
+#: The input dimension of the committed model, and of the uniform model.
+D = 10
 
 
 def test_inspect_uses_the_committed_models_own_noise(capsys):
-    assert main(["inspect", str(COMMITTED), "--sequences", "16", "--json"]) == 0
+    sequences = ["--sequences", str(SEQUENCES)]
+    assert main(["inspect", str(COMMITTED), *sequences, "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["sampled"]["noise"] == "categorical:1,3" and res["sampled"]["n"] == 20
     assert "noise categorical:1,3 (the model's own, from its meta)" in res["sampled"]["setting"]
-    assert main(["inspect", str(COMMITTED), "--sequences", "16", "--noise", "fixed:0"]) == 0
+    assert main(["inspect", str(COMMITTED), *sequences, "--noise", "fixed:0"]) == 0
     text = capsys.readouterr().out
     assert "noise fixed:0 (from the command line)" in text and "x ~ normal (default" in text
 
@@ -42,8 +47,8 @@ def uniform_model(tmp_path_factory):
     r"""A one-layer GD model trained for ``x ~ U(−½, ½)``: ``P = e_y e_yᵀ``, ``Q = −η diag(I, 0)`` gives
     ``ŷ = η ⟨α, x_t⟩``; its one parameter ``η`` is fitted by least squares on 4096 sampled sequences,
     two draws of :data:`SEQUENCES` (other keys than ``inspect``'s): one compiled sampler serves the fit
-    and ``inspect``."""
-    d, n = 2, 20
+    and ``inspect``.  ``d = 10``, ``n = 20``: the committed model's shapes."""
+    d, n = D, 20
     with jax.enable_x64(True):
         draws = [
             sample(jax.random.key(k), "fixed:0.1", SEQUENCES, n, d, jax.numpy.float64, UNIFORM)
@@ -96,7 +101,7 @@ def test_x_spec_is_parsed_and_checked():
         with pytest.raises(ValueError, match="uniform:a,b"):
             XDist.parse(bad)
     with jax.enable_x64(True):
-        b = sample(jax.random.key(0), "fixed:0", SEQUENCES, 20, 2, jax.numpy.float64, UNIFORM)
+        b = sample(jax.random.key(0), "fixed:0", SEQUENCES, 20, D, jax.numpy.float64, UNIFORM)
         X = np.asarray(XDist.parse("uniform:2,3").draw(jax.random.key(0), (64, 8, 3), np.float64))
     for x in (np.asarray(b.X), np.asarray(b.x_query)):  # the whole interval, nothing past it
         assert -0.5 <= x.min() < -0.49 and 0.49 < x.max() <= 0.5 and abs(x.std() - 12**-0.5) < 0.01
@@ -182,7 +187,7 @@ def test_inspect_bounds_sigma_and_inputs_as_noise_specs_are(capsys, argv, match)
 def test_inspect_of_a_model_that_overflows_is_an_error_not_a_table_of_made_up_cosines(
     tmp_path, capsys
 ):
-    """The committed model's shapes and ``--sequences 16``: the programs the test of its own noise
+    """The committed model's shapes and :data:`SEQUENCES`: the programs the test of its own noise
     compiles."""
     from numerics.io import load_model
 
@@ -192,36 +197,21 @@ def test_inspect_of_a_model_that_overflows_is_an_error_not_a_table_of_made_up_co
     )  # finite, but w^1 overflows float64
     _one_line_error(
         capsys,
-        ["inspect", str(tmp_path / "model.npz"), "--sequences", "16"],
-        "implicit weights w\\^l are not finite on 16 of 16 sequences",
+        ["inspect", str(tmp_path / "model.npz"), "--sequences", str(SEQUENCES)],
+        f"implicit weights w\\^l are not finite on {SEQUENCES} of {SEQUENCES} sequences",
     )
 
 
 def test_inspect_without_a_ridge_reference_at_sigma_zero_and_n_below_d(capsys):
-    """With σ = 0 and n < d ridge is OLS on a singular Σ: the ridge columns are left out, not printed as NaN."""
-    assert (
-        main(
-            [
-                "inspect",
-                str(COMMITTED),
-                "--noise",
-                "fixed:0",
-                "--n",
-                "5",
-                "--sequences",
-                "16",
-                "--json",
-            ]
-        )
-        == 0
-    )
+    """With σ = 0 and n < d ridge is OLS on a singular Σ: the ridge columns are left out, not printed as NaN.
+    :data:`SEQUENCES` sequences, as the committed model's other tests sample: only the programs
+    of ``n = 5`` are new."""
+    argv = ["inspect", str(COMMITTED), "--noise", "fixed:0", "--n", "5"]
+    assert main([*argv, "--sequences", str(SEQUENCES), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["layers"]
     assert rows and all("cos_ridge" not in r and "dist_ridge" not in r for r in rows)
     assert all(np.isfinite(v) for r in rows for v in r.values())
-    assert (
-        main(["inspect", str(COMMITTED), "--noise", "fixed:0", "--n", "5", "--sequences", "16"])
-        == 0
-    )
+    assert main([*argv, "--sequences", str(SEQUENCES)]) == 0
     assert (
         "no ridge reference: sigma = 0 on some sequence and n=5 < d=10 (singular)"
         in capsys.readouterr().out

@@ -119,9 +119,32 @@ def test_train_refuses_an_out_that_holds_files_no_run_wrote(
     ) == sorted([theirs, "notes.txt"])
 
 
-def test_train_refuses_an_out_that_holds_a_config_json_no_run_wrote(tmp_path: Path, capsys) -> None:
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The tiny run trained to its end once (``--json``), and what it printed: each test below
+    takes a copy of its directory (:func:`_copy`) instead of training its own.  Its directory held
+    another command's ``config.json``, the stub of a run stopped before its first checkpoint,
+    which the run replaces."""
+    from numerics.train.config import TrainConfig, config_dict
+
+    out = tmp_path_factory.mktemp("finished") / "run"
+    out.mkdir()
+    stub = config_dict(
+        TrainConfig(model="diag", layers=1, steps=2, batch=8, n=4, d=2, warm_start=None)
+    )
+    (out / "config.json").write_text(json.dumps(stub))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert cli_main([*TINY, "--json", "--out", str(out)]) == 0
+    return out, printed.getvalue()
+
+
+def test_train_refuses_an_out_that_holds_a_config_json_no_run_wrote(
+    finished: tuple[Path, str], tmp_path: Path, capsys
+) -> None:
     """The user's own ``config.json`` is not replaced by the run's; lintf's, from a run stopped before its first
-    checkpoint, is (the same or a corrected command goes on)."""
+    checkpoint, is (the same or a corrected command goes on): the finished run's directory held another
+    command's stub (:func:`finished`)."""
     out = tmp_path / "mine"
     out.mkdir()
     (out / "config.json").write_text('{"my": "settings"}')
@@ -153,26 +176,8 @@ def test_train_refuses_an_out_that_holds_a_config_json_no_run_wrote(tmp_path: Pa
         (out / "config.json").write_text(mine)
         assert cli_main(argv) == 2 and "not a lintf run's" in capsys.readouterr().err
         assert (out / "config.json").read_text() == mine
-    from numerics.train.config import TrainConfig, config_dict
-
-    stub = config_dict(
-        TrainConfig(model="diag", layers=1, steps=2, batch=8, n=4, d=2, warm_start=None)
-    )
-    (out / "config.json").write_text(
-        json.dumps(stub)
-    )  # another command's stub, stopped before its first checkpoint
-    assert cli_main(argv) == 0 and json.loads((out / "config.json").read_text())["steps"] == 4
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """The tiny run trained to its end once (``--json``), and what it printed: each test below
-    takes a copy of its directory (:func:`_copy`) instead of training its own."""
-    out = tmp_path_factory.mktemp("finished") / "run"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        assert cli_main([*TINY, "--json", "--out", str(out)]) == 0
-    return out, printed.getvalue()
+    # the stub's command stopped before its first checkpoint: this one went on to its end
+    assert json.loads((finished[0] / "config.json").read_text())["steps"] == 4
 
 
 def _copy(finished: tuple[Path, str], tmp_path: Path) -> Path:

@@ -171,9 +171,10 @@ def test_a_tiny_cell_trains_resumes_and_returns_the_same_files(tmp_path: Path) -
 def test_a_tiny_cell_trains_without_reading_or_writing_outside_its_rundir(
     tmp_path: Path, monkeypatch
 ) -> None:
-    """The fast sibling of the test above: TINY's stages of 20 steps, its evaluations at two sizes
-    only, so that each evaluation program compiles once: the held-out sequences' 256 (the stages'
-    scale fit on as many) and the evaluation's 500 (the profile on as many)."""
+    """The fast sibling of the test above: TINY's stages of 20 steps on sequences of ``n = 5``,
+    ``d = 2``, its evaluations at two sizes only, so that each evaluation program compiles once: the
+    held-out sequences' 256 (the stages' scale fit on as many) and the evaluation's 500 (the
+    profile on as many)."""
     monkeypatch.chdir(tmp_path)
     from dataclasses import replace
 
@@ -182,6 +183,8 @@ def test_a_tiny_cell_trains_without_reading_or_writing_outside_its_rundir(
         TINY,
         profile_sequences=TINY.eval_sequences,
         schedule=replace(s, scale_pool=s.held_out),
+        n=5,
+        d=2,
     )
     files = train_cell(Cell("diag", 1, "uniform:1"), budget, tmp_path / "run")
     assert {p.parts[len(tmp_path.parts)] for p in tmp_path.rglob("*")} == {"run"}

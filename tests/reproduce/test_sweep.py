@@ -150,7 +150,13 @@ def test_nan_in_a_baselines_file_never_reaches_the_tables(tmp_path: Path) -> Non
     assert not (out / "table1.csv").exists()
 
 
+@pytest.mark.slow  # a local cluster of two worker processes, each importing JAX (about 10 s)
 def test_jobs_processes_write_the_same_files_as_one(tmp_path: Path) -> None:
+    """The sweep hands its cells to the executor, which writes their files.  In the default run,
+    ``tests/reproduce/test_executor.py::test_jobs_starts_single_threaded_workers_with_their_share_of_the_cores``
+    checks that the executor's ``jobs=2`` processes write the serial run's files, and
+    ``tests/cli/test_reproduce_jobs.py::test_a_kill_of_the_command_reaches_its_jobs_processes``
+    that a sweep of ``--jobs 2`` starts its processes."""
     one, two = tmp_path / "one", tmp_path / "two"
     sweep.sweep(TINY, ("table1",), one, tmp_path / "r1", cell_fn=_with_baselines(one))
     sweep.sweep(TINY, ("table1",), two, tmp_path / "r2", cell_fn=_with_baselines(two), jobs=2)

@@ -44,8 +44,11 @@ def variant_tokens(P, Q, kind: str, gamma: float = 0.5):
 @pytest.mark.parametrize("output", ["tokens", "predict"])
 def test_lintf_forward_passes_follow_theorem_4_1(model, output):
     P, Q = model
+    # the token pass jitted: each context length compiles it (and, under jax.grad, its gradient)
+    # as one program, where op by op it would compile its many einsums one by one; the prediction
+    # pass stays op by op (a program per length costs it more than its few operations)
     forward = {
-        "tokens": lambda X, y, q: models.forward_tokens(P, Q, X, y, q),
+        "tokens": jax.jit(lambda X, y, q: models.forward_tokens(P, Q, X, y, q)),
         "predict": lambda X, y, q: models.predict(P, Q, X, y, q),
     }[output]
     # contexts of one to four tokens (d = 3: fewer, as many and more tokens than inputs): each new

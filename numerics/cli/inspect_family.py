@@ -35,9 +35,12 @@ def run(  # noqa: ANN001
     with jax.enable_x64(True):
         X, y, xq = (jax.numpy.asarray(data[k], jax.numpy.float64) for k in ("X", "y", "x_query"))
         B, n = X.shape[:2]
-        w = transfer_weights(params, X, y, xq)
-        wad = autodiff_weights(params, X, y, xq)
-        gap = np.asarray(linearity_gap(params, X, y, w, jax.random.PRNGKey(args.seed or 0)))
+        # each route compiled as one program: run op by op, every scan of the token pass (and of
+        # its gradients) is a program of its own
+        w = jax.jit(transfer_weights)(params, X, y, xq)
+        wad = jax.jit(autodiff_weights)(params, X, y, xq)
+        key = jax.random.PRNGKey(args.seed or 0)
+        gap = np.asarray(jax.jit(linearity_gap)(params, X, y, w, key))
         sigma = jax.numpy.full((B,), args.sigma) if args.sigma is not None else data.get("sigma")
         refs = {
             "ols": ols(X, y) if n >= d else None,

@@ -39,11 +39,12 @@ def autodiff_weights(
 ) -> jax.Array:
     """``∂ŷ^l/∂x_t`` at ``x_query`` by reverse-mode autodiff of the token pass: ``(L+1, B, d)``."""
     L = params.W_V.shape[0]
-    rows = [
-        jax.grad(lambda xq, l=l: jnp.sum(readouts(params, X, y, xq, query_self)[l]))(x_query)
-        for l in range(L + 1)
-    ]
-    return jnp.stack(rows)
+
+    def row(l: jax.Array) -> jax.Array:
+        return jax.grad(lambda xq: jnp.sum(readouts(params, X, y, xq, query_self)[l]))(x_query)
+
+    # one layer's gradient at a time in a loop: the gradient of the token pass is compiled once
+    return jax.lax.map(row, jnp.arange(L + 1))
 
 
 def transfer_weights(params: Any, X: jax.Array, y: jax.Array, x_query: jax.Array) -> jax.Array:
@@ -77,11 +78,13 @@ def linearity_gap(
     queries ``x ~ N(0, I)`` per sequence: ``(L+1,)``.  Round-off where ``ŷ^l`` is linear in ``x_t``
     with weight ``w^l``."""
     B, d = X.shape[0], X.shape[-1]
-    gaps = []
-    for k in jax.random.split(key, draws):
+
+    def gap(k: jax.Array) -> jax.Array:
         x = jax.random.normal(k, (B, d), X.dtype)
         got = readouts(params, X, y, x, query_self)
         want = jnp.einsum("lbd,bd->lb", w, x)
         scale = jnp.maximum(jnp.max(jnp.abs(got), axis=1), jnp.max(jnp.abs(want), axis=1))
-        gaps.append(jnp.max(jnp.abs(got - want), axis=1) / jnp.where(scale > 0, scale, 1))
-    return jnp.max(jnp.stack(gaps), axis=0)
+        return jnp.max(jnp.abs(got - want), axis=1) / jnp.where(scale > 0, scale, 1)
+
+    # one draw at a time in a loop: the token pass is compiled once
+    return jnp.max(jax.lax.map(gap, jax.random.split(key, draws)), axis=0)

@@ -77,8 +77,9 @@ def test_fit_scale_removes_a_rare_exploding_context_and_leaves_a_calm_model_alon
 
 
 def test_fit_scale_of_a_model_past_1e154_gives_a_scale_not_an_overflow():
-    """Twenty GD steps of size 300 reach adjusted losses of 1e162: finite, but their squares are not."""
-    P, Q = _gd(300.0, layers=20)
+    """Six GD steps of size 1e12 (the depth of the tests above: their programs) reach adjusted losses
+    of 1e161: finite, but their squares are not."""
+    P, Q = _gd(1e12)
     c, info = fit_scale(P, Q, NOISE, N, D, pool=CHUNK)
     assert info["searched"] and info["pool_max"] > 1e154 and SCALE_LOW <= c <= 1.0
 

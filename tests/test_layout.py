@@ -154,6 +154,18 @@ def test_bridge_cache_is_keyed_by_the_rule_not_its_name():
     )  # an equal rule shares the entry
 
 
+def test_every_file_the_lint_configuration_names_exists():
+    """A ``per-file-ignores`` entry of ``pyproject.toml`` that names a file names one that is there
+    (a glob names at least one): an exception for a file that is gone is left over."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    entries = config["tool"]["ruff"]["lint"]["per-file-ignores"]
+    assert entries
+    gone = [e for e in entries if not any(ROOT.glob(e))]
+    assert not gone, f"pyproject.toml's per-file-ignores name files that are gone: {gone}"
+
+
 def test_the_committed_results_stay_small():
     """Counted over the files git tracks under ``results/``: a sweep's run left in the working tree
     is not committed."""

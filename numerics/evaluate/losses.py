@@ -58,7 +58,7 @@ SLICE = 1000
 def sliced(fn: Callable[..., jax.Array], *args: Any) -> jax.Array:
     """``fn(*args)`` on slices of at most :data:`SLICE` sequences (the leading axis of every array in ``args``; bind the
     parameters in ``fn``), joined on its output's last axis: the same numbers, each sequence's arithmetic being its own,
-    sooner, a slice's intermediates staying in the CPU's cache (``python benchmarks/sliced_pass.py``)."""
+    sooner, a slice's intermediates staying in the CPU's cache (``git show 57798be:benchmarks/sliced_pass.py``)."""
     B = jax.tree_util.tree_leaves(args)[0].shape[0]
     return jnp.concatenate(
         [fn(*jax.tree.map(lambda a, i=i: a[i : i + SLICE], args)) for i in range(0, B, SLICE)], -1

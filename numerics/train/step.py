@@ -74,10 +74,10 @@ def project(cfg: TrainConfig, params: Any) -> Any:
     A GD++ layer maps every ``x`` by ``I + ω_xx Σ̂`` (``Σ̂`` the context's ``X^T X``); ``ω_xx > 0``
     widens the spectrum by ``1 + ω_xx λ`` at every layer and the widening compounds with depth.
     From the small random start, Adam's first, sign-like steps move every ``ω_xx`` up by about the
-    learning rate (``python benchmarks/gdpp_first_steps.py``), and GD++-12 at ``uniform:0`` then
-    rolled back 8 times.  The GD++ models fitted or trained well here have ``ω_xx ≤ 0`` at every
-    layer whose ``ω_xx`` reaches the output (Theorem 5.1's preconditioner ``I − γ Σ̂`` with
-    ``γ ≥ 0``), so the constraint leaves them in reach."""
+    learning rate (``git show 57798be:benchmarks/gdpp_first_steps.py``), and GD++-12 at
+    ``uniform:0`` then rolled back 8 times.  The GD++ models fitted or trained well here have
+    ``ω_xx ≤ 0`` at every layer whose ``ω_xx`` reaches the output (Theorem 5.1's preconditioner
+    ``I − γ Σ̂`` with ``γ ≥ 0``), so the constraint leaves them in reach."""
     return cfg.kind.project(params, free=cfg.gdpp_xx == "free")
 
 
@@ -105,14 +105,15 @@ def y_step(cfg: TrainConfig, updates: Any, values: jax.Array) -> Any:
     settings with seed 0, 1 rollback in 1 setting against 9 in 7 with the plain step; seed 1 at
     ``uniform:6`` and ``categorical:1,3,5`` and seed 2 at ``uniform:5``, 0 rollbacks against 2.
     Adjusted losses (4096 sequences) were lower with the scaled step in 7 of the 13 runs: no clear
-    difference in quality (commands and table in the README).  For DIAG it is not a clear gain.  The
-    first 600 steps of DIAG-12 at ``uniform:7`` (``c = 26.3``), 3 seeds, chunks of 50 without
-    rollback: every seed failed a chunk with the plain step (from step 100, 150 and 200), and 2 of 3
-    with this one (from 150 and 200) (``python benchmarks/early_chunks.py --model diag --layers 12
-    --noise uniform:7 --steps 600 --seeds 3 --variant 'plain={}' --variant 'scaled={"y_step":
-    "scaled"}'``).  Over the default 3000 steps at depth 12 and all 10 noise settings, one run each
-    (``benchmarks/smoke_sweep.py``, commands and table in the README): DIAG rolled back 5 times in 4
-    settings (plain: 8 in 6), with lower losses at high noise and higher ones at low noise."""
+    difference in quality (docs/training.md, docs/experiments/stability.md).  For DIAG it is not a
+    clear gain.  The first 600 steps of DIAG-12 at ``uniform:7`` (``c = 26.3``), 3 seeds, chunks of
+    50 without rollback: every seed failed a chunk with the plain step (from step 100, 150 and 200),
+    and 2 of 3 with this one (from 150 and 200) (``git show 57798be:benchmarks/early_chunks.py``,
+    run as ``python early_chunks.py --model diag --layers 12 --noise uniform:7 --steps 600 --seeds
+    3 --variant 'plain={}' --variant 'scaled={"y_step": "scaled"}'``).  Over the default 3000 steps
+    at depth 12 and all 10 noise settings, one run each (``benchmarks/smoke_sweep.py``;
+    docs/experiments/stability.md): DIAG rolled back 5 times in 4 settings (plain: 8 in 6), with
+    lower losses at high noise and higher ones at low noise."""
     if cfg.y_step == "plain":
         return updates
     c = y_moment(cfg, values).astype(jax.tree_util.tree_leaves(updates)[0].dtype)

@@ -194,7 +194,7 @@ def committed_paths(sha: str) -> set[str]:
 
 
 def unresolved(page: Path) -> list[str]:
-    """The ``benchmarks/...`` paths that ``page`` names and neither the working tree nor a commit
+    """The ``benchmarks/...`` paths that ``page`` (a page or a source file) names and neither the working tree nor a commit
     the page names holds (a name with a wildcard resolves when a path starts with its stem)."""
     here = {p.relative_to(ROOT).as_posix() for p in (ROOT / "benchmarks").rglob("*")}
     text = page.read_text()
@@ -218,6 +218,15 @@ def test_every_benchmark_a_page_names_exists(page: Path) -> None:
         f"{page.relative_to(ROOT)} names {missing}: neither benchmarks/ nor a "
         "commit the page names holds them"
     )
+
+
+def test_every_benchmark_the_code_names_exists() -> None:
+    # The docstrings and comments of the product (which the API pages render) are held to the same
+    # rule as the pages.
+    sources = [p for d in ("numerics", "lintf_theory", "proofs") for p in (ROOT / d).rglob("*.py")]
+    assert len(sources) > 50
+    missing = {p.relative_to(ROOT).as_posix(): m for p in sources if (m := unresolved(p))}
+    assert not missing, f"neither benchmarks/ nor a commit the file names holds: {missing}"
 
 
 def test_every_script_is_in_the_benchmarks_readme() -> None:

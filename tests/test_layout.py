@@ -157,11 +157,12 @@ def test_bridge_cache_is_keyed_by_the_rule_not_its_name():
 def test_every_file_the_lint_configuration_names_exists():
     """A ``per-file-ignores`` entry of ``pyproject.toml`` that names a file names one that is there
     (a glob names at least one): an exception for a file that is gone is left over."""
-    import tomllib
+    import re
 
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    entries = config["tool"]["ruff"]["lint"]["per-file-ignores"]
-    assert entries
+    text = (ROOT / "pyproject.toml").read_text()  # tomllib is Python 3.11's; lintf runs on 3.10
+    table = text.split("[tool.ruff.lint.per-file-ignores]\n", 1)[1].split("\n[", 1)[0]
+    entries = re.findall(r'^"([^"]+)" = ', table, re.M)
+    assert len(entries) > 10
     gone = [e for e in entries if not any(ROOT.glob(e))]
     assert not gone, f"pyproject.toml's per-file-ignores name files that are gone: {gone}"
 

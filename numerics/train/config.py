@@ -25,7 +25,7 @@ INITS = ("random", "spectral")
 #: ``free``.
 GDPP_XX = ("nonpositive", "free")
 #: DIAG's ``q_y`` (FULL's ``Q_yy``) step: Adam's own (``plain``) or divided by ``E y² = d + E σ²``
-#: (``scaled``, :func:`y_step`; measured in the README).
+#: (``scaled``, :func:`y_step`; measured in docs/training.md).
 Y_STEPS = ("plain", "scaled")
 #: Largest ``lr``, ``clip``, ``huber`` and ``trust`` accepted.  Each multiplies a float32 quantity
 #: of order one (Adam's unit step, a gradient norm, a residual in units of ``√d``, a ratio of

@@ -120,6 +120,13 @@ def y_step(cfg: TrainConfig, updates: Any, values: jax.Array) -> Any:
     return cfg.kind.scale_y_step(updates, c, cfg.d)
 
 
+def accepts(before: jax.Array, after: jax.Array, trust: float, d: int) -> jax.Array:
+    """Step rejection's rule (``trust > 0``) on the check's median losses at the old and the new
+    parameters: the step is kept when ``after`` is finite and at most ``trust`` × ``before``, or at
+    most :data:`TRUST_FLOOR` × ``d/2`` (the loss of ``ŷ = 0``)."""
+    return jnp.isfinite(after) & ((after <= trust * before) | (after <= TRUST_FLOOR * d / 2))
+
+
 def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
     """A jitted function ``run(state, seed, values, sched)`` running ``length`` steps with
     ``lax.scan``; returns (state, ok (K,), losses (length, K)).  The schedule ``sched``
@@ -172,14 +179,12 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         )
 
     def trusted(params, new_params, b, diag_phase):
-        """The step keeps the median loss of every ``TRUST_STRIDE``-th sequence of its own batch
-        within ``trust``×, or below ``TRUST_FLOOR × d/2``."""
+        """:func:`accepts` on the median loss of every ``TRUST_STRIDE``-th sequence of the step's
+        own batch."""
         sub = jax.tree_util.tree_map(lambda a: a[::TRUST_STRIDE], b)
         before = loss_fn(params, sub, cfg.forward, diag_phase)[1].median
         after = loss_fn(new_params, sub, cfg.forward, diag_phase)[1].median
-        return jnp.isfinite(after) & (
-            (after <= cfg.trust * before) | (after <= TRUST_FLOOR * cfg.d / 2)
-        )
+        return accepts(before, after, cfg.trust, cfg.d)
 
     def body(sched, carry, xs):
         seed, values = xs

@@ -15,7 +15,7 @@ from numerics.data import sample
 from numerics.train.config import TrainConfig, config_dict
 from numerics.train.loop import init_state, train, training_devices
 from numerics.train.objective import noise_values
-from numerics.train.step import CHUNK_CACHE, chunk_fn, place, y_moment
+from numerics.train.step import CHUNK_CACHE, accepts, chunk_fn, place, y_moment, y_step
 from tests.strategies.training import TINY, leaves
 
 
@@ -121,9 +121,41 @@ def test_y_moment_is_the_second_moment_of_the_data_y(noise: str) -> None:
     assert abs(float(y_moment(cfg, noise_values(cfg))) - per_seq.mean()) < 4 * se
 
 
-# FULL's scaled step is its default, and runs by default; DIAG's is an option, behind `slow` (a
-# training program more).
-@pytest.mark.parametrize("kind", [pytest.param("diag", marks=pytest.mark.slow), "full"])
+@pytest.mark.parametrize("kind", ["diag", "full", "gdpp"])
+def test_the_scaled_y_step_divides_q_y_by_e_y2_and_leaves_every_other_entry(kind: str) -> None:
+    """:func:`y_step` on a drawn update (the shape of one seed's parameters): DIAG's ``q_y`` and
+    FULL's ``Q_yy`` (``Q[..., d, d]``) divided by ``c = E y² = d + E σ²``, every other entry as it
+    was; GD++ (no ``q_y``) and the plain step unchanged.  The chunk's own step, from one start both
+    ways, is the slow test below."""
+    cfg = TrainConfig(model=kind, **TINY)
+    params = jax.tree.map(lambda a: a[0], init_state(cfg).params)
+    rng = np.random.default_rng(3)
+    updates = jax.tree.map(lambda a: jnp.asarray(rng.standard_normal(a.shape), a.dtype), params)
+    values = noise_values(cfg)
+    c = cfg.d + 4 / 3  # uniform:2: E σ² = 4/3
+    assert float(y_moment(cfg, values)) == pytest.approx(c, rel=1e-7)  # the run's float32
+    plain = leaves(y_step(replace(cfg, y_step="plain"), updates, values))
+    if kind == "gdpp":  # its configuration refuses "scaled": the kind's rule itself
+        scaled = leaves(cfg.kind.scale_y_step(updates, jnp.asarray(c), cfg.d))
+    else:
+        scaled = leaves(y_step(replace(cfg, y_step="scaled"), updates, values))
+    divided = 0
+    for name, sc, pl, u in zip(cfg.kind.params_type._fields, scaled, plain, leaves(updates)):
+        np.testing.assert_array_equal(pl, u)
+        mask = np.zeros(pl.shape, bool)
+        if kind == "diag" and name == "qy":
+            mask[...] = True
+        elif kind == "full" and name == "Q":
+            mask[..., cfg.d, cfg.d] = True
+        np.testing.assert_allclose(sc[mask] * c, pl[mask], rtol=1e-6)
+        np.testing.assert_array_equal(sc[~mask], pl[~mask])
+        divided += int(mask.sum())
+    assert divided == {"diag": TINY["layers"], "full": TINY["layers"], "gdpp": 0}[kind]
+
+
+# One compiled training chunk each way: about 25 s for FULL, more for DIAG.
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["diag", "full"])
 def test_y_step_divides_the_step_of_q_y_by_e_y2(kind: str) -> None:
     """One Adam step from the same start: ``y_step="scaled"`` moves DIAG's ``q_y`` (FULL's ``Q_yy``)
     ``c = E y²`` times less than ``"plain"``, and every other entry the same.  config.json records
@@ -200,6 +232,31 @@ def test_a_rejected_step_leaves_the_state_and_halves_the_rate(lr: float, taken: 
     assert res.rollbacks == [] and res.skipped == 0
 
 
+@pytest.mark.parametrize(
+    "before,after,kept",
+    [
+        (0.10, 0.20, True),  # doubled: at trust 2
+        (0.10, 0.21, False),  # more than doubled, above the floor 0.15 (d = 3)
+        (0.01, 0.15, True),  # fifteen times, but at the floor
+        (0.01, 0.16, False),  # ... and above it
+        (1.00, 0.50, True),
+        (1.00, np.nan, False),
+        (1.00, np.inf, False),
+        (np.inf, 1.00, True),  # a finite median after a non-finite one
+        (np.inf, np.inf, False),  # within trust × inf, but not finite
+    ],
+)
+def test_accepts_keeps_a_step_within_trust_or_below_the_floor(
+    before: float, after: float, kept: bool
+) -> None:
+    """Step rejection's rule on the two medians, at ``trust = 2`` and ``d = 3`` (floor
+    ``TRUST_FLOOR × d/2 = 0.15``); the chunk applies it (the slow test below, and
+    ``test_a_rejected_step_leaves_the_state_and_halves_the_rate``)."""
+    assert bool(accepts(jnp.asarray(before), jnp.asarray(after), 2.0, 3)) is kept
+
+
+# A training chunk compiled with the floor patched: about 10 s.
+@pytest.mark.slow
 def test_a_step_that_stays_below_the_floor_is_kept(monkeypatch) -> None:
     """``TRUST_FLOOR``: the same steps (``lr`` 10, which multiplies the median loss many times over)
     are rejected with the default floor (the rate halved), and kept when the floor is above the loss

@@ -86,18 +86,27 @@ TRAINED = Path(__file__).parent / "data" / "trained"
 # longest files came last (``tests/train/``), where they were the ones left to share at the end.
 # Started first, they leave the short files to balance the two processes.  Only the order changes.
 START_FIRST = (
+    "tests/testing/test_family.py",
+    "tests/baselines/test_ridge.py",
     "tests/train/test_step.py",
-    "tests/cli/test_own_data.py",
-    "tests/train/test_loop.py",
-    "tests/reproduce/test_executor.py",
+    "tests/train/test_devices.py",
     "tests/cli/test_family_cli.py",
+    "tests/reproduce/test_cell.py",
     "tests/testing/test_theorem.py",
-    "tests/train/test_objective.py",
     "tests/baselines/test_gdpp_fit.py",
-    "tests/train/test_schedule.py",
     "tests/baselines/test_bayes.py",
     "tests/models/test_family.py",
-    "tests/reproduce/test_cell.py",
+    "tests/test_model_digest.py",
+    "tests/cli/test_interrupts.py",
+    "tests/evaluate/test_losses.py",
+    "tests/reproduce/test_executor.py",
+    "tests/train/test_objective.py",
+    "tests/cli/test_own_data.py",
+    "tests/cli/test_hostile_files.py",
+    "tests/train/test_loop.py",
+    "tests/theory/test_gdpp_floor.py",
+    "tests/train/test_scale_fit.py",
+    "tests/train/test_schedule.py",
 )
 
 

@@ -13,8 +13,8 @@ import json
 import math
 import os
 import re
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +27,31 @@ from .errors import LintfError
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, exclusive: bool = False) -> None:
     """Write ``data`` to ``path`` via a temporary file beside it (never a half-written file).  ``exclusive``: never
     replace a file at ``path``, even one created after the caller checked that there was none (a hard link, which
-    fails if ``path`` exists, where the file system has them): a one-line error instead."""
+    fails if ``path`` exists, where the file system has them): a one-line error instead.
+
+    The temporary file is named before it is created, so an interrupt (Ctrl-C) at any moment removes it: the
+    folder holds the old file or the new one.  It has the usual permissions (``0o666`` less the umask)."""
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
         raise LintfError(f"cannot write to {str(parent)!r}: {exc.strerror}") from None
+    tmp = ""
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give the usual permissions
+        for _ in range(100):
+            tmp = os.path.join(parent, f".{path.name}.{secrets.token_hex(8)}.tmp")
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                break
+            except FileExistsError:  # another write's: not this one's to remove
+                tmp = ""
+            except OSError as exc:
+                tmp = ""  # not created: nothing to remove
+                raise LintfError(f"cannot write to {str(parent)!r}: {exc.strerror}") from None
+        else:
+            tmp = ""
+            raise LintfError(f"cannot write to {str(parent)!r}: no free temporary name")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -53,10 +66,11 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, exclusive: boo
             ) as exc:  # a folder in its place, say: name the file, not the temporary one
                 raise LintfError(f"cannot write {str(path)!r}: {exc.strerror}") from None
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if tmp:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         raise
 
 

@@ -31,6 +31,32 @@ def test_a_folder_in_the_place_of_a_file_is_one_line_naming_the_file(tmp_path) -
     assert os.listdir(tmp_path) == ["report.md"]  # the temporary file is gone
 
 
+@pytest.mark.parametrize("moment", ["created", "written", "replaced"])
+def test_an_interrupt_at_any_moment_of_a_write_leaves_no_temporary_file(
+    tmp_path, monkeypatch, moment
+) -> None:  # noqa: ANN001
+    """Ctrl-C lands between two bytecodes: just after the temporary file is created (before its
+    descriptor is returned), after its bytes are on disk, or after it took its name.  The interrupt
+    goes on, and the folder holds the old file or the new one, never a temporary."""
+    path = tmp_path / "report.md"
+    path.write_text("old")
+    name = {"created": "open", "written": "fsync", "replaced": "replace"}[moment]
+    real = getattr(os, name)
+
+    def then_interrupt(*args: object, **kw: object) -> object:
+        out = real(*args, **kw)
+        if moment == "created":
+            os.close(out)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, name, then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        io.atomic_write_text(path, "new")
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == ["report.md"]
+    assert path.read_text() == ("new" if moment == "replaced" else "old")
+
+
 def test_checkpoint_json_may_hold_nan_where_asked() -> None:
     """Python's ``json.dumps`` writes a NaN loss as ``NaN``: read where ``nonfinite`` asks for it, refused
     otherwise."""

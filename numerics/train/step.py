@@ -127,64 +127,82 @@ def accepts(before: jax.Array, after: jax.Array, trust: float, d: int) -> jax.Ar
     return jnp.isfinite(after) & ((after <= trust * before) | (after <= TRUST_FLOOR * d / 2))
 
 
+def seed_step(
+    cfg: TrainConfig,
+    params: Any,
+    opt_state: Any,
+    rho: jax.Array,
+    damp: jax.Array,
+    lr: jax.Array,
+    b: Any,
+    diag_phase: Any,
+    values: jax.Array,
+    final: jax.Array,
+) -> tuple:
+    """One seed's step on batch ``b`` (the chunk maps it over the seeds): Adam's update at rate
+    ``lr × rho × damp``, kept only where it is ``good`` (finite loss, gradient and new parameters,
+    and a batch median below ``explode × d/2``) and :func:`accepts` it.  Returns the parameters and
+    Adam's state (new where taken, else as they were), the new ``damp``, whether the step was
+    rejected, ``good``, whether the median exploded, the loss (NaN where not good) and the
+    sequences dropped from the final phase's loss."""
+    (loss, aux), grads = loss_and_grad(
+        params, b, cfg.forward, diag_phase, cfg.huber_delta, final, cfg.micro_batch
+    )
+    med = aux.median
+    updates, new_opt = optimizer(cfg).update(grads, opt_state, params)
+    updates = y_step(cfg, updates, values)
+    new_params = project(
+        cfg,
+        jax.tree_util.tree_map(
+            lambda p, u: p - (lr * rho * damp).astype(p.dtype) * u, params, updates
+        ),
+    )
+    finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
+    finite &= jnp.all(
+        jnp.asarray([jnp.all(jnp.isfinite(p)) for p in jax.tree_util.tree_leaves(new_params)])
+    )
+    # the batch's typical sequence is fine at these parameters
+    sane = jnp.isfinite(med) & (med < cfg.explode * cfg.d / 2.0)
+    good = finite & sane
+    accept = _trusted(cfg, params, new_params, b, diag_phase) if cfg.trust else True
+    take = good & accept
+
+    def keep(new: Any, old: Any) -> Any:
+        return jax.tree_util.tree_map(lambda a, c: jnp.where(take, a, c), new, old)
+
+    damp = jnp.where(
+        good & ~accept, 0.5 * damp, jnp.where(take, jnp.minimum(1.0, damp * TRUST_REGROW), damp)
+    )
+    return (
+        keep(new_params, params),
+        keep(new_opt, opt_state),
+        damp.astype(rho.dtype),
+        good & ~accept,
+        good,
+        ~sane,
+        jnp.where(good, loss, jnp.nan),
+        aux.dropped,
+    )
+
+
+def _trusted(cfg: TrainConfig, params: Any, new_params: Any, b: Any, diag_phase: Any) -> Any:
+    """:func:`accepts` on the median loss of every ``TRUST_STRIDE``-th sequence of the step's own
+    batch."""
+    sub = jax.tree_util.tree_map(lambda a: a[::TRUST_STRIDE], b)
+    before = loss_fn(params, sub, cfg.forward, diag_phase)[1].median
+    after = loss_fn(new_params, sub, cfg.forward, diag_phase)[1].median
+    return accepts(before, after, cfg.trust, cfg.d)
+
+
 def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
-    """A jitted function ``run(state, seed, values, sched)`` running ``length`` steps with
-    ``lax.scan``; returns (state, ok (K,), losses (length, K)).  The schedule ``sched``
-    (:func:`schedule`) is an argument: of ``cfg``'s schedule only whether there is a DIAG phase is
-    built in (the phase's ``lax.cond`` is in the program or not)."""
-    opt = optimizer(cfg)
+    """A jitted function ``run(state, seed, values, sched)`` running ``length`` steps of
+    :func:`seed_step` with ``lax.scan``; returns (state, ok (K,), losses (length, K)).  The schedule
+    ``sched`` (:func:`schedule`) is an argument: of ``cfg``'s schedule only whether there is a DIAG
+    phase is built in (the phase's ``lax.cond`` is in the program or not)."""
     limit = cfg.explode * cfg.d / 2.0
 
     def phase(step: jax.Array, sched: Schedule) -> Any:
         return step < sched.s1 if cfg.phase1_steps else False
-
-    def seed_step(params, opt_state, rho, damp, lr, b, diag_phase, values, final):
-        (loss, aux), grads = loss_and_grad(
-            params, b, cfg.forward, diag_phase, cfg.huber_delta, final, cfg.micro_batch
-        )
-        med = aux.median
-        updates, new_opt = opt.update(grads, opt_state, params)
-        updates = y_step(cfg, updates, values)
-        new_params = project(
-            cfg,
-            jax.tree_util.tree_map(
-                lambda p, u: p - (lr * rho * damp).astype(p.dtype) * u, params, updates
-            ),
-        )
-        finite = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
-        finite &= jnp.all(
-            jnp.asarray([jnp.all(jnp.isfinite(p)) for p in jax.tree_util.tree_leaves(new_params)])
-        )
-        # the batch's typical sequence is fine at these parameters
-        sane = jnp.isfinite(med) & (med < limit)
-        good = finite & sane
-        accept = trusted(params, new_params, b, diag_phase) if cfg.trust else True
-        take = good & accept
-
-        def keep(new: Any, old: Any) -> Any:
-            return jax.tree_util.tree_map(lambda a, c: jnp.where(take, a, c), new, old)
-
-        damp = jnp.where(
-            good & ~accept, 0.5 * damp, jnp.where(take, jnp.minimum(1.0, damp * TRUST_REGROW), damp)
-        )
-        return (
-            keep(new_params, params),
-            keep(new_opt, opt_state),
-            damp.astype(rho.dtype),
-            good & ~accept,
-            good,
-            ~sane,
-            jnp.where(good, loss, jnp.nan),
-            aux.dropped,
-        )
-
-    def trusted(params, new_params, b, diag_phase):
-        """:func:`accepts` on the median loss of every ``TRUST_STRIDE``-th sequence of the step's
-        own batch."""
-        sub = jax.tree_util.tree_map(lambda a: a[::TRUST_STRIDE], b)
-        before = loss_fn(params, sub, cfg.forward, diag_phase)[1].median
-        after = loss_fn(new_params, sub, cfg.forward, diag_phase)[1].median
-        return accepts(before, after, cfg.trust, cfg.d)
 
     def body(sched, carry, xs):
         seed, values = xs
@@ -193,7 +211,7 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
         lr = lr_at(cfg, state.step, sched)
         final = state.step >= sched.final_start
         params, opt_state, damp, rejected, good, boom, loss, dropped = jax.vmap(
-            seed_step, in_axes=(0, 0, 0, 0, None, None, None, None, None)
+            partial(seed_step, cfg), in_axes=(0, 0, 0, 0, None, None, None, None, None)
         )(
             state.params,
             state.opt_state,

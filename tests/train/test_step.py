@@ -14,8 +14,16 @@ from numerics import models
 from numerics.data import sample
 from numerics.train.config import TrainConfig, config_dict
 from numerics.train.loop import init_state, train, training_devices
-from numerics.train.objective import noise_values
-from numerics.train.step import CHUNK_CACHE, accepts, chunk_fn, place, y_moment, y_step
+from numerics.train.objective import data_key, draw, noise_values
+from numerics.train.step import (
+    CHUNK_CACHE,
+    accepts,
+    chunk_fn,
+    place,
+    seed_step,
+    y_moment,
+    y_step,
+)
 from tests.strategies.training import TINY, leaves
 
 
@@ -278,6 +286,43 @@ def test_a_step_that_stays_below_the_floor_is_kept(monkeypatch) -> None:
     assert rej_high.tolist() == [0, 0] and damp_high.tolist() == [1.0, 1.0], verdicts
 
 
+def test_a_step_on_a_batch_of_nan_targets_is_not_taken() -> None:
+    """:func:`seed_step`'s guard on its own, one seed of :data:`TINY` DIAG without step rejection:
+    with every target NaN, or every target 10³ times too large, the parameters and Adam's state
+    stay as they were, the step is not ``good``, its median counts as exploded, its loss is reported
+    as NaN and no rejection is counted; on the same batch with its targets the step is taken.  The
+    chunk that skips such a batch and goes on is the slow test below."""
+    cfg = TrainConfig(model="diag", seeds=2, trust=0.0, **TINY)
+    state = init_state(cfg)
+    params, opt_state = (jax.tree.map(lambda a: a[0], t) for t in (state.params, state.opt_state))
+    values = noise_values(cfg)
+    clean = draw(cfg, data_key(0, 1, 0), cfg.batch, None, values)
+
+    @jax.jit
+    def step(b):  # noqa: ANN001, ANN202
+        lr = jnp.asarray(1e-3, state.rho.dtype)
+        return seed_step(
+            cfg, params, opt_state, state.rho[0], state.damp[0], lr, b, False, values, False
+        )
+
+    cases = {
+        "clean": clean,
+        "nan": clean._replace(y=jnp.full_like(clean.y, jnp.nan)),
+        # a finite loss, but the batch's median far above explode × d/2 (1049 against 150)
+        "exploded": clean._replace(y=clean.y * 1e3),
+    }
+    for name, b in cases.items():
+        new, new_opt, damp, rejected, good, boom, loss, _ = step(b)
+        taken = name == "clean"
+        assert bool(good) is taken and bool(boom) is not taken and not bool(rejected), name
+        assert bool(jnp.isfinite(loss)) is taken and float(damp) == 1.0, name  # NaN where not good
+        same = [np.array_equal(x, y) for x, y in zip(leaves(params), leaves(new))]
+        same += [np.array_equal(x, y) for x, y in zip(leaves(opt_state), leaves(new_opt))]
+        assert all(same) if not taken else not any(same[: len(leaves(params))]), (name, same)
+
+
+# A training chunk compiled with the poisoned draw: about 15 s.
+@pytest.mark.slow
 def test_one_bad_batch_is_skipped_in_step(monkeypatch) -> None:
     """A single poisoned training batch (y = NaN at step 7) is skipped by the in-step guard: no
     rollback, one skipped step per seed, finite parameters, and the other steps' updates are

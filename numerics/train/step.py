@@ -127,6 +127,11 @@ def accepts(before: jax.Array, after: jax.Array, trust: float, d: int) -> jax.Ar
     return jnp.isfinite(after) & ((after <= trust * before) | (after <= TRUST_FLOOR * d / 2))
 
 
+def explode_limit(cfg: TrainConfig) -> float:
+    """The batch median loss above which a step's batch counts as exploded: ``explode × d/2``."""
+    return cfg.explode * cfg.d / 2.0
+
+
 def seed_step(
     cfg: TrainConfig,
     params: Any,
@@ -162,7 +167,7 @@ def seed_step(
         jnp.asarray([jnp.all(jnp.isfinite(p)) for p in jax.tree_util.tree_leaves(new_params)])
     )
     # the batch's typical sequence is fine at these parameters
-    sane = jnp.isfinite(med) & (med < cfg.explode * cfg.d / 2.0)
+    sane = jnp.isfinite(med) & (med < explode_limit(cfg))
     good = finite & sane
     accept = _trusted(cfg, params, new_params, b, diag_phase) if cfg.trust else True
     take = good & accept
@@ -199,7 +204,7 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
     :func:`seed_step` with ``lax.scan``; returns (state, ok (K,), losses (length, K)).  The schedule
     ``sched`` (:func:`schedule`) is an argument: of ``cfg``'s schedule only whether there is a DIAG
     phase is built in (the phase's ``lax.cond`` is in the program or not)."""
-    limit = cfg.explode * cfg.d / 2.0
+    limit = explode_limit(cfg)
 
     def phase(step: jax.Array, sched: Schedule) -> Any:
         return step < sched.s1 if cfg.phase1_steps else False

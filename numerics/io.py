@@ -49,8 +49,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, exclusive: boo
             except OSError as exc:
                 tmp = ""  # not created: nothing to remove
                 raise LintfError(f"cannot write to {str(parent)!r}: {exc.strerror}") from None
-        else:
-            tmp = ""
+        else:  # every name taken by another write (``tmp`` is "" again)
             raise LintfError(f"cannot write to {str(parent)!r}: no free temporary name")
         with os.fdopen(fd, "wb") as f:
             f.write(data)

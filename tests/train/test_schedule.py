@@ -185,7 +185,10 @@ def test_training_with_the_traced_schedule_is_training_with_the_constant_one(
     model: str, kw: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Whole chunks: the shared program against one built with the schedule as constants (the old program).
-    The run is the rollback check's (its program), at rates that do not roll back."""
+    The run is the rollback check's (its program), at rates that do not roll back.  The two programs
+    agree to float32 rounding, a few units in the last place: under the test run's compile flags
+    (``tests/conftest.py``) XLA may round a product with a constant rate differently from one with a
+    traced rate; the rate itself is checked bit for bit, step by step, above."""
     cfg = TrainConfig(model=model, **{**UNTRUSTED, **kw})
     dev = training_devices(cfg.batch)
     traced = train(cfg)
@@ -202,5 +205,5 @@ def test_training_with_the_traced_schedule_is_training_with_the_constant_one(
             )
     assert not traced.rollbacks
     for a, b in zip(leaves(traced.state), leaves(state), strict=True):
-        np.testing.assert_array_equal(a, b)
-    assert traced.curve == curve
+        np.testing.assert_array_max_ulp(np.asarray(a), np.asarray(b), maxulp=4)
+    np.testing.assert_allclose(traced.curve, curve, rtol=1e-6, atol=0)

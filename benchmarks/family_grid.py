@@ -35,11 +35,12 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from numerics import models  # noqa: E402
 from numerics.baselines import table as baseline_table  # noqa: E402
 from numerics.baselines.scoring import batches, oracle_predict, per_sequence_loss  # noqa: E402
 from numerics.evaluate.losses import FAIL_MAX, evaluate  # noqa: E402
 from numerics.io import atomic_write_bytes, atomic_write_json, read_json  # noqa: E402
-from numerics.models.family import MEMBERS  # noqa: E402
+from numerics.models.family import MEMBERS, parameter_count  # noqa: E402
 from numerics.models.family_io import load_any  # noqa: E402
 from numerics.models.forward import predict_fast  # noqa: E402
 from numerics.train.config import TrainConfig  # noqa: E402
@@ -47,8 +48,14 @@ from numerics.train.loop import clear_caches  # noqa: E402
 from numerics.train.rundir import run as run_dir  # noqa: E402
 
 MODELS = ("full", "diag", *MEMBERS)
+D = 10  # the grid's dimension: TrainConfig's default, and the evaluation's
 NOISES = ("uniform:5", "categorical:1,3")
 BASELINES = ("ConstRR", "AdaRR", "TunedRR", "Bayes")
+#: The parameter budgets of the matched comparison: FULL's numbers at these depths, a model
+#: within :data:`OVER` of one counting as matched (RetNet and Mamba-2 carry 1 and d + 2 numbers
+#: per layer more than FULL).
+BUDGET_DEPTHS = (1, 2, 4, 7)
+OVER = 1.05
 
 
 def tag(noise: str) -> str:
@@ -72,7 +79,7 @@ def predictor(path: Path):  # noqa: ANN201
 def baselines(out: Path, noise: str, sequences: int, seed: int) -> dict:
     path = out / f"baselines-{tag(noise)}.json"
     if not path.exists():
-        res = baseline_table(noise, n=20, d=10, sequences=sequences, seed=seed, methods=BASELINES)
+        res = baseline_table(noise, n=20, d=D, sequences=sequences, seed=seed, methods=BASELINES)
         atomic_write_json(
             path,
             {
@@ -109,7 +116,7 @@ def run_cell(args: argparse.Namespace, model: str, layers: int, noise: str) -> d
         noise,
         args.sequences,
         20,
-        10,
+        D,
         jax.random.PRNGKey(args.eval_seed),
         tails=True,
     )["model"]
@@ -172,12 +179,24 @@ def explain(out: Path, name: str, sequences: int, eval_seed: int, top: int = 5) 
 
 
 def collect(out: Path) -> dict[tuple[str, int, str], dict]:
-    """The finished cells under ``out`` by ``(model, layers, noise)``, their numbers as computed."""
+    """The finished cells under ``out`` by ``(model, layers, noise)``, their numbers as computed,
+    each with ``parameters``: how many numbers its model trains (:func:`per_layer` × depth)."""
     cells = {}
     for p in sorted(out.glob("*/metrics.json")):
         m = restored(read_json(p))
+        m["parameters"] = per_layer(m["model"]) * m["layers"]
         cells[(m["model"], m["layers"], m["noise"])] = m
     return cells
+
+
+def per_layer(model: str) -> int:
+    """The numbers one layer of ``model`` trains at the grid's ``d`` with one head: a member's
+    (:func:`numerics.models.family.parameter_count`), or those FULL's and DIAG's start draws
+    (DIAG: four, though its saved file holds them as FULL's two matrices)."""
+    if model in MEMBERS:
+        return parameter_count(model, D)
+    start = models.init(model, jax.random.PRNGKey(0), layers=1, d=D, heads=1, scale=0.0)
+    return int(sum(np.size(a) for a in jax.tree_util.tree_leaves(start)))
 
 
 def restored(m: dict) -> dict:
@@ -253,8 +272,46 @@ def table_text(
         "|---|---|--:|--:|--:|--:|",
         *best_rows(out, cells, noises, models),
         "",
+        "## At a matched parameter count",
+        "",
+        "Each model's lowest adjusted loss over its passing cells that hold at most the numbers of "
+        f"FULL at depth L (a cell up to {OVER - 1:.0%} over counts), with the depth that reaches "
+        "it; `-` where one layer already holds more.",
+        "",
     ]
+    for noise in noises:
+        lines += [f"### {noise}", "", *matched_rows(cells, noise, models), ""]
     return "\n".join(lines)
+
+
+def budgets() -> list[int]:
+    """FULL's numbers at :data:`BUDGET_DEPTHS`."""
+    return [per_layer("full") * l for l in BUDGET_DEPTHS]
+
+
+def matched_rows(cells: dict, noise: str, models: list[str]) -> list[str]:
+    """The matched-count table of one noise setting: a row per model, a column per budget."""
+    caps = budgets()
+    rows = [
+        "| model | " + " | ".join(f"≤ FULL-{l} ({b})" for l, b in zip(BUDGET_DEPTHS, caps)) + " |",
+        "|---|" + "--:|" * len(caps),
+    ]
+    for m in models:
+        entries = []
+        for cap in caps:
+            ok = [
+                c
+                for (k, _, z), c in cells.items()
+                if k == m
+                and z == noise
+                and not c["tail"]["failed"]
+                and c["parameters"] is not None
+                and c["parameters"] <= OVER * cap
+            ]
+            best = min(ok, key=lambda c: c["adjusted_loss"]) if ok else None
+            entries.append(f"{best['adjusted_loss']:.4f} (L={best['layers']})" if best else "-")
+        rows.append(f"| {m} | " + " | ".join(entries) + " |")
+    return rows
 
 
 def best_rows(out: Path, cells: dict, noises: list[str], models: list[str]) -> list[str]:
@@ -289,6 +346,8 @@ def best_rows(out: Path, cells: dict, noises: list[str], models: list[str]) -> l
 def write_figure(
     out: Path, cells: dict, depths: list[int], noises: list[str], models: list[str]
 ) -> None:
+    """``family.png``: adjusted loss against depth (top) and against the model's parameter count
+    (bottom), a panel per noise setting, a line per model, the baselines as horizontal lines."""
     import io
 
     import matplotlib
@@ -296,47 +355,69 @@ def write_figure(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(noises), figsize=(5.5 * len(noises), 4), squeeze=False)
-    for ax, noise in zip(axes[0], noises):
-        # a cell that fails the tail check is an x on the top edge, off the model's line: its mean
-        # is carried by a few sequences and would stretch the axis past every other cell
-        passing = [
-            c["adjusted_loss"]
-            for c in cells.values()
-            if c["noise"] == noise and not c["tail"]["failed"]
-        ]
-        top = 1.5 * max(passing, default=1.0)
-        for m in models:
-            here = [(l, cells[(m, l, noise)]) for l in depths if (m, l, noise) in cells]
-            ok = [(l, c["adjusted_loss"]) for l, c in here if not c["tail"]["failed"]]
-            line = ax.plot(*zip(*ok), "-o", ms=3, label=m) if ok else ax.plot([], [], label=m)
-            bad = [l for l, c in here if c["tail"]["failed"]]
-            if bad:
-                shift = 0.05 * (models.index(m) - (len(models) - 1) / 2)  # two at one depth
-                ax.plot(
-                    [l + shift for l in bad],
-                    [top] * len(bad),
-                    "x",
-                    ms=7,
-                    mew=2,
-                    color=line[0].get_color(),
-                )
-        bpath = out / f"baselines-{tag(noise)}.json"
-        if bpath.exists():
-            for name, style in zip(BASELINES, (":", "--", "-.", "-")):
-                loss = read_json(bpath)["methods"][name]["loss"]
-                ax.axhline(loss, color="gray", ls=style, lw=1, label=name)
-        ax.plot([], [], "kx", label="fails the tail check")
-        ax.set(xlabel="layers L", ylabel="adjusted loss", title=noise, yscale="log")
-        ax.set_ylim(top=top * 1.15)
-        ax.set_xlim(min(depths) - 0.3, max(depths) + 0.3)
-        ax.set_xticks(depths)
-        ax.legend(fontsize=6, ncol=2)
+    fig, axes = plt.subplots(2, len(noises), figsize=(5.5 * len(noises), 8), squeeze=False)
+    for col, noise in enumerate(noises):
+        for row, by_depth in enumerate((True, False)):
+            ax = axes[row][col]
+            panel(ax, out, cells, depths, noise, models, by_depth)
+            if by_depth:
+                ax.set_xlim(min(depths) - 0.3, max(depths) + 0.3)
+                ax.set_xticks(depths)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
     atomic_write_bytes(out / "family.png", buf.getvalue())
+
+
+def panel(
+    ax, out: Path, cells: dict, depths: list[int], noise: str, models: list[str], by_depth: bool
+) -> None:  # noqa: ANN001
+    """One panel of ``family.png``: each model's passing cells against depth or parameter count."""
+    # a cell that fails the tail check is an x on the top edge, off the model's line: its mean
+    # is carried by a few sequences and would stretch the axis past every other cell
+    passing = [
+        c["adjusted_loss"]
+        for c in cells.values()
+        if c["noise"] == noise and not c["tail"]["failed"]
+    ]
+    top = 1.5 * max(passing, default=1.0)
+    for m in models:
+        here = [cells[(m, l, noise)] for l in depths if (m, l, noise) in cells]
+
+        def x(c: dict, shift: float = 0.0) -> float:
+            # two failing cells at one place are set apart a little
+            return c["layers"] + shift if by_depth else c["parameters"] * (1 + shift)
+
+        ok = [(x(c), c["adjusted_loss"]) for c in here if not c["tail"]["failed"]]
+        line = ax.plot(*zip(*ok), "-o", ms=3, label=m) if ok else ax.plot([], [], label=m)
+        bad = [c for c in here if c["tail"]["failed"]]
+        if bad:
+            shift = 0.05 * (models.index(m) - (len(models) - 1) / 2)
+            ax.plot(
+                [x(c, shift) for c in bad],
+                [top] * len(bad),
+                "x",
+                ms=7,
+                mew=2,
+                color=line[0].get_color(),
+            )
+    bpath = out / f"baselines-{tag(noise)}.json"
+    if bpath.exists():
+        for name, style in zip(BASELINES, (":", "--", "-.", "-")):
+            loss = read_json(bpath)["methods"][name]["loss"]
+            ax.axhline(loss, color="gray", ls=style, lw=1, label=name)
+    ax.plot([], [], "kx", label="fails the tail check")
+    ax.set(
+        xlabel="layers L" if by_depth else "parameters (numbers the model trains)",
+        ylabel="adjusted loss",
+        title=noise,
+        yscale="log",
+        xscale="linear" if by_depth else "log",
+    )
+    ax.set_ylim(top=top * 1.15)
+    if by_depth:  # the lower panels share its colours
+        ax.legend(fontsize=6, ncol=2)
 
 
 def shown(done: dict, args: argparse.Namespace) -> tuple[list[int], list[str], list[str]]:

@@ -60,16 +60,70 @@ def test_report_quotes_the_best_depth_rows_of_the_cells(grid: dict) -> None:
     assert quoted == want, f"family.md's best-depth rows differ from the cells':\n{quoted}\n{want}"
 
 
+def per_layer() -> dict[str, int]:
+    """Numbers per layer at d = 10, one head, from the code: the family's count, FULL's and DIAG's
+    drawn parameters."""
+    want = {m: parameter_count(m, 10) for m in MEMBERS}
+    for kind in ("full", "diag"):
+        p = models.init(kind, jax.random.PRNGKey(0), layers=1, d=10, heads=1, scale=0.0)
+        want[kind] = int(sum(a.size for a in p))
+    return want
+
+
 def test_report_parameter_counts_are_the_codes() -> None:
     header = re.search(r"^\| model \| (.*) \|$", REPORT.read_text(), re.M)
     counts = re.search(r"^\| numbers per layer \| (.*) \|$", REPORT.read_text(), re.M)
     assert header and counts, "family.md has no parameter table"
     quoted = dict(zip(header.group(1).split(" | "), map(int, counts.group(1).split(" | "))))
-    want = {m: parameter_count(m, 10) for m in MEMBERS}
-    for kind in ("full", "diag"):
-        p = models.init(kind, jax.random.PRNGKey(0), layers=1, d=10, heads=1, scale=0.0)
-        want[kind] = int(sum(a.size for a in p))
-    assert quoted == want
+    assert quoted == per_layer()
+
+
+def test_each_cells_parameter_count_is_what_its_saved_model_holds(grid: dict) -> None:
+    # The script counts from the code; the saved file is the second route.  A DIAG model is saved as
+    # FULL's matrices diag(a·I, b): two numbers each.
+    import numpy as np
+
+    from numerics.models.family_io import load_any
+
+    for (model, layers, noise), cell in grid["cells"].items():
+        leaves = jax.tree_util.tree_leaves(
+            load_any(RESULTS / grid["cell_name"](model, layers, noise) / "model.npz").params
+        )
+        if model == "diag":
+            for M in leaves:
+                for block in np.asarray(M).reshape(-1, 11, 11):
+                    assert np.count_nonzero(block - np.diag(np.diag(block))) == 0
+                    assert len(set(np.diag(block)[:-1])) == 1
+            held = 2 * len(leaves) * layers
+        else:
+            held = sum(a.size for a in leaves)
+        assert cell["parameters"] == held, (model, layers, noise)
+
+
+def test_matched_count_keeps_each_models_best_passing_cell_within_the_budget(grid: dict) -> None:
+    def cell(model: str, layers: int, count: int, loss: float, failed: str | None = None) -> dict:
+        return {"model": model, "layers": layers, "noise": "u", "parameters": count,
+                "adjusted_loss": loss, "tail": {"failed": failed}}  # fmt: skip
+
+    cells = {
+        ("full", 1, "u"): cell("full", 1, 242, 0.9),
+        ("full", 2, "u"): cell("full", 2, 484, 0.4),
+        ("retnet", 1, "u"): cell("retnet", 1, 243, 0.8),  # 0.4 % over FULL-1: matched
+        ("gla", 1, "u"): cell("gla", 1, 495, 0.7),  # 2.3 % over FULL-2
+        ("gla", 2, "u"): cell("gla", 2, 990, 0.1, failed="largest 1e9"),  # never counts
+        ("gla", 3, "u"): cell("gla", 3, 1485, 0.6),
+        ("deltanet", 2, "u"): cell("deltanet", 2, 1020, 0.5),  # 5.4 % over FULL-4
+    }
+    rows = grid["matched_rows"](cells, "u", ["full", "retnet", "gla", "deltanet"])
+    assert (
+        rows[0] == "| model | ≤ FULL-1 (242) | ≤ FULL-2 (484) | ≤ FULL-4 (968) | ≤ FULL-7 (1694) |"
+    )
+    assert rows[2:] == [
+        "| full | 0.9000 (L=1) | 0.4000 (L=2) | 0.4000 (L=2) | 0.4000 (L=2) |",
+        "| retnet | 0.8000 (L=1) | 0.8000 (L=1) | 0.8000 (L=1) | 0.8000 (L=1) |",
+        "| gla | - | 0.7000 (L=1) | 0.7000 (L=1) | 0.6000 (L=3) |",
+        "| deltanet | - | - | - | 0.5000 (L=2) |",
+    ]
 
 
 def test_readme_lists_every_model_kind_train_accepts() -> None:

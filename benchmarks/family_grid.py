@@ -9,8 +9,9 @@ evaluation sequences are the same for every cell of a noise setting (key ``--eva
 models' losses are paired too.  A finished cell is ``OUT/<cell>/model.npz`` and
 ``OUT/<cell>/metrics.json``; a cell with its ``metrics.json`` is skipped, so rerunning the command
 resumes the grid cell by cell.  ``OUT/baselines-<noise>.json`` holds the baselines
-(:func:`numerics.baselines.table`), ``OUT/table.md`` (every cell, the baselines and each model's
-best depth) and ``OUT/family.png`` are rewritten after every cell and at the end of a run.
+(:func:`numerics.baselines.table`), ``OUT/table.md`` (every cell, the baselines, each model's
+best depth and its best at a matched parameter count) and ``OUT/family.png`` (loss against depth and
+against parameters) are rewritten after every cell and at the end of a run.
 ``--table-only`` rewrites those two from the finished cells and exits; ``--explain CELL ...``
 prints a finished cell's largest per-sequence losses with the spectra of their contexts (where a
 cell that fails the tail check fails) and exits.
@@ -305,7 +306,6 @@ def matched_rows(cells: dict, noise: str, models: list[str]) -> list[str]:
                 if k == m
                 and z == noise
                 and not c["tail"]["failed"]
-                and c["parameters"] is not None
                 and c["parameters"] <= OVER * cap
             ]
             best = min(ok, key=lambda c: c["adjusted_loss"]) if ok else None

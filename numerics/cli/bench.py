@@ -204,8 +204,6 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
     """Every measurement of one ``lintf bench`` run as a dict; ``say`` gets each line as it is measured."""
     import jax
 
-    from numerics.models import kind_of
-    from numerics.train.config import TrainConfig  # lazy: start-up
     from numerics.train.loop import training_devices  # lazy: start-up
 
     kinds = _check(args)
@@ -223,123 +221,137 @@ def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
         f"devices: {out['devices']} x {out['platform']} ({ENV}={out[ENV] or 'unset'}); "
         f"dense matmul 1024x1024 float32 on one device: {out['matmul_gflops']:.1f} GFLOP/s"
     )
-    all_devices = training_devices(args.batch)
     for kind in kinds:
-        # (forward, devices): the fast and plain passes on training's devices and, when those are several host
-        # devices, the plain pass on one device too: a plain jitted implementation (one XLA device)
-        runs = [("fast", all_devices)]
-        if not args.no_plain:
-            runs += [("plain", all_devices)] + (
-                [("plain", all_devices[:1])] if len(all_devices) > 1 else []
-            )
-        # FULL's own phase (diag_steps=0): its DIAG phase runs the DIAG program (the DIAG line).  The plain pass is
-        # the plain implementation: without step rejection (trust=0), whose check is an extra of the shipped step
-        cfgs = [
-            TrainConfig(
-                model=kind,
-                layers=args.layers,
-                batch=args.batch,
-                steps=10**6,
-                forward=forward,
-                diag_steps=0 if kind_of(kind).diag_phase else None,
-                trust=TrainConfig.trust if forward == "fast" else 0.0,
-            )
-            for forward, _ in runs
-        ]
-        rates = throughput(cfgs, args.steps, args.reps, [dv for _, dv in runs])
-        rows = []
-        for (forward, dv), cfg, rate in zip(runs, cfgs, rates):
-            flops = step_flops(cfg, dv)
-            row = {
-                "model": kind,
-                "layers": args.layers,
-                "forward": forward,
-                "devices": len(dv),
-                "batch": args.batch,
-                "steps_per_s": rate,
-                "sequences_per_s": rate * args.batch,
-                "flop_per_step": flops,
-                "gflops": rate * flops / 1e9 if flops else None,
-            }
-            rows.append(row)
-            gf = (
-                f"{row['gflops']:.1f} GFLOP/s ({flops / 1e6:.0f} MFLOP/step)"
-                if flops
-                else "flops n/a"
-            )
-            say(
-                f"{kind_of(kind)!r}-{args.layers} {forward:5s} on {len(dv)} device{'s' * (len(dv) > 1)}, batch "
-                f"{args.batch}: {rate:.2f} steps/s, {row['sequences_per_s']:.0f} sequences/s, {gf}"
-            )
-        out["throughput"] += rows
-        if len(rows) > 1:
-            out["speedup"][kind] = rows[0]["steps_per_s"] / rows[1]["steps_per_s"]
-            say(
-                f"{kind_of(kind)!r}-{args.layers} fast / plain, same {len(all_devices)} device(s), timed in turn: "
-                f"{out['speedup'][kind]:.2f}x"
-            )
-        if len(rows) > 2:
-            out["speedup_vs_plain_one_device"][kind] = (
-                rows[0]["steps_per_s"] / rows[2]["steps_per_s"]
-            )
-            say(
-                f"{kind_of(kind)!r}-{args.layers} training as shipped ({len(all_devices)} devices, fast pass) / plain "
-                f"pass on one device, timed in turn: {out['speedup_vs_plain_one_device'][kind]:.2f}x"
-            )
+        measure_throughput(args, kind, out, say)
     if args.ttq:
-        noise, sequences, max_steps = (
-            ttq_option(args, k) for k in ("noise", "eval_sequences", "max_steps")
-        )
-        target, source = args.target, "--target"
-        if target is None:
-            from numerics.baselines import table
-
-            tr = table(noise, n=20, d=10, sequences=sequences, methods=("TunedRR",))["TunedRR"]
-            target = tr["loss"]
-            source = f"TunedRR {tr['loss']:.5f} ± {tr['se']:.5f} on {sequences} sequences"
-        for kind in kinds:
-            cfg = TrainConfig(
-                model=kind,
-                layers=args.layers,
-                noise=noise,
-                steps=max_steps,
-                batch=args.batch,
-                chunk=min(100, max_steps),
-            )
-            r = time_to_quality(cfg, target)
-            row = {
-                "model": kind,
-                "layers": args.layers,
-                "noise": noise,
-                "target": target,
-                "source": source,
-                "reached": r["reached"] is not None,
-                "step": r.get("step"),
-                "train_s": r["reached"],
-                "eval_s": r["eval"],
-                "total_s": r["total"],
-                "loss": r["loss"],
-                "diag_phase_steps": cfg.phase1_steps,
-            }
-            out["ttq"].append(row)
-            phase = f" (DIAG phase: first {cfg.phase1_steps} steps)" if cfg.phase1_steps else ""
-            if r["reached"] is None:
-                say(
-                    f"time-to-quality {kind_of(kind)!r}-{args.layers} {noise}: target {target:.5f} ({source}) "
-                    f"NOT reached in {max_steps} steps (last {r['loss']:.5f}, {r['total']:.0f} s)"
-                )
-            else:
-                say(
-                    f"time-to-quality {kind_of(kind)!r}-{args.layers} {noise}: adjusted {r['loss']:.5f} <= "
-                    f"{target:.5f} ({source}) after {r['step']} steps, {r['reached']:.0f} s training "
-                    f"(+{r['eval']:.0f} s evaluation){phase}"
-                )
+        measure_ttq(args, kinds, out, say)
     env = f"{ENV}={shlex.quote(os.environ[ENV])} " if ENV in os.environ else ""
     out["reproduce"] = f"{env}python -m numerics.cli bench " + " ".join(
         shlex.quote(a) for a in args._argv[1:]
     )
     say(f"reproduce: {out['reproduce']}")
     return out
+
+
+def measure_throughput(args: argparse.Namespace, kind: str, out: dict, say) -> None:  # noqa: ANN001
+    """One kind's training throughput: the fast and plain passes on training's devices and, when
+    those are several host devices, the plain pass on one device too; rows and speed-ups into
+    ``out``."""
+    from numerics.models import kind_of
+    from numerics.train.config import TrainConfig  # lazy: start-up
+    from numerics.train.loop import training_devices  # lazy: start-up
+
+    all_devices = training_devices(args.batch)
+    # (forward, devices): the plain pass on one device is a plain jitted implementation (one XLA
+    # device)
+    runs = [("fast", all_devices)]
+    if not args.no_plain:
+        runs += [("plain", all_devices)] + (
+            [("plain", all_devices[:1])] if len(all_devices) > 1 else []
+        )
+    # FULL's own phase (diag_steps=0): its DIAG phase runs the DIAG program (the DIAG line).  The plain pass is
+    # the plain implementation: without step rejection (trust=0), whose check is an extra of the shipped step
+    cfgs = [
+        TrainConfig(
+            model=kind,
+            layers=args.layers,
+            batch=args.batch,
+            steps=10**6,
+            forward=forward,
+            diag_steps=0 if kind_of(kind).diag_phase else None,
+            trust=TrainConfig.trust if forward == "fast" else 0.0,
+        )
+        for forward, _ in runs
+    ]
+    rates = throughput(cfgs, args.steps, args.reps, [dv for _, dv in runs])
+    rows = []
+    for (forward, dv), cfg, rate in zip(runs, cfgs, rates):
+        flops = step_flops(cfg, dv)
+        row = {
+            "model": kind,
+            "layers": args.layers,
+            "forward": forward,
+            "devices": len(dv),
+            "batch": args.batch,
+            "steps_per_s": rate,
+            "sequences_per_s": rate * args.batch,
+            "flop_per_step": flops,
+            "gflops": rate * flops / 1e9 if flops else None,
+        }
+        rows.append(row)
+        gf = f"{row['gflops']:.1f} GFLOP/s ({flops / 1e6:.0f} MFLOP/step)" if flops else "flops n/a"
+        say(
+            f"{kind_of(kind)!r}-{args.layers} {forward:5s} on {len(dv)} device{'s' * (len(dv) > 1)}, batch "
+            f"{args.batch}: {rate:.2f} steps/s, {row['sequences_per_s']:.0f} sequences/s, {gf}"
+        )
+    out["throughput"] += rows
+    if len(rows) > 1:
+        out["speedup"][kind] = rows[0]["steps_per_s"] / rows[1]["steps_per_s"]
+        say(
+            f"{kind_of(kind)!r}-{args.layers} fast / plain, same {len(all_devices)} device(s), timed in turn: "
+            f"{out['speedup'][kind]:.2f}x"
+        )
+    if len(rows) > 2:
+        out["speedup_vs_plain_one_device"][kind] = rows[0]["steps_per_s"] / rows[2]["steps_per_s"]
+        say(
+            f"{kind_of(kind)!r}-{args.layers} training as shipped ({len(all_devices)} devices, fast pass) / plain "
+            f"pass on one device, timed in turn: {out['speedup_vs_plain_one_device'][kind]:.2f}x"
+        )
+
+
+def measure_ttq(args: argparse.Namespace, kinds: list[str], out: dict, say) -> None:  # noqa: ANN001
+    """Each kind's time to quality: the target is ``--target`` or TunedRR's adjusted loss on the
+    same noise; rows into ``out``."""
+    from numerics.models import kind_of
+    from numerics.train.config import TrainConfig  # lazy: start-up
+
+    noise, sequences, max_steps = (
+        ttq_option(args, k) for k in ("noise", "eval_sequences", "max_steps")
+    )
+    target, source = args.target, "--target"
+    if target is None:
+        from numerics.baselines import table
+
+        tr = table(noise, n=20, d=10, sequences=sequences, methods=("TunedRR",))["TunedRR"]
+        target = tr["loss"]
+        source = f"TunedRR {tr['loss']:.5f} ± {tr['se']:.5f} on {sequences} sequences"
+    for kind in kinds:
+        cfg = TrainConfig(
+            model=kind,
+            layers=args.layers,
+            noise=noise,
+            steps=max_steps,
+            batch=args.batch,
+            chunk=min(100, max_steps),
+        )
+        r = time_to_quality(cfg, target)
+        row = {
+            "model": kind,
+            "layers": args.layers,
+            "noise": noise,
+            "target": target,
+            "source": source,
+            "reached": r["reached"] is not None,
+            "step": r.get("step"),
+            "train_s": r["reached"],
+            "eval_s": r["eval"],
+            "total_s": r["total"],
+            "loss": r["loss"],
+            "diag_phase_steps": cfg.phase1_steps,
+        }
+        out["ttq"].append(row)
+        phase = f" (DIAG phase: first {cfg.phase1_steps} steps)" if cfg.phase1_steps else ""
+        if r["reached"] is None:
+            say(
+                f"time-to-quality {kind_of(kind)!r}-{args.layers} {noise}: target {target:.5f} ({source}) "
+                f"NOT reached in {max_steps} steps (last {r['loss']:.5f}, {r['total']:.0f} s)"
+            )
+        else:
+            say(
+                f"time-to-quality {kind_of(kind)!r}-{args.layers} {noise}: adjusted {r['loss']:.5f} <= "
+                f"{target:.5f} ({source}) after {r['step']} steps, {r['reached']:.0f} s training "
+                f"(+{r['eval']:.0f} s evaluation){phase}"
+            )
 
 
 def run(args: argparse.Namespace) -> int:

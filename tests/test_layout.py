@@ -247,7 +247,6 @@ LAZY_TODAY: dict[str, str] = {
     "numerics.cli.reproduce": "numerics.train.devices",
     "numerics.cli.train": "dataclasses jax numerics.train.config numerics.train.rundir",
     "numerics.io": "hashlib lintf_theory",
-    "numerics.reproduce.floor": "numerics.baselines",
 }
 KNOWN_VIOLATIONS |= {f"lazy: {m} -> {t}" for m, ts in LAZY_TODAY.items() for t in ts.split()}
 

@@ -1,8 +1,9 @@
 """Baselines: ridge-type predictors (ConstRR, AdaRR, TunedRR, GD) and the oracle ridge
 (:mod:`numerics.baselines.ridge`), the Bayes-optimal predictor (:mod:`numerics.baselines.bayes`), the spectral form
 they share (:mod:`numerics.baselines.spectral`), the sequences and oracle-paired loss every method is scored with
-(:mod:`numerics.baselines.scoring`) and the exact spectral fit of GD++ (:mod:`numerics.baselines.gdpp_fit`) on importance-sampled
-Wishart spectra (:mod:`numerics.baselines.wishart`)."""
+(:mod:`numerics.baselines.scoring`), the exact spectral fit of GD++ (:mod:`numerics.baselines.gdpp_fit`) on importance-sampled
+Wishart spectra (:mod:`numerics.baselines.wishart`), and GD++'s floor, ridge at λ = E σ², against which a table of printed
+GD++ values is checked (:mod:`numerics.baselines.gdpp_floor`)."""
 
 from numerics.baselines import spectral as spectral
 from numerics.baselines import scoring as scoring

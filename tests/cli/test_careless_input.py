@@ -18,9 +18,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from numerics.baselines.gdpp_floor import read_printed
 from numerics.cli import environment, main
 from numerics.cli import reproduce as cli_reproduce
-from numerics.cli.verify import read_printed
 from numerics.errors import LintfError
 from numerics.io import save_model
 from numerics.train.devices import FLAG, MAX_COUNT

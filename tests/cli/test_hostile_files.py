@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from numerics.baselines import gdpp_floor
 from numerics.cli import main
 from numerics.io import save_model
-from numerics.reproduce import floor
 
 D = 2
 
@@ -119,12 +119,12 @@ def test_an_unreadable_printed_table_is_a_one_line_error(
     path = tmp_path / "printed.csv"
     path.write_text("noise,depth,value\nuniform:5,2,0.3\n")
 
-    def denied(self, *a, **k):  # as chmod 000 does for a user other than root
+    def denied(*a, **k):  # as chmod 000 does for a user other than root
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(floor.Path, "read_text", denied)
-    with pytest.raises(ValueError, match="--printed .* cannot be read \\(Permission denied\\)"):
-        floor.read_printed(path)
+    monkeypatch.setattr("numerics.io.open", denied, raising=False)  # the module's, not builtins'
+    with pytest.raises(ValueError, match="--printed .*: cannot be read: Permission denied"):
+        gdpp_floor.read_printed(path)
     assert main(["verify", "--only", "gram_map", "--printed", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("lintf verify: error: --printed") and "\n" not in err

@@ -31,7 +31,7 @@ beyond-the-paper depth study (:mod:`numerics.reproduce.beyond`), the claims on a
 
 The scale fit of every stage (:mod:`numerics.train.scale_fit`) answers the rare exploding context;
 a cell that fails its verdict all the same is rescued where the fit on a larger pool finds a scale
-that passes (:func:`numerics.reproduce.cell.rescue`), and is otherwise recorded as failed.
+that passes (:func:`numerics.reproduce.verdict.rescue`), and is otherwise recorded as failed.
 
 Each name is imported from the module that defines it; the package itself imports nothing.
 """

@@ -6,7 +6,7 @@ side.
 
 The path: the cell's config from its start (:func:`cell_config`), the stages of its schedule
 (:func:`train_stages`, :class:`numerics.reproduce.grid.Schedule`), the verdict on its best stage
-(:mod:`numerics.reproduce.verdict`) with, for a cell that fails it, the :func:`rescue`, the
+(:mod:`numerics.reproduce.verdict`) with, for a cell that fails it, its rescue, the
 :class:`numerics.reproduce.record.Record`.
 """
 
@@ -222,46 +222,12 @@ def replicas(
     return out, buf.getvalue()
 
 
-def rescue(
-    P: Any, Q: Any, cell: Cell, budget: Budget, dropped_final: int | None
-) -> tuple[np.ndarray | None, dict[str, Any] | None, dict[str, Any]]:
-    r"""The scale fit (:func:`numerics.train.scale_fit.fit_scale`) again, for a model that fails its
-    verdict because of a context rarer than its stages' pools: on ``budget.rescue_pool`` sequences
-    of the stream ``RULES.rescue_stream``.  A deep model is a high-degree polynomial of its context,
-    and one context in 10⁵–10⁶ beyond those its training and its stages' scale fits met can cost
-    10⁴ or more; the larger pool holds such contexts at their true rate.
-
-    The fit's scales are tried in turn until one passes the verdict: the conservative edge of the
-    pool's minimum (``"slack"``), then the fit's own scale.  Returns the rescued ``Q`` and its
-    verdict (``None, None`` when no scale passes, or the pool holds no context above the fit's
-    threshold), and the record of the rescue (the pool, the stream, the fit's summary, every scale
-    tried with its failure, the scale kept).  The model stays in its kind: ``c`` multiplies every
-    layer's update."""
-    c, info = fit_scale(
-        P, Q, cell.noise, budget.n, budget.d, budget.rescue_pool, RULES.rescue_stream
-    )
-    record: dict[str, Any] = {
-        "pool": budget.rescue_pool,
-        "stream": RULES.rescue_stream,
-        "fit": info,
-        "tried": [],
-        "scale": 1.0,
-    }
-    for s in dict.fromkeys((info.get("slack", c), c)) if c < 1.0 else ():
-        Qs = np.asarray(Q, np.float64) * s
-        judged = verdict.judge(P, Qs, cell, budget)
-        failed = verdict.failure(judged, dropped_final)
-        record["tried"].append({"scale": s, "failed": failed})
-        if failed is None:
-            return Qs, judged, record | {"scale": s}
-    return None, None, record
-
-
 def train_cell(
     cell: Cell, budget: Budget, rundir: Path, trainer: Trainer = train_run
 ) -> dict[str, bytes]:
     """Train, judge and record one cell in ``rundir`` (resumable); the finished cell's files by
-    name.  A cell that fails its verdict is rescued where :func:`rescue` finds a scale that passes;
+    name.  A cell that fails its verdict is rescued where :func:`numerics.reproduce.verdict.rescue`
+    finds a scale that passes;
     its record keeps the failure the rescue answered (``training.rescue``) and says so in its
     notes."""
     rundir, t0 = Path(rundir), time.perf_counter()
@@ -271,7 +237,7 @@ def train_cell(
     judged = verdict.judge(P, Q, cell, budget)
     failed, notes, kept = verdict.failure(judged, summary["dropped_final"]), [], best.model
     if failed is not None:
-        Qr, again, rescued = rescue(P, Q, cell, budget, summary["dropped_final"])
+        Qr, again, rescued = verdict.rescue(P, Q, cell, budget, summary["dropped_final"])
         summary = summary | {"rescue": rescued | {"failed": failed}}
         if again is not None:
             kept = rundir / "rescued.npz"

@@ -103,7 +103,7 @@ class Budget:
     """A sweep: its grid (``models × depths × noises``, DIAG/FULL also at ``beyond_depths``), its
     :class:`Schedule`, and its evaluation sizes; ``seeds`` replicas of the Fig. 5 cells;
     ``select_sequences`` choose a stage's best seed; ``rescue_pool`` sequences refit the scale of a
-    cell that fails its verdict (:func:`numerics.reproduce.cell.rescue`)."""
+    cell that fails its verdict (:func:`numerics.reproduce.verdict.rescue`)."""
 
     name: str
     models: tuple[str, ...]

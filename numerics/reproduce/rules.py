@@ -12,7 +12,7 @@ tail check          ``fold_in(PRNGKey(0), 3)``
 held-out (stages)   ``fold_in(PRNGKey(0), 4)``: the stopping rule's sequences
 scale fit           ``fold_in(PRNGKey(0), 6)`` (:data:`numerics.train.scale_fit.SCALE_STREAM`)
 rescue              ``fold_in(PRNGKey(0), 7)``: the scale fit again, on a budget's larger pool, for
-                    a cell that fails its verdict (:func:`numerics.reproduce.cell.rescue`)
+                    a cell that fails its verdict (:func:`numerics.reproduce.verdict.rescue`)
 training data       ``fold_in(fold_in(PRNGKey(seed), 1), step)`` of the cell's master seed
                     (:func:`numerics.train.objective.data_key`); seed selection uses stream 2
 spectral check      numpy ``PCG64(SPECTRAL_SEED + chunk)``

@@ -1,6 +1,7 @@
 r"""A trained model's verdict: its evaluation on the paper's sequences (every read-out, tails
 included, with the paired gap to Bayes), its per-variance profile, the tail check, the GD++ spectral
-check, and :func:`failure`, the one rule that says why a cell fails (``None`` when it passes).
+check, :func:`failure`, the one rule that says why a cell fails (``None`` when it passes), and
+:func:`rescue`, the scale fit again on a larger pool for a cell that fails.
 
 Every key comes from :data:`numerics.reproduce.rules.RULES`, so every cell and every baseline of a
 setting meets the same sequences.  A failed cell keeps its record but no model, and is never a table
@@ -23,6 +24,7 @@ from numerics.evaluate import losses as evaluation
 from numerics.models.kinds import GDPP
 from numerics.reproduce.grid import Budget, Cell
 from numerics.reproduce.rules import RULES
+from numerics.train.scale_fit import fit_scale
 
 
 @jax.jit
@@ -204,3 +206,38 @@ def failure(judged: dict[str, Any], dropped_final: int | None = None) -> str | N
     if dropped_final:
         return f"training left {dropped_final} sequences out of its final phase"
     return None
+
+
+def rescue(
+    P: Any, Q: Any, cell: Cell, budget: Budget, dropped_final: int | None
+) -> tuple[np.ndarray | None, dict[str, Any] | None, dict[str, Any]]:
+    r"""The scale fit (:func:`numerics.train.scale_fit.fit_scale`) again, for a model that fails its
+    verdict because of a context rarer than its stages' pools: on ``budget.rescue_pool`` sequences
+    of the stream ``RULES.rescue_stream``.  A deep model is a high-degree polynomial of its context,
+    and one context in 10⁵–10⁶ beyond those its training and its stages' scale fits met can cost
+    10⁴ or more; the larger pool holds such contexts at their true rate.
+
+    The fit's scales are tried in turn until one passes the verdict: the conservative edge of the
+    pool's minimum (``"slack"``), then the fit's own scale.  Returns the rescued ``Q`` and its
+    verdict (``None, None`` when no scale passes, or the pool holds no context above the fit's
+    threshold), and the record of the rescue (the pool, the stream, the fit's summary, every scale
+    tried with its failure, the scale kept).  The model stays in its kind: ``c`` multiplies every
+    layer's update."""
+    c, info = fit_scale(
+        P, Q, cell.noise, budget.n, budget.d, budget.rescue_pool, RULES.rescue_stream
+    )
+    record: dict[str, Any] = {
+        "pool": budget.rescue_pool,
+        "stream": RULES.rescue_stream,
+        "fit": info,
+        "tried": [],
+        "scale": 1.0,
+    }
+    for s in dict.fromkeys((info.get("slack", c), c)) if c < 1.0 else ():
+        Qs = np.asarray(Q, np.float64) * s
+        judged = judge(P, Qs, cell, budget)
+        failed = failure(judged, dropped_final)
+        record["tried"].append({"scale": s, "failed": failed})
+        if failed is None:
+            return Qs, judged, record | {"scale": s}
+    return None, None, record

@@ -228,13 +228,13 @@ def rescuable(scripted, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
         r = Rescuable(limit)
         monkeypatch.setattr(cell_mod.verdict, "judge", r.judge)
         monkeypatch.setattr(cell_mod.verdict, "failure", r.failure)
-        real = inspect.signature(cell_mod.fit_scale)
+        real = inspect.signature(cell_mod.verdict.fit_scale)
 
         def fake_fit(*a, **k) -> tuple[float, dict]:  # noqa: ANN002, ANN003
             real.bind(*a, **k)  # called as the real fit takes its arguments
             return fit
 
-        monkeypatch.setattr(cell_mod, "fit_scale", fake_fit)
+        monkeypatch.setattr(cell_mod.verdict, "fit_scale", fake_fit)
         return r
 
     return make

@@ -12,6 +12,7 @@ Bayes, per-layer arrays, profiles); each failure is one line naming the file and
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -202,16 +203,31 @@ def parse_record(data: Any, cell: str | None = None) -> Record:
     return Record(**{k: v for k, v in data.items() if k != "null_reasons"})
 
 
+def _read(path: str | Path, what: str, parse: Callable[[Any], Any]) -> Any:
+    """``parse`` of the JSON file ``path`` (which holds ``what``); a one-line :class:`LintfError`
+    naming the file and ``what`` where it is not JSON or ``parse`` finds it :class:`Corrupt`."""
+    data = read_json(path, what)
+    try:
+        return parse(data)
+    except Corrupt as exc:
+        why = f"{str(path)!r} ({what}) is corrupt ({exc}); delete it and rerun"
+        raise LintfError(why) from None
+
+
+def _checked(spec: Any) -> Callable[[Any], Any]:
+    """A ``parse`` for :func:`_read`: the data itself, once it follows ``spec``."""
+
+    def parse(data: Any) -> Any:
+        check(data, spec, "")
+        return data
+
+    return parse
+
+
 def read_record(path: str | Path, cell: str) -> Record:
     """The record at ``path`` of cell ``cell``; a one-line :class:`LintfError` naming the file and
     the cell."""
-    data = read_json(path, f"cell {cell}")
-    try:
-        return parse_record(data, cell)
-    except Corrupt as exc:
-        raise LintfError(
-            f"{str(path)!r} (cell {cell}) is corrupt ({exc}); delete it and rerun"
-        ) from None
+    return _read(path, f"cell {cell}", lambda data: parse_record(data, cell))
 
 
 _METHOD = {"loss": FIN, "se": FIN, "minus_Bayes": FIN, "minus_Bayes_se": FIN, "*": ANY}
@@ -222,7 +238,6 @@ def read_baselines(path: str | Path, methods: tuple[str, ...]) -> dict[str, Any]
     """A setting's baselines file: ``noise``, its sizes, ``methods`` (each ``method``'s loss, SE and
     paired gap to Bayes, finite) and ``profile`` (``sigma`` and each method's curve, finite);
     one-line error otherwise."""
-    data = read_json(path, f"baselines of {Path(path).stem}")
     spec = {
         "noise": STR,
         "eval_sequences": INT,
@@ -232,15 +247,7 @@ def read_baselines(path: str | Path, methods: tuple[str, ...]) -> dict[str, Any]
         "methods": {m: _METHOD for m in methods} | {"*": ANY},
         "profile": {"sigma": _list(FIN)} | {m: _CURVE for m in methods},
     }
-    try:
-        check(data, spec, "")
-    except Corrupt as exc:
-        raise LintfError(
-            f"{str(path)!r} (baselines of {Path(path).stem}) is corrupt ({exc}); "
-            "delete it and "
-            "rerun"
-        ) from None
-    return data
+    return _read(path, f"baselines of {Path(path).stem}", _checked(spec))
 
 
 #: A setting's cached GD++ floor (``OUT/baselines/floor-<noise>.json``,
@@ -263,15 +270,7 @@ def read_floor(path: str | Path) -> dict[str, Any]:
     ``n``, ``d``) and its finite ``loss``, ``se``, ``minus_Bayes``, ``minus_Bayes_se``; a one-line
     error naming the file otherwise (the caller evaluates it again where its sizes are not the
     budget's)."""
-    data = read_json(path, f"GD++ floor of {Path(path).stem.removeprefix('floor-')}")
-    try:
-        check(data, _FLOOR, "")
-    except Corrupt as exc:
-        raise LintfError(
-            f"{str(path)!r} (GD++ floor of {Path(path).stem.removeprefix('floor-')}) is corrupt "
-            f"({exc}); delete it and rerun"
-        ) from None
-    return data
+    return _read(path, f"GD++ floor of {Path(path).stem.removeprefix('floor-')}", _checked(_FLOOR))
 
 
 #: An entry of the convergence check, as ``lintf reproduce --convergence`` prints it (a longer run
@@ -293,15 +292,14 @@ def read_convergence(path: str | Path, budget: str) -> dict[str, Any]:
     ``relative`` (the last two ``null`` where the longer run has none) and ``holds``."""
     if not Path(path).exists():
         return {}
-    data = read_json(path, "the convergence check")
-    try:
+
+    def parse(data: Any) -> Any:
         check(data, {"budget": STR, "cells": {"*": ANY}, "*": ANY}, "")
         for name, entry in data["cells"].items():
             check(entry, _CONVERGENCE_ENTRY, f"cells.{name}")
-    except Corrupt as exc:
-        raise LintfError(
-            f"{str(path)!r} (the convergence check) is corrupt ({exc}); delete it and rerun"
-        ) from None
+        return data
+
+    data = _read(path, "the convergence check", parse)
     return data["cells"] if data["budget"] == budget else {}
 
 

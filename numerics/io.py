@@ -8,6 +8,7 @@ stored beside them under other names, plus a JSON string ``meta``.  :func:`load_
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -132,7 +133,6 @@ def strict_json(obj: Any, **kw: Any) -> str:
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """The hex SHA-256 of a file's bytes: what a record keeps of a model file it was made from."""
-    import hashlib
 
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -264,7 +264,7 @@ def save_model(
     Q = np.asarray(Q, dtype=np.float64)
     if not (np.all(np.isfinite(P)) and np.all(np.isfinite(Q))):
         raise LintfError("refusing to save a model with non-finite P or Q")
-    from lintf_theory import check_parameters
+    from lintf_theory import check_parameters  # lazy: start-up
 
     check_parameters(P, Q)
     atomic_savez(path, exclusive, P=P, Q=Q, meta=np.asarray(json.dumps(meta or {})), **native)
@@ -319,7 +319,7 @@ def load_model(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray, di
             raise LintfError(f"{what}: meta must be a JSON object, got {type(meta).__name__}")
     P = check_real_finite(f"{what}: P", z["P"])
     Q = check_real_finite(f"{what}: Q", z["Q"])
-    from lintf_theory import check_parameters
+    from lintf_theory import check_parameters  # lazy: start-up
 
     try:
         check_parameters(P, Q)

@@ -224,8 +224,7 @@ LAZY_ALLOWED: dict[tuple[str, str], str] = {}
 #: pointing up the layers; ``cycle``: modules of one package (or packages) that import each other;
 #: ``lazy``: an import inside a function without :data:`LAZY_MARKER`.
 KNOWN_VIOLATIONS: set[str] = set()
-#: The modules imported inside functions today without the marker, by importing module (in
-#: ``numerics.cli``, ``numerics.reproduce``, ``numerics.train``, ``numerics.io`` and
+#: The modules imported inside functions today without the marker, by importing module (all in
 #: ``lintf_theory``): each is to be hoisted or marked, then removed here.
 LAZY_TODAY: dict[str, str] = {
     "lintf_theory._bridge": "fractions jax.numpy numpy",
@@ -237,16 +236,6 @@ LAZY_TODAY: dict[str, str] = {
     "lintf_theory._variants": "lintf_theory._bridge lintf_theory._render lintf_theory.matexpr",
     "lintf_theory.exact": "sympy",
     "lintf_theory.layer": "numpy",
-    "numerics.cli": "numerics.cli.validate numerics.errors numerics.train.devices",
-    "numerics.cli.baselines": "numerics.baselines numerics.baselines.bayes numerics.data rich.console rich.table sys",
-    "numerics.cli.bench": "jax jax.numpy numerics.baselines numerics.io numerics.models",
-    "numerics.cli.convert": "numerics.cli.validate numerics.data numerics.errors numerics.io numerics.models.convert numpy",
-    "numerics.cli.footprint": "jax",
-    "numerics.cli.inspect": "jax matplotlib matplotlib.pyplot numerics.cli._userdata numerics.cli.validate numerics.data numerics.errors numerics.evaluate.inspector numerics.io numpy",
-    "numerics.cli.predict": "jax numerics.cli._userdata numerics.errors numerics.io numerics.models",
-    "numerics.cli.reproduce": "numerics.train.devices",
-    "numerics.cli.train": "dataclasses jax numerics.train.config numerics.train.rundir",
-    "numerics.io": "hashlib lintf_theory",
 }
 KNOWN_VIOLATIONS |= {f"lazy: {m} -> {t}" for m, ts in LAZY_TODAY.items() for t in ts.split()}
 

@@ -15,6 +15,9 @@ import os
 import signal
 import sys
 
+from numerics.errors import LintfError
+from numerics.train import devices as hostdevices
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("numerics.cli.verify", "run every proof-check script (the paper's claims)"),
     "baselines": (
@@ -70,7 +73,7 @@ def _load(module: str):  # noqa: ANN202
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from numerics.cli import validate
+    from numerics.cli import validate  # lazy: start-up
 
     parser = _Parser(
         prog="lintf",
@@ -226,10 +229,7 @@ def _main(argv: list[str] | None) -> int:
     if (
         argv is None
     ):  # the console command (not an in-process call): one host device per core, before JAX loads
-        from numerics.train import devices as hostdevices
-
         from numerics.cli.environment import xla_flags  # lazy: start-up
-        from numerics.errors import LintfError
 
         hostdevices.full_precision()
         try:
@@ -261,8 +261,7 @@ def _main(argv: list[str] | None) -> int:
     if mod is None:
         print(f"lintf {args.command}: error: not available in this build", file=sys.stderr)
         return 2
-    from numerics.cli import validate
-    from numerics.errors import LintfError
+    from numerics.cli import validate  # lazy: start-up
 
     try:
         validate.check(args.command, args)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 
 from numerics.errors import LintfError
@@ -62,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _noises(specs: list[str]) -> list:
-    from numerics.data import PAPER_NOISES, Noise
+    from numerics.data import PAPER_NOISES, Noise  # lazy: start-up
 
     out: list[Noise] = []
     for s in specs:
@@ -75,8 +76,8 @@ def _noises(specs: list[str]) -> list:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numerics import baselines
-    from numerics.baselines import bayes
+    from numerics import baselines  # lazy: start-up
+    from numerics.baselines import bayes  # lazy: start-up
 
     if args.json and args.markdown:
         raise LintfError("--json and --markdown each choose the output; give one of them")
@@ -163,10 +164,9 @@ def run(args: argparse.Namespace) -> int:
             print("| " + " | ".join(r) + " |")
         print(f"\n{_caption(args, tune_sequences)}; {total}.")
         return 0
-    import sys
 
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # lazy: start-up
+    from rich.table import Table  # lazy: start-up
 
     tab = Table(title=_caption(args, tune_sequences))
     for j, h in enumerate(header):

@@ -68,8 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def matmul_gflops(size: int = 1024, reps: int = 20) -> float:
     """Dense float32 ``size×size`` matmul rate of this machine, GFLOP/s (best of ``reps``)."""
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: start-up
+    import jax.numpy as jnp  # lazy: start-up
 
     a = jax.random.normal(jax.random.PRNGKey(0), (size, size), jnp.float32)
     f = jax.jit(lambda x: x @ x)
@@ -84,7 +84,7 @@ def matmul_gflops(size: int = 1024, reps: int = 20) -> float:
 
 def step_flops(cfg, devices: tuple | None = None) -> float | None:  # noqa: ANN001
     """XLA's flop count of one training step (one-step chunk, all seeds) on ``devices`` (default: training's)."""
-    import jax.numpy as jnp
+    import jax.numpy as jnp  # lazy: start-up
 
     from numerics.train.loop import init_state, training_devices  # lazy: start-up
     from numerics.train.objective import noise_values  # lazy: start-up
@@ -108,8 +108,8 @@ def step_flops(cfg, devices: tuple | None = None) -> float | None:  # noqa: ANN0
 def timer(cfg, steps: int, devices: tuple | None = None):  # noqa: ANN001, ANN201
     """A callable running one compiled training chunk of ``steps`` steps on ``devices`` (default: the ones
     training uses), compiled and warmed up here."""
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: start-up
+    import jax.numpy as jnp  # lazy: start-up
 
     from numerics.train.loop import init_state, training_devices  # lazy: start-up
     from numerics.train.objective import noise_values  # lazy: start-up
@@ -166,7 +166,7 @@ def time_to_quality(cfg, target: float) -> dict:  # noqa: ANN001
 
 def _check(args: argparse.Namespace) -> list[str]:
     """The model kinds, after one-line checks of every size argument."""
-    from numerics.models import check_kind
+    from numerics.models import check_kind  # lazy: start-up
 
     for name in ("layers", "batch", "steps", "reps", "max_steps", "eval_sequences"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
@@ -202,7 +202,7 @@ def ttq_option(args: argparse.Namespace, name: str):  # noqa: ANN201
 
 def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
     """Every measurement of one ``lintf bench`` run as a dict; ``say`` gets each line as it is measured."""
-    import jax
+    import jax  # lazy: start-up
 
     from numerics.train.loop import training_devices  # lazy: start-up
 
@@ -237,7 +237,7 @@ def measure_throughput(args: argparse.Namespace, kind: str, out: dict, say) -> N
     """One kind's training throughput: the fast and plain passes on training's devices and, when
     those are several host devices, the plain pass on one device too; rows and speed-ups into
     ``out``."""
-    from numerics.models import kind_of
+    from numerics.models import kind_of  # lazy: start-up
     from numerics.train.config import TrainConfig  # lazy: start-up
     from numerics.train.loop import training_devices  # lazy: start-up
 
@@ -302,7 +302,7 @@ def measure_throughput(args: argparse.Namespace, kind: str, out: dict, say) -> N
 def measure_ttq(args: argparse.Namespace, kinds: list[str], out: dict, say) -> None:  # noqa: ANN001
     """Each kind's time to quality: the target is ``--target`` or TunedRR's adjusted loss on the
     same noise; rows into ``out``."""
-    from numerics.models import kind_of
+    from numerics.models import kind_of  # lazy: start-up
     from numerics.train.config import TrainConfig  # lazy: start-up
 
     noise, sequences, max_steps = (
@@ -310,7 +310,7 @@ def measure_ttq(args: argparse.Namespace, kinds: list[str], out: dict, say) -> N
     )
     target, source = args.target, "--target"
     if target is None:
-        from numerics.baselines import table
+        from numerics.baselines import table  # lazy: start-up
 
         tr = table(noise, n=20, d=10, sequences=sequences, methods=("TunedRR",))["TunedRR"]
         target = tr["loss"]
@@ -355,7 +355,7 @@ def measure_ttq(args: argparse.Namespace, kinds: list[str], out: dict, say) -> N
 
 
 def run(args: argparse.Namespace) -> int:
-    from numerics.io import strict_json
+    from numerics.io import strict_json  # lazy: start-up
 
     if args.json:
         print(strict_json(measure(args, say=lambda line: None), indent=2))

@@ -15,6 +15,8 @@ import math
 import os
 from fractions import Fraction
 
+from numerics.errors import LintfError
+
 #: ``--value-scale`` lies in ``[1/SCALE_MAX, SCALE_MAX]``: the conversions divide by it and square it.
 SCALE_MAX = 1e100
 
@@ -89,18 +91,17 @@ def _load(path: str) -> dict:
     """The arrays of ``path`` that the conversion uses (``W_Q, W_K, W_V, W_O`` or ``P, Q``, as
     :func:`numerics.cli.validate.convert_input` chose them), and no other (:func:`numerics.archive.read_npz`)."""
     from numerics.archive import read_npz  # lazy: start-up
-    from numerics.cli.validate import available_memory, convert_input
+    from numerics.cli.validate import available_memory, convert_input  # lazy: start-up
 
     return read_npz(path, f"input file {path!r}", convert_input(path), max_bytes=available_memory())
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
+    import numpy as np  # lazy: start-up
 
-    from numerics.data import Noise, XDist
-    from numerics.errors import LintfError
-    from numerics.io import atomic_savez, save_model
-    from numerics.models import convert
+    from numerics.data import Noise, XDist  # lazy: start-up
+    from numerics.io import atomic_savez, save_model  # lazy: start-up
+    from numerics.models import convert  # lazy: start-up
 
     if os.path.exists(args.out):
         raise LintfError(
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if (
         args.layers is not None and args.layers >= 1
     ):  # a weight-tied layer repeated: refuse what cannot fit first
-        from numerics.cli.validate import memory
+        from numerics.cli.validate import memory  # lazy: start-up
 
         per_layer = sum(np.asarray(v).size for k, v in arrays.items() if k in convert.NAMES)
         memory(

@@ -54,7 +54,7 @@ def available_memory() -> int:
     cgroup's remaining limit), and an accelerator's ``bytes_limit`` if JAX runs on one."""
     avail = [memory_available()]
     try:
-        import jax
+        import jax  # lazy: start-up
 
         dev = jax.devices()[0]
         if dev.platform != "cpu":

@@ -20,6 +20,7 @@ import argparse
 import io
 
 from numerics.cli.layer_table import print_layers
+from numerics.errors import LintfError
 from numerics.io import strict_json
 
 #: The defaults of the options that only sampled data has besides ``--noise``, ``--x`` and ``--n``.
@@ -81,11 +82,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _get_data(args: argparse.Namespace, d: int, meta: dict) -> tuple[dict, str]:
-    import jax
-    import numpy as np
+    import jax  # lazy: start-up
+    import numpy as np  # lazy: start-up
 
-    from numerics.cli._userdata import load_data
-    from numerics.data import sample
+    from numerics.cli._userdata import load_data  # lazy: start-up
+    from numerics.data import sample  # lazy: start-up
 
     if args.data:
         return load_data(args.data, d), f"data file {args.data}"
@@ -104,7 +105,7 @@ def meta_setting(meta: dict, key: str) -> object:
 
 def _size(value: object) -> int:
     """A context length: an integer (not a bool, not a fraction) in ``[1, SIZE_MAX]``."""
-    from numerics.cli.validate import SIZE_MAX
+    from numerics.cli.validate import SIZE_MAX  # lazy: start-up
 
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= SIZE_MAX:
         raise ValueError(f"must be an integer >= 1 and <= {SIZE_MAX}")
@@ -113,8 +114,8 @@ def _size(value: object) -> int:
 
 def _noise(spec: str):  # noqa: ANN202
     """:meth:`numerics.data.Noise.parse`, held to the command line's bound (:func:`numerics.cli.validate.bounded`)."""
-    from numerics.cli.validate import bounded
-    from numerics.data import Noise
+    from numerics.cli.validate import bounded  # lazy: start-up
+    from numerics.data import Noise  # lazy: start-up
 
     return bounded(Noise.parse(spec))
 
@@ -122,7 +123,7 @@ def _noise(spec: str):  # noqa: ANN202
 def sampling_setting(args: argparse.Namespace, meta: dict) -> str:
     """Resolve ``--noise``, ``--x``, ``--n`` (flag, else the model's meta, else the default) in place and describe them;
     ``--sequences`` and ``--seed`` take :data:`SAMPLED` where unset."""
-    from numerics.data import XDist
+    from numerics.data import XDist  # lazy: start-up
 
     parts = []
     for key, default, parse in (
@@ -151,13 +152,13 @@ def sampling_setting(args: argparse.Namespace, meta: dict) -> str:
 
 
 def _plot(path: str, ins, rows: list[dict]) -> None:  # noqa: ANN001
-    import matplotlib
+    import matplotlib  # lazy: start-up
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+    import matplotlib.pyplot as plt  # lazy: start-up
+    import numpy as np  # lazy: start-up
 
-    from numerics.cli._userdata import save_bytes
+    from numerics.cli._userdata import save_bytes  # lazy: start-up
 
     w = np.asarray(ins.states.w[:, 0])  # (L+1, d), sequence 0
     L, d = w.shape[0] - 1, w.shape[1]
@@ -194,14 +195,13 @@ def _plot(path: str, ins, rows: list[dict]) -> None:  # noqa: ANN001
 
 
 def run(args: argparse.Namespace) -> int:
-    import jax
-    import numpy as np
+    import jax  # lazy: start-up
+    import numpy as np  # lazy: start-up
 
-    from numerics.cli.validate import SIGMA_MAX
-    from numerics.data import check_sizes
-    from numerics.errors import LintfError
-    from numerics.evaluate.inspector import inspect, summary
-    from numerics.io import load_model
+    from numerics.cli.validate import SIGMA_MAX  # lazy: start-up
+    from numerics.data import check_sizes  # lazy: start-up
+    from numerics.evaluate.inspector import inspect, summary  # lazy: start-up
+    from numerics.io import load_model  # lazy: start-up
 
     if args.sigma is not None and not 0 <= args.sigma <= SIGMA_MAX:
         raise ValueError(f"--sigma must be >= 0 and <= {SIGMA_MAX:g}, got {args.sigma:g}")
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         )
     setting = None
     if not args.data:
-        from numerics.cli.validate import memory, model_bytes
+        from numerics.cli.validate import memory, model_bytes  # lazy: start-up
 
         setting = sampling_setting(args, meta)
         check_sizes(args.n, d, args.sequences)

@@ -14,6 +14,7 @@ import argparse
 
 import numpy as np
 
+from numerics.errors import LintfError
 from numerics.io import strict_json
 
 
@@ -39,12 +40,11 @@ def loss_with_se(pred: np.ndarray, target: np.ndarray) -> tuple[float, float | N
 
 
 def run(args: argparse.Namespace) -> int:
-    import jax
+    import jax  # lazy: start-up
 
-    from numerics.cli._userdata import load_data, save_array
-    from numerics.errors import LintfError
-    from numerics.io import load_model
-    from numerics.models import predict
+    from numerics.cli._userdata import load_data, save_array  # lazy: start-up
+    from numerics.io import load_model  # lazy: start-up
+    from numerics.models import predict  # lazy: start-up
     from numerics.models.family_io import is_member_file, load_member  # lazy: start-up
 
     member = (

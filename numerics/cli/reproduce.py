@@ -22,6 +22,7 @@ import warnings
 from pathlib import Path
 
 from numerics.io import strict_json
+from numerics.train import devices
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -116,8 +117,6 @@ def run(args: argparse.Namespace) -> int:
     if getattr(
         args, "_console", False
     ):  # the processes of --jobs and a resumed sweep share compiled programs
-        from numerics.train import devices
-
         devices.compile_cache(Path(args.runs) / "xla-cache")
         # a program the cache cannot hold (a full disk) is compiled again next time, nothing more; lintf's own
         # files that cannot be written are the one-line error

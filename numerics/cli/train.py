@@ -23,8 +23,10 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import MISSING, fields
 
 from numerics.io import strict_json
+from numerics.train.config import TrainConfig
 
 
 def _option_type(annotation: str) -> type:
@@ -42,10 +44,6 @@ def flag_of(f) -> str:  # noqa: ANN001
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """One option per :class:`numerics.train.config.TrainConfig` field that has a help text: its name, type and
     default come from the field, so no default is written twice."""
-    from dataclasses import MISSING, fields
-
-    from numerics.train.config import TrainConfig
-
     for f in fields(TrainConfig):
         help_ = f.metadata.get("help")
         if help_ is None:
@@ -67,10 +65,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace):  # noqa: ANN201
     """The :class:`TrainConfig` of the parsed options (every field that has an option)."""
-    from dataclasses import fields
-
-    from numerics.train.config import TrainConfig
-
     given = [f for f in fields(TrainConfig) if hasattr(args, f.name)]
     try:
         return TrainConfig(**{f.name: getattr(args, f.name) for f in given})
@@ -83,11 +77,11 @@ def config_from_args(args: argparse.Namespace):  # noqa: ANN201
 
 
 def run(args: argparse.Namespace) -> int:
-    import jax
+    import jax  # lazy: start-up
 
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
-    from numerics.train.rundir import run as run_dir
+    from numerics.train.rundir import run as run_dir  # lazy: start-up
 
     cfg = config_from_args(args)
     out = (

@@ -29,6 +29,7 @@ from numerics import data
 from numerics.evaluate import inspector
 from numerics.reproduce import plots
 from numerics.reproduce.grid import FOCUS
+from numerics.reproduce.rules import RULES
 from numerics.reproduce.table import MODEL_NAMES, Table, depths_of, fmt
 
 #: ``s`` grid of the ridge path (plus ``s = 0``); its span covers σ² from 1e-5 to 1e5.
@@ -163,8 +164,7 @@ def write(
     if PQ is None:
         md.append(f"No implicit weights: DIAG-{L} at {FOCUS} is a failed cell ({failed}).")
         return files, "\n".join(md) + "\n"
-    key = jax.random.fold_in(jax.random.PRNGKey(0), 3)
-    tr = trajectories(*PQ, FOCUS, 1000, budget.n, budget.d, key)
+    tr = trajectories(*PQ, FOCUS, 1000, budget.n, budget.d, RULES.tail_key())
     title = f"DIAG-{L} on {FOCUS}: implicit weights w^l (Theorem 4.1) vs the ridge path"
     fig_weights(tr, title, out / "fig_beyond_weights.png")
     files.append("fig_beyond_weights.png")

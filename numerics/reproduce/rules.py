@@ -8,7 +8,8 @@ evaluation          ``split(PRNGKey(0))[1]``: the baselines' evaluation sequence
                     (:func:`numerics.baselines.table`, seed 0, tunes on ``split(PRNGKey(0))[0]``),
                     so model − baseline is a paired difference
 profile             ``fold_in(PRNGKey(0), 2)``, shared with the baselines' per-variance profiles
-tail check          ``fold_in(PRNGKey(0), 3)``
+tail check          ``fold_in(PRNGKey(0), 3)``; also the key of the 1000 sequences of the beyond-
+                    the-paper study's implicit weights (:mod:`numerics.reproduce.beyond`)
 held-out (stages)   ``fold_in(PRNGKey(0), 4)``: the stopping rule's sequences
 scale fit           ``fold_in(PRNGKey(0), 6)`` (:data:`numerics.train.scale_fit.SCALE_STREAM`)
 rescue              ``fold_in(PRNGKey(0), 7)``: the scale fit again, on a budget's larger pool, for

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cache
 from typing import Any, NamedTuple
 
+import numpy as np
 import sympy as sp
 
 from ._recursion import derive_gram_update, derive_recursion
@@ -97,12 +99,10 @@ class State(NamedTuple):
 
 def _xp(backend: str) -> Any:
     if backend == "jax":
-        import jax.numpy as jnp
+        import jax.numpy as jnp  # lazy: start-up
 
         return jnp
     if backend == "numpy":
-        import numpy as np
-
         return np
     raise ValueError(f"backend must be 'numpy' or 'jax', got {backend!r}")
 
@@ -134,10 +134,6 @@ def initial_state(d: int, backend: str = "numpy", like: Any = None) -> State:
     r"""Base case of Theorem 4.1: ``M = I, u = 0, a = 1, w = 0`` (dtype of ``like`` if given)."""
     xp = _xp(backend)
     if like is not None and getattr(like, "dtype", None) == object:  # noqa: E721  (a NumPy dtype compares equal to its type)
-        from fractions import Fraction
-
-        import numpy as np
-
         eye = np.array([[Fraction(int(i == j)) for j in range(d)] for i in range(d)], dtype=object)
         zero = np.array([Fraction(0)] * d, dtype=object)
         return State(eye, zero, np.array(Fraction(1), dtype=object), zero.copy())

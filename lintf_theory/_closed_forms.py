@@ -33,7 +33,9 @@ from typing import NamedTuple
 import sympy as sp
 from sympy.stats import ChiSquared, E
 
+from ._bridge import export
 from ._recursion import derive_recursion
+from ._render import Statement
 from .matexpr import simplify_matexpr
 from .symbols import A, M, a, b, c, delta, u, w
 
@@ -130,7 +132,6 @@ def _scalar_coefficient(expr: sp.MatrixExpr, vec: sp.MatrixSymbol) -> sp.Expr:
 @cache
 def one_step_rule():
     """Bridge export ``(n, d, η, σ²) ↦ loss`` and ``(n, d, σ²) ↦ (η*, loss*)``."""
-    from ._bridge import export
 
     g = derive_one_step_gd()
     return (
@@ -140,7 +141,6 @@ def one_step_rule():
 
 
 def closed_form_statements() -> list:
-    from ._render import Statement
 
     g, m = derive_one_step_gd(), wishart_moments()
     ref = "One-layer closed form (docs/model.md)"

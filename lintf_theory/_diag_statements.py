@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ._diagonal import derive_diagonal, omegas_as_sums, one_head_residual
+from ._gdpp import derive_gdpp, derive_rescaling
+from ._lemma44 import alpha_l_in_g, derive_alpha_l, derive_lemma44
 from ._render import Statement
+from ._step_size import derive_step_size
 
 
 def diagonal_statements() -> list[Statement]:
-    from ._diagonal import derive_diagonal, omegas_as_sums, one_head_residual
 
     r = derive_diagonal(1)
     ref = "Section 5 (diagonal reparametrisation)"
@@ -38,7 +41,6 @@ def diagonal_statements() -> list[Statement]:
 
 
 def lemma44_statements() -> list[Statement]:
-    from ._lemma44 import alpha_l_in_g, derive_alpha_l, derive_lemma44
 
     r = derive_lemma44()
     ref = "Lemma 4.4 / A.1"
@@ -59,7 +61,6 @@ def lemma44_statements() -> list[Statement]:
 
 
 def gdpp_statements() -> list[Statement]:
-    from ._gdpp import derive_gdpp, derive_rescaling
 
     g = derive_gdpp()
     s = derive_rescaling()
@@ -74,7 +75,6 @@ def gdpp_statements() -> list[Statement]:
 
 
 def step_size_statements() -> list[Statement]:
-    from ._step_size import derive_step_size
 
     s = derive_step_size()
     ref = "Section 5.3"

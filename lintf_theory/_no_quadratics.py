@@ -41,8 +41,11 @@ from functools import cache
 from typing import NamedTuple
 
 import sympy as sp
+from sympy.stats import Normal, moment
 
+from ._bridge import _xp, export
 from ._recursion import derive_recursion, token_form
+from ._render import Statement
 from .matexpr import coefficient, is_zero, simplify_matexpr
 from .symbols import a, d, w, x, y
 
@@ -79,7 +82,6 @@ class NoQuadratics:
 
 def _gaussian_moment(k: int) -> sp.Expr:
     """``E z^k`` for ``z ~ N(0, 1)`` (``sympy.stats``)."""
-    from sympy.stats import Normal, moment
 
     return sp.simplify(moment(Normal("z", 0, 1), k))
 
@@ -129,14 +131,12 @@ def derive_theorem_4_2() -> NoQuadratics:
 @cache
 def noiseless_weight_rule():
     """Bridge export ``(a, w, w_τ) ↦ v = a w_τ - w`` (column shapes, ``a`` is ``1×1``)."""
-    from ._bridge import export
 
     return export("noiseless_weight", (a, w, w_tau), (derive_theorem_4_2().weight,))
 
 
 def noiseless_weight(a_val, w_val, w_task, backend: str = "numpy"):
     r"""``v^l`` with natural shapes (``a ()``, ``w, w_τ (d,)``): the layer-``l`` targets are ``X v^l``."""
-    from ._bridge import _xp
 
     xp = _xp(backend)
     f = getattr(noiseless_weight_rule(), backend)
@@ -146,7 +146,6 @@ def noiseless_weight(a_val, w_val, w_task, backend: str = "numpy"):
 
 
 def no_quadratics_statements() -> list:
-    from ._render import Statement
 
     t = derive_theorem_4_2()
     ref = "Theorem 4.2 (no quadratics)"

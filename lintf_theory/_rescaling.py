@@ -21,8 +21,10 @@ from typing import NamedTuple
 
 import sympy as sp
 
+from ._bridge import export
 from ._closed_forms import _scalar_coefficient
 from ._recursion import derive_recursion
+from ._render import Statement
 from .matexpr import simplify_matexpr
 from .symbols import A, M, a, b, c, delta, u, w
 
@@ -112,7 +114,6 @@ def derive_theorem_5_2() -> Theorem52:
 @cache
 def theorem_5_2_rule():
     """Bridge export ``(σ_1², σ_2², n) ↦ (ω_yx, ω_yy)``."""
-    from ._bridge import export
 
     t = derive_theorem_5_2()
     return export("theorem_5_2_parameters", (s1, s2, n), (t.solution[omega_yx], t.omega_yy))
@@ -129,7 +130,6 @@ def theorem_5_2_parameters(sigma1: float, sigma2: float, n_val: int) -> tuple[fl
 
 
 def rescaling_statements() -> list:
-    from ._render import Statement
 
     t = derive_theorem_5_2()
     ref = "Theorem 5.2 (two noise levels)"

@@ -37,7 +37,9 @@ from typing import NamedTuple
 
 import sympy as sp
 
+from ._bridge import export
 from ._recursion import derive_gram_update
+from ._render import Statement
 from .certify import Certificate, nonnegative_on, positive_on_ray
 from .layer import head_sum
 from .symbols import d as d_sym
@@ -239,7 +241,6 @@ def layer_count(kappa_val: float, eps_val: float) -> LayerCount:
 @cache
 def kappa_next_rule():
     r"""Bridge export of the derived ``κ ↦ κ'`` (``γν = 1/3``) and eigenvalue map ``(μ, ω_xx) ↦ f(μ)``."""
-    from ._bridge import export
 
     return (
         export("kappa_next", (kappa,), (derive_lemma_a3().kappa_next,)),
@@ -263,7 +264,6 @@ def layer_count_exact(kappa_val: float, eps_val: float, max_layers: int = 10_000
 
 
 def second_order_statements() -> list:
-    from ._render import Statement
 
     a3, a2 = derive_lemma_a3(), derive_lemma_a2()
     ref3, ref2 = "Lemma A.3 (GD++ condition number)", "Lemma A.2 (one GD step)"

@@ -35,9 +35,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import sympy as sp
 
+from ._bridge import _xp, export, split_blocks
 from ._recursion import derive_recursion, token_form
+from ._render import Statement
 from .layer import apply_layer_block
-from .matexpr import coefficient, simplify_matexpr
+from .matexpr import coefficient, is_zero, simplify_matexpr
 from .symbols import A, M, a, b, c, d, delta, u, w, x
 
 VARIANTS = ("standard", "key_decay", "causal", "retnet")
@@ -153,7 +155,6 @@ def derive_query_recursion() -> QueryRecursion:
     wq = simplify_matexpr((-coefficient(qy, x, ())).T)
     uses = bool({u, a} & (Mq.free_symbols | wq.free_symbols))
     r = derive_recursion()
-    from .matexpr import is_zero
 
     return QueryRecursion(Mq, wq, uses, is_zero(Mq - r.M_next) and is_zero(wq - r.w_next))
 
@@ -161,7 +162,6 @@ def derive_query_recursion() -> QueryRecursion:
 @cache
 def query_recursion_rule():
     """Bridge export ``(M, w, A, b, c, δ) ↦ (M', w')`` of the query's own recursion."""
-    from ._bridge import export
 
     q = derive_query_recursion()
     return export("query_step", (M, w, A, b, c, delta), (q.M_next, q.w_next))
@@ -169,7 +169,6 @@ def query_recursion_rule():
 
 def query_step(M_val: Any, w_val: Any, G: Any, backend: str = "numpy") -> tuple[Any, Any]:
     """One layer of the query's recursion with its own ``G_t`` (natural shapes, ``w (d,)``)."""
-    from ._bridge import _xp, split_blocks
 
     xp = _xp(backend)
     A_, b_, c_, dl = split_blocks(G)
@@ -206,7 +205,6 @@ def derive_ffn_break() -> FfnBreak:
 
 
 def variants_statements() -> list:
-    from ._render import Statement
 
     q, f = derive_query_recursion(), derive_ffn_break()
     ref = "Reviewers' questions (attention variants, quadratic FFN)"

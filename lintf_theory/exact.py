@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import sympy as sp
 
 
 def rational_array(
@@ -71,8 +72,6 @@ def tokens(X: Any, y: Any, x_query: Any) -> Any:
 
 def solve(A: Any, b: Any) -> Any:
     """Exact solution of ``A z = b`` (``A`` square, invertible) by SymPy's rational LU."""
-    import sympy as sp
-
     sol = sp.Matrix(A.tolist()).LUsolve(sp.Matrix(b.reshape(len(b), -1).tolist()))
     return np.array(
         [[Fraction(int(v.p), int(v.q)) for v in row] for row in sol.tolist()], dtype=object

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
 from .symbols import A, b, c, delta
@@ -57,8 +58,6 @@ def layer_forward(P: Any, Q: Any, Z: Any, n: int) -> Any:
         rows.append(e_i + update)
     if isinstance(Z, sp.MatrixBase):
         return sp.Matrix.hstack(*rows).T
-    import numpy as np
-
     return np.stack(rows)
 
 

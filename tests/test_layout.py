@@ -219,26 +219,6 @@ LAZY_MARKER = "# lazy: start-up"
 #: ``(module, imported module)`` of imports inside functions kept for a reason other than start-up.
 LAZY_ALLOWED: dict[tuple[str, str], str] = {}
 
-#: Violations that exist today, each to be removed (then its entry goes: the test fails while an
-#: entry names a violation that no longer occurs, so this set only shrinks).  ``up``: an import
-#: pointing up the layers; ``cycle``: modules of one package (or packages) that import each other;
-#: ``lazy``: an import inside a function without :data:`LAZY_MARKER`.
-KNOWN_VIOLATIONS: set[str] = set()
-#: The modules imported inside functions today without the marker, by importing module (all in
-#: ``lintf_theory``): each is to be hoisted or marked, then removed here.
-LAZY_TODAY: dict[str, str] = {
-    "lintf_theory._bridge": "fractions jax.numpy numpy",
-    "lintf_theory._closed_forms": "lintf_theory._bridge lintf_theory._render",
-    "lintf_theory._diag_statements": "lintf_theory._diagonal lintf_theory._gdpp lintf_theory._lemma44 lintf_theory._step_size",
-    "lintf_theory._no_quadratics": "lintf_theory._bridge lintf_theory._render sympy.stats",
-    "lintf_theory._rescaling": "lintf_theory._bridge lintf_theory._render",
-    "lintf_theory._second_order": "lintf_theory._bridge lintf_theory._render",
-    "lintf_theory._variants": "lintf_theory._bridge lintf_theory._render lintf_theory.matexpr",
-    "lintf_theory.exact": "sympy",
-    "lintf_theory.layer": "numpy",
-}
-KNOWN_VIOLATIONS |= {f"lazy: {m} -> {t}" for m, ts in LAZY_TODAY.items() for t in ts.split()}
-
 
 class Import(NamedTuple):
     module: str  # the importing module, dotted
@@ -382,9 +362,9 @@ def violations(texts: dict[str, str]) -> set[str]:
 
 def test_imports_point_down_the_layers_without_cycles_or_unmarked_lazy_imports():
     found = violations(sources(modules()))
-    new, gone = sorted(found - KNOWN_VIOLATIONS), sorted(KNOWN_VIOLATIONS - found)
-    assert not new, "imports against the layers (see TIERS, LAZY_MARKER):\n" + "\n".join(new)
-    assert not gone, "fixed, so remove from KNOWN_VIOLATIONS / LAZY_TODAY:\n" + "\n".join(gone)
+    assert not found, "imports against the layers (see TIERS, LAZY_MARKER):\n" + "\n".join(
+        sorted(found)
+    )
 
 
 PROBES = {
@@ -405,7 +385,7 @@ def test_the_layer_check_finds_an_upward_import_a_cycle_and_an_unmarked_lazy_imp
         # marked lazy, but the proofs never import the reproduction
         "up: proofs._probe_c -> numerics.reproduce.floor",
     }
-    in_the_tree = violations(sources(modules()) | PROBES) - KNOWN_VIOLATIONS
+    in_the_tree = violations(sources(modules()) | PROBES)
     cycle = [v for v in in_the_tree - planted if v.startswith("cycle: ")]
     # the way back from numerics.train to numerics.models closes one cycle between packages
     assert in_the_tree - planted == set(cycle) and len(cycle) == 1

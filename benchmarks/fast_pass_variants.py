@@ -33,7 +33,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics.cli.bench import timer  # noqa: E402
+from numerics.bench import timer  # noqa: E402
 from numerics.models import forward as fastforward  # noqa: E402
 from numerics.train import step as training  # noqa: E402
 from numerics.train.config import TrainConfig  # noqa: E402

@@ -28,7 +28,7 @@ hostdevices.configure()  # as the lintf command: one host device per core, befor
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics.cli.bench import timer  # noqa: E402
+from numerics.bench import timer  # noqa: E402
 from numerics.train.config import TrainConfig  # noqa: E402
 from numerics.train.loop import training_devices  # noqa: E402
 

@@ -198,7 +198,7 @@ def test_the_committed_results_stay_small():
 #: command line.
 TIERS = (
     ("numerics.cli", "proofs"),
-    ("numerics.reproduce",),
+    ("numerics.reproduce", "numerics.bench"),
     ("numerics.train", "numerics.testing"),
     ("numerics.evaluate",),
     ("numerics.baselines",),

@@ -1,4 +1,4 @@
-"""``lintf bench`` end to end on a tiny model: its JSON, its FLOP count, time-to-quality and bad input.
+"""``lintf bench`` (:mod:`numerics.cli.bench` over :mod:`numerics.bench`) end to end on a tiny model: its JSON, its FLOP count, time-to-quality and bad input.
 
 The benchmark's numbers are machine-dependent and are not asserted; what is asserted is the shape of
 what it reports and the relations that hold on any machine.  The runs take about 45 s (one benchmark on a host
@@ -132,7 +132,7 @@ def test_unreachable_target_is_reported_not_reached(capsys):
     ],
 )
 def test_bad_input_is_one_line(capsys, monkeypatch, args, message):
-    from numerics.cli import bench
+    from numerics import bench
 
     def no_work(*a, **k):
         raise AssertionError("bench measured before its arguments were checked")

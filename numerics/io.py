@@ -181,8 +181,11 @@ class _Unreadable(ValueError):
 
 def _text(path: str | os.PathLike[str], max_bytes: int) -> str:
     try:
+        # before opening: opening a named pipe waits for a writer, for ever
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ValueError("not a regular file")
         with open(path, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # replaced since
                 raise ValueError("not a regular file")
             raw = f.read(max_bytes + 1)
     except OSError as exc:

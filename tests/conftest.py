@@ -111,6 +111,8 @@ START_FIRST = (
     "tests/cli/test_hostile_files.py",
     "tests/train/test_loop.py",
     "tests/theory/test_gdpp_floor.py",
+    "tests/baselines/test_gdpp_floor.py",
+    "tests/reproduce/test_floor.py",
     "tests/train/test_scale_fit.py",
     "tests/train/test_schedule.py",
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import stat
 
 import numpy as np
@@ -176,6 +177,28 @@ def test_read_json_refuses_a_file_above_the_size_limit_and_names_one_it_cannot_r
 def test_read_text_drops_a_byte_order_mark(tmp_path) -> None:  # noqa: ANN001
     (tmp_path / "t.csv").write_bytes(b"\xef\xbb\xbfnoise,depth\n")
     assert io.read_text(tmp_path / "t.csv", "t") == "noise,depth\n"
+
+
+def test_read_text_refuses_a_named_pipe_or_a_folder_without_opening_it(tmp_path) -> None:  # noqa: ANN001
+    """Opening a named pipe waits for a writer for ever: the type is checked before the open (an
+    alarm ends a read that blocks, as a failure of this test)."""
+    pipe = tmp_path / "printed.csv"
+    os.mkfifo(pipe)
+
+    def blocked(*_: object) -> None:
+        raise TimeoutError("read_text blocked on the named pipe")
+
+    before = signal.signal(signal.SIGALRM, blocked)
+    signal.alarm(10)
+    try:
+        for path in (pipe, tmp_path):
+            with pytest.raises(
+                LintfError, match=f"^--printed {re.escape(str(path))}: not a regular file$"
+            ):
+                io.read_text(path, f"--printed {path}")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
 
 
 @pytest.mark.parametrize(

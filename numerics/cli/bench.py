@@ -99,7 +99,7 @@ def ttq_option(args: argparse.Namespace, name: str):  # noqa: ANN201
 def measure(args: argparse.Namespace, say=print) -> dict:  # noqa: ANN001
     """Every measurement of one ``lintf bench`` run as a dict; ``say`` gets each line as it is
     measured."""
-    kinds = _check(args)  # before JAX is imported: a bad argument costs no start-up
+    kinds = _check(args)  # every argument, before any measurement
     from numerics import bench  # lazy: start-up
 
     out: dict = {

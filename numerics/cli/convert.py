@@ -15,6 +15,7 @@ import math
 import os
 from fractions import Fraction
 
+from numerics.cli.validate import available_memory, convert_input, memory
 from numerics.errors import LintfError
 
 #: ``--value-scale`` lies in ``[1/SCALE_MAX, SCALE_MAX]``: the conversions divide by it and square it.
@@ -91,7 +92,6 @@ def _load(path: str) -> dict:
     """The arrays of ``path`` that the conversion uses (``W_Q, W_K, W_V, W_O`` or ``P, Q``, as
     :func:`numerics.cli.validate.convert_input` chose them), and no other (:func:`numerics.archive.read_npz`)."""
     from numerics.archive import read_npz  # lazy: start-up
-    from numerics.cli.validate import available_memory, convert_input  # lazy: start-up
 
     return read_npz(path, f"input file {path!r}", convert_input(path), max_bytes=available_memory())
 
@@ -111,8 +111,6 @@ def run(args: argparse.Namespace) -> int:
     if (
         args.layers is not None and args.layers >= 1
     ):  # a weight-tied layer repeated: refuse what cannot fit first
-        from numerics.cli.validate import memory  # lazy: start-up
-
         per_layer = sum(np.asarray(v).size for k, v in arrays.items() if k in convert.NAMES)
         memory(
             3 * 8 * per_layer * args.layers,

@@ -20,6 +20,7 @@ import argparse
 import io
 
 from numerics.cli.layer_table import print_layers
+from numerics.cli.validate import SIGMA_MAX, SIZE_MAX, bounded, memory, model_bytes
 from numerics.errors import LintfError
 from numerics.io import strict_json
 
@@ -105,8 +106,6 @@ def meta_setting(meta: dict, key: str) -> object:
 
 def _size(value: object) -> int:
     """A context length: an integer (not a bool, not a fraction) in ``[1, SIZE_MAX]``."""
-    from numerics.cli.validate import SIZE_MAX  # lazy: start-up
-
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= SIZE_MAX:
         raise ValueError(f"must be an integer >= 1 and <= {SIZE_MAX}")
     return value
@@ -114,7 +113,6 @@ def _size(value: object) -> int:
 
 def _noise(spec: str):  # noqa: ANN202
     """:meth:`numerics.data.Noise.parse`, held to the command line's bound (:func:`numerics.cli.validate.bounded`)."""
-    from numerics.cli.validate import bounded  # lazy: start-up
     from numerics.data import Noise  # lazy: start-up
 
     return bounded(Noise.parse(spec))
@@ -198,7 +196,6 @@ def run(args: argparse.Namespace) -> int:
     import jax  # lazy: start-up
     import numpy as np  # lazy: start-up
 
-    from numerics.cli.validate import SIGMA_MAX  # lazy: start-up
     from numerics.data import check_sizes  # lazy: start-up
     from numerics.evaluate.inspector import inspect, summary  # lazy: start-up
     from numerics.io import load_model  # lazy: start-up
@@ -224,8 +221,6 @@ def run(args: argparse.Namespace) -> int:
         )
     setting = None
     if not args.data:
-        from numerics.cli.validate import memory, model_bytes  # lazy: start-up
-
         setting = sampling_setting(args, meta)
         check_sizes(args.n, d, args.sequences)
         memory(

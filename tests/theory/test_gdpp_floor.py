@@ -1,7 +1,9 @@
-"""GD++ is a spectral filter; ridge at λ = E σ² is its floor (theory, baselines, report, printed tables).
+"""GD++ is a spectral filter; ridge at λ = E σ² is its floor (the theory, and the floor among the
+baselines).
 
-Independent routes: the literal exact forward pass against the derived polynomial ``p_L``; the report's
-and the printed-table checks against synthetic entries placed above and below the floor.
+Independent routes: the literal exact forward pass against the derived polynomial ``p_L``; the
+floor's predictor against ridge solved in NumPy.  The report's check of the floor is
+``tests/reproduce/test_floor.py``, the printed tables' ``tests/baselines/test_gdpp_floor.py``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import math
 import os
 from fractions import Fraction
 
-from numerics.cli.validate import available_memory, convert_input, memory
+from numerics.cli import validate
 from numerics.errors import LintfError
 
 #: ``--value-scale`` lies in ``[1/SCALE_MAX, SCALE_MAX]``: the conversions divide by it and square it.
@@ -93,7 +93,12 @@ def _load(path: str) -> dict:
     :func:`numerics.cli.validate.convert_input` chose them), and no other (:func:`numerics.archive.read_npz`)."""
     from numerics.archive import read_npz  # lazy: start-up
 
-    return read_npz(path, f"input file {path!r}", convert_input(path), max_bytes=available_memory())
+    return read_npz(
+        path,
+        f"input file {path!r}",
+        validate.convert_input(path),
+        max_bytes=validate.available_memory(),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         args.layers is not None and args.layers >= 1
     ):  # a weight-tied layer repeated: refuse what cannot fit first
         per_layer = sum(np.asarray(v).size for k, v in arrays.items() if k in convert.NAMES)
-        memory(
+        validate.memory(
             3 * 8 * per_layer * args.layers,
             f"repeating the layer of {args.source} {args.layers} times",
             "--layers",

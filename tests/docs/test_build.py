@@ -258,3 +258,28 @@ def test_full_own_start_tables_are_its_logs() -> None:
         "a recipe without its run in runs.json"
     )
     assert all(row in page for row in rows), [row for row in rows if row not in page]
+
+
+def test_full_own_start_paper_grid_table_is_the_committed_records() -> None:
+    # Each row of the study's table of the paper grid's FULL cells at categorical noise is the cell's
+    # record in results/paper: its stages and steps, its loss ± SE, and the DIAG cell of its depth.
+    page = (EXPERIMENTS / "full-own-start.md").read_text()
+    rows = re.findall(
+        r"^ *\| FULL-(\d), `(categorical:[\d,]+)` \| (\d+) \(([\d ]+)\) \| \**([\d.]+) ± ([\d.]+)\**"
+        r" \| [\d.]+ \([\d.]+\) \| ([\d.]+) \|$",
+        page,
+        re.M,
+    )
+    assert len(rows) >= 7, rows
+    models = ROOT / "results" / "paper" / "models"
+    for L, noise, stages, steps, loss, se, diag in rows:
+        cell = f"-L{L}-{noise.replace(':', '').replace(',', '_')}"
+        full = json.loads((models / f"full{cell}" / "metrics.json").read_text())
+        other = json.loads((models / f"diag{cell}" / "metrics.json").read_text())
+        assert full["start"] == "random", cell
+        assert (int(stages), int(steps.replace(" ", ""))) == (
+            len(full["training"]["stages"]),
+            full["training"]["steps"],
+        ), cell
+        assert (loss, se) == (f"{full['eval']['loss']:.4f}", f"{full['eval']['se']:.4f}"), cell
+        assert diag == f"{other['eval']['loss']:.4f}", cell

@@ -132,7 +132,6 @@ def _scalar_coefficient(expr: sp.MatrixExpr, vec: sp.MatrixSymbol) -> sp.Expr:
 @cache
 def one_step_rule():
     """Bridge export ``(n, d, η, σ²) ↦ loss`` and ``(n, d, σ²) ↦ (η*, loss*)``."""
-
     g = derive_one_step_gd()
     return (
         export("one_step_loss", (n, d, eta, sigma2), (g.loss,)),

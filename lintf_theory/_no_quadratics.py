@@ -82,7 +82,6 @@ class NoQuadratics:
 
 def _gaussian_moment(k: int) -> sp.Expr:
     """``E z^k`` for ``z ~ N(0, 1)`` (``sympy.stats``)."""
-
     return sp.simplify(moment(Normal("z", 0, 1), k))
 
 
@@ -131,13 +130,11 @@ def derive_theorem_4_2() -> NoQuadratics:
 @cache
 def noiseless_weight_rule():
     """Bridge export ``(a, w, w_τ) ↦ v = a w_τ - w`` (column shapes, ``a`` is ``1×1``)."""
-
     return export("noiseless_weight", (a, w, w_tau), (derive_theorem_4_2().weight,))
 
 
 def noiseless_weight(a_val, w_val, w_task, backend: str = "numpy"):
     r"""``v^l`` with natural shapes (``a ()``, ``w, w_τ (d,)``): the layer-``l`` targets are ``X v^l``."""
-
     xp = _xp(backend)
     f = getattr(noiseless_weight_rule(), backend)
     return xp.reshape(

@@ -114,7 +114,6 @@ def derive_theorem_5_2() -> Theorem52:
 @cache
 def theorem_5_2_rule():
     """Bridge export ``(σ_1², σ_2², n) ↦ (ω_yx, ω_yy)``."""
-
     t = derive_theorem_5_2()
     return export("theorem_5_2_parameters", (s1, s2, n), (t.solution[omega_yx], t.omega_yy))
 

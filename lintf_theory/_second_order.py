@@ -241,7 +241,6 @@ def layer_count(kappa_val: float, eps_val: float) -> LayerCount:
 @cache
 def kappa_next_rule():
     r"""Bridge export of the derived ``κ ↦ κ'`` (``γν = 1/3``) and eigenvalue map ``(μ, ω_xx) ↦ f(μ)``."""
-
     return (
         export("kappa_next", (kappa,), (derive_lemma_a3().kappa_next,)),
         export("gdpp_eigenvalue_map", (mu, omega_xx), (gdpp_eigenvalue_map(),)),

@@ -162,14 +162,12 @@ def derive_query_recursion() -> QueryRecursion:
 @cache
 def query_recursion_rule():
     """Bridge export ``(M, w, A, b, c, δ) ↦ (M', w')`` of the query's own recursion."""
-
     q = derive_query_recursion()
     return export("query_step", (M, w, A, b, c, delta), (q.M_next, q.w_next))
 
 
 def query_step(M_val: Any, w_val: Any, G: Any, backend: str = "numpy") -> tuple[Any, Any]:
     """One layer of the query's recursion with its own ``G_t`` (natural shapes, ``w (d,)``)."""
-
     xp = _xp(backend)
     A_, b_, c_, dl = split_blocks(G)
     f = getattr(query_recursion_rule(), backend)

@@ -133,7 +133,6 @@ def strict_json(obj: Any, **kw: Any) -> str:
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """The hex SHA-256 of a file's bytes: what a record keeps of a model file it was made from."""
-
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 

@@ -638,6 +638,7 @@ def test_each_top_level_part_a_reader_needs_removed_or_retyped_is_one_line(
         "record": out / "models" / QUICK_CELLS[1].name / "metrics.json",
         "baselines": out / "baselines" / f"{grid.slug(QUICK.noises[0])}.json",
         "marker": out / "lintf-sweep.json",
+        "floor": out / "baselines" / f"floor-{grid.slug(QUICK.noises[0])}.json",
     }[kind]
     doc = json.loads(path.read_bytes())
     *parents, last = key.split(".")

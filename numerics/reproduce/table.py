@@ -57,22 +57,18 @@ def by_key(cells: dict[str, Any]) -> dict[Key, Any]:
 def build_table(cells: dict[str, Any], base: dict[str, dict[str, Any]]) -> Table:
     """Table from the sweep's cell records (:class:`numerics.reproduce.record.Record`) and baseline
     results; a failed cell is never an entry."""
-    t: Table = {}
-    for k, m in by_key(cells).items():
-        if not m.failed:
-            t[k] = Entry.of(m.eval)
-    for nz, b in base.items():
-        for name, r in b["methods"].items():
-            t[(name, 0, nz)] = Entry.of(r)
-    return t
+    t = {k: Entry.of(m.eval) for k, m in by_key(cells).items() if not m.failed}
+    return t | {
+        (name, 0, nz): Entry.of(r) for nz, b in base.items() for name, r in b["methods"].items()
+    }
 
 
-def fmt(x: float | None, digits: int = 4, signed: bool = False) -> str:
+def fmt(x: float | None, signed: bool = False) -> str:
     """Fixed point, or scientific from 1e4 on (a heavy-tailed entry's 2.3e31 stays readable)."""
     if x is None:
         return "–"
     sign = "+" if signed else ""
-    return f"{x:{sign}.{digits - 1}e}" if abs(x) >= 1e4 else f"{x:{sign}.{digits}f}"
+    return f"{x:{sign}.3e}" if abs(x) >= 1e4 else f"{x:{sign}.4f}"
 
 
 def pm(e: Entry | None) -> str:

@@ -8,7 +8,7 @@ from numerics.reproduce.table import Entry
 
 
 def test_a_table_without_the_cells_a_claim_needs_leaves_it_not_evaluated_and_says_why() -> None:
-    claims = check_claims({})
+    claims = check_claims({}, {})
     assert [c.key for c in claims] == list(TEXTS) and all(c.text == TEXTS[c.key] for c in claims)
     assert {c.verdict for c in claims} == {"not evaluated"}
     superexp = next(c for c in claims if c.key == "gdpp_superexponential")

@@ -37,28 +37,23 @@ def floor_entries(out: str | Path, budget: Any, noises: list[str]) -> dict[str, 
         have = read_floor(path) if path.exists() else {}
         if {k: have.get(k) for k in want} != want:
             e = floor_of(nz, budget.n, budget.d, budget.eval_sequences, RULES.eval_seed)
-            numbers = {k: float(e[k]) for k in NUMBERS}
-            have = want | numbers | {"lam": Noise.parse(nz).mean_sigma2}
+            have = want | {k: float(e[k]) for k in NUMBERS} | {"lam": Noise.parse(nz).mean_sigma2}
             atomic_write_json(path, have)
         floors[nz] = Entry.of(have)
     return floors
 
 
-def below_floor(entry: Entry, floor: Entry) -> tuple[bool, float, float]:
-    r"""``(flagged, difference, SE)``: the entry minus the floor (paired where both carry their gap
-    to Bayes, :func:`numerics.reproduce.table.difference`), flagged where
-    :func:`numerics.baselines.gdpp_floor.impossible`."""
-    diff, se = difference(entry, floor)
-    return impossible(diff, se), diff, se
-
-
 def claim_gdpp_floor(t: Table, floors: dict[str, Entry]) -> Claim:
-    r"""Every GD++ cell of the table against ridge at ``λ = E σ²`` of its noise setting."""
+    r"""Every GD++ cell of the table against ridge at ``λ = E σ²`` of its noise setting: the entry
+    minus the floor (paired where both carry their gap to Bayes,
+    :func:`numerics.reproduce.table.difference`), flagged where
+    :func:`numerics.baselines.gdpp_floor.impossible`."""
     ok, ev = [], []
     for (m, L, nz), e in sorted(t.items()):
         if m != "gdpp" or nz not in floors:
             continue
-        flag, diff, se = below_floor(e, floors[nz])
+        diff, se = difference(e, floors[nz])
+        flag = impossible(diff, se)
         ok.append(not flag)
         ev.append(
             f"{nz} GD++-{L} {pm(e)} vs ridge at lambda = E sigma^2 = "

@@ -34,14 +34,16 @@ from numerics.reproduce.table import MODEL_NAMES, Table, depths_of, fmt
 
 #: ``s`` grid of the ridge path (plus ``s = 0``); its span covers σ² from 1e-5 to 1e5.
 S_GRID = np.concatenate([[0.0], np.geomspace(1e-5, 1e5, 241)])
+#: How many sequences' weights and ridge paths the plane panel of :func:`fig_weights` draws.
+SHOW = 4
 
 
 def trajectories(
-    P: Any, Q: Any, noise: str, sequences: int, n: int, d: int, key: jax.Array, show: int = 4
+    P: Any, Q: Any, noise: str, sequences: int, n: int, d: int, key: jax.Array
 ) -> dict[str, np.ndarray]:
     """Arrays for :func:`fig_weights` (float64, ``sequences`` fresh sequences)."""
     with jax.enable_x64(True):
-        b = data.sample(key, noise, int(sequences), n, d, jnp.float64)
+        b = data.sample(key, noise, sequences, n, d, jnp.float64)
         st = inspector.implicit_states(
             jnp.asarray(P, jnp.float64), jnp.asarray(Q, jnp.float64), b.X, b.y
         )
@@ -57,21 +59,21 @@ def trajectories(
     ols = path[0]
     scale = np.linalg.norm(oracle, axis=-1)  # (B,)
     dists = np.linalg.norm(w[:, None] - path[None], axis=-1)  # (L+1, S, B)
-    e1 = ols / np.linalg.norm(ols, axis=-1, keepdims=True)
+    nrm = np.linalg.norm(ols, axis=-1, keepdims=True)  # (B, 1)
+    e1 = ols / nrm
     o = oracle - np.sum(oracle * e1, -1, keepdims=True) * e1
     e2 = o / np.maximum(np.linalg.norm(o, axis=-1, keepdims=True), 1e-300)
-    nrm = np.linalg.norm(ols, axis=-1)[:, None]
 
     def coords(v: np.ndarray) -> np.ndarray:
         return np.stack([np.sum(v * e1, -1), np.sum(v * e2, -1)], -1) / nrm
 
-    k = min(int(show), w.shape[1])
+    k = min(SHOW, w.shape[1])
     return {
         "dist": dists.min(1) / scale,
         "s_best": S_GRID[np.argmin(dists[-1], axis=0)],
         "sigma": sig,
         "to_oracle": np.linalg.norm(w - oracle[None], axis=-1) / scale,
-        "to_ols": np.linalg.norm(w - ols[None], axis=-1) / np.linalg.norm(ols, axis=-1),
+        "to_ols": np.linalg.norm(w - ols[None], axis=-1) / nrm[:, 0],
         "proj": coords(w)[:, :k],
         "path": coords(path)[:, :k],
     }
@@ -163,20 +165,20 @@ def write(
     md += ["", "![gap to Bayes vs depth](fig_beyond_depth.png)", ""]
     if PQ is None:
         md.append(f"No implicit weights: DIAG-{L} at {FOCUS} is a failed cell ({failed}).")
-        return files, "\n".join(md) + "\n"
-    tr = trajectories(*PQ, FOCUS, 1000, budget.n, budget.d, RULES.tail_key())
-    title = f"DIAG-{L} on {FOCUS}: implicit weights w^l (Theorem 4.1) vs the ridge path"
-    fig_weights(tr, title, out / "fig_beyond_weights.png")
-    files.append("fig_beyond_weights.png")
-    rho = np.corrcoef(
-        np.log(np.maximum(tr["sigma"], 1e-3) ** 2), np.log(np.maximum(tr["s_best"], 1e-5))
-    )[0, 1]
-    md += [
-        f"Implicit weights of DIAG-{L} on 1000 sequences: median relative distance of `w^{L}` to "
-        f"the ridge path {np.median(tr['dist'][-1]):.3f}, to oracle ridge "
-        f"{np.median(tr['to_oracle'][-1]):.3f}, to OLS {np.median(tr['to_ols'][-1]):.3f}; "
-        f"correlation of log(nearest ridge s) with log σ² {rho:.2f}. Regenerate: `{cmd}`.",
-        "",
-        "![implicit weights vs ridge path](fig_beyond_weights.png)",
-    ]
+    else:
+        tr = trajectories(*PQ, FOCUS, 1000, budget.n, budget.d, RULES.tail_key())
+        title = f"DIAG-{L} on {FOCUS}: implicit weights w^l (Theorem 4.1) vs the ridge path"
+        fig_weights(tr, title, out / "fig_beyond_weights.png")
+        files.append("fig_beyond_weights.png")
+        rho = np.corrcoef(
+            np.log(np.maximum(tr["sigma"], 1e-3) ** 2), np.log(np.maximum(tr["s_best"], 1e-5))
+        )[0, 1]
+        md += [
+            f"Implicit weights of DIAG-{L} on 1000 sequences: median relative distance of `w^{L}` "
+            f"to the ridge path {np.median(tr['dist'][-1]):.3f}, to oracle ridge "
+            f"{np.median(tr['to_oracle'][-1]):.3f}, to OLS {np.median(tr['to_ols'][-1]):.3f}; "
+            f"correlation of log(nearest ridge s) with log σ² {rho:.2f}. Regenerate: `{cmd}`.",
+            "",
+            "![implicit weights vs ridge path](fig_beyond_weights.png)",
+        ]
     return files, "\n".join(md) + "\n"

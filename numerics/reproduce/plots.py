@@ -77,15 +77,21 @@ def _grid(k: int, ncols: int = 4, w: float = 3.4, h: float = 2.8) -> tuple[Any, 
 
 
 def gap_panels(
-    t: Table, kinds: tuple[str, ...], bases: tuple[str, ...], noises: list[str], **grid: float
-) -> tuple[Any, np.ndarray]:
+    t: Table,
+    kinds: tuple[str, ...],
+    bases: tuple[str, ...],
+    noises: list[str],
+    title: str,
+    path: str | Path,
+    **grid: float,
+) -> None:
     """One panel per noise setting: the gap to the Bayes floor (adjusted loss − Bayes, paired ± SE)
     of each model kind of ``kinds`` against depth, and of each baseline of ``bases`` as a
     horizontal line, on a log axis.  A gap ≤ 0 (at the floor up to evaluation noise, such as every
     baseline at σ_max = 0) has no place on a log axis: it is clipped to the panel's bottom edge,
     :data:`CLIP` times its smallest positive gap, and marked there with an open triangle (a
     baseline's line lies on that edge).  The legend takes the first free slot of the grid, if any.
-    ``grid``: the panels' layout (:func:`_grid`); the caller's :func:`_finish` draws no legend."""
+    ``grid``: the panels' layout (:func:`_grid`); ``title`` and ``path``: :func:`_finish`'s."""
     fig, axes = _grid(len(noises), **grid)
     for ax, nz in zip(axes, noises):
         mine = {
@@ -119,18 +125,17 @@ def gap_panels(
         axes[len(noises)].legend(*axes[0].get_legend_handles_labels(), loc="center")
     else:
         legend(axes, 6)
-    return fig, axes
+    _finish(fig, axes, "loss − Bayes loss", title, path, size=None)
 
 
 def fig1(t: Table, noises: list[str], path: str | Path) -> None:
     """Every model's gap to the Bayes floor against depth, one panel per noise setting, with the
     baselines' gaps as horizontal lines (:func:`gap_panels`)."""
-    fig, axes = gap_panels(t, tuple(NAMES), BASE_NAMES[:3], noises)
     title = (
         "Fig. 1: gap to the Bayes floor (adjusted loss − Bayes, paired ± SE) vs depth, log axis; "
         "lines: baselines; ▽ on the bottom edge: gap ≤ 0"
     )
-    _finish(fig, axes, "loss − Bayes loss", title, path, size=None)
+    gap_panels(t, tuple(NAMES), BASE_NAMES[:3], noises, title, path)
 
 
 def _finish(
@@ -171,17 +176,15 @@ def fig2(
     """Top: per-variance profiles of the L-layer models for each uniform setting. Bottom:
     ``focus`` across depths."""
     uni = [nz for nz in noises if Noise.parse(nz).kind == "uniform"]
-    top = [[(m, L, f"{NAMES[m]}-{L}", COLORS[m]) for m in NAMES]] * len(uni)
+    top = [(m, L, f"{NAMES[m]}-{L}", COLORS[m]) for m in NAMES]
+    panels = [(nz, top, None) for nz in uni]
     cmap = plt.get_cmap("viridis")
-    bottom = []
     for m in NAMES:
         Ls = depths_of(rec, m, focus)
-        bottom.append(
-            [(m, d, f"{NAMES[m]}-{d}", cmap(i / max(len(Ls) - 1, 1))) for i, d in enumerate(Ls)]
-        )
-    panels = [(nz, c, None) for nz, c in zip(uni, top)] + [
-        (focus, c, m) for m, c in zip(NAMES, bottom)
-    ]
+        bottom = [
+            (m, d, f"{NAMES[m]}-{d}", cmap(i / max(len(Ls) - 1, 1))) for i, d in enumerate(Ls)
+        ]
+        panels.append((focus, bottom, m))
     fig, axes = _grid(len(panels))
     for ax, (nz, curves, m) in zip(axes, panels):
         _profile_panel(ax, rec, base.get(nz), nz, curves)
@@ -219,13 +222,13 @@ def fig4(P: np.ndarray, Q: np.ndarray, title: str, path: str | Path) -> None:
     fig, axes = plt.subplots(2, L, figsize=(2.6 * L, 5.2), squeeze=False)
     for row, (name, A) in enumerate((("P", P), ("Q", Q))):
         for l in range(L):
-            M = A[l, 0]
+            M, ax = A[l, 0], axes[row, l]
             v = float(np.max(np.abs(M))) or 1.0
-            im = axes[row, l].imshow(M, cmap="RdBu_r", vmin=-v, vmax=v)
-            axes[row, l].set_title(f"{name}^{l + 1} (max |·| {v:.2g})", fontsize=8)
-            axes[row, l].set_xticks([])
-            axes[row, l].set_yticks([])
-            fig.colorbar(im, ax=axes[row, l], fraction=0.046)
+            im = ax.imshow(M, cmap="RdBu_r", vmin=-v, vmax=v)
+            ax.set_title(f"{name}^{l + 1} (max |·| {v:.2g})", fontsize=8)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            fig.colorbar(im, ax=ax, fraction=0.046)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     save(fig, path)
@@ -294,9 +297,8 @@ def fig7(rec: dict[Key, Any], base: dict, focus: str, L: int, path: str | Path) 
 def fig_depth(t: Table, noises: list[str], path: str | Path) -> None:
     """Beyond the paper: DIAG/FULL gap to the Bayes floor against depth (paired, ± SE), with
     AdaRR's and TunedRR's (:func:`gap_panels`)."""
-    fig, axes = gap_panels(t, ("diag", "full"), ("AdaRR", "TunedRR"), noises, ncols=2, w=5, h=3.5)
     title = (
         "Beyond the paper: gap to the Bayes-optimal floor against depth (log axis; ▽ on the "
         "bottom edge: gap ≤ 0)"
     )
-    _finish(fig, axes, "loss − Bayes loss", title, path, size=None)
+    gap_panels(t, ("diag", "full"), ("AdaRR", "TunedRR"), noises, title, path, ncols=2, w=5, h=3.5)

@@ -42,21 +42,6 @@ CAPTIONS = {
 }
 
 
-def command(budget: str, out: str, part: str) -> str:
-    """The command that regenerates a part (finished cells are reused)."""
-    return f"python -m numerics.cli reproduce --budget {budget} --out {out} --only {part}"
-
-
-def profiles_of(rec: dict[Key, Any]) -> dict[Key, dict[str, list[float]]]:
-    """Final-layer per-variance profiles of the passing cells of ``rec`` (records keyed like the
-    table)."""
-    return {
-        k: {"sigma": m.profile["sigma"], "loss": m.profile["loss"][-1]}
-        for k, m in rec.items()
-        if not m.failed
-    }
-
-
 def training_reason(m: Any) -> str:
     """How a cell was trained, as the reason a comparison with it failed: steps, stages, the
     stopping rule."""
@@ -94,7 +79,10 @@ def write_outputs(
     :class:`numerics.reproduce.sweep.Sweep`.  Returns ``{"files": [...], "claims": [Claim,
     ...]}``."""
     out, arg = Path(out), out_arg or str(out)
-    cmd = lambda part: command(budget.name, arg, part)  # noqa: E731
+    # the command that regenerates a part (finished cells are reused)
+    cmd = lambda part: (  # noqa: E731
+        f"python -m numerics.cli reproduce --budget {budget.name} --out {arg} --only {part}"
+    )
     cells, base, L, missing = sw.cells, sw.baselines, budget.max_depth, set(sw.missing)
     grid_cells = {
         k: v for k, v in cells.items() if v.layers in budget.depths and v.noise in budget.noises
@@ -160,7 +148,13 @@ def write_outputs(
     }
     from_diag = frozenset(k for k, m in grid_rec.items() if m.start == "diag")
     extra = [floor.claim_gdpp_floor(table, floors)]
-    claims = judged_claims(table, budget.depths, profiles_of(rec), extra, to_come, from_diag)
+    # the claims read the final-layer per-variance profiles of the passing cells
+    profiles = {
+        k: {"sigma": m.profile["sigma"], "loss": m.profile["loss"][-1]}
+        for k, m in rec.items()
+        if not m.failed
+    }
+    claims = judged_claims(table, budget.depths, profiles, extra, to_come, from_diag)
     claims_md = claims_markdown(claims, cmd("table1"), rec)
     report = _report_markdown(sw, budget, table, claims_md, beyond_md, cmd, out)
     atomic_write_text(out / "report.md", report)
@@ -223,7 +217,7 @@ def provenance_lines(sw: Any, budget: Budget, out: Path) -> list[str]:
 def _report_markdown(
     sw: Any, budget: Budget, table: Table, claims_md: str, beyond_md: str, cmd: Any, out: Path
 ) -> str:
-    s, rules = budget.schedule, RULES
+    s = budget.schedule
     secs = sum(float(m.provenance.get("seconds") or 0.0) for m in sw.cells.values())
     lines = [
         f"# Reproduction report: budget `{budget.name}`",
@@ -240,7 +234,7 @@ def _report_markdown(
         "σ_max = 0 the spectral fit of `numerics.baselines.gdpp_fit`), in stages: "
         f"{s.steps} steps of batch {s.batch} ({s.seeds} seed(s)) first, then from the best "
         "stage so far with the steps spent doubled at half the rate, until doubling moves the "
-        f"held-out loss by less than {rules.stop_rel:.0%} or {rules.stop_se:g} SE (at most "
+        f"held-out loss by less than {RULES.stop_rel:.0%} or {RULES.stop_se:g} SE (at most "
         f"{s.most} stages; `numerics.reproduce.cell`); the Fig. 5 cells are trained "
         f"{budget.seeds} times, each with its own master seed; n = {budget.n}, d = {budget.d}.",
         f"- Evaluation: {budget.eval_sequences} fresh float64 sequences per cell, the same "

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -229,7 +230,7 @@ def log_rates(depths: list[int], losses: list[float]) -> list[float]:
     r"""Per-layer decrease of ``ln loss`` between consecutive depths,
     ``(ln ℓ_k − ln ℓ_{k+1}) / (L_{k+1} − L_k)``, up to the first loss at or below :data:`FLOOR`."""
     rates = []
-    for (L0, l0), (L1, l1) in zip(zip(depths, losses), zip(depths[1:], losses[1:])):
+    for (L0, l0), (L1, l1) in pairwise(zip(depths, losses)):
         if l0 <= FLOOR or l1 <= FLOOR:
             break
         rates.append((math.log(l0) - math.log(l1)) / (L1 - L0))
@@ -243,7 +244,7 @@ def claim_gdpp_superexponential(t: Table) -> Claim:
     Ls = depths_of(t, "gdpp", zero[0])
     ls = [t[("gdpp", L, zero[0])].loss for L in Ls]
     rates = log_rates(Ls, ls)
-    ok = len(rates) >= 2 and all(b > a for a, b in zip(rates, rates[1:]))
+    ok = len(rates) >= 2 and all(b > a for a, b in pairwise(rates))
     ev = [
         ", ".join(f"L={L}: {l:.3g}" for L, l in zip(Ls, ls)),
         "per-layer decrease of ln loss between consecutive depths: "
@@ -294,7 +295,7 @@ def claim_baseline_order(t: Table) -> Claim:
         if Noise.parse(nz).sigma_max == 0 or not all((b, 0, nz) in t for b in BASE_NAMES):
             continue
         v = [t[(b, 0, nz)].loss for b in BASE_NAMES]
-        ok.append(all(a > b for a, b in zip(v, v[1:])))
+        ok.append(all(a > b for a, b in pairwise(v)))
         ev.append(
             f"{nz}: "
             + " > ".join(f"{b} {x:.4f}" for b, x in zip(BASE_NAMES, v))

@@ -124,7 +124,7 @@ def write_outputs(
     for part in (p for p in figs if p in drawn):
         figs[part](out / f"{part}.png")
         files.append(f"{part}.png")
-    if "fig4" in drawn and PQ is not None:
+    if PQ is not None:  # only where Fig. 4 is drawn
         title = f"Fig. 4: FULL-4 on {CATEGORICAL}, P^l and Q^l ({c4.name}/model.npz)"
         plots.fig4(*PQ, title, out / "fig4.png")
         files.append("fig4.png")

@@ -127,9 +127,7 @@ def fig_weights(traj: dict[str, np.ndarray], title: str, path: str | Path) -> No
     axes[2].set_xlabel("along OLS w*  (/‖w*‖)")
     axes[2].set_ylabel("orthogonal part")
     axes[2].set_title("w^0…w^L (dots) and ridge paths (lines)", fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    plots.save(fig, path)
+    plots.save(fig, title, path)
 
 
 def write(

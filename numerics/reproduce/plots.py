@@ -47,7 +47,10 @@ CLIP = 0.1
 CLIPPED = "▽, bottom edge: gap ≤ 0"
 
 
-def save(fig: Any, path: str | Path) -> None:
+def save(fig: Any, title: str, path: str | Path, fontsize: int = 10) -> None:
+    """Every figure's ending: its title, its layout, and its PNG written atomically."""
+    fig.suptitle(title, fontsize=fontsize)
+    fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
     plt.close(fig)
@@ -146,9 +149,7 @@ def _finish(
     axes[0].set_ylabel(ylabel)
     if size is not None:
         legend(axes, size)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    save(fig, path)
+    save(fig, title, path)
 
 
 def _profile_panel(
@@ -209,11 +210,8 @@ def fig3(rec: dict[Key, Any], base: dict, noises: list[str], L: int, path: str |
         )
         ax.legend(fontsize=6)
     axes[0].set_ylabel("adjusted loss")
-    fig.suptitle(
-        "Fig. 3: categorical noise (dotted: training levels;\nevery other σ is unseen)", fontsize=9
-    )
-    fig.tight_layout()
-    save(fig, path)
+    title = "Fig. 3: categorical noise (dotted: training levels;\nevery other σ is unseen)"
+    save(fig, title, path, fontsize=9)
 
 
 def fig4(P: np.ndarray, Q: np.ndarray, title: str, path: str | Path) -> None:
@@ -229,9 +227,7 @@ def fig4(P: np.ndarray, Q: np.ndarray, title: str, path: str | Path) -> None:
             ax.set_xticks([])
             ax.set_yticks([])
             fig.colorbar(im, ax=ax, fraction=0.046)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    save(fig, path)
+    save(fig, title, path)
 
 
 def _model_panels(

@@ -27,7 +27,7 @@ def test_fig5_spreads_over_the_seed_replicas_that_pass_the_tail_rules(tmp_path, 
         },
     )
     figs = []
-    monkeypatch.setattr(plots, "save", lambda fig, path: figs.append(fig))
+    monkeypatch.setattr(plots, "save", lambda fig, title, path: figs.append(fig))
     plots.fig5({("diag", 2, "uniform:5"): cell}, {}, "uniform:5", 2, tmp_path / "fig5.png")
     ax = next(a for a in figs[0].axes if a.get_title().startswith("DIAG"))
     (bars,) = ax.containers
@@ -48,7 +48,7 @@ def test_fig1_draws_the_gap_to_bayes_on_a_log_axis_and_clips_a_gap_at_or_below_z
         ("diag", 2, nz): Entry(2e-6, 1e-7, 2e-6, 1e-7),
     } | {(b, 0, nz): Entry(0.0, 0.0, 0.0, 0.0) for b in ("ConstRR", "AdaRR", "TunedRR", "Bayes")}
     figs = []
-    monkeypatch.setattr(plots, "save", lambda fig, path: figs.append(fig))
+    monkeypatch.setattr(plots, "save", lambda fig, title, path: figs.append(fig))
     plots.fig1(t, [nz], tmp_path / "fig1.png")
     (ax,) = [a for a in figs[0].axes if a.get_visible()]
     lo = plots.CLIP * 2e-6

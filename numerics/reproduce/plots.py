@@ -153,11 +153,12 @@ def _finish(
 
 
 def _profile_panel(
-    ax: Any, rec: dict, base: dict | None, noise: str, curves: list[tuple[str, int, str, Any]]
+    ax: Any, rec: dict, base: dict | None, noise: str, curves: list[tuple[str, int, Any]]
 ) -> None:
-    for model, L, label, color in curves:
+    for model, L, color in curves:
         if (model, L, noise) in rec:
             p = rec[(model, L, noise)].profile
+            label = f"{NAMES[model]}-{L}"
             ax.plot(p["sigma"], p["loss"][-1], color=color, marker=".", ms=3, label=label)
     if base is not None:
         pr = base["profile"]
@@ -177,14 +178,12 @@ def fig2(
     """Top: per-variance profiles of the L-layer models for each uniform setting. Bottom:
     ``focus`` across depths."""
     uni = [nz for nz in noises if Noise.parse(nz).kind == "uniform"]
-    top = [(m, L, f"{NAMES[m]}-{L}", COLORS[m]) for m in NAMES]
+    top = [(m, L, COLORS[m]) for m in NAMES]
     panels = [(nz, top, None) for nz in uni]
     cmap = plt.get_cmap("viridis")
     for m in NAMES:
         Ls = depths_of(rec, m, focus)
-        bottom = [
-            (m, d, f"{NAMES[m]}-{d}", cmap(i / max(len(Ls) - 1, 1))) for i, d in enumerate(Ls)
-        ]
+        bottom = [(m, d, cmap(i / max(len(Ls) - 1, 1))) for i, d in enumerate(Ls)]
         panels.append((focus, bottom, m))
     fig, axes = _grid(len(panels))
     for ax, (nz, curves, m) in zip(axes, panels):
@@ -205,9 +204,7 @@ def fig3(rec: dict[Key, Any], base: dict, noises: list[str], L: int, path: str |
     cat = [nz for nz in noises if Noise.parse(nz).kind == "categorical"]
     fig, axes = _grid(max(len(cat), 1), ncols=2, w=5, h=3.5)
     for ax, nz in zip(axes, cat):
-        _profile_panel(
-            ax, rec, base.get(nz), nz, [(m, L, f"{NAMES[m]}-{L}", COLORS[m]) for m in NAMES]
-        )
+        _profile_panel(ax, rec, base.get(nz), nz, [(m, L, COLORS[m]) for m in NAMES])
         ax.legend(fontsize=6)
     axes[0].set_ylabel("adjusted loss")
     title = "Fig. 3: categorical noise (dotted: training levels;\nevery other σ is unseen)"
@@ -224,8 +221,7 @@ def fig4(P: np.ndarray, Q: np.ndarray, title: str, path: str | Path) -> None:
             v = float(np.max(np.abs(M))) or 1.0
             im = ax.imshow(M, cmap="RdBu_r", vmin=-v, vmax=v)
             ax.set_title(f"{name}^{l + 1} (max |·| {v:.2g})", fontsize=8)
-            ax.set_xticks([])
-            ax.set_yticks([])
+            ax.set(xticks=[], yticks=[])
             fig.colorbar(im, ax=ax, fraction=0.046)
     save(fig, title, path)
 

@@ -52,13 +52,13 @@ def trajectories(
         alpha = np.asarray(jnp.einsum("bnd,bn->bd", b.X, b.y))
     mu, V = np.linalg.eigh(Sigma)  # (B, d), (B, d, d)
     beta = np.einsum("bdk,bd->bk", V, alpha)
-    coef = beta[None] / (mu[None] + S_GRID[:, None, None])  # (S, B, d) in the eigenbasis
+    coef = beta / (mu + S_GRID[:, None, None])  # (S, B, d) in the eigenbasis
     path = np.einsum("bdk,sbk->sbd", V, coef)  # (S, B, d)
     sig = np.asarray(b.sigma)
     oracle = np.einsum("bdk,bk->bd", V, beta / (mu + sig[:, None] ** 2))
     ols = path[0]
     scale = np.linalg.norm(oracle, axis=-1)  # (B,)
-    dists = np.linalg.norm(w[:, None] - path[None], axis=-1)  # (L+1, S, B)
+    dists = np.linalg.norm(w[:, None] - path, axis=-1)  # (L+1, S, B)
     nrm = np.linalg.norm(ols, axis=-1, keepdims=True)  # (B, 1)
     e1 = ols / nrm
     o = oracle - np.sum(oracle * e1, -1, keepdims=True) * e1
@@ -72,8 +72,8 @@ def trajectories(
         "dist": dists.min(1) / scale,
         "s_best": S_GRID[np.argmin(dists[-1], axis=0)],
         "sigma": sig,
-        "to_oracle": np.linalg.norm(w - oracle[None], axis=-1) / scale,
-        "to_ols": np.linalg.norm(w - ols[None], axis=-1) / nrm[:, 0],
+        "to_oracle": np.linalg.norm(w - oracle, axis=-1) / scale,
+        "to_ols": np.linalg.norm(w - ols, axis=-1) / nrm[:, 0],
         "proj": coords(w)[:, :k],
         "path": coords(path)[:, :k],
     }

@@ -191,34 +191,32 @@ def run(
         claim(out, cfg, flag)
         save_checkpoint(out, s, r)
 
-    if progress:
-        cols = (
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TextColumn("loss {task.fields[loss]:.4g}"),
-            TextColumn("{task.fields[rate]:.1f} steps/s"),
-            TimeRemainingColumn(),
+    cols = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("loss {task.fields[loss]:.4g}"),
+        TextColumn("{task.fields[rate]:.1f} steps/s"),
+        TimeRemainingColumn(),
+    )
+    # progress=False: the bar is kept up to date but never shown
+    with Progress(*cols, transient=False, disable=not progress) as bar:
+        start = 0 if resume is None else int(resume.state.step)
+        task = bar.add_task(
+            f"{cfg.model}-{cfg.layers}",
+            total=cfg.steps,
+            completed=start,
+            loss=float("nan"),
+            rate=0.0,
         )
-        with Progress(*cols, transient=False) as bar:
-            start = 0 if resume is None else int(resume.state.step)
-            task = bar.add_task(
-                f"{cfg.model}-{cfg.layers}",
-                total=cfg.steps,
-                completed=start,
-                loss=float("nan"),
-                rate=0.0,
-            )
-            t0 = time.perf_counter()
+        t0 = time.perf_counter()
 
-            def tick(s: TrainState, r: Result) -> None:
-                done = int(s.step)
-                rate = (done - start) / max(time.perf_counter() - t0, 1e-9)
-                bar.update(task, completed=done, loss=min(r.curve[-1][1:]), rate=rate)
+        def tick(s: TrainState, r: Result) -> None:
+            done = int(s.step)
+            rate = (done - start) / max(time.perf_counter() - t0, 1e-9)
+            bar.update(task, completed=done, loss=min(r.curve[-1][1:]), rate=rate)
 
-            res = train(cfg, resume, on_chunk=tick, checkpoint=ck, stop_at=stop_at)
-    else:
-        res = train(cfg, resume, checkpoint=ck, stop_at=stop_at)
+        res = train(cfg, resume, on_chunk=tick, checkpoint=ck, stop_at=stop_at)
     if int(res.state.step) < cfg.steps:
         return None
     return finalize(out, cfg, res, baselines=baselines)

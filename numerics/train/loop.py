@@ -249,7 +249,7 @@ def train(
         ok = np.asarray(ok)
         if not ok.all():
             bad = np.flatnonzero(~ok)
-            rho = np.asarray(res.state.rho).copy()
+            rho = np.array(res.state.rho)
             rho[bad] *= 0.5
             event = {"step": step, "seeds": bad.tolist(), "rho": rho[bad].tolist()}
             # failed again from the same start: go back one more chunk
@@ -266,9 +266,7 @@ def train(
                     f"{bad.tolist()}); lower --lr (now {cfg.peak_lr:g}){wider}",
                     step,
                 )
-            res.state = res.state._replace(
-                rho=place(jnp.asarray(rho, res.state.rho.dtype), devices)
-            )
+            res.state = res.state._replace(rho=place(rho, devices))
             continue
         failed_at = None
         res.history = [*res.history, (res.state, len(res.curve), res.skipped)][-HISTORY:]

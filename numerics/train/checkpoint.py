@@ -13,7 +13,6 @@ a damaged or foreign file is a :class:`ValueError` naming what is wrong, never a
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -142,12 +141,7 @@ def _checkpoint_meta(meta: Any) -> dict[str, Any]:
 def _seconds(x: Any) -> float:
     """A checkpoint's training time: a finite number >= 0 (0 where it is missing, as in checkpoints
     without it)."""
-    if (
-        isinstance(x, bool)
-        or not isinstance(x, (int, float))
-        or abs(x) > _COUNT_MAX  # an integer past float64 (math.isfinite would overflow)
-        or not math.isfinite(x)
-        or x < 0
-    ):
+    # NaN fails both comparisons; an integer past float64 is compared exactly
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= _COUNT_MAX:
         raise ValueError(f"its training time is {x!r}, not a number of seconds >= 0")
     return float(x)

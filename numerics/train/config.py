@@ -127,9 +127,8 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         from numerics.data import check_sizes  # lazy: start-up
-        from numerics.models.kinds import kind_of  # lazy: start-up
 
-        kind = kind_of(self.model)
+        kind = self.kind
         for name, lo in LEAST.items():
             if int(getattr(self, name)) < lo:
                 raise ValueError(f"{name} must be >= {lo}, got {getattr(self, name)}")
@@ -158,7 +157,7 @@ class TrainConfig:
             raise ValueError(
                 f"huber must be 0 (the squared loss) or >= {FACTOR_MIN:g}, got {self.huber}"
             )
-        if self.diag_steps is not None and not kind.diag_phase and self.diag_steps != 0:
+        if self.diag_steps and not kind.diag_phase:
             raise ValueError(
                 f"diag_steps is a FULL-only warm start; it must be 0 for {self.model}, got "
                 f"{self.diag_steps}"

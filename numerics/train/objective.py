@@ -42,7 +42,7 @@ def static_config(cfg: TrainConfig) -> TrainConfig:
     return replace(
         cfg,
         seed=0,
-        noise=str(Noise(nz.kind, tuple(0.0 for _ in nz.values))),
+        noise=str(Noise(nz.kind, (0.0,) * len(nz.values))),
         warm_start=None,
         init="random",
         init_scale=TrainConfig.init_scale,
@@ -109,10 +109,9 @@ def effective_params(cfg: TrainConfig, params: Any, step: int) -> Any:
 
 
 def huber(r: jax.Array, delta: float) -> jax.Array:
-    """``½ r²`` for ``|r| ≤ δ``, ``δ (|r| − ½ δ)`` beyond (``δ = 0``: ``½ r²`` everywhere)."""
+    """``½ r²`` for ``|r| ≤ δ``, ``δ (|r| − ½ δ)`` beyond, for ``δ > 0`` (:func:`loss_sums` takes
+    ``δ = 0`` as ``½ r²`` everywhere without it)."""
     sq = 0.5 * r**2
-    if not delta:
-        return sq
     a = jnp.abs(r)
     return jnp.where(a <= delta, sq, delta * (a - 0.5 * delta))
 

@@ -204,7 +204,6 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
     :func:`seed_step` with ``lax.scan``; returns (state, ok (K,), losses (length, K)).  The schedule
     ``sched`` (:func:`schedule`) is an argument: of ``cfg``'s schedule only whether there is a DIAG
     phase is built in (the phase's ``lax.cond`` is in the program or not)."""
-    limit = explode_limit(cfg)
 
     def phase(step: jax.Array, sched: Schedule) -> Any:
         return step < sched.s1 if cfg.phase1_steps else False
@@ -267,7 +266,7 @@ def make_chunk(cfg: TrainConfig, length: int, sharding: Any) -> Callable:
             ),
             axis=0,
         )
-        ok = (worst < MAX_SKIPS) & (2 * skips <= length) & finite & (med < limit)
+        ok = (worst < MAX_SKIPS) & (2 * skips <= length) & finite & (med < explode_limit(cfg))
         return state, ok, losses
 
     return run

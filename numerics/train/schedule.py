@@ -45,10 +45,6 @@ def _inv(n: int) -> np.float32:
         return np.float32(1) / np.float32(n)
 
 
-def _angle(n: int) -> np.float32:
-    return np.float32(np.pi) * _inv(n)
-
-
 def schedule(cfg: TrainConfig) -> Schedule:
     """The traced schedule of ``cfg`` (:class:`Schedule`)."""
     s1 = cfg.phase1_steps
@@ -58,9 +54,9 @@ def schedule(cfg: TrainConfig) -> Schedule:
         _inv(cfg.warmup_steps),
         np.float32(s1),
         np.float32(n),
-        _angle(n),
+        np.float32(np.pi) * _inv(n),
         _inv(default_warmup(s1)) if s1 else np.float32(1),
-        _angle(s1 or 1),
+        np.float32(np.pi) * _inv(s1 or 1),
         np.int32(s1),
         np.int32(cfg.final_start),
     )

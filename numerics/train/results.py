@@ -93,7 +93,7 @@ def finalize(
     meta = {
         "kind": cfg.model,
         "config": config_dict(cfg),
-        "adjusted_loss": metrics["adjusted_loss"],
+        "adjusted_loss": adjusted,
     }
     if cfg.kind.own_forward:  # a family member: its native arrays only (numerics.models.family_io)
         save_member(out / "model.npz", best_params, meta)

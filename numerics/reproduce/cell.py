@@ -128,31 +128,39 @@ def train_stages(
         t0 = time.perf_counter()
         try:
             tr = trainer(scfg, run / f"stage{k}")
-        except Diverged as e:
+        except Diverged as e:  # a later stage's divergence is a stage, and stops the cell
             if prev is None:
                 raise
-            summary = {"steps": e.step, "held_out": None, "blown": True, "diverged": str(e)}
-            seconds = time.perf_counter() - t0
-            stages.append(Stage(k, None, None, {"stage": k, **summary, "seconds": seconds}))
-            done = True
-            break
-        model, scale = _scaled(tr.model, cfg, schedule.scale_pool)
-        held = evaluation.adjusted_per_sequence(
-            *load_model(model)[:2], cfg.noise, cfg.n, cfg.d, RULES.held_out_key(), schedule.held_out
-        )
-        t = evaluation.tail_stats(held)
-        summary = {
-            "stage": k,
-            "steps": int(tr.metrics.get("steps", steps)),
-            "held_out": t["mean"],
-            "held_out_se": t["se"],
-            "held_out_max": t["max"] if np.isfinite(t["max"]) else None,
-            "blown": t["failed"] is not None,
-            "scale": scale,
-            "dropped_final": tr.metrics.get("dropped_final"),
-            "seconds": time.perf_counter() - t0,
-        }
-        stages.append(Stage(k, model, held, summary))
+            model = held = None
+            summary = {
+                "stage": k,
+                "steps": e.step,
+                "held_out": None,
+                "blown": True,
+                "diverged": str(e),
+            }
+        else:
+            model, scale = _scaled(tr.model, cfg, schedule.scale_pool)
+            held = evaluation.adjusted_per_sequence(
+                *load_model(model)[:2],
+                cfg.noise,
+                cfg.n,
+                cfg.d,
+                RULES.held_out_key(),
+                schedule.held_out,
+            )
+            t = evaluation.tail_stats(held)
+            summary = {
+                "stage": k,
+                "steps": int(tr.metrics.get("steps", steps)),
+                "held_out": t["mean"],
+                "held_out_se": t["se"],
+                "held_out_max": t["max"] if np.isfinite(t["max"]) else None,
+                "blown": t["failed"] is not None,
+                "scale": scale,
+                "dropped_final": tr.metrics.get("dropped_final"),
+            }
+        stages.append(Stage(k, model, held, summary | {"seconds": time.perf_counter() - t0}))
         if prev is not None and stopped(stages[-1], prev):
             done = True
             break

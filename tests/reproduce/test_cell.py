@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from numerics.errors import Diverged
 from numerics.io import save_model
 from numerics.reproduce import cell as cell_mod
 from numerics.reproduce.cell import Trained, cell_config, train_cell, train_stages
@@ -114,6 +115,42 @@ def test_a_blown_stage_is_never_the_start_of_the_next(scripted, tmp_path):
     assert [st["blown"] for st in summary["stages"]] == [False, True, False, False]
     assert s.configs[2].warm_start == str(tmp_path / "stage1" / "model.npz")
     assert s.configs[3].warm_start == str(tmp_path / "stage3" / "model.npz") and best.k == 4
+
+
+def test_a_stage_whose_training_diverges_stops_the_cell_which_keeps_the_best_before(
+    scripted, tmp_path
+):
+    """A later stage that raises :class:`numerics.errors.Diverged` is recorded (its steps, no
+    held-out loss, blown, the message) and ends the cell, converged, on the best stage before it; a
+    first stage that diverges has nothing to keep, and the error goes on."""
+    s = scripted([1.0, 0.5])
+
+    def train(cfg, run: Path) -> Trained:  # noqa: ANN001
+        if len(s.configs) == 2:
+            s.configs.append(cfg)
+            raise Diverged("diverged at step 7", 7)
+        return s.train(cfg, run)
+
+    best, summary = train_stages(
+        cell_config(Cell("diag", 2, "uniform:1"), TINY), SCHEDULE, tmp_path, train
+    )
+    last = summary["stages"][-1]
+    assert len(summary["stages"]) == 3 and summary["converged"] is True and best.k == 2
+    assert summary["chosen_stage"] == 2 and summary["steps"] == 10 + 10 + 7
+    assert {k: last[k] for k in ("stage", "steps", "held_out", "blown", "diverged")} == {
+        "stage": 3,
+        "steps": 7,
+        "held_out": None,
+        "blown": True,
+        "diverged": "diverged at step 7",
+    }
+    assert set(last) == {"stage", "steps", "held_out", "blown", "diverged", "seconds"}
+
+    def first(cfg, run: Path) -> Trained:  # noqa: ANN001
+        raise Diverged("diverged at step 2", 2)
+
+    with pytest.raises(Diverged, match="step 2"):
+        train_stages(cell_config(Cell("diag", 2, "uniform:1"), TINY), SCHEDULE, tmp_path, first)
 
 
 @pytest.mark.parametrize(

@@ -46,9 +46,6 @@ class SweepProgress:
             self.bar.start()
             self.task = self.bar.add_task("cells", total=total, stat=self.stat())
 
-    def left(self) -> int:
-        return self.total - self.done - self.now
-
     def eta(self) -> str:
         if not self.done:
             return "time left: after the first cell"
@@ -57,9 +54,9 @@ class SweepProgress:
 
     def stat(self) -> str:
         failed = f" ({self.failed} failed)" if self.failed else ""
+        left = self.total - self.done - self.now
         return (
-            f"{self.done}/{self.total} done{failed}, {self.now} running, {self.left()} left; "
-            f"{self.eta()}"
+            f"{self.done}/{self.total} done{failed}, {self.now} running, {left} left; {self.eta()}"
         )
 
     def dashboard(self, link: str | None) -> None:
@@ -74,7 +71,7 @@ class SweepProgress:
     def finished(self, name: str, failed: bool = False) -> None:
         self.done += 1
         self.failed += bool(failed)
-        self.now = max(0, min(self.now, self.total - self.done) - 1) if self.now else 0
+        self.now = max(0, min(self.now, self.total - self.done) - 1)
         if self.bar is not None:
             self.bar.update(self.task, completed=self.done, stat=self.stat())
         self._say(f"{name}: {'FAILED' if failed else 'finished'}; {self.stat()}")

@@ -195,11 +195,12 @@ def replicas(
     run: Path,
     trainer: Trainer,
 ) -> tuple[dict[str, Any], bytes]:
-    """Fig. 5's spread: the cell's model and ``budget.seeds − 1`` replicas trained as the cell was,
-    with master seeds ``RULES.replica_seed · r``, each evaluated read-out by read-out and judged;
-    the record's ``replicas`` and the stacked ``P, Q`` as ``seeds.npz`` bytes."""
+    """Fig. 5's spread: the cell's model (its verdict ``judged``) and ``budget.seeds − 1`` replicas
+    trained as the cell was, with master seeds ``RULES.replica_seed · r``, each evaluated read-out
+    by read-out and judged; the record's ``replicas`` and the stacked ``P, Q`` as ``seeds.npz``
+    bytes."""
     P, Q, _ = load_model(model)
-    Ps, Qs, info = [P], [Q], [(0, summary, {k: judged[k] for k in ("tail_check", "spectral")})]
+    Ps, Qs, info = [P], [Q], [(0, summary, judged)]
     for r in range(1, budget.seeds):
         seed = RULES.replica_seed * r
         best, rs = train_stages(
@@ -208,22 +209,17 @@ def replicas(
         P, Q, _ = load_model(best.model)
         Ps.append(P)
         Qs.append(Q)
+        ev = verdict.evaluate_model(P, Q, cell.noise, budget.eval_sequences, budget.n, budget.d)
         checks = verdict.checks(P, Q, cell.model, cell.layers, cell.noise, budget.n, budget.d)
-        info.append((seed, rs, checks))
-    ev = [
-        verdict.evaluate_model(P, Q, cell.noise, budget.eval_sequences, budget.n, budget.d)
-        for P, Q in zip(Ps, Qs)
-    ]
+        info.append((seed, rs, {"eval": ev} | checks))
     out = {
         "sequences": budget.eval_sequences,
-        "seed": [i[0] for i in info],
-        "stage": [i[1]["chosen_stage"] for i in info],
-        "steps": [i[1]["steps"] for i in info],
-        "loss": [e["layers"]["loss"] for e in ev],
-        "se": [e["layers"]["se"] for e in ev],
-        "failed": [
-            verdict.failure({"eval": e} | i[2], i[1]["dropped_final"]) for e, i in zip(ev, info)
-        ],
+        "seed": [seed for seed, _, _ in info],
+        "stage": [rs["chosen_stage"] for _, rs, _ in info],
+        "steps": [rs["steps"] for _, rs, _ in info],
+        "loss": [j["eval"]["layers"]["loss"] for _, _, j in info],
+        "se": [j["eval"]["layers"]["se"] for _, _, j in info],
+        "failed": [verdict.failure(j, rs["dropped_final"]) for _, rs, j in info],
     }
     buf = io.BytesIO()
     np.savez(buf, P=np.stack(Ps), Q=np.stack(Qs))

@@ -323,3 +323,55 @@ def test_a_passing_cell_and_a_fit_that_keeps_c_1_are_never_rescaled(rescuable, t
     r = rescuable(limit=0.05, fit=(1.0, {"scale": 1.0, "searched": False}))
     rec, Q = _rescued(train_cell(Cell("diag", 1, "uniform:1"), TINY, tmp_path / "b", r.train))
     assert Q is None and rec["training"]["rescue"]["tried"] == [] and r.judged == [0.1]
+
+
+def test_a_fig5_cell_records_its_replicas_each_judged_as_the_cell_is(
+    scripted, monkeypatch, tmp_path
+) -> None:
+    """A Fig. 5 cell trains ``budget.seeds − 1`` replicas as it trained, from master seeds
+    ``RULES.replica_seed · r``: its record's ``replicas`` holds each model's seed, chosen stage,
+    steps, per-read-out loss and SE and verdict, the cell's own model first, and ``seeds.npz``
+    their stacked ``P, Q``.  Here a model's ``max |Q|`` is its loss, and a loss above 0.15 fails."""
+    scripted([0.5, 0.5] * TINY.seeds)
+
+    def train(cfg, run: Path) -> Trained:  # noqa: ANN001
+        run.mkdir(parents=True, exist_ok=True)
+        P = np.full((1, 1, 11, 11), 0.1 * (1 + cfg.seed / cell_mod.RULES.replica_seed))
+        save_model(run / "model.npz", P, P.copy())
+        return Trained({"steps": cfg.steps, "dropped_final": 0}, run / "model.npz")
+
+    c = Cell("diag", 1, "uniform:1", replicas=True)
+    base = fake_record(c, TINY).eval
+
+    def evaluate(P, Q, *a) -> dict:  # noqa: ANN001, ANN002
+        top = float(np.abs(Q).max())
+        return base | {"loss": top, "layers": base["layers"] | {"loss": [top, top]}}
+
+    def judge(P, Q, cell, budget) -> dict:  # noqa: ANN001
+        profile = fake_record(cell, budget).profile
+        return {"eval": evaluate(P, Q), "profile": profile, "tail_check": None, "spectral": None}
+
+    def failure(judged, dropped_final=None) -> str | None:  # noqa: ANN001
+        return None if judged["eval"]["loss"] <= 0.15 else "tail above 0.15"
+
+    monkeypatch.setattr(cell_mod.verdict, "judge", judge)
+    monkeypatch.setattr(cell_mod.verdict, "evaluate_model", evaluate)
+    monkeypatch.setattr(
+        cell_mod.verdict, "checks", lambda *a: {"tail_check": None, "spectral": None}
+    )
+    monkeypatch.setattr(cell_mod.verdict, "failure", failure)
+    files = train_cell(c, TINY, tmp_path, train)
+    rec = parse_record(json.loads(files["metrics.json"]), c.name)
+    assert rec.failed is None and set(files) == {"metrics.json", "model.npz", "seeds.npz"}
+    assert rec.replicas == {
+        "sequences": TINY.eval_sequences,
+        "seed": [0, 100],
+        "stage": [1, 1],
+        "steps": [40, 40],
+        "loss": [[0.1, 0.1], [0.2, 0.2]],
+        "se": [base["layers"]["se"]] * 2,
+        "failed": [None, "tail above 0.15"],
+    }
+    with np.load(io.BytesIO(files["seeds.npz"])) as z:
+        assert z["P"].shape == z["Q"].shape == (2, 1, 1, 11, 11)
+        assert np.allclose(z["Q"][:, 0, 0, 0, 0], [0.1, 0.2])

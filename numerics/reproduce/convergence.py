@@ -27,11 +27,11 @@ from numerics.reproduce.sweep import load_records
 FACTOR = 2
 
 
-def longer(budget: Budget, factor: int = FACTOR) -> Budget:
-    """``budget`` with every stage ``factor`` times as long."""
+def longer(budget: Budget) -> Budget:
+    """``budget`` with every stage :data:`FACTOR` times as long."""
     s = budget.schedule
     return replace(
-        budget, name=f"{budget.name}-x{factor}", schedule=replace(s, steps=s.steps * factor)
+        budget, name=f"{budget.name}-x{FACTOR}", schedule=replace(s, steps=s.steps * FACTOR)
     )
 
 

@@ -99,7 +99,7 @@ def check(value: Any, spec: Any, at: str, loose: bool = False) -> None:
     """``value`` follows ``spec`` (the schema language above), else :class:`Corrupt` naming the path
     ``at``."""
     where = at or "the top level"
-    if isinstance(spec, tuple) and spec[0] == "opt":
+    if _optional(spec):
         if value is not None:
             check(value, spec[1], at, loose)
         return
@@ -190,12 +190,8 @@ def parse_record(data: Any, cell: str | None = None) -> Record:
     if isinstance(data, dict) and "failed" not in data:  # null when it passes, never absent
         raise Corrupt("the top level lacks 'failed'")
     check(data, _FIELDS | {"eval": {"*": ANY}, "profile": {"*": ANY}}, "")
-    if data["failed"] is None:
-        check(data["eval"], _EVAL, "eval")
-        check(data["profile"], _PROFILE, "profile")
-    else:
-        check(data["eval"], _EVAL, "eval", loose=True)
-        check(data["profile"], _PROFILE, "profile", loose=True)
+    for k, spec in (("eval", _EVAL), ("profile", _PROFILE)):
+        check(data[k], spec, k, loose=data["failed"] is not None)
     if cell is not None and data["cell"] != cell:
         raise Corrupt(f"it is the record of cell {data['cell']!r}")
     if data["start"] not in RECORD_STARTS:

@@ -62,9 +62,10 @@ def _bayes_fn(noise: str, sequences: int, n: int, d: int) -> Callable:
     return predict
 
 
-def _json(v: Any) -> Any:
-    v = np.asarray(v).tolist() if isinstance(v, (np.ndarray, np.generic)) else v
-    return None if isinstance(v, float) and not np.isfinite(v) else v
+def _last(v: np.ndarray) -> float | None:
+    """The last entry of ``v`` as a float for JSON, ``None`` where it is not finite."""
+    x = float(np.ravel(v)[-1])
+    return x if np.isfinite(x) else None
 
 
 def evaluate_model(P: Any, Q: Any, noise: str, sequences: int, n: int, d: int) -> dict[str, Any]:
@@ -89,10 +90,7 @@ def evaluate_model(P: Any, Q: Any, noise: str, sequences: int, n: int, d: int) -
         k: np.asarray(lay[k]).tolist()
         for k in ("loss", "se", "raw", "minus_Bayes", "minus_Bayes_se")
     }
-    tail = {
-        k: (_json(float(np.ravel(v)[-1])) if isinstance(v, np.ndarray) else v)
-        for k, v in lay["tail"].items()
-    }
+    tail = {k: _last(v) if isinstance(v, np.ndarray) else v for k, v in lay["tail"].items()}
     return {k: v[-1] for k, v in out.items()} | {
         "layers": out,
         "sequences": int(lay["count"]),

@@ -70,9 +70,7 @@ def judged_claims(
         )
         if waiting:
             more = len(waiting) - WAITING_NAMED
-            named = ", ".join(waiting[:WAITING_NAMED]) + (
-                f" and {more} more" if len(waiting) > WAITING_NAMED else ""
-            )
+            named = ", ".join(waiting[:WAITING_NAMED]) + (f" and {more} more" if more > 0 else "")
             note = f"not trained yet, of the cells this claim reads ({len(waiting)}): {named}" + (
                 "; it is checked only on the series whose every depth is in"
                 if c.key in SERIES

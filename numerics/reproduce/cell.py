@@ -76,7 +76,8 @@ def cell_config(cell: Cell, budget: Budget, seed: int = 0) -> TrainConfig:
 @dataclass(frozen=True)
 class Stage:
     """A trained stage: its model (scale fitted; ``None`` when its training diverged), held-out
-    losses, summary."""
+    losses, summary (its entry in the record; ``blown`` where the held-out losses fail the tail
+    rules of :func:`numerics.evaluate.losses.tail_stats` or its training diverged)."""
 
     k: int
     model: Path | None
@@ -89,7 +90,7 @@ class Stage:
 
     @property
     def blown(self) -> bool:
-        return self.held is None or evaluation.tail_stats(self.held)["failed"] is not None
+        return self.summary["blown"]
 
 
 def best_of(stages: list[Stage]) -> Stage:

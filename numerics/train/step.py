@@ -169,6 +169,9 @@ def seed_step(
     # the batch's typical sequence is fine at these parameters
     sane = jnp.isfinite(med) & (med < explode_limit(cfg))
     good = finite & sane
+    # Without a trust region ``accept`` is Python's True and ``good & ~accept`` is ``good & -2``, an
+    # int32 zero: no rejection.  A JAX bool would say so plainly, but it changes XLA's fusion of the
+    # step and with it the float32 rounding that test_schedule holds to 4 ULP between two programs.
     accept = _trusted(cfg, params, new_params, b, diag_phase) if cfg.trust else True
     take = good & accept
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics.io import load_model
+from numerics.model_file import load_model
 
 NOISE = "categorical:1,3"
 HELD_OUT = 16384  # the same held-out sequences (stream 2) at every evaluation

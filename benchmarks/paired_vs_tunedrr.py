@@ -21,7 +21,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from numerics import baselines  # noqa: E402
 from numerics.evaluate import losses as evaluation  # noqa: E402
-from numerics.io import load_model  # noqa: E402
+from numerics.model_file import load_model  # noqa: E402
 from numerics.models import predict  # noqa: E402
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -4,7 +4,7 @@ Before any array is loaded, :func:`read_npz` checks the archive's directory (a z
 named once, not encrypted, compressed by a method :mod:`zipfile` reads), each wanted array's ``.npy`` header (no
 Python objects; the data its shape declares fits the entry's declared size) and the declared sizes against the
 memory available.  Every failure is one :class:`numerics.errors.LintfError` line that names the file;
-:func:`numerics.io.load_model` and the ``lintf`` commands read user files through it.
+:func:`numerics.model_file.load_model` and the ``lintf`` commands read user files through it.
 """
 
 from __future__ import annotations

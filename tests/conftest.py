@@ -172,12 +172,12 @@ def committed() -> dict[str, TrainedModel]:
     ``models.from_universal``."""
     import jax.numpy as jnp
 
-    from numerics import io, models
+    from numerics import model_file, models
     from tests.strategies import TrainedModel
 
     out: dict[str, TrainedModel] = {}
     for path in sorted(TRAINED.glob("*.npz")):
-        P, Q, meta = io.load_model(path)
+        P, Q, meta = model_file.load_model(path)
         assert meta["kind"] in models.KINDS
         P, Q = jnp.asarray(P), jnp.asarray(Q)
         out[f"committed-{path.stem}"] = TrainedModel(

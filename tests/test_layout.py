@@ -9,7 +9,7 @@ imports.
   ``lintf_theory.symbols``, ...) like any user;
 * imports point down the layers (:data:`TIERS`: ``numerics.cli`` -> ``numerics.reproduce`` ->
   ``numerics.train`` (beside it the testing kit, ``numerics.testing``) -> ``numerics.evaluate`` -> ``numerics.baselines`` -> ``numerics.models`` ->
-  ``numerics.data``/``numerics.io`` -> ``lintf_theory``; ``proofs`` beside the command line), no
+  ``numerics.model_file`` -> ``numerics.data``/``numerics.io`` -> ``lintf_theory``; ``proofs`` beside the command line), no
   packages and no modules of one package import each other in a cycle, and an import inside a
   function is there to keep start-up fast and says so (:data:`LAZY_MARKER`);
 * importing ``numerics`` (and building the ``lintf`` command line) imports neither ``proofs`` nor
@@ -203,6 +203,7 @@ TIERS = (
     ("numerics.evaluate",),
     ("numerics.baselines",),
     ("numerics.models",),
+    ("numerics.model_file",),
     ("numerics.data", "numerics.io"),
     ("numerics.archive",),
     ("numerics", "numerics.errors", "numerics.types"),

@@ -105,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np  # lazy: start-up
 
     from numerics.data import Noise, XDist  # lazy: start-up
-    from numerics.io import atomic_savez, save_model  # lazy: start-up
+    from numerics.io import atomic_savez  # lazy: start-up
+    from numerics.model_file import save_model  # lazy: start-up
     from numerics.models import convert  # lazy: start-up
 
     if os.path.exists(args.out):

@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
 
     from numerics.data import check_sizes  # lazy: start-up
     from numerics.evaluate.inspector import inspect, summary  # lazy: start-up
-    from numerics.io import load_model  # lazy: start-up
+    from numerics.model_file import load_model  # lazy: start-up
 
     if args.sigma is not None and not 0 <= args.sigma <= SIGMA_MAX:
         raise ValueError(f"--sigma must be >= 0 and <= {SIGMA_MAX:g}, got {args.sigma:g}")

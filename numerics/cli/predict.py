@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     import jax  # lazy: start-up
 
     from numerics.cli._userdata import load_data, save_array  # lazy: start-up
-    from numerics.io import load_model  # lazy: start-up
+    from numerics.model_file import load_model  # lazy: start-up
     from numerics.models import predict  # lazy: start-up
     from numerics.models.family_io import is_member_file, load_member  # lazy: start-up
 

@@ -5,7 +5,7 @@ A member model is an ``.npz`` holding its native arrays under their field names 
 :mod:`numerics.models.family`) and a JSON string ``meta`` whose ``"kind"`` names the member.  It
 holds no ``P`` or ``Q``: a member has no universal form, so no reader of universal files can take it
 for a FULL model.  A universal file (FULL, DIAG, GD++) is read exactly as before by
-:func:`numerics.io.load_model`; :func:`load_any` reads either.
+:func:`numerics.model_file.load_model`; :func:`load_any` reads either.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import numpy as np
 
 from numerics.archive import npz_directory, read_npz
 from numerics.errors import LintfError
-from numerics.io import atomic_savez, check_real_finite, load_model, parse_json
+from numerics.io import atomic_savez, check_real_finite, parse_json
+from numerics.model_file import load_model
 from numerics.models.family import MEMBER_OBJECTS, MemberKind
 from numerics.models.kinds import Full, Kind, kind_of
 
@@ -46,7 +47,7 @@ def save_member(
     if not isinstance(kind, MemberKind):
         raise LintfError(
             f"save_member saves family members; a {kind.name} model goes through "
-            "numerics.io.save_model"
+            "numerics.model_file.save_model"
         )
     arrays = {k: np.asarray(v, np.float64) for k, v in params._asdict().items()}
     for k, a in arrays.items():
@@ -139,8 +140,8 @@ def load_member(path: str | os.PathLike[str]) -> Saved:
 
 
 def load_any(path: str | os.PathLike[str]) -> Saved:
-    """A member file (:func:`load_member`) or a universal one (:func:`numerics.io.load_model`, as
-    FULL's ``P, Q``)."""
+    """A member file (:func:`load_member`) or a universal one
+    (:func:`numerics.model_file.load_model`, as FULL's ``P, Q``)."""
     if _member_meta(path) is not None:
         return load_member(path)
     P, Q, meta = load_model(path)

@@ -24,7 +24,7 @@ import numpy as np
 
 from numerics.errors import Diverged, LintfError
 from numerics.evaluate import losses as evaluation
-from numerics.io import load_model, save_model
+from numerics.model_file import load_model, save_model
 from numerics.reproduce import verdict
 from numerics.reproduce.grid import Budget, Cell, Schedule, plan_of, start_of
 from numerics.reproduce.record import Record

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from numerics.io import atomic_write_text, load_model
+from numerics.io import atomic_write_text
+from numerics.model_file import load_model
 from numerics.reproduce import beyond, floor, plots
 from numerics.reproduce.claims import Claim
 from numerics.reproduce.grid import CATEGORICAL, FOCUS, PARTS, Budget, Cell, cells_for

@@ -44,7 +44,7 @@ import numpy as np
 
 from numerics.baselines.ridge import oracle_weights
 from numerics.errors import Diverged
-from numerics.io import load_model
+from numerics.model_file import load_model
 from numerics.models.forward import predict_fast
 from numerics.models.kinds import from_universal, init
 from numerics.train.config import TrainConfig

@@ -13,7 +13,8 @@ import numpy as np
 
 from numerics import baselines as nb
 from numerics.errors import LintfError
-from numerics.io import atomic_write_bytes, atomic_write_json, save_model
+from numerics.io import atomic_write_bytes, atomic_write_json
+from numerics.model_file import save_model
 from numerics.models import universal
 from numerics.models.family_io import save_member
 from numerics.train.config import TrainConfig, config_dict

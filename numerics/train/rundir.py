@@ -18,8 +18,8 @@ Layout of ``--out DIR``:
   ``eval_sequences`` fresh sequences, every seed's selection loss, the baselines' table
   (:func:`numerics.baselines.table` on :data:`numerics.train.results.BASELINE_SEQUENCES` fresh
   sequences of the same setting; ``null`` with ``--no-baselines``), the loss curve, the rollbacks.
-* ``model.npz``: universal ``P, Q`` (:func:`numerics.io.save_model`, which refuses non-finite
-  values) plus the native parameters of the best seed.
+* ``model.npz``: universal ``P, Q`` (:func:`numerics.model_file.save_model`, which refuses
+  non-finite values) plus the native parameters of the best seed.
 * ``loss.png``: training loss per chunk, every seed.
 """
 

@@ -22,7 +22,7 @@ from numerics.baselines.gdpp_floor import read_printed
 from numerics.cli import environment, main
 from numerics.cli import reproduce as cli_reproduce
 from numerics.errors import LintfError
-from numerics.io import save_model
+from numerics.model_file import save_model
 from numerics.train.devices import FLAG, MAX_COUNT
 from proofs import discover, ref_parts
 from tests.strategies.hostile import bad_xla_flags, huge_number_texts

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from numerics import archive
 from numerics.cli import COMMANDS, build_parser, footprint, main, validate
-from numerics.io import save_model
+from numerics.model_file import save_model
 from numerics.train import rundir
 from tests.fakes import TINY_TRAIN
 from tests.strategies.hostile import REFUSED_WORDS, hostile_json, refused_archives, tampered_json

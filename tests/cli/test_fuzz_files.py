@@ -33,7 +33,8 @@ from numerics import archive
 from numerics.cli import footprint, main, validate
 from numerics.cli import reproduce as cli_reproduce
 from numerics.errors import LintfError
-from numerics.io import JSON_DEPTH_MAX, atomic_write_json, save_model
+from numerics.io import JSON_DEPTH_MAX, atomic_write_json
+from numerics.model_file import save_model
 from numerics.models.family import MEMBER_OBJECTS
 from numerics.models.family_io import expected_shapes
 from numerics.reproduce import grid, sweep

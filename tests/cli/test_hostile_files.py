@@ -13,7 +13,7 @@ import pytest
 
 from numerics.baselines import gdpp_floor
 from numerics.cli import main
-from numerics.io import save_model
+from numerics.model_file import save_model
 
 D = 2
 
@@ -298,7 +298,7 @@ def test_weights_that_overflow_in_p_and_q_are_a_one_line_error_without_warnings(
 def test_convert_records_a_setting_with_every_level_exact(tmp_path: Path, capsys) -> None:
     """``uniform:1,1.0000001`` rounded to 6 digits would be ``uniform:1,1``, which no model can be inspected with; the
     meta keeps every level exact, in the setting's canonical spelling (``uniform:5.0`` as ``uniform:5``)."""
-    from numerics.io import load_model
+    from numerics.model_file import load_model
 
     np.savez(
         tmp_path / "w.npz", **{k: np.eye(D + 1)[None, None] for k in ("W_Q", "W_K", "W_V", "W_O")}

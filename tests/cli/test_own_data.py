@@ -12,7 +12,7 @@ import pytest
 
 from numerics.cli import main
 from numerics.data import XDist, sample
-from numerics.io import save_model
+from numerics.model_file import save_model
 
 COMMITTED = (
     Path(__file__).resolve().parents[2]
@@ -189,7 +189,7 @@ def test_inspect_of_a_model_that_overflows_is_an_error_not_a_table_of_made_up_co
 ):
     """The committed model's shapes and :data:`SEQUENCES`: the programs the test of its own noise
     compiles."""
-    from numerics.io import load_model
+    from numerics.model_file import load_model
 
     P, Q, meta = load_model(COMMITTED)
     save_model(

@@ -10,7 +10,7 @@ import pytest
 
 from numerics import models
 from numerics.cli import main
-from numerics.io import save_model
+from numerics.model_file import save_model
 from tests.strategies import RTOL64, max_rel_err, scaled_model, toy_batch
 
 
@@ -175,7 +175,7 @@ def test_an_output_created_while_predict_runs_is_not_replaced(files, capsys, mon
 def test_predictions_that_overflow_are_an_error_and_nothing_is_written(files, capsys):
     """A model that overflows float64 on some sequences gives a one-line error that names them, not a file of NaN."""
     tmp, arrays, _ = files
-    from numerics.io import load_model
+    from numerics.model_file import load_model
 
     P, Q, meta = load_model(tmp / "model.npz")
     save_model(tmp / "huge.npz", P * 1e100, Q * 1e100, meta)
@@ -208,7 +208,7 @@ def test_one_sequence_has_a_loss_but_no_standard_error(files, capsys):
 def test_a_model_that_leaves_the_query_at_zero_predicts_plus_zero(files, capsys):
     """ŷ = −y_{n+1}^L is −0.0 for a zero model; the text and the file show 0, not -0."""
     tmp, arrays, _ = files
-    from numerics.io import load_model
+    from numerics.model_file import load_model
 
     P, Q, meta = load_model(tmp / "model.npz")
     save_model(tmp / "zero.npz", np.zeros_like(P), np.zeros_like(Q), meta)

@@ -96,7 +96,7 @@ def digest(path: Path) -> dict[str, Any]:
     import jax.numpy as jnp
     import numpy as np
 
-    from numerics.io import load_model
+    from numerics.model_file import load_model
 
     P, Q, meta = load_model(path)
     noise, n, d = cell_setting(path, meta)

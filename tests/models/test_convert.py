@@ -20,7 +20,7 @@ from numerics import models
 from numerics.cli import main
 from numerics.data import Noise
 from numerics.errors import LintfError
-from numerics.io import load_model, save_model
+from numerics.model_file import load_model, save_model
 from numerics.models import convert
 from tests.strategies import RTOL64, max_rel_err, toy_batch
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from numerics import io, models
+from numerics import model_file, models
 from numerics.errors import LintfError
 from numerics.models import family
 from numerics.models.family_io import is_member_file, load_any, load_member, save_member
@@ -33,9 +33,9 @@ def test_universal_files_load_as_before(tmp_path):
     data = toy_batch(42)
     P, Q = scaled_model("diag", 43, 2, 1, data)
     path = tmp_path / "u.npz"
-    io.save_model(path, P, Q, {"kind": "diag"})
+    model_file.save_model(path, P, Q, {"kind": "diag"})
     assert not is_member_file(path)
-    P2, Q2, meta = io.load_model(path)
+    P2, Q2, meta = model_file.load_model(path)
     np.testing.assert_array_equal(P2, np.asarray(P))
     saved = load_any(path)
     assert saved.kind.name == "full" and meta == {"kind": "diag"}
@@ -47,7 +47,7 @@ def test_member_file_errors_are_one_line(tmp_path):
     path = tmp_path / "m.npz"
     save_member(path, params)
     with pytest.raises(LintfError, match="it is a gla model, which has no universal form"):
-        io.load_model(path)
+        model_file.load_model(path)
     arrays = {k: np.asarray(v) for k, v in params._asdict().items()}
     bad = tmp_path / "bad.npz"
     np.savez(bad, meta=json.dumps({"kind": "gla"}), **(arrays | {"W_K": arrays["W_K"][..., :2]}))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from numerics.errors import Diverged
-from numerics.io import save_model
+from numerics.model_file import save_model
 from numerics.reproduce import cell as cell_mod
 from numerics.reproduce.cell import Trained, cell_config, train_cell, train_stages
 from numerics.reproduce.grid import Cell, Schedule

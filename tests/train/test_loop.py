@@ -13,7 +13,7 @@ import pytest
 
 from numerics import models
 from numerics.errors import LintfError
-from numerics.io import load_model
+from numerics.model_file import load_model
 from numerics.train import loop
 from numerics.train.checkpoint import save_checkpoint
 from numerics.train.config import TrainConfig

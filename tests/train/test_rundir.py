@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from numerics.errors import LintfError
-from numerics.io import load_model
+from numerics.model_file import load_model
 from numerics.train.checkpoint import save_checkpoint
 from numerics.train.config import TrainConfig
 from numerics.train.loop import Result, init_state, train

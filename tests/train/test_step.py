@@ -364,7 +364,7 @@ def test_one_program_serves_every_noise_level_and_start(tmp_path):
     """The compiled chunk is keyed on what it computes: noise levels, seed and start are its
     arguments or its input state, so cells of one model and depth share it; so is the schedule
     (steps, lr: ``test_schedule.py``), and the chunk's length is keyed on."""
-    from numerics.io import save_model
+    from numerics.model_file import save_model
 
     P = np.tile(0.01 * np.eye(5), (2, 1, 1, 1))  # a DIAG start: two layers, d = 4
     save_model(tmp_path / "start.npz", P, P)

@@ -15,12 +15,12 @@ from numerics.errors import LintfError
 
 def test_a_model_saved_is_the_model_loaded(tmp_path) -> None:  # noqa: ANN001
     path = tmp_path / "sub" / "model.npz"
-    P = np.arange(9.0).reshape(1, 1, 3, 3)
+    P = np.arange(9.0).reshape(1, 1, 3, 3) / 3  # not float32 numbers: stored as float64
     model_file.save_model(path, P, np.eye(3)[None, None], meta={"kind": "full"})
     assert os.listdir(path.parent) == ["model.npz"]
     P2, Q2, meta = model_file.load_model(path)
     assert np.array_equal(P2, P) and np.array_equal(Q2, np.eye(3)[None, None])
-    assert P2.dtype == np.float64 and meta == {"kind": "full"}
+    assert meta == {"kind": "full"}
 
 
 def test_a_model_of_mostly_zeros_is_stored_compressed_and_loads_as_saved(tmp_path) -> None:  # noqa: ANN001

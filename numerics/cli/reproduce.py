@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         progress=None if args.json else show,
     )
     sw_mod.claim_out(out, budget)
-    res = write_outputs(sw, budget, parts, out, str(out))
+    res = write_outputs(sw, budget, parts, out)
     secs = time.perf_counter() - t0
     if args.json:
         print(

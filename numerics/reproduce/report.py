@@ -74,15 +74,15 @@ def claims_markdown(claims: list[Claim], cmd: str, rec: dict[Key, Any]) -> str:
 
 
 def write_outputs(
-    sw: Any, budget: Budget, parts: tuple[str, ...], out: str | Path, out_arg: str | None = None
+    sw: Any, budget: Budget, parts: tuple[str, ...], out: str | Path
 ) -> dict[str, Any]:
     """Write the parts' tables and figures whose cells are all finished, and ``report.md``, from a
     :class:`numerics.reproduce.sweep.Sweep`.  Returns ``{"files": [...], "claims": [Claim,
     ...]}``."""
-    out, arg = Path(out), out_arg or str(out)
+    out = Path(out)
     # the command that regenerates a part (finished cells are reused)
     cmd = lambda part: (  # noqa: E731
-        f"python -m numerics.cli reproduce --budget {budget.name} --out {arg} --only {part}"
+        f"python -m numerics.cli reproduce --budget {budget.name} --out {out} --only {part}"
     )
     cells, base, L, missing = sw.cells, sw.baselines, budget.max_depth, set(sw.missing)
     grid_cells = {

@@ -141,6 +141,11 @@ def train_stages(
                 "diverged": str(e),
             }
         else:
+            # the stage's time: the training's own seconds over every call that trained it (a
+            # resumed stage's earlier calls included) where the run reports them, else this call's;
+            # then its scale fit and held-out evaluation
+            if tr.metrics.get("seconds") is not None:
+                t0 = time.perf_counter() - tr.metrics["seconds"]
             model, scale = _scaled(tr.model, cfg, schedule.scale_pool)
             held = evaluation.adjusted_per_sequence(
                 *load_model(model)[:2],
@@ -235,9 +240,11 @@ def train_cell(
     finds a scale that passes;
     its record keeps the failure the rescue answered (``training.rescue``) and says so in its
     notes."""
-    rundir, t0 = Path(rundir), time.perf_counter()
+    rundir = Path(rundir)
     cfg = cell_config(cell, budget)
     best, summary = train_stages(cfg, budget.schedule, rundir, trainer)
+    # the cell's time: its stages' (each over every call that trained it), then what follows them
+    t0 = time.perf_counter() - sum(s["seconds"] for s in summary["stages"])
     P, Q, meta = load_model(best.model)
     judged = verdict.judge(P, Q, cell, budget)
     failed, notes, kept = verdict.failure(judged, summary["dropped_final"]), [], best.model

@@ -86,6 +86,9 @@ def finalize(
         "eval_adjusted_per_seed": per_seed.tolist(),
         "steps": int(res.state.step),
         "steps_per_s": res.steps_per_s,
+        # training seconds over every call that trained the run (a resumed run adds to them); null
+        # where a checkpoint without its time left the earlier calls' unknown, as their rate is
+        "seconds": res.seconds if np.isfinite(res.steps_per_s) else None,
         "devices": res.devices,
         "baselines": baseline_table(cfg) if baselines else None,
         "curve": {"columns": ["step"] + [f"seed_{k}" for k in range(cfg.seeds)], "rows": res.curve},

@@ -227,9 +227,9 @@ def test_a_run_resumed_with_no_steps_left_reports_the_rate_its_checkpoint_record
     finished: tuple[Path, str], tmp_path: Path, capsys
 ) -> None:
     """Interrupted after its last checkpoint (a copy of the finished run, its results removed): the resumed run
-    trains nothing, and its rate is that of the training before, from the time the checkpoint stores, then and on
-    a later rerun.  A checkpoint without that time (as written before it did) has no rate to give: the run says
-    so, and stores ``null``."""
+    trains nothing, and its rate and training seconds are those of the training before, from the time the
+    checkpoint stores, then and on a later rerun.  A checkpoint without that time (as written before it did) has
+    no rate to give: the run says so, and stores ``null`` for both."""
     out = _copy(finished, tmp_path)
     argv = [*TINY, "--out", str(out)]
     assert json.loads(finished[1])["steps_per_s"] > 0  # the run itself reported a rate
@@ -243,6 +243,10 @@ def test_a_run_resumed_with_no_steps_left_reports_the_rate_its_checkpoint_record
     assert json.loads((out / "metrics.json").read_text())["steps_per_s"] == pytest.approx(
         4 / seconds
     )
+    # the training's seconds over every call: the checkpoint's (nothing was left to train)
+    assert json.loads((out / "metrics.json").read_text())["seconds"] == pytest.approx(
+        seconds, abs=0.1
+    )
 
     _stopped_before_finishing(out)
     _checkpoint_meta(
@@ -253,6 +257,7 @@ def test_a_run_resumed_with_no_steps_left_reports_the_rate_its_checkpoint_record
         line = capsys.readouterr().out
         assert "no steps left to train" in line and "nan" not in line, line
     assert json.loads((out / "metrics.json").read_text())["steps_per_s"] is None
+    assert json.loads((out / "metrics.json").read_text())["seconds"] is None
 
 
 @pytest.mark.parametrize("bad", [-1.0, "3", True, None])

@@ -316,6 +316,27 @@ def test_a_cell_no_scale_rescues_fails_with_its_own_verdict_and_no_model(
     assert len(rec["training"]["rescue"]["tried"]) == 2
 
 
+def test_a_cells_time_is_its_stages_training_seconds_over_every_call(rescuable, tmp_path) -> None:
+    """A stage's ``seconds`` is the training's own time as the run reports it (over every call that
+    trained it, so a stage resumed after an interruption counts its earlier calls too) plus its
+    held-out evaluation, and the record's ``provenance.seconds`` adds what follows the stages; a run
+    that does not report its time counts this call's."""
+    cell = Cell("diag", 1, "uniform:1")
+    r = rescuable(limit=1.0)  # two stages, a passing verdict
+
+    def reported(cfg, run: Path) -> Trained:  # noqa: ANN001
+        t = r.train(cfg, run)
+        return Trained(t.metrics | {"seconds": 1000.0}, t.model)
+
+    rec = json.loads(train_cell(cell, TINY, tmp_path / "a", reported)["metrics.json"])
+    stages = [s["seconds"] for s in rec["training"]["stages"]]
+    assert len(stages) == 2 and all(1000 <= s < 1060 for s in stages), stages
+    assert sum(stages) <= rec["provenance"]["seconds"] < sum(stages) + 60
+    r = rescuable(limit=1.0)
+    rec = json.loads(train_cell(cell, TINY, tmp_path / "b", r.train)["metrics.json"])
+    assert all(0 <= s["seconds"] < 60 for s in rec["training"]["stages"])
+
+
 def test_a_passing_cell_and_a_fit_that_keeps_c_1_are_never_rescaled(rescuable, tmp_path) -> None:
     r = rescuable(limit=1.0)
     rec, Q = _rescued(train_cell(Cell("diag", 1, "uniform:1"), TINY, tmp_path / "a", r.train))
